@@ -1,0 +1,42 @@
+# Moments — the two commands a new user needs:
+#   make run    set up what is missing, build, and run Moments on its embedded defaults
+#   make test   set up what is missing, build, and run the tests
+SHELL := /bin/bash
+SWIFT ?= swift
+APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
+STORAGE_PATH ?= Storage
+
+.PHONY: run test setup build release bench clean
+
+# Installs the system libraries only when pkg-config cannot find them (sudo when not root).
+setup:
+	@if ! pkg-config --exists libavformat libavcodec libavutil libswscale libswresample sqlite3 2>/dev/null; then \
+		echo "Installing FFmpeg and SQLite development packages: $(APT_PACKAGES)"; \
+		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
+	fi
+	@command -v ffmpeg >/dev/null 2>&1 || echo "note: the ffmpeg CLI is not installed; only scripts/bench-media needs it (apt-get install ffmpeg)"
+
+build: setup
+	$(SWIFT) build
+
+release: setup
+	$(SWIFT) build -c release
+
+# Until the HTTP service exists: make a sample video, describe it, and render a highlight of it.
+run: release
+	@mkdir -p $(STORAGE_PATH)
+	@[ -f $(STORAGE_PATH)/sample.mp4 ] || .build/release/moments sample -o $(STORAGE_PATH)/sample.mp4
+	.build/release/moments probe $(STORAGE_PATH)/sample.mp4
+	.build/release/moments render $(STORAGE_PATH)/sample.mp4 --segments 1-4,7.5-10,14-17 --crossfade 0.25 \
+		-o $(STORAGE_PATH)/sample-highlight.mp4 --poster $(STORAGE_PATH)/sample-highlight.jpg --poster-time 1
+
+test: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: release
+	scripts/bench-media
+
+clean:
+	rm -rf .build

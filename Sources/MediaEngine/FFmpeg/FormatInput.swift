@@ -1,0 +1,126 @@
+import CFFmpeg
+
+/// Owns an input AVFormatContext (avformat_close_input in deinit). Opening reads the header only;
+/// `findStreamInfo` reads further, so callers can vet header fields (picture size) before that.
+final class FormatInput {
+    let pointer: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    /// Kept alive as long as FFmpeg may call the interrupt callback that points at it.
+    private let cancellation: CancellationToken?
+
+    init(path: String, cancellation: CancellationToken? = nil) throws(MediaError) {
+        guard let context = avformat_alloc_context() else {
+            throw MediaError(.ffmpeg, operation: "avformat_alloc_context", path: path, detail: "out of memory")
+        }
+        self.path = path
+        self.cancellation = cancellation
+        if let cancellation {
+            context.pointee.interrupt_callback = AVIOInterruptCB(
+                callback: { opaque in
+                    guard let opaque else { return 0 }
+                    return Unmanaged<CancellationToken>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
+                },
+                opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+        }
+        let key = UnsafeMutableRawPointer(context)
+        FFmpegLog.register(key)
+        var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        let rc = avformat_open_input(&opened, path, nil, nil)
+        guard rc >= 0, let opened else {
+            // avformat_open_input frees the context on failure.
+            let logged = FFmpegLog.lastError(for: key)
+            FFmpegLog.unregister(key)
+            throw FormatInput.openError(rc, path: path, logged: logged, cancelled: cancellation?.isCancelled == true)
+        }
+        pointer = opened
+        collectStreams()
+    }
+
+    deinit {
+        FFmpegLog.unregister(UnsafeMutableRawPointer(pointer))
+        var p: UnsafeMutablePointer<AVFormatContext>? = pointer
+        avformat_close_input(&p)
+    }
+
+    var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+
+    func findStreamInfo() throws(MediaError) {
+        try check(avformat_find_stream_info(pointer, nil), "avformat_find_stream_info", path: path, context: logKey)
+        collectStreams()
+    }
+
+    /// The streams, each with its codec parameters resolved once (a stream FFmpeg left without
+    /// parameters is skipped rather than force-unwrapped).
+    private(set) var streams: [StreamHandle] = []
+
+    private func collectStreams() {
+        streams = (0..<Int(pointer.pointee.nb_streams)).compactMap { i in
+            guard let st = pointer.pointee.streams[i], let par = st.pointee.codecpar else { return nil }
+            return StreamHandle(stream: st, parameters: par)
+        }
+    }
+
+    func stream(index: Int) -> StreamHandle? { streams.first { $0.index == index } }
+
+    var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
+
+    var formatLongName: String {
+        pointer.pointee.iformat.pointee.long_name.map { String(cString: $0) } ?? formatName
+    }
+
+    /// Reads the next packet; false at the end of the file. A damaged stretch the demuxer cannot
+    /// read past is treated as the end, after reporting through `onError`.
+    func read(into packet: Packet) throws(MediaError) -> Bool {
+        let rc = av_read_frame(pointer, packet.pointer)
+        if rc >= 0 { return true }
+        if rc == FFmpegError.eof { return false }
+        if rc == FFmpegError.exit || cancellation?.isCancelled == true {
+            throw MediaError(.cancelled, operation: "av_read_frame", path: path, detail: "cancelled")
+        }
+        throw MediaError.ffmpeg(rc, "av_read_frame", path: path, kind: .io, context: logKey)
+    }
+
+    /// Seeks `stream` to the last keyframe at or before `timestamp` (in the stream's time base).
+    func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
+        try check(av_seek_frame(pointer, Int32(index), timestamp, AVSEEK_FLAG_BACKWARD),
+                  "av_seek_frame to \(timestamp)", path: path, context: logKey)
+    }
+
+    /// The container's start time in seconds (0 when unknown); Moments' times count from here.
+    var startSeconds: Double {
+        let t = pointer.pointee.start_time
+        return t == MediaTime.noPTS ? 0 : Double(t) / Double(AV_TIME_BASE)
+    }
+
+    private static func openError(_ rc: Int32, path: String, logged: String?, cancelled: Bool) -> MediaError {
+        let text = FFmpegError.string(rc) + ((logged?.isEmpty ?? true) ? "" : "; \(logged!)")
+        if cancelled || rc == FFmpegError.exit {
+            return MediaError(.cancelled, operation: "avformat_open_input", path: path, detail: "cancelled")
+        }
+        if rc == moments_averror(ENOENT) {
+            return MediaError(.fileNotFound, operation: "avformat_open_input", path: path,
+                              detail: "file not found", code: rc, ffmpegMessage: text)
+        }
+        if rc == moments_averror(EACCES) || rc == moments_averror(EISDIR) {
+            return MediaError(.io, operation: "avformat_open_input", path: path,
+                              detail: "cannot read the file", code: rc, ffmpegMessage: text)
+        }
+        if let logged, logged.contains("moov atom not found") {
+            return MediaError(.truncated, operation: "avformat_open_input", path: path,
+                              detail: "the file is truncated or unfinished: its index (moov atom) is missing",
+                              code: rc, ffmpegMessage: text)
+        }
+        return MediaError(.notMedia, operation: "avformat_open_input", path: path,
+                          detail: "not a video file FFmpeg can read", code: rc, ffmpegMessage: text)
+    }
+}
+
+/// One input stream and its codec parameters (both owned by the FormatInput).
+struct StreamHandle {
+    let stream: UnsafeMutablePointer<AVStream>
+    let parameters: UnsafeMutablePointer<AVCodecParameters>
+    var index: Int { Int(stream.pointee.index) }
+    var type: AVMediaType { parameters.pointee.codec_type }
+    var timeBase: AVRational { stream.pointee.time_base }
+    var isAttachedPicture: Bool { stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
+}

@@ -1,0 +1,89 @@
+import CFFmpeg
+
+/// Owns an output AVFormatContext and its AVIOContext (closed and freed in deinit).
+final class FormatOutput {
+    let pointer: UnsafeMutablePointer<AVFormatContext>
+    let path: String
+    private var ioOpen = false
+    private var headerWritten = false
+    private var trailerWritten = false
+    private let cancellation: CancellationToken?
+
+    init(path: String, format: String, cancellation: CancellationToken?) throws(MediaError) {
+        var context: UnsafeMutablePointer<AVFormatContext>? = nil
+        let rc = avformat_alloc_output_context2(&context, nil, format, path)
+        guard rc >= 0, let context else {
+            throw MediaError.ffmpeg(rc < 0 ? rc : moments_averror(ENOMEM), "avformat_alloc_output_context2 (\(format))", path: path)
+        }
+        self.pointer = context
+        self.path = path
+        self.cancellation = cancellation
+        FFmpegLog.register(UnsafeMutableRawPointer(context))
+        if let cancellation {
+            context.pointee.interrupt_callback = AVIOInterruptCB(
+                callback: { opaque in
+                    guard let opaque else { return 0 }
+                    return Unmanaged<CancellationToken>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
+                },
+                opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+        }
+    }
+
+    deinit {
+        if ioOpen { avio_closep(&pointer.pointee.pb) }
+        FFmpegLog.unregister(UnsafeMutableRawPointer(pointer))
+        avformat_free_context(pointer)
+    }
+
+    var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+    var needsGlobalHeader: Bool { pointer.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+
+    /// A new stream carrying `encoder`'s parameters.
+    func addStream(for encoder: CodecContext) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(pointer, nil) else {
+            throw MediaError(.ffmpeg, operation: "avformat_new_stream", path: path, detail: "out of memory")
+        }
+        try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.pointer),
+                  "avcodec_parameters_from_context", path: path)
+        stream.pointee.time_base = encoder.pointer.pointee.time_base
+        return stream
+    }
+
+    func writeHeader(options: [String: String]) throws(MediaError) {
+        var io: UnsafeMutablePointer<AVIOContext>? = nil
+        var callback = pointer.pointee.interrupt_callback
+        try check(avio_open2(&io, path, AVIO_FLAG_WRITE, &callback, nil), "avio_open2", path: path, context: logKey)
+        pointer.pointee.pb = io
+        ioOpen = true
+        var dictionary: OpaquePointer? = nil
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        defer { av_dict_free(&dictionary) }
+        try check(avformat_write_header(pointer, &dictionary), "avformat_write_header", path: path, context: logKey)
+        headerWritten = true
+    }
+
+    /// Writes an encoded packet, rescaling its times from the encoder's time base to the stream's.
+    func write(_ packet: Packet, from timeBase: AVRational, to stream: UnsafeMutablePointer<AVStream>) throws(MediaError) {
+        av_packet_rescale_ts(packet.pointer, timeBase, stream.pointee.time_base)
+        packet.pointer.pointee.stream_index = stream.pointee.index
+        let rc = av_interleaved_write_frame(pointer, packet.pointer)
+        if rc < 0 {
+            if cancellation?.isCancelled == true {
+                throw MediaError(.cancelled, operation: "av_interleaved_write_frame", path: path, detail: "cancelled")
+            }
+            throw MediaError.ffmpeg(rc, "av_interleaved_write_frame", path: path, kind: .io, context: logKey)
+        }
+    }
+
+    func finish() throws(MediaError) {
+        guard headerWritten, !trailerWritten else { return }
+        trailerWritten = true
+        let rc = av_write_trailer(pointer)
+        if rc < 0, cancellation?.isCancelled == true {
+            throw MediaError(.cancelled, operation: "av_write_trailer", path: path, detail: "cancelled")
+        }
+        try check(rc, "av_write_trailer", path: path, context: logKey)
+        avio_closep(&pointer.pointee.pb)
+        ioOpen = false
+    }
+}

@@ -1,0 +1,91 @@
+import CFFmpeg
+
+/// The one error type of the media layer: what failed, on which file, and FFmpeg's own words.
+public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// What kind of problem this is; stable names a caller (the API, the CLI) can branch on.
+    public enum Kind: String, Sendable, Codable {
+        case fileNotFound = "file_not_found"
+        case emptyFile = "empty_file"
+        /// Not a container FFmpeg can read (random bytes, text, an unknown format).
+        case notMedia = "not_media"
+        /// A readable file that is not a video: a still image renamed, or audio only.
+        case notVideo = "not_video"
+        case unsupportedCodec = "unsupported_codec"
+        /// A header claiming a picture larger than the limits (refused before allocating anything).
+        case dimensionsTooLarge = "dimensions_too_large"
+        /// The file ends early: e.g. an MP4 whose index (moov) was never written.
+        case truncated = "truncated"
+        /// An edit range outside the source's duration or otherwise malformed.
+        case invalidRange = "invalid_range"
+        case cancelled = "cancelled"
+        /// Reading or writing a file failed (permissions, disk full, ...).
+        case io = "io"
+        /// Any other failure inside FFmpeg.
+        case ffmpeg = "ffmpeg"
+    }
+
+    public let kind: Kind
+    /// The operation that failed, e.g. `avformat_open_input` or `render segment 3`.
+    public let operation: String
+    /// The file concerned, when there is one.
+    public let path: String?
+    /// A sentence for a person: what is wrong.
+    public let detail: String
+    /// FFmpeg's error code (negative AVERROR), when FFmpeg reported the failure.
+    public let code: Int32?
+    /// FFmpeg's text: av_strerror of `code`, plus the last error FFmpeg logged for this context.
+    public let ffmpegMessage: String?
+
+    public init(_ kind: Kind, operation: String, path: String? = nil, detail: String,
+                code: Int32? = nil, ffmpegMessage: String? = nil) {
+        self.kind = kind
+        self.operation = operation
+        self.path = path
+        self.detail = detail
+        self.code = code
+        self.ffmpegMessage = ffmpegMessage
+    }
+
+    /// An error from an FFmpeg call that returned a negative code.
+    static func ffmpeg(_ code: Int32, _ operation: String, path: String? = nil, kind: Kind = .ffmpeg,
+                       detail: String? = nil, context: UnsafeMutableRawPointer? = nil) -> MediaError {
+        var text = FFmpegError.string(code)
+        if let context, let logged = FFmpegLog.lastError(for: context), !logged.isEmpty, logged != text {
+            text += "; \(logged)"
+        }
+        return MediaError(kind, operation: operation, path: path, detail: detail ?? text, code: code, ffmpegMessage: text)
+    }
+
+    public var description: String {
+        var s = ""
+        if let path { s += "\(path): " }
+        s += detail
+        if let ffmpegMessage, ffmpegMessage != detail { s += " (\(operation): \(ffmpegMessage))" }
+        else if code == nil, kind == .ffmpeg || kind == .io { s += " (\(operation))" }
+        return s
+    }
+}
+
+enum FFmpegError {
+    static let eof = moments_averror_eof()
+    static let again = moments_averror_eagain()
+    static let invalidData = moments_averror_invaliddata()
+    static let exit = moments_averror_exit()
+
+    /// av_strerror's text for a negative code.
+    static func string(_ code: Int32) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
+            guard let base = buffer.baseAddress else { return "error \(code)" }
+            if av_strerror(code, base, 256) < 0 { return "unknown FFmpeg error \(code)" }
+            return String(cString: base)
+        }
+    }
+}
+
+/// Throws a MediaError when an FFmpeg call returned a negative code.
+@discardableResult
+func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String? = nil,
+           context: UnsafeMutableRawPointer? = nil) throws(MediaError) -> Int32 {
+    if code < 0 { throw MediaError.ffmpeg(code, operation(), path: path, context: context) }
+    return code
+}

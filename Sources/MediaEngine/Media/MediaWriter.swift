@@ -1,0 +1,286 @@
+import CFFmpeg
+import Foundation
+
+/// A frame rate or time base as an exact fraction.
+public struct Rational: Sendable, Codable, Equatable, CustomStringConvertible {
+    public var num: Int
+    public var den: Int
+    public init(_ num: Int, _ den: Int) { self.num = num; self.den = den }
+    public var value: Double { den == 0 ? 0 : Double(num) / Double(den) }
+    public var description: String { den == 1 ? "\(num)" : "\(num)/\(den)" }
+    var av: AVRational { AVRational(num: Int32(num), den: Int32(den)) }
+    init(_ q: AVRational) { self.init(Int(q.num), Int(q.den)) }
+}
+
+/// Colour tags written on an encoded stream.
+public struct ColorTags: Sendable, Equatable {
+    public var primaries: UInt32 = AVCOL_PRI_BT709.rawValue
+    public var transfer: UInt32 = AVCOL_TRC_BT709.rawValue
+    public var matrix: UInt32 = AVCOL_SPC_BT709.rawValue
+    public init() {}
+    /// BT.2020 primaries and matrix with the PQ (SMPTE ST 2084) transfer: HDR10.
+    public static var hdr10: ColorTags {
+        var tags = ColorTags()
+        tags.primaries = AVCOL_PRI_BT2020.rawValue
+        tags.transfer = AVCOL_TRC_SMPTE2084.rawValue
+        tags.matrix = AVCOL_SPC_BT2020_NCL.rawValue
+        return tags
+    }
+    /// BT.2020 with the HLG (ARIB STD-B67) transfer.
+    public static var hlg: ColorTags {
+        var tags = hdr10
+        tags.transfer = AVCOL_TRC_ARIB_STD_B67.rawValue
+        return tags
+    }
+}
+
+/// How MediaWriter encodes video: H.264 with libx264.
+public struct VideoEncoding: Sendable {
+    public var width: Int
+    public var height: Int
+    public var frameRate: Rational
+    /// Time base of the pts given to `writePicture`; default 1/frameRate (one tick per frame).
+    public var timeBase: Rational?
+    /// 10-bit 4:2:0 (yuv420p10le) instead of 8-bit yuv420p.
+    public var tenBit = false
+    public var preset = "veryfast"
+    public var crf = 20
+    public var keyframeIntervalSeconds = 2.0
+    public var color = ColorTags()
+    /// Clockwise degrees a player must rotate the picture (written as the display matrix).
+    public var rotation = 0
+    /// x264 threads; 0 lets x264 choose.
+    public var threads = 0
+
+    public init(width: Int, height: Int, frameRate: Rational) {
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+    }
+}
+
+/// How MediaWriter encodes audio: AAC (FFmpeg's native encoder).
+public struct AudioEncoding: Sendable {
+    public var sampleRate = 48_000
+    public var channels = 2
+    public var bitRate = 128_000
+    public init() {}
+}
+
+/// One picture's planes, for code that draws a picture to encode (8-bit: UInt8 samples; 10-bit:
+/// UInt16 samples holding 0...1023). Valid only inside the drawing closure.
+public struct PicturePlanes {
+    public let width: Int
+    public let height: Int
+    public let bitDepth: Int
+    public let y: UnsafeMutableRawPointer
+    public let u: UnsafeMutableRawPointer
+    public let v: UnsafeMutableRawPointer
+    /// Bytes per row of each plane.
+    public let yStride: Int
+    public let uStride: Int
+    public let vStride: Int
+}
+
+/// Encodes pictures and sound to an MP4 (H.264 + AAC, moov at the front). Writes to a hidden
+/// temporary file beside `path` and renames it into place in `finish()`: if the writer is dropped
+/// before that (an error, a cancel), the temporary file is deleted and nothing is left behind.
+public final class MediaWriter {
+    public let path: String
+    let temporaryPath: String
+    private let output: FormatOutput
+    private let video: CodecContext
+    private let videoStream: UnsafeMutablePointer<AVStream>
+    private let audio: CodecContext?
+    private let audioStream: UnsafeMutablePointer<AVStream>?
+    private let fifo: AudioFIFO?
+    private let audioFrame: Frame?
+    private let pictureFrame: Frame
+    private let packet: Packet
+    private var nextVideoPTS: Int64 = 0
+    private var audioPTS: Int64 = 0
+    private var finished = false
+    public let videoSettings: VideoEncoding
+    public private(set) var videoFramesWritten = 0
+    public private(set) var audioSamplesWritten = 0
+
+    public init(path: String, video settings: VideoEncoding, audio audioSettings: AudioEncoding?,
+                cancellation: CancellationToken? = nil) throws(MediaError) {
+        _ = FFmpegLog.installed
+        self.path = path
+        self.videoSettings = settings
+        let url = URL(fileURLWithPath: path)
+        temporaryPath = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).partial").path
+        guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0 else {
+            throw MediaError(.invalidRange, operation: "MediaWriter", path: path,
+                             detail: "output size \(settings.width)x\(settings.height) must be positive and even")
+        }
+        output = try FormatOutput(path: temporaryPath, format: "mp4", cancellation: cancellation)
+        let globalHeader = output.needsGlobalHeader
+        let timeBase = settings.timeBase ?? Rational(settings.frameRate.den, settings.frameRate.num)
+        let pixelFormat = settings.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
+        video = try CodecContext.encoder(
+            named: "libx264",
+            options: ["preset": settings.preset, "crf": "\(settings.crf)"]
+        ) { c in
+            c.pointee.width = Int32(settings.width)
+            c.pointee.height = Int32(settings.height)
+            c.pointee.time_base = timeBase.av
+            c.pointee.framerate = settings.frameRate.av
+            c.pointee.pix_fmt = pixelFormat
+            c.pointee.gop_size = Int32(max(1, (settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
+            c.pointee.color_primaries = AVColorPrimaries(rawValue: settings.color.primaries)
+            c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: settings.color.transfer)
+            c.pointee.colorspace = AVColorSpace(rawValue: settings.color.matrix)
+            c.pointee.color_range = AVCOL_RANGE_MPEG
+            c.pointee.thread_count = Int32(settings.threads)
+            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+        videoStream = try output.addStream(for: video)
+        videoStream.pointee.avg_frame_rate = settings.frameRate.av
+        if settings.rotation % 360 != 0 {
+            guard let matrix = av_stream_new_side_data(videoStream, AV_PKT_DATA_DISPLAYMATRIX, 36) else {
+                throw MediaError(.ffmpeg, operation: "av_stream_new_side_data", path: path, detail: "out of memory")
+            }
+            matrix.withMemoryRebound(to: Int32.self, capacity: 9) {
+                av_display_rotation_set($0, Double(-settings.rotation))
+            }
+        }
+        if let audioSettings {
+            let encoder = try CodecContext.encoder(named: "aac") { c in
+                c.pointee.sample_rate = Int32(audioSettings.sampleRate)
+                c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+                c.pointee.bit_rate = Int64(audioSettings.bitRate)
+                c.pointee.time_base = AVRational(num: 1, den: Int32(audioSettings.sampleRate))
+                av_channel_layout_default(&c.pointee.ch_layout, Int32(audioSettings.channels))
+                if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+            }
+            audio = encoder
+            audioStream = try output.addStream(for: encoder)
+            let frameSize = max(1, Int(encoder.pointer.pointee.frame_size))
+            fifo = try AudioFIFO(format: AV_SAMPLE_FMT_FLTP, channels: audioSettings.channels, capacity: frameSize * 4)
+            let frame = try Frame()
+            frame.pointer.pointee.nb_samples = Int32(frameSize)
+            frame.pointer.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+            frame.pointer.pointee.sample_rate = Int32(audioSettings.sampleRate)
+            try check(av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
+                      "av_channel_layout_copy")
+            try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer (audio)")
+            audioFrame = frame
+        } else {
+            audio = nil
+            audioStream = nil
+            fifo = nil
+            audioFrame = nil
+        }
+        pictureFrame = try Frame(width: settings.width, height: settings.height, format: pixelFormat)
+        packet = try Packet()
+        try output.writeHeader(options: ["movflags": "+faststart"])
+    }
+
+    deinit {
+        if !finished { unlink(temporaryPath) }
+    }
+
+    var videoTimeBase: AVRational { video.pointer.pointee.time_base }
+    var audioFrameSize: Int { audioFrame?.sampleCount ?? 1024 }
+    var hasAudio: Bool { audio != nil }
+
+    /// Encodes one picture drawn by `draw`; `pts` in the video time base (default: the next frame).
+    public func writePicture(pts: Int64? = nil, _ draw: (PicturePlanes) -> Void) throws(MediaError) {
+        try pictureFrame.makeWritable()
+        let planes = PicturePlanes(
+            width: pictureFrame.width, height: pictureFrame.height, bitDepth: videoSettings.tenBit ? 10 : 8,
+            y: UnsafeMutableRawPointer(pictureFrame.data(0)!), u: UnsafeMutableRawPointer(pictureFrame.data(1)!),
+            v: UnsafeMutableRawPointer(pictureFrame.data(2)!),
+            yStride: pictureFrame.linesize(0), uStride: pictureFrame.linesize(1), vStride: pictureFrame.linesize(2))
+        draw(planes)
+        try write(pictureFrame, pts: pts ?? nextVideoPTS)
+    }
+
+    /// Encodes a picture already in the output size and pixel format.
+    func write(_ frame: Frame, pts: Int64) throws(MediaError) {
+        let p = frame.pointer
+        p.pointee.pts = pts
+        p.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        p.pointee.color_primaries = video.pointer.pointee.color_primaries
+        p.pointee.color_trc = video.pointer.pointee.color_trc
+        p.pointee.colorspace = video.pointer.pointee.colorspace
+        p.pointee.color_range = AVCOL_RANGE_MPEG
+        try encode(frame, with: video, to: videoStream)
+        nextVideoPTS = pts + 1
+        videoFramesWritten += 1
+    }
+
+    /// Appends interleaved samples (channels as configured).
+    public func writeAudio(interleaved samples: UnsafeBufferPointer<Float>) throws(MediaError) {
+        guard let audio, let fifo else { return }
+        let channels = Int(audio.pointer.pointee.ch_layout.nb_channels)
+        let count = samples.count / channels
+        guard count > 0 else { return }
+        let planar = UnsafeMutablePointer<Float>.allocate(capacity: count * channels)
+        defer { planar.deallocate() }
+        let pointers = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: channels)
+        defer { pointers.deallocate() }
+        for c in 0..<channels {
+            let plane = planar + c * count
+            for i in 0..<count { plane[i] = samples[i * channels + c] }
+            pointers[c] = UnsafeMutableRawPointer(plane)
+        }
+        try fifo.write(pointers, count: count)
+        audioSamplesWritten += count
+        try drainAudio(final: false)
+    }
+
+    /// Appends planar float samples: one pointer per channel, `count` samples each.
+    func writeAudio(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
+        guard let fifo else { return }
+        try fifo.write(planes, count: count)
+        audioSamplesWritten += count
+        try drainAudio(final: false)
+    }
+
+    /// Flushes the encoders, writes the index at the front of the file and moves it into place.
+    public func finish() throws(MediaError) {
+        try drainAudio(final: true)
+        try encode(nil, with: video, to: videoStream)
+        if let audio, let audioStream { try encode(nil, with: audio, to: audioStream) }
+        try output.finish()
+        if rename(temporaryPath, path) != 0 {
+            let reason = String(cString: strerror(errno))
+            throw MediaError(.io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
+        }
+        finished = true
+    }
+
+    private func drainAudio(final: Bool) throws(MediaError) {
+        guard let audio, let audioStream, let fifo, let audioFrame else { return }
+        let frameSize = audioFrame.sampleCount > 0 ? Int(audio.pointer.pointee.frame_size) : 1024
+        while fifo.count >= frameSize || (final && fifo.count > 0) {
+            try audioFrame.makeWritable()
+            let n = min(frameSize, fifo.count)
+            audioFrame.pointer.pointee.nb_samples = Int32(n)
+            _ = try fifo.read(into: audioFrame, count: n)
+            audioFrame.pointer.pointee.pts = audioPTS
+            audioPTS += Int64(n)
+            try encode(audioFrame, with: audio, to: audioStream)
+        }
+        audioFrame.pointer.pointee.nb_samples = Int32(frameSize)
+    }
+
+    private func encode(_ frame: Frame?, with encoder: CodecContext, to stream: UnsafeMutablePointer<AVStream>) throws(MediaError) {
+        let rc = encoder.send(frame)
+        if rc < 0 && rc != FFmpegError.eof {
+            throw MediaError.ffmpeg(rc, "avcodec_send_frame (\(encoder.name))", path: path, context: encoder.logKey)
+        }
+        while true {
+            let r = encoder.receive(packet)
+            if r == FFmpegError.again || r == FFmpegError.eof { return }
+            try check(r, "avcodec_receive_packet (\(encoder.name))", path: path, context: encoder.logKey)
+            defer { packet.unref() }
+            try output.write(packet, from: encoder.pointer.pointee.time_base, to: stream)
+        }
+    }
+}
+

@@ -1,0 +1,359 @@
+import CFFmpeg
+import Foundation
+
+/// What to render: source ranges, in output order, to an MP4.
+public struct RenderRequest: Sendable {
+    public var source: String
+    public var segments: [TimeRange]
+    public var output: String
+    public var quality: RenderQuality = .high
+    /// Seconds of video (and audio) crossfade between segments; 0 cuts hard. Each crossfade
+    /// overlaps two segments, so the output is that much shorter per join.
+    public var crossfade = 0.0
+    /// Seconds of audio fade-out/in at each hard join, and at the start and end.
+    public var audioFade = 0.010
+    /// libx264 preset.
+    public var preset = "veryfast"
+    /// Output frame rate cap (a 120 fps source renders at 60).
+    public var maxFrameRate = 60.0
+    /// Decoder threads; 0 sizes them to the machine.
+    public var threads = 0
+
+    public init(source: String, segments: [TimeRange], output: String) {
+        self.source = source
+        self.segments = segments
+        self.output = output
+    }
+}
+
+/// What was written.
+public struct RenderResult: Sendable, Codable, Equatable {
+    public var output: String
+    public var duration: Double
+    /// Stored picture size; a player rotates it by `rotation`.
+    public var width: Int
+    public var height: Int
+    public var rotation: Int
+    public var frameRate: Rational
+    public var frames: Int
+    public var audioSamples: Int
+    public var fileSize: Int64
+    /// Where each source segment starts and ends in the output, in seconds.
+    public var outputSegments: [TimeRange]
+    /// Damaged source packets skipped over.
+    public var damagedPackets: Int
+}
+
+/// Renders an edit list to MP4: H.264 (libx264) + AAC 48 kHz stereo, yuv420p, constant frame
+/// rate, moov at the front. Cuts are frame-accurate: each range seeks to the keyframe before its
+/// start, then decodes and drops up to it. Output frame k of a segment shows the source frame on
+/// screen at `start + k / fps`, and its audio is exactly the samples of the same span.
+public enum Renderer {
+    public static func render(_ request: RenderRequest, cancellation: CancellationToken? = nil,
+                              progress: ((Double) -> Void)? = nil) throws(MediaError) -> RenderResult {
+        let session = try RenderSession(request, cancellation: cancellation, progress: progress)
+        return try session.run()
+    }
+
+    /// The output frame rate for a source: its average rate, snapped to a standard rate when the
+    /// source's rate varies, capped at `maximum`.
+    static func outputFrameRate(average: AVRational, real: AVRational, variable: Bool, maximum: Double) -> Rational {
+        func valid(_ q: AVRational) -> Bool { q.num > 0 && q.den > 0 && av_q2d(q) >= 1 && av_q2d(q) <= 1000 }
+        var rate = valid(average) ? Rational(average) : valid(real) ? Rational(real) : Rational(30, 1)
+        let standard = [Rational(24000, 1001), Rational(24, 1), Rational(25, 1), Rational(30000, 1001), Rational(30, 1),
+                        Rational(50, 1), Rational(60000, 1001), Rational(60, 1)]
+        if variable || rate.den > 1001 {
+            let nearest = standard.min { abs($0.value - rate.value) < abs($1.value - rate.value) }!
+            rate = abs(nearest.value - rate.value) / rate.value < 0.04 ? nearest : Rational(max(1, Int(rate.value.rounded())), 1)
+        }
+        if rate.value > maximum + 0.01 { rate = Rational(Int(maximum.rounded()), 1) }
+        return rate
+    }
+}
+
+/// One render's state: the C objects it owns and the position in the edit.
+private final class RenderSession {
+    let request: RenderRequest
+    let cancellation: CancellationToken?
+    let progress: ((Double) -> Void)?
+    let input: FormatInput
+    let videoStream: StreamHandle
+    let audioStream: StreamHandle?
+    let video: CodecContext
+    let audio: CodecContext?
+    let resampler: Resampler?
+    let plan: EditPlan
+    let writer: MediaWriter
+    let converter: VideoConverter
+    let joiner: AudioJoiner
+    let rotation: Int
+    let start: Double
+    // Reused per-frame objects.
+    let packet: Packet
+    let decoded: Frame
+    let current: Frame
+    let work: Frame
+    let hold: [Frame]
+    let audioFrame: Frame
+    let audioLeft: UnsafeMutablePointer<Float>
+    let audioRight: UnsafeMutablePointer<Float>
+    let audioPlanes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
+    var audioCapacity = 0
+    var framesDone = 0
+    var lastReported = -1.0
+    var damaged = 0
+    /// Within the current segment.
+    var segment: EditPlan.Segment
+    var slot = 0
+    var haveCurrent = false
+    var videoDone = false
+    var audioCursor: Int?
+
+    init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
+        self.request = request
+        self.cancellation = cancellation
+        self.progress = progress
+        let info = try Probe.probe(request.source)
+        input = try Probe.open(request.source, cancellation: cancellation)
+        videoStream = try Probe.videoStream(input)
+        audioStream = Probe.audioStream(input, video: videoStream.index)
+        start = input.startSeconds
+        rotation = info.video.rotation
+        video = try CodecContext.decoder(for: videoStream, path: request.source, threads: request.threads)
+        if let audioStream {
+            let decoder = try CodecContext.decoder(for: audioStream, path: request.source, threads: 1)
+            audio = decoder
+            resampler = try Resampler(input: decoder.pointer, outputRate: 48_000, outputChannels: 2, outputFormat: AV_SAMPLE_FMT_FLTP)
+        } else {
+            audio = nil
+            resampler = nil
+        }
+        let frameRate = Renderer.outputFrameRate(
+            average: videoStream.stream.pointee.avg_frame_rate, real: videoStream.stream.pointee.r_frame_rate,
+            variable: info.video.isVariableFrameRate, maximum: request.maxFrameRate)
+        plan = try EditPlan(ranges: request.segments, sourceDuration: info.duration, frameRate: frameRate,
+                            sampleRate: 48_000, crossfade: request.crossfade, path: request.source)
+        segment = plan.segments[0]
+
+        let geometry = OutputGeometry(codedWidth: info.video.codedWidth, codedHeight: info.video.codedHeight,
+                                      sampleAspectRatio: info.video.sampleAspectRatio.value,
+                                      maxShortSide: request.quality.maxShortSide)
+        let par = videoStream.parameters.pointee
+        let hdr: ToneMapper.Transfer? = par.color_trc == AVCOL_TRC_SMPTE2084 ? .pq : par.color_trc == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
+        converter = try VideoConverter(width: geometry.width, height: geometry.height, hdrTransfer: hdr)
+
+        var settings = VideoEncoding(width: geometry.width, height: geometry.height, frameRate: frameRate)
+        settings.preset = request.preset
+        settings.crf = request.quality.crf
+        settings.rotation = rotation
+        if hdr == nil {
+            // yuv->yuv scaling keeps the source's matrix, so keep its tags (BT.709 when untagged).
+            if par.color_primaries != AVCOL_PRI_UNSPECIFIED { settings.color.primaries = par.color_primaries.rawValue }
+            if par.color_trc != AVCOL_TRC_UNSPECIFIED { settings.color.transfer = par.color_trc.rawValue }
+            if par.color_space != AVCOL_SPC_UNSPECIFIED { settings.color.matrix = par.color_space.rawValue }
+        }
+        var audioSettings = AudioEncoding()
+        audioSettings.bitRate = request.quality.audioBitRate
+        writer = try MediaWriter(path: request.output, video: settings, audio: audioSettings, cancellation: cancellation)
+        joiner = AudioJoiner(writer: writer, plan: plan, fade: request.audioFade)
+
+        packet = try Packet()
+        decoded = try Frame()
+        current = try Frame()
+        work = try Frame(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)
+        var held: [Frame] = []
+        for _ in 0..<plan.crossfadeFrames { held.append(try Frame(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)) }
+        hold = held
+        audioFrame = try Frame()
+        audioCapacity = 8192
+        audioLeft = .allocate(capacity: audioCapacity)
+        audioRight = .allocate(capacity: audioCapacity)
+        audioPlanes = .allocate(capacity: 2)
+    }
+
+    deinit {
+        audioLeft.deallocate()
+        audioRight.deallocate()
+        audioPlanes.deallocate()
+    }
+
+    var path: String { request.source }
+    var frameDuration: Double { Double(plan.frameRate.den) / Double(plan.frameRate.num) }
+
+    func run() throws(MediaError) -> RenderResult {
+        report(0)
+        for s in plan.segments {
+            try renderSegment(s)
+        }
+        try joiner.flush()
+        try writer.finish()
+        report(1)
+        let size = (try? Probe.fileSize(request.output)) ?? 0
+        let fps = plan.frameRate
+        return RenderResult(
+            output: request.output, duration: plan.duration, width: converter.width, height: converter.height,
+            rotation: rotation, frameRate: fps, frames: writer.videoFramesWritten, audioSamples: writer.audioSamplesWritten,
+            fileSize: size,
+            outputSegments: plan.segments.map {
+                TimeRange(start: Double($0.firstFrame) * frameDuration, end: Double($0.firstFrame + $0.frames) * frameDuration)
+            },
+            damagedPackets: damaged)
+    }
+
+    private func renderSegment(_ s: EditPlan.Segment) throws(MediaError) {
+        segment = s
+        slot = 0
+        haveCurrent = false
+        videoDone = false
+        audioCursor = nil
+        current.unref()
+        joiner.begin(s)
+        try input.seek(stream: videoStream.index, to: MediaTime.timestamp(s.range.start + start, videoStream.timeBase))
+        video.flushBuffers()
+        audio?.flushBuffers()
+        try resampler?.reset()
+        if audio == nil { try joiner.pushSilence(s.samples) }
+
+        var reachedEnd = false
+        while !(videoDone && joiner.remaining == 0) {
+            try cancellation?.check("render", path: path)
+            let more: Bool
+            do { more = try input.read(into: packet) } catch {
+                if error.kind == .cancelled { throw error }
+                damaged += 1
+                reachedEnd = true
+                break
+            }
+            if !more { reachedEnd = true; break }
+            defer { packet.unref() }
+            let index = packet.streamIndex
+            if index == videoStream.index {
+                if !videoDone { try decodeVideo(packet) }
+                else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 { break } // audio has a hole: pad it
+            } else if let audioStream, index == audioStream.index, joiner.remaining > 0 {
+                try decodeAudio(packet)
+            }
+        }
+        if reachedEnd {
+            if !videoDone { try decodeVideo(nil) }
+            if audio != nil, joiner.remaining > 0 { try decodeAudio(nil) }
+        }
+        // The source ran out before the range did (its last frame is held).
+        while slot < s.frames {
+            guard haveCurrent else {
+                throw MediaError(.invalidRange, operation: "render", path: path,
+                                 detail: "no picture could be decoded for segment \(s.range) s")
+            }
+            try emit(current)
+        }
+        try joiner.pushSilence(joiner.remaining)
+    }
+
+    private func packetTime(_ stream: StreamHandle) -> Double {
+        let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+        return ts == MediaTime.noPTS ? -Double.infinity : MediaTime.seconds(ts, stream.timeBase) - start
+    }
+
+    // MARK: Video
+
+    private func decodeVideo(_ p: Packet?) throws(MediaError) {
+        let rc = video.send(p)
+        if rc == FFmpegError.invalidData { damaged += 1; return }
+        if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
+            throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(video.name))", path: path, context: video.logKey)
+        }
+        while !videoDone {
+            let r = video.receive(decoded)
+            if r == FFmpegError.again || r == FFmpegError.eof { return }
+            if r == FFmpegError.invalidData { damaged += 1; continue }
+            try check(r, "avcodec_receive_frame (\(video.name))", path: path, context: video.logKey)
+            try place(decoded)
+        }
+    }
+
+    /// Fills every output slot whose time comes before this frame with the frame on screen then.
+    private func place(_ frame: Frame) throws(MediaError) {
+        defer { frame.unref() }
+        if frame.isDamaged { damaged += 1 }
+        let ts = frame.bestEffortTimestamp
+        guard ts != MediaTime.noPTS else { return }
+        let time = MediaTime.seconds(ts, videoStream.timeBase) - start
+        let epsilon = 0.001
+        while slot < segment.frames && segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon {
+            try emit(haveCurrent ? current : frame)
+        }
+        if slot >= segment.frames { videoDone = true; return }
+        current.unref()
+        av_frame_move_ref(current.pointer, frame.pointer)
+        haveCurrent = true
+    }
+
+    /// Encodes (or holds back for a crossfade) output slot `slot` showing `source`.
+    private func emit(_ source: Frame) throws(MediaError) {
+        let k = slot
+        let pts = Int64(segment.firstFrame + k)
+        let tailStart = segment.frames - segment.overlapOut
+        if k < segment.overlapIn {
+            try converter.convert(source, into: work)
+            VideoConverter.blend(work, with: hold[k], weight: Double(k + 1) / Double(segment.overlapIn + 1))
+            try writer.write(work, pts: pts)
+        } else if k >= tailStart {
+            try converter.convert(source, into: hold[k - tailStart])
+        } else if converter.passesThrough(source) {
+            try writer.write(source, pts: pts)
+        } else {
+            try converter.convert(source, into: work)
+            try writer.write(work, pts: pts)
+        }
+        slot += 1
+        if slot >= segment.frames { videoDone = true }
+        framesDone += 1
+        report(Double(framesDone) / Double(max(1, plan.totalFrames + plan.crossfadeFrames * (plan.segments.count - 1))))
+    }
+
+    private func report(_ fraction: Double) {
+        guard let progress else { return }
+        let value = min(1, max(0, fraction))
+        if value >= 1 || value - lastReported >= 0.005 {
+            lastReported = value
+            progress(value)
+        }
+    }
+
+    // MARK: Audio
+
+    private func decodeAudio(_ p: Packet?) throws(MediaError) {
+        guard let audio, let resampler, let audioStream else { return }
+        let rc = audio.send(p)
+        if rc == FFmpegError.invalidData { damaged += 1; return }
+        if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
+            throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(audio.name))", path: path, context: audio.logKey)
+        }
+        while joiner.remaining > 0 {
+            let r = audio.receive(audioFrame)
+            if r == FFmpegError.again || r == FFmpegError.eof { return }
+            if r == FFmpegError.invalidData { damaged += 1; continue }
+            try check(r, "avcodec_receive_frame (\(audio.name))", path: path, context: audio.logKey)
+            defer { audioFrame.unref() }
+            let ts = audioFrame.bestEffortTimestamp
+            let needed = resampler.outputCapacity(forInput: audioFrame.sampleCount)
+            if needed > audioCapacity { throw MediaError(.ffmpeg, operation: "resample", path: path, detail: "audio frame too long (\(audioFrame.sampleCount) samples)") }
+            audioPlanes[0] = UnsafeMutableRawPointer(audioLeft).assumingMemoryBound(to: UInt8.self)
+            audioPlanes[1] = UnsafeMutableRawPointer(audioRight).assumingMemoryBound(to: UInt8.self)
+            let count = try resampler.convert(audioFrame, into: audioPlanes, capacity: audioCapacity)
+            guard count > 0 else { continue }
+            var position = audioCursor ?? 0
+            if ts != MediaTime.noPTS {
+                let stamped = Int(((MediaTime.seconds(ts, audioStream.timeBase) - start - segment.range.start) * 48_000).rounded())
+                // Follow the stream's clock at the segment's start and across real gaps (> 50 ms).
+                if audioCursor == nil || abs(stamped - position) > 2400 { position = stamped }
+            }
+            if position > joiner.position { try joiner.pushSilence(position - joiner.position) }
+            let skip = max(0, joiner.position - position)
+            if skip < count {
+                try joiner.push(left: audioLeft + skip, right: audioRight + skip, count: count - skip)
+            }
+            audioCursor = position + count
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import CFFmpeg
+
+/// Turns decoded source pictures into output pictures: 8-bit yuv420p at the output size. A source
+/// already in that form passes through untouched; HDR goes through the tone mapper; anything else
+/// (other sizes, 10-bit, full range, 4:2:2...) through one sws conversion.
+final class VideoConverter {
+    let width: Int
+    let height: Int
+    private let scaler: Scaler
+    private let hdr: (toRGB: Scaler, rgb48: Frame, rgb24: Frame, mapper: ToneMapper, fromRGB: Scaler)?
+
+    init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?) throws(MediaError) {
+        self.width = width
+        self.height = height
+        scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_BICUBIC)
+        if let hdrTransfer {
+            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_RGB48LE, flags: SWS_BICUBIC),
+                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB48LE),
+                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB24),
+                   ToneMapper(transfer: hdrTransfer),
+                   Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_POINT))
+        } else {
+            hdr = nil
+        }
+    }
+
+    /// True when `frame` can go to the encoder as it is.
+    func passesThrough(_ frame: Frame) -> Bool {
+        hdr == nil && frame.width == width && frame.height == height && frame.pixelFormat == AV_PIX_FMT_YUV420P
+            && frame.pointer.pointee.color_range != AVCOL_RANGE_JPEG
+    }
+
+    /// Converts `source` into `output` (a writable yuv420p frame of the output size).
+    func convert(_ source: Frame, into output: Frame) throws(MediaError) {
+        try output.makeWritable()
+        if let hdr {
+            try hdr.toRGB.scale(source, into: hdr.rgb48)
+            guard let s = hdr.rgb48.data(0), let d = hdr.rgb24.data(0) else {
+                throw MediaError(.ffmpeg, operation: "tone map", detail: "picture has no data")
+            }
+            hdr.mapper.map(rgb48: UnsafeRawPointer(s).assumingMemoryBound(to: UInt16.self), sourceStride: hdr.rgb48.linesize(0),
+                           rgb24: d, destinationStride: hdr.rgb24.linesize(0), width: width, height: height)
+            try hdr.fromRGB.scale(hdr.rgb24, into: output)
+        } else if passesThrough(source) {
+            try check(av_frame_copy(output.pointer, source.pointer), "av_frame_copy")
+        } else {
+            try scaler.scale(source, into: output)
+        }
+    }
+
+    /// Blends `other` into `frame`: frame = frame * weight + other * (1 - weight), weight in 0...1.
+    static func blend(_ frame: Frame, with other: Frame, weight: Double) {
+        let w = Int32((weight * 256).rounded())
+        for plane in 0..<3 {
+            guard let a = frame.data(plane), let b = other.data(plane) else { continue }
+            let rows = plane == 0 ? frame.height : frame.height / 2
+            let columns = plane == 0 ? frame.width : frame.width / 2
+            let sa = frame.linesize(plane), sb = other.linesize(plane)
+            for y in 0..<rows {
+                let ra = a + y * sa, rb = b + y * sb
+                for x in 0..<columns {
+                    ra[x] = UInt8(truncatingIfNeeded: (Int32(ra[x]) * w + Int32(rb[x]) * (256 - w) + 128) >> 8)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+
+/// Runs the analysis decode alone and reports what it saw (used by the benchmark).
+struct DecodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decode", abstract: "Run the analysis decode pass and print its summary.")
+
+    @Argument(help: "The video.") var file: String
+    @Option(help: "Longest side of the analysis pictures.") var maxSide = 256
+    @Option(help: "Analyse at most this many frames per second.") var fps: Double?
+    @Flag(help: "Skip non-reference frames.") var skipNonref = false
+    @Flag(help: "Keep the deblocking filter on.") var loopFilter = false
+    @Flag(help: "Do not decode audio.") var noAudio = false
+
+    func run() throws {
+        try runReportingErrors {
+            var options = AnalysisOptions()
+            options.maxSide = maxSide
+            options.maxFrameRate = fps
+            options.skipNonReferenceFrames = skipNonref
+            options.skipLoopFilter = !loopFilter
+            options.decodeAudio = !noAudio
+            let token = CancellationToken()
+            let interrupts = InterruptHandler(token)
+            let decoder = try AnalysisDecoder(path: file, options: options, cancellation: token)
+            let bar = ProgressBar("decoding")
+            let duration = max(decoder.info.duration, 0.001)
+            var lumaSum = 0
+            let summary = try decoder.run(onFrame: { frame in
+                lumaSum &+= Int(frame.luma[frame.luma.count / 2])
+                bar.update(frame.time / duration)
+            })
+            bar.finish()
+            withExtendedLifetime(interrupts) {}
+            print(try JSON.encode(summary))
+        }
+    }
+}
+
+struct SampleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sample", abstract: "Write a synthetic sample video (shots, flashes, beeps) for trying Moments out.")
+
+    @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
+    @Option(help: "Seconds.") var duration = 20.0
+    @Option(help: "Width (a multiple of 16).") var width = 640
+    @Option(help: "Height.") var height = 360
+
+    func run() throws {
+        try runReportingErrors {
+            var spec = MediaSynthSpec.sample(duration: duration, width: width, height: height)
+            spec.preset = "veryfast"
+            try MediaSynthWriter.write(spec, to: output)
+            print(output)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+
+@main
+struct Moments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "moments",
+        abstract: "Turns a video into a short highlight clip.",
+        subcommands: [ProbeCommand.self, RenderCommand.self, PosterCommand.self, DecodeCommand.self, SampleCommand.self])
+}
+
+/// Runs `body`; a MediaError becomes one line on stderr and exit status 1.
+func runReportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as MediaError {
+        FileHandle.standardError.write(Data("moments: \(error.description)\n".utf8))
+        throw ExitCode(error.kind == .cancelled ? 130 : 1)
+    }
+}
+
+/// Cancels `token` on SIGINT/SIGTERM so a long operation stops and removes its partial output.
+final class InterruptHandler {
+    private var sources: [DispatchSourceSignal] = []
+
+    init(_ token: CancellationToken) {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { token.cancel() }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

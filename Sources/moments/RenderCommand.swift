@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+
+struct RenderCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "render", abstract: "Render source time ranges, in order, to an MP4 (H.264 + AAC).")
+
+    @Argument(help: "The source video.") var file: String
+    @Option(help: "Source ranges in seconds, e.g. 5.0-10.0,20.0-25.0") var segments: String
+    @Option(help: "Seconds of crossfade between segments (0: hard cuts).") var crossfade = 0.0
+    @Option(help: "low (≤480p), medium (≤720p) or high (≤1080p).") var quality: String = "high"
+    @Option(help: "libx264 preset.") var preset = "veryfast"
+    @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
+    @Option(help: "Also write a JPEG poster of the output to this path.") var poster: String?
+    @Option(help: "Output time of the poster frame, in seconds.") var posterTime = 0.0
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func validate() throws {
+        guard TimeRange.parseList(segments) != nil else {
+            throw ValidationError("--segments must look like 5.0-10.0,20.0-25.0")
+        }
+        guard RenderQuality(rawValue: quality) != nil else {
+            throw ValidationError("--quality must be low, medium or high")
+        }
+        guard crossfade >= 0 else { throw ValidationError("--crossfade must not be negative") }
+    }
+
+    func run() throws {
+        try runReportingErrors {
+            var request = RenderRequest(source: file, segments: TimeRange.parseList(segments) ?? [], output: output)
+            request.quality = RenderQuality(rawValue: quality) ?? .high
+            request.crossfade = crossfade
+            request.preset = preset
+            let token = CancellationToken()
+            let interrupts = InterruptHandler(token)
+            let bar = ProgressBar("rendering")
+            let result = try Renderer.render(request, cancellation: token) { bar.update($0) }
+            bar.finish()
+            withExtendedLifetime(interrupts) {}
+            if let poster { try Poster.write(from: output, at: posterTime, to: poster) }
+            if json {
+                print(try JSON.encode(result))
+            } else {
+                print(String(format: "%@: %.3f s, %dx%d @ %@ fps, %d frames, %d bytes", result.output, result.duration,
+                             result.width, result.height, result.frameRate.description, result.frames, result.fileSize))
+            }
+        }
+    }
+}
+
+struct PosterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "poster", abstract: "Write a JPEG of one frame.")
+
+    @Argument(help: "The video.") var file: String
+    @Option(help: "Time of the frame, in seconds.") var at = 0.0
+    @Option(name: .shortAndLong, help: "Output JPEG path.") var output: String
+
+    func run() throws {
+        try runReportingErrors { try Poster.write(from: file, at: at, to: output) }
+    }
+}
