@@ -47,11 +47,13 @@ struct SampleCommand: ParsableCommand {
     @Option(help: "Seconds.") var duration = 20.0
     @Option(help: "Width (a multiple of 16).") var width = 640
     @Option(help: "Height.") var height = 360
+    @Option(help: "Clockwise rotation to write in the display matrix (0, 90, 180, 270).") var rotation = 0
 
     func run() throws {
         try runReportingErrors {
             var spec = MediaSynthSpec.sample(duration: duration, width: width, height: height)
             spec.preset = "veryfast"
+            spec.rotation = rotation
             try MediaSynthWriter.write(spec, to: output)
             print(output)
         }

@@ -8,7 +8,13 @@ final class FormatInput {
     /// Kept alive as long as FFmpeg may call the interrupt callback that points at it.
     private let cancellation: CancellationToken?
 
-    init(path: String, cancellation: CancellationToken? = nil) throws(MediaError) {
+    /// How sure the content sniffing was of the container (0...100; 100 when FFmpeg guessed).
+    let probeScore: Int32
+
+    /// Opens `path`; `format` forces the demuxer (nil: FFmpeg guesses).
+    init(path: String, format: UnsafePointer<AVInputFormat>? = nil, probeScore: Int32 = AVPROBE_SCORE_MAX,
+         cancellation: CancellationToken? = nil) throws(MediaError) {
+        self.probeScore = probeScore
         guard let context = avformat_alloc_context() else {
             throw MediaError(.ffmpeg, operation: "avformat_alloc_context", path: path, detail: "out of memory")
         }
@@ -25,7 +31,7 @@ final class FormatInput {
         let key = UnsafeMutableRawPointer(context)
         FFmpegLog.register(key)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
-        let rc = avformat_open_input(&opened, path, nil, nil)
+        let rc = avformat_open_input(&opened, path, format, nil)
         guard rc >= 0, let opened else {
             // avformat_open_input frees the context on failure.
             let logged = FFmpegLog.lastError(for: key)
@@ -90,6 +96,23 @@ final class FormatInput {
     var startSeconds: Double {
         let t = pointer.pointee.start_time
         return t == MediaTime.noPTS ? 0 : Double(t) / Double(AV_TIME_BASE)
+    }
+
+    /// Identifies the container from the first bytes alone (the file name's extension is not
+    /// consulted, so a text file named .mp4 is not taken for an MP4). nil when nothing matches
+    /// with confidence above `minimumScore`.
+    static func sniff(path: String, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (format: UnsafePointer<AVInputFormat>, score: Int32)? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes + Int(AVPROBE_PADDING_SIZE))
+        defer { buffer.deallocate() }
+        buffer.initialize(repeating: 0, count: bytes + Int(AVPROBE_PADDING_SIZE))
+        let count = fread(buffer, 1, bytes, file)
+        guard count > 0 else { return nil }
+        var data = AVProbeData(filename: "", buf: buffer, buf_size: Int32(count), mime_type: nil)
+        var score: Int32 = 0
+        guard let format = av_probe_input_format3(&data, 1, &score), score > minimumScore else { return nil }
+        return (format, score)
     }
 
     private static func openError(_ rc: Int32, path: String, logged: String?, cancelled: Bool) -> MediaError {

@@ -71,6 +71,13 @@ enum FFmpegError {
     static let again = moments_averror_eagain()
     static let invalidData = moments_averror_invaliddata()
     static let exit = moments_averror_exit()
+    static let outOfMemory = moments_averror(ENOMEM)
+
+    /// A decoder's complaint about one packet or frame (bad data, an unsupported feature in a
+    /// damaged stretch): counted and skipped, never fatal. Running out of memory still is.
+    static func isDamage(_ code: Int32) -> Bool {
+        code < 0 && code != again && code != eof && code != outOfMemory && code != exit
+    }
 
     /// av_strerror's text for a negative code.
     static func string(_ code: Int32) -> String {

@@ -19,6 +19,8 @@ public struct AnalysisOptions: Sendable {
     public var audioSampleRate = 16_000
     /// Decoder threads; 0 sizes them to the machine.
     public var threads = 0
+    /// Accept a single still picture (e.g. to look at a poster JPEG).
+    public var allowStillImage = false
 
     public init() {}
 }
@@ -78,7 +80,7 @@ public final class AnalysisDecoder {
         self.path = path
         self.options = options
         self.cancellation = cancellation
-        info = try Probe.probe(path)
+        info = try Probe.probe(path, allowStillImage: options.allowStillImage)
         let v = info.video
         let sar = v.sampleAspectRatio.value > 0 ? v.sampleAspectRatio.value : 1
         let w = Double(v.codedWidth) * sar, h = Double(v.codedHeight)
@@ -92,8 +94,8 @@ public final class AnalysisDecoder {
     @discardableResult
     public func run(onFrame: (borrowing AnalysisFrame) -> Void,
                     onAudio: (borrowing AudioChunk) -> Void = { _ in }) throws(MediaError) -> AnalysisSummary {
-        let input = try Probe.open(path, cancellation: cancellation)
-        let videoStream = try Probe.videoStream(input)
+        let input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
+        let videoStream = try Probe.videoStream(input, allowStillImage: options.allowStillImage)
         let options = self.options
         let video = try CodecContext.decoder(for: videoStream, path: path, threads: options.threads) { c in
             if options.skipNonReferenceFrames { c.pointee.skip_frame = AVDISCARD_NONREF }
@@ -120,10 +122,16 @@ public final class AnalysisDecoder {
         var nextTick = -Double.infinity
 
         func handleVideo() throws(MediaError) {
+            var failures = 0
             while true {
                 let rc = video.receive(decoded)
                 if rc == FFmpegError.again || rc == FFmpegError.eof { return }
-                if rc == FFmpegError.invalidData { summary.damagedPackets += 1; continue }
+                if FFmpegError.isDamage(rc) {
+                    summary.damagedPackets += 1
+                    failures += 1
+                    if failures > 16 { return }
+                    continue
+                }
                 try check(rc, "avcodec_receive_frame (\(video.name))", path: path, context: video.logKey)
                 defer { decoded.unref() }
                 summary.framesDecoded += 1
@@ -133,8 +141,10 @@ public final class AnalysisDecoder {
                 let time = MediaTime.seconds(ts, videoTimeBase) - start
                 if let last = summary.lastFrameTime, time <= last { continue } // keep times strictly increasing
                 if let interval {
+                    // Ticks every `interval` from the first frame; each takes the first frame at or after it.
+                    if nextTick == -Double.infinity { nextTick = time }
                     if time + 1e-6 < nextTick { continue }
-                    nextTick = max(nextTick + interval, time + interval * 0.5)
+                    while nextTick <= time + 1e-6 { nextTick += interval }
                 }
                 try scaler.scale(decoded, into: picture)
                 let frame = AnalysisFrame(
@@ -153,7 +163,7 @@ public final class AnalysisDecoder {
 
         func sendVideo(_ p: Packet?) throws(MediaError) {
             let rc = video.send(p)
-            if rc == FFmpegError.invalidData { summary.damagedPackets += 1; return }
+            if FFmpegError.isDamage(rc) { summary.damagedPackets += 1; return }
             if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
                 throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(video.name))", path: path, context: video.logKey)
             }
@@ -219,14 +229,20 @@ private final class AudioPath {
     func decode(_ packet: Packet?, start: Double, summary: inout AnalysisSummary,
                 onAudio: (borrowing AudioChunk) -> Void) throws(MediaError) {
         let sent = decoder.send(packet)
-        if sent == FFmpegError.invalidData { summary.damagedPackets += 1; return }
+        if FFmpegError.isDamage(sent) { summary.damagedPackets += 1; return }
         if sent < 0 && sent != FFmpegError.eof && sent != FFmpegError.again {
             throw MediaError.ffmpeg(sent, "avcodec_send_packet (\(decoder.name))", path: path, context: decoder.logKey)
         }
+        var failures = 0
         while true {
             let rc = decoder.receive(frame)
             if rc == FFmpegError.again { return }
-            if rc == FFmpegError.invalidData { summary.damagedPackets += 1; continue }
+            if FFmpegError.isDamage(rc) {
+                summary.damagedPackets += 1
+                failures += 1
+                if failures > 16 { return }
+                continue
+            }
             if rc == FFmpegError.eof {
                 try emit(nil, time: nextTime ?? 0, summary: &summary, onAudio: onAudio)
                 return

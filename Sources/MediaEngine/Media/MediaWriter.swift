@@ -144,7 +144,7 @@ public final class MediaWriter {
                 throw MediaError(.ffmpeg, operation: "av_stream_new_side_data", path: path, detail: "out of memory")
             }
             matrix.withMemoryRebound(to: Int32.self, capacity: 9) {
-                av_display_rotation_set($0, Double(-settings.rotation))
+                av_display_rotation_set($0, Double(settings.rotation)) // FFmpeg stores it so that av_display_rotation_get reads back -rotation (counter-clockwise)
             }
         }
         if let audioSettings {

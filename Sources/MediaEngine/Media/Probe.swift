@@ -6,28 +6,35 @@ public enum Probe {
     /// Packets read to judge whether the frame rate varies (no decoding).
     public static let frameRateSamplePackets = 240
 
-    public static func probe(_ path: String) throws(MediaError) -> MediaInfo {
+    /// Describes `path`. `allowStillImage` accepts a single picture (to inspect a poster JPEG).
+    public static func probe(_ path: String, allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
         let size = try fileSize(path)
-        let input = try open(path, size: size, cancellation: nil)
-        return try describe(input, fileSize: size)
+        let input = try open(path, size: size, cancellation: nil, allowStillImage: allowStillImage)
+        return try describe(input, fileSize: size, allowStillImage: allowStillImage)
     }
 
     /// Opens `path` for reading after the checks every reader needs: the file exists and is not
     /// empty, it is a container FFmpeg reads, no picture is larger than MediaLimits (checked on the
     /// header before any stream is decoded), and it has a usable video stream.
-    static func open(_ path: String, size: Int64? = nil, cancellation: CancellationToken?) throws(MediaError) -> FormatInput {
+    static func open(_ path: String, size: Int64? = nil, cancellation: CancellationToken?,
+                     allowStillImage: Bool = false) throws(MediaError) -> FormatInput {
         _ = FFmpegLog.installed
         let size = try { () throws(MediaError) -> Int64 in if let size { return size }; return try fileSize(path) }()
         if size == 0 {
             throw MediaError(.emptyFile, operation: "stat", path: path, detail: "the file is empty (0 bytes)")
         }
-        let input = try FormatInput(path: path, cancellation: cancellation)
+        guard let sniffed = FormatInput.sniff(path: path) else {
+            throw MediaError(.notMedia, operation: "av_probe_input_format3", path: path, detail: notMediaDetail)
+        }
+        let input = try FormatInput(path: path, format: sniffed.format, probeScore: sniffed.score, cancellation: cancellation)
         try checkDimensions(input)
         try input.findStreamInfo()
         try checkDimensions(input)
-        _ = try videoStreamIndex(input)
+        _ = try videoStreamIndex(input, allowStillImage: allowStillImage)
         return input
     }
+
+    static let notMediaDetail = "not a video file: its content matches no container this server reads"
 
     static func fileSize(_ path: String) throws(MediaError) -> Int64 {
         var info = stat()
@@ -57,9 +64,9 @@ public enum Probe {
 
     /// The main video stream: FFmpeg's best video stream that is not cover art. Refuses still
     /// images and audio-only files with a reason.
-    static func videoStreamIndex(_ input: FormatInput) throws(MediaError) -> Int {
+    static func videoStreamIndex(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> Int {
         let name = input.formatName
-        if name == "image2" || name.hasSuffix("_pipe") {
+        if !allowStillImage && (name == "image2" || name.hasSuffix("_pipe")) {
             throw MediaError(.notVideo, operation: "check streams", path: input.path,
                              detail: "this is a still image (\(input.formatLongName)), not a video")
         }
@@ -67,6 +74,9 @@ public enum Probe {
         let found = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         if found >= 0, let best = input.stream(index: Int(found)), !best.isAttachedPicture { candidate = best }
         guard let video = candidate else {
+            if input.probeScore <= AVPROBE_SCORE_EXTENSION { // a weak guess at a raw audio stream: noise
+                throw MediaError(.notMedia, operation: "check streams", path: input.path, detail: notMediaDetail)
+            }
             let hasAudio = input.streams.contains { $0.type == AVMEDIA_TYPE_AUDIO }
             throw MediaError(.notVideo, operation: "check streams", path: input.path,
                              detail: hasAudio ? "the file has audio but no video stream" : "the file has no video stream")
@@ -83,7 +93,7 @@ public enum Probe {
         }
         let frames = video.stream.pointee.nb_frames
         let duration = input.pointer.pointee.duration
-        if frames == 1 || (frames == 0 && duration <= 0 && isImageCodec(par.codec_id)) {
+        if !allowStillImage && (frames == 1 || (frames == 0 && duration <= 0 && isImageCodec(par.codec_id))) {
             throw MediaError(.notVideo, operation: "check streams", path: input.path,
                              detail: "this is a still image, not a video")
         }
@@ -91,8 +101,8 @@ public enum Probe {
     }
 
     /// The main video stream's handle (after `open`'s checks).
-    static func videoStream(_ input: FormatInput) throws(MediaError) -> StreamHandle {
-        let index = try videoStreamIndex(input)
+    static func videoStream(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> StreamHandle {
+        let index = try videoStreamIndex(input, allowStillImage: allowStillImage)
         guard let handle = input.stream(index: index) else {
             throw MediaError(.notMedia, operation: "check streams", path: input.path, detail: "the video stream vanished")
         }
@@ -114,8 +124,8 @@ public enum Probe {
             && [AV_CODEC_ID_PNG, AV_CODEC_ID_MJPEG, AV_CODEC_ID_BMP, AV_CODEC_ID_TIFF, AV_CODEC_ID_WEBP, AV_CODEC_ID_GIF].contains(id)
     }
 
-    static func describe(_ input: FormatInput, fileSize: Int64) throws(MediaError) -> MediaInfo {
-        let handle = try videoStream(input)
+    static func describe(_ input: FormatInput, fileSize: Int64, allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
+        let handle = try videoStream(input, allowStillImage: allowStillImage)
         let videoIndex = handle.index
         let st = handle.stream
         let par = handle.parameters.pointee

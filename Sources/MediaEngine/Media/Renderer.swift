@@ -258,14 +258,20 @@ private final class RenderSession {
 
     private func decodeVideo(_ p: Packet?) throws(MediaError) {
         let rc = video.send(p)
-        if rc == FFmpegError.invalidData { damaged += 1; return }
+        if FFmpegError.isDamage(rc) { damaged += 1; return }
         if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
             throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(video.name))", path: path, context: video.logKey)
         }
+        var failures = 0
         while !videoDone {
             let r = video.receive(decoded)
             if r == FFmpegError.again || r == FFmpegError.eof { return }
-            if r == FFmpegError.invalidData { damaged += 1; continue }
+            if FFmpegError.isDamage(r) {
+                damaged += 1
+                failures += 1
+                if failures > 16 { return }
+                continue
+            }
             try check(r, "avcodec_receive_frame (\(video.name))", path: path, context: video.logKey)
             try place(decoded)
         }
@@ -325,14 +331,20 @@ private final class RenderSession {
     private func decodeAudio(_ p: Packet?) throws(MediaError) {
         guard let audio, let resampler, let audioStream else { return }
         let rc = audio.send(p)
-        if rc == FFmpegError.invalidData { damaged += 1; return }
+        if FFmpegError.isDamage(rc) { damaged += 1; return }
         if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
             throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(audio.name))", path: path, context: audio.logKey)
         }
+        var failures = 0
         while joiner.remaining > 0 {
             let r = audio.receive(audioFrame)
             if r == FFmpegError.again || r == FFmpegError.eof { return }
-            if r == FFmpegError.invalidData { damaged += 1; continue }
+            if FFmpegError.isDamage(r) {
+                damaged += 1
+                failures += 1
+                if failures > 16 { return }
+                continue
+            }
             try check(r, "avcodec_receive_frame (\(audio.name))", path: path, context: audio.logKey)
             defer { audioFrame.unref() }
             let ts = audioFrame.bestEffortTimestamp

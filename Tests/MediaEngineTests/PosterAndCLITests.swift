@@ -1,0 +1,78 @@
+import Foundation
+import MediaEngine
+import MediaSynth
+import Testing
+
+@Suite("Poster and CLI")
+struct PosterAndCLITests {
+    @Test("a poster is a JPEG of the frame on screen at the asked time")
+    func poster() throws {
+        let dir = Scratch()
+        let source = try dir.video { $0.duration = 2; $0.cuts = [1] }
+        let poster = dir.path("poster.jpg")
+        try Poster.write(from: source, at: 1.5, to: poster)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: poster))
+        #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]))
+        let info = try Probe.probe(poster, allowStillImage: true)
+        #expect(info.video.codec == "mjpeg" && info.video.codedWidth == 320 && info.video.codedHeight == 240)
+        var codes: [Int] = []
+        var options = AnalysisOptions()
+        options.maxSide = 4096
+        options.allowStillImage = true
+        try AnalysisDecoder(path: poster, options: options).run(onFrame: { f in
+            codes.append(Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride))
+        })
+        #expect(codes == [45])
+    }
+
+    /// The built `moments` executable, beside the test bundle.
+    var moments: URL {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if dir.lastPathComponent.hasSuffix(".xctest") { dir.deleteLastPathComponent() }
+        return dir.appendingPathComponent("moments")
+    }
+
+    func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = moments
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test("moments probe --json and moments render succeed with status 0")
+    func cliSuccess() throws {
+        guard FileManager.default.isExecutableFile(atPath: moments.path) else { return }
+        let dir = Scratch()
+        let source = try dir.video { $0.duration = 3 }
+        let probe = try run(["probe", source, "--json"])
+        #expect(probe.status == 0)
+        let json = try JSONSerialization.jsonObject(with: Data(probe.out.utf8)) as? [String: Any]
+        #expect((json?["video"] as? [String: Any])?["display_width"] as? Int == 320)
+        let out = dir.path("out.mp4")
+        let render = try run(["render", source, "--segments", "0.5-1.5,2-2.5", "--crossfade", "0.1", "--quality", "low", "-o", out])
+        #expect(render.status == 0, "\(render.err)")
+        #expect(FileManager.default.fileExists(atPath: out))
+    }
+
+    @Test("moments fails with one line naming the file and the problem")
+    func cliFailure() throws {
+        guard FileManager.default.isExecutableFile(atPath: moments.path) else { return }
+        let dir = Scratch()
+        let bad = try dir.write("bad.mp4", Data("hello".utf8))
+        let result = try run(["probe", bad])
+        #expect(result.status != 0)
+        let lines = result.err.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(result.err.contains(bad) && result.err.contains("not a video"))
+        let source = try dir.video { $0.duration = 2 }
+        let render = try run(["render", source, "--segments", "1-5", "-o", dir.path("o.mp4")])
+        #expect(render.status != 0 && render.err.contains("outside the video"))
+        #expect(!FileManager.default.fileExists(atPath: dir.path("o.mp4")))
+    }
+}
