@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaSynth
 
 /// Runs the analysis decode alone and reports what it saw (used by the benchmark).
 struct DecodeCommand: ParsableCommand {
@@ -8,19 +9,21 @@ struct DecodeCommand: ParsableCommand {
         commandName: "decode", abstract: "Run the analysis decode pass and print its summary.")
 
     @Argument(help: "The video.") var file: String
-    @Option(help: "Longest side of the analysis pictures.") var maxSide = 256
+    @Option(help: "Longest side of the analysis pictures (default from Config/).") var maxSide: Int?
     @Option(help: "Analyse at most this many frames per second.") var fps: Double?
     @Flag(help: "Skip non-reference frames.") var skipNonref = false
     @Flag(help: "Keep the deblocking filter on.") var loopFilter = false
     @Flag(help: "Do not decode audio.") var noAudio = false
+    @Option(help: "Decoder threads (0: sized to the machine).") var threads = 0
 
     func run() throws {
         try runReportingErrors {
-            var options = AnalysisOptions()
-            options.maxSide = maxSide
-            options.maxFrameRate = fps
-            options.skipNonReferenceFrames = skipNonref
-            options.skipLoopFilter = !loopFilter
+            var options = try MediaDefaults.load().analysisOptions
+            if let maxSide { options.maxSide = maxSide }
+            if let fps { options.maxFrameRate = fps }
+            if skipNonref { options.skipNonReferenceFrames = true }
+            if loopFilter { options.skipLoopFilter = false }
+            options.threads = threads
             options.decodeAudio = !noAudio
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
@@ -51,10 +54,10 @@ struct SampleCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            var spec = MediaSynthSpec.sample(duration: duration, width: width, height: height)
+            var spec = SynthSpec.sample(duration: duration, width: width, height: height)
             spec.preset = "veryfast"
             spec.rotation = rotation
-            try MediaSynthWriter.write(spec, to: output)
+            try Synth.write(spec, to: output)
             print(output)
         }
     }

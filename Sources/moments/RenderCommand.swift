@@ -8,9 +8,9 @@ struct RenderCommand: ParsableCommand {
 
     @Argument(help: "The source video.") var file: String
     @Option(help: "Source ranges in seconds, e.g. 5.0-10.0,20.0-25.0") var segments: String
-    @Option(help: "Seconds of crossfade between segments (0: hard cuts).") var crossfade = 0.0
-    @Option(help: "low (≤480p), medium (≤720p) or high (≤1080p).") var quality: String = "high"
-    @Option(help: "libx264 preset.") var preset = "veryfast"
+    @Option(help: "Seconds of crossfade between segments (0: hard cuts; default from Config/).") var crossfade: Double?
+    @Option(help: "low (≤480p), medium (≤720p) or high (≤1080p) (default from Config/).") var quality: String?
+    @Option(help: "libx264 preset (default from Config/).") var preset: String?
     @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
     @Option(help: "Also write a JPEG poster of the output to this path.") var poster: String?
     @Option(help: "Output time of the poster frame, in seconds.") var posterTime = 0.0
@@ -20,18 +20,21 @@ struct RenderCommand: ParsableCommand {
         guard TimeRange.parseList(segments) != nil else {
             throw ValidationError("--segments must look like 5.0-10.0,20.0-25.0")
         }
-        guard RenderQuality(rawValue: quality) != nil else {
+        if let quality, RenderQuality(rawValue: quality) == nil {
             throw ValidationError("--quality must be low, medium or high")
         }
-        guard crossfade >= 0 else { throw ValidationError("--crossfade must not be negative") }
+        if let crossfade, crossfade < 0 { throw ValidationError("--crossfade must not be negative") }
     }
 
     func run() throws {
         try runReportingErrors {
+            let defaults = try MediaDefaults.load().render
             var request = RenderRequest(source: file, segments: TimeRange.parseList(segments) ?? [], output: output)
-            request.quality = RenderQuality(rawValue: quality) ?? .high
-            request.crossfade = crossfade
-            request.preset = preset
+            request.quality = RenderQuality(rawValue: quality ?? defaults.quality) ?? .high
+            request.crossfade = crossfade ?? defaults.crossfadeSeconds
+            request.preset = preset ?? defaults.preset
+            request.audioFade = defaults.audioFadeSeconds
+            request.maxFrameRate = defaults.maxFrameRate
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("rendering")

@@ -1,9 +1,6 @@
 import MediaEngine
 import MediaSynth
 
-typealias MediaSynthSpec = SynthSpec
-typealias MediaSynthWriter = Synth
-
 extension SynthSpec {
     /// A sample with a shot every few seconds, two flashes and beeps.
     static func sample(duration: Double, width: Int, height: Int) -> SynthSpec {

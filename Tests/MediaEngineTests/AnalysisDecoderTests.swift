@@ -8,8 +8,10 @@ struct AnalysisDecoderTests {
     @Test("yields every frame once, in order, at its exact time, with small pictures and 16 kHz audio")
     func complete() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.duration = 4; $0.width = 640; $0.height = 480 }
-        let decoder = try AnalysisDecoder(path: path)
+        let path = try dir.video { $0.duration = 4; $0.width = 640; $0.height = 480; $0.preset = "veryfast" } // with B-frames
+        var options = AnalysisOptions()
+        options.skipNonReferenceFrames = false
+        let decoder = try AnalysisDecoder(path: path, options: options)
         #expect(decoder.width == 256 && decoder.height == 192)
         var times: [Double] = []
         var codes: [Int] = []
@@ -53,6 +55,7 @@ struct AnalysisDecoderTests {
         let dir = Scratch()
         let path = try dir.video { $0.duration = 4 }
         var options = AnalysisOptions()
+        options.skipNonReferenceFrames = false
         options.maxFrameRate = 10
         var times: [Double] = []
         let summary = try AnalysisDecoder(path: path, options: options).run(onFrame: { times.append($0.time) })

@@ -47,6 +47,7 @@ func decodeFrames(_ path: String, maxSide: Int = 4096) throws -> (frames: [Decod
     var options = AnalysisOptions()
     options.maxSide = maxSide
     options.skipLoopFilter = false
+    options.skipNonReferenceFrames = false // every frame: the tests count them
     let decoder = try AnalysisDecoder(path: path, options: options)
     var frames: [DecodedFrame] = []
     var audio: [Float] = []

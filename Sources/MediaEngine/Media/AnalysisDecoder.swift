@@ -6,7 +6,7 @@ public struct AnalysisOptions: Sendable {
     public var maxSide = 256
     /// Skip frames no other frame references (AVDISCARD_NONREF): about half the frames of a
     /// typical B-frame stream are not decoded at all. Timestamps of the rest stay exact.
-    public var skipNonReferenceFrames = false
+    public var skipNonReferenceFrames = true
     /// Skip all B-frames (AVDISCARD_BIDIR).
     public var skipBidirectionalFrames = false
     /// Analyse at most this many frames per second (frames in between are decoded, as later
