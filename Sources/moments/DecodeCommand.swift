@@ -11,7 +11,8 @@ struct DecodeCommand: ParsableCommand {
     @Argument(help: "The video.") var file: String
     @Option(help: "Longest side of the analysis pictures (default from Config/).") var maxSide: Int?
     @Option(help: "Analyse at most this many frames per second.") var fps: Double?
-    @Flag(help: "Skip non-reference frames.") var skipNonref = false
+    @Flag(help: "Skip non-reference frames (the default in Config/).") var skipNonref = false
+    @Flag(help: "Decode every frame, reference or not.") var allFrames = false
     @Flag(help: "Keep the deblocking filter on.") var loopFilter = false
     @Flag(help: "Do not decode audio.") var noAudio = false
     @Option(help: "Decoder threads (0: sized to the machine).") var threads = 0
@@ -22,6 +23,7 @@ struct DecodeCommand: ParsableCommand {
             if let maxSide { options.maxSide = maxSide }
             if let fps { options.maxFrameRate = fps }
             if skipNonref { options.skipNonReferenceFrames = true }
+            if allFrames { options.skipNonReferenceFrames = false }
             if loopFilter { options.skipLoopFilter = false }
             options.threads = threads
             options.decodeAudio = !noAudio

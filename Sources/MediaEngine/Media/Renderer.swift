@@ -177,6 +177,9 @@ private final class RenderSession {
         audioPlanes.deallocate()
     }
 
+    /// How long before a range's start every frame is decoded again (covers B-frame reordering).
+    static let preRollMargin = 1.0
+
     var path: String { request.source }
     var frameDuration: Double { Double(plan.frameRate.den) / Double(plan.frameRate.num) }
 
@@ -210,6 +213,10 @@ private final class RenderSession {
         joiner.begin(s)
         try input.seek(stream: videoStream.index, to: MediaTime.timestamp(s.range.start + start, videoStream.timeBase))
         video.flushBuffers()
+        // Pre-roll: frames between the keyframe and the range start are only references for what
+        // follows, so frames nothing refers to are not decoded until just before the start.
+        video.pointer.pointee.skip_frame = AVDISCARD_NONREF
+        var preRoll = true
         audio?.flushBuffers()
         try resampler?.reset()
         if audio == nil { try joiner.pushSilence(s.samples) }
@@ -228,12 +235,17 @@ private final class RenderSession {
             defer { packet.unref() }
             let index = packet.streamIndex
             if index == videoStream.index {
+                if preRoll, packetTime(videoStream) >= s.range.start - RenderSession.preRollMargin {
+                    video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
+                    preRoll = false
+                }
                 if !videoDone { try decodeVideo(packet) }
                 else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 { break } // audio has a hole: pad it
             } else if let audioStream, index == audioStream.index, joiner.remaining > 0 {
                 try decodeAudio(packet)
             }
         }
+        video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
         if reachedEnd {
             if !videoDone { try decodeVideo(nil) }
             if audio != nil, joiner.remaining > 0 { try decodeAudio(nil) }
