@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.8.0"..<"5.0.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -27,6 +28,13 @@ let package = Package(
             name: "MediaEngine",
             dependencies: ["CFFmpeg", "CFFmpegLog"]
         ),
+        // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
+        .target(name: "Analysis"),
+        // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
+        .target(
+            name: "Highlight",
+            dependencies: ["Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Synthetic media (test patterns, tones, cuts, flashes) written with MediaEngine's encoder.
         .target(
             name: "MediaSynth",
@@ -37,12 +45,21 @@ let package = Package(
             dependencies: [
                 "MediaEngine",
                 "MediaSynth",
+                "Highlight",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "MediaEngineTests",
             dependencies: ["MediaEngine", "MediaSynth"]
+        ),
+        .testTarget(
+            name: "AnalysisTests",
+            dependencies: ["Analysis"]
+        ),
+        .testTarget(
+            name: "HighlightTests",
+            dependencies: ["Highlight", "Analysis", "MediaEngine", "MediaSynth"]
         ),
     ],
     swiftLanguageModes: [.v6]

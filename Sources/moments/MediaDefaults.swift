@@ -1,5 +1,7 @@
+import Analysis
 import ArgumentParser
 import Foundation
+import Highlight
 import MediaEngine
 
 /// The media defaults a deployment edits in Config/moments.json (or the file named by
@@ -13,7 +15,7 @@ struct MediaDefaults: Decodable {
         var maxFrameRate = 60.0
     }
 
-    struct Analysis: Decodable {
+    struct AnalysisDefaults: Decodable {
         var maxSide = 256
         var skipNonReferenceFrames = true
         var skipLoopFilter = true
@@ -21,8 +23,15 @@ struct MediaDefaults: Decodable {
         var audioSampleRate = 16_000
     }
 
+    struct HighlightDefaults: Decodable {
+        var style = "cut"
+        var crossfadeSeconds = 0.25
+    }
+
     var render = Render()
-    var analysis = Analysis()
+    var analysis = AnalysisDefaults()
+    var highlight = HighlightDefaults()
+    var weights = ScoreWeights()
 
     private struct File: Decodable { var media: MediaDefaults? }
 
@@ -37,6 +46,14 @@ struct MediaDefaults: Decodable {
             FileHandle.standardError.write(Data("moments: \(path): invalid configuration: \(error)\n".utf8))
             throw ExitCode.failure
         }
+    }
+
+    /// The highlight engine's analysis settings (thresholds keep their documented defaults).
+    var analysisSettings: AnalysisSettings {
+        var settings = AnalysisSettings()
+        settings.maxSide = analysis.maxSide
+        settings.skipNonReferenceFrames = analysis.skipNonReferenceFrames
+        return settings
     }
 
     var analysisOptions: AnalysisOptions {
@@ -62,7 +79,7 @@ extension MediaDefaults.Render {
     enum CodingKeys: String, CodingKey { case preset, quality, crossfadeSeconds, audioFadeSeconds, maxFrameRate }
 }
 
-extension MediaDefaults.Analysis {
+extension MediaDefaults.AnalysisDefaults {
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         maxSide = try c.decodeIfPresent(Int.self, forKey: .maxSide) ?? maxSide
@@ -78,7 +95,9 @@ extension MediaDefaults {
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         render = try c.decodeIfPresent(Render.self, forKey: .render) ?? Render()
-        analysis = try c.decodeIfPresent(Analysis.self, forKey: .analysis) ?? Analysis()
+        analysis = try c.decodeIfPresent(AnalysisDefaults.self, forKey: .analysis) ?? AnalysisDefaults()
+        highlight = try c.decodeIfPresent(HighlightDefaults.self, forKey: .highlight) ?? HighlightDefaults()
+        weights = try c.decodeIfPresent(ScoreWeights.self, forKey: .weights) ?? ScoreWeights()
     }
-    enum CodingKeys: String, CodingKey { case render, analysis }
+    enum CodingKeys: String, CodingKey { case render, analysis, highlight, weights }
 }

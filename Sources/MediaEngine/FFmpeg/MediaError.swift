@@ -18,6 +18,8 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
         /// An edit range outside the source's duration or otherwise malformed.
         case invalidRange = "invalid_range"
         case cancelled = "cancelled"
+        /// Nothing in the video is fit to show (black, frozen, blurred throughout, or too short).
+        case unusable = "no_usable_footage"
         /// Reading or writing a file failed (permissions, disk full, ...).
         case io = "io"
         /// Any other failure inside FFmpeg.

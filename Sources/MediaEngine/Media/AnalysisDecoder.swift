@@ -1,4 +1,5 @@
 import CFFmpeg
+import Foundation
 
 /// How the analysis pass decodes. Defaults favour speed: analysers look at small pictures.
 public struct AnalysisOptions: Sendable {
@@ -17,7 +18,8 @@ public struct AnalysisOptions: Sendable {
     /// Decode the audio too (mono float PCM at `audioSampleRate`).
     public var decodeAudio = true
     public var audioSampleRate = 16_000
-    /// Decoder threads; 0 sizes them to the machine.
+    /// Decoder threads; 0 sizes them to the machine: 4 per core (at most 16), as frame threads
+    /// otherwise idle on the dependencies between the frames that remain when others are skipped.
     public var threads = 0
     /// Accept a single still picture (e.g. to look at a poster JPEG).
     public var allowStillImage = false
@@ -97,7 +99,8 @@ public final class AnalysisDecoder {
         let input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
         let videoStream = try Probe.videoStream(input, allowStillImage: options.allowStillImage)
         let options = self.options
-        let video = try CodecContext.decoder(for: videoStream, path: path, threads: options.threads) { c in
+        let threads = options.threads > 0 ? options.threads : min(16, 4 * ProcessInfo.processInfo.activeProcessorCount)
+        let video = try CodecContext.decoder(for: videoStream, path: path, threads: threads) { c in
             if options.skipNonReferenceFrames { c.pointee.skip_frame = AVDISCARD_NONREF }
             if options.skipBidirectionalFrames { c.pointee.skip_frame = AVDISCARD_BIDIR }
             if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }

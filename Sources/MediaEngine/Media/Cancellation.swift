@@ -12,7 +12,7 @@ public final class CancellationToken: Sendable {
 
     public var isCancelled: Bool { flag.load(ordering: .relaxed) }
 
-    func check(_ operation: String, path: String?) throws(MediaError) {
+    public func check(_ operation: String, path: String?) throws(MediaError) {
         if isCancelled {
             throw MediaError(.cancelled, operation: operation, path: path, detail: "cancelled")
         }

@@ -1,0 +1,125 @@
+/// The per-frame measurements several analysers share, computed once per frame (no work twice):
+/// a 32x32 thumbnail, a colour histogram, brightness statistics and the sharpness measure.
+public struct FrameFeatures: Sendable {
+    public static let thumbSide = 32
+    public static let lumaBins = 16
+    public static let chromaBins = 8 // per axis: 8x8 joint Cb/Cr bins
+
+    public var time: Double = 0
+    /// 32x32 area-averaged luma, row-major, 0...255.
+    public var thumb = [Float](repeating: 0, count: thumbSide * thumbSide)
+    /// Normalised histogram: 16 luma bins then 64 joint chroma bins; each half sums to 1.
+    public var histogram = [Float](repeating: 0, count: lumaBins + chromaBins * chromaBins)
+    /// Mean luma, 0...255 (video range: black is about 16, white about 235).
+    public var meanLuma: Float = 0
+    /// Standard deviation of luma.
+    public var lumaDeviation: Float = 0
+    /// Fraction of pixels below `darkLevel` / above `brightLevel`.
+    public var darkFraction: Float = 0
+    public var brightFraction: Float = 0
+    /// Variance of the 4-neighbour Laplacian of luma: high when sharp, low when blurred or flat.
+    public var laplacianVariance: Float = 0
+
+    /// Scratch counters reused across frames.
+    private var lumaCounts = [Int](repeating: 0, count: lumaBins)
+    private var chromaCounts = [Int](repeating: 0, count: chromaBins * chromaBins)
+
+    public static let darkLevel: UInt8 = 40
+    public static let brightLevel: UInt8 = 235
+
+    public init() {}
+
+    /// Fills `self` from `frame`, reusing its arrays (no allocation after the first frame).
+    public mutating func measure(_ frame: FrameView) {
+        time = frame.time
+        let w = frame.width, h = frame.height, side = FrameFeatures.thumbSide
+        // Thumbnail: area average over cells of the picture.
+        thumb.withUnsafeMutableBufferPointer { t in
+            for ty in 0..<side {
+                let y0 = ty * h / side, y1 = max(y0 + 1, (ty + 1) * h / side)
+                for tx in 0..<side {
+                    let x0 = tx * w / side, x1 = max(x0 + 1, (tx + 1) * w / side)
+                    var sum = 0
+                    for y in y0..<y1 {
+                        let row = frame.luma + y * frame.lumaStride
+                        for x in x0..<x1 { sum &+= Int(row[x]) }
+                    }
+                    t[ty * side + tx] = Float(sum) / Float((y1 - y0) * (x1 - x0))
+                }
+            }
+        }
+        // Luma statistics, histogram and Laplacian in one pass over the picture.
+        for i in 0..<lumaCounts.count { lumaCounts[i] = 0 }
+        for i in 0..<chromaCounts.count { chromaCounts[i] = 0 }
+        var sum = 0, sumSquares = 0, dark = 0, bright = 0
+        var lapSum = 0.0, lapSquares = 0.0, lapCount = 0
+        for y in 0..<h {
+            let row = frame.luma + y * frame.lumaStride
+            for x in 0..<w {
+                let v = Int(row[x])
+                sum &+= v
+                sumSquares &+= v * v
+                lumaCounts[v >> 4] += 1
+                if v < Int(FrameFeatures.darkLevel) { dark += 1 }
+                if v > Int(FrameFeatures.brightLevel) { bright += 1 }
+            }
+            if y > 0 && y < h - 1 {
+                let up = row - frame.lumaStride, down = row + frame.lumaStride
+                for x in 1..<(w - 1) {
+                    let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
+                    lapSum += Double(l)
+                    lapSquares += Double(l * l)
+                }
+                lapCount += w - 2
+            }
+        }
+        let n = Float(w * h)
+        meanLuma = Float(sum) / n
+        lumaDeviation = (max(0, Float(sumSquares) / n - meanLuma * meanLuma)).squareRoot()
+        darkFraction = Float(dark) / n
+        brightFraction = Float(bright) / n
+        if lapCount > 0 {
+            let mean = lapSum / Double(lapCount)
+            laplacianVariance = Float(lapSquares / Double(lapCount) - mean * mean)
+        }
+        for y in 0..<frame.chromaHeight {
+            let u = frame.cb + y * frame.chromaStride, v = frame.cr + y * frame.chromaStride
+            for x in 0..<frame.chromaWidth { chromaCounts[Int(u[x] >> 5) * FrameFeatures.chromaBins + Int(v[x] >> 5)] += 1 }
+        }
+        let chromaCount = Float(max(1, frame.chromaWidth * frame.chromaHeight))
+        for i in 0..<FrameFeatures.lumaBins { histogram[i] = Float(lumaCounts[i]) / n }
+        for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = Float(chromaCounts[i]) / chromaCount }
+    }
+
+    /// Histogram distance, 0 (same colours) ... 1 (no colour in common): half the L1 distance,
+    /// averaged over the luma and chroma halves.
+    public static func histogramDistance(_ a: [Float], _ b: [Float]) -> Float {
+        var luma: Float = 0, chroma: Float = 0
+        for i in 0..<lumaBins { luma += abs(a[i] - b[i]) }
+        for i in lumaBins..<a.count { chroma += abs(a[i] - b[i]) }
+        return (luma + chroma) / 4
+    }
+
+    /// Mean absolute difference of two thumbnails (0...255), the smallest over shifts of up to
+    /// `maxShift` thumbnail pixels, so camera motion between the frames costs little.
+    public static func thumbDifference(_ a: [Float], _ b: [Float], maxShift: Int = 2) -> Float {
+        let side = thumbSide
+        var best = Float.greatestFiniteMagnitude
+        a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in
+                for dy in -maxShift...maxShift {
+                    for dx in -maxShift...maxShift {
+                        var total: Float = 0
+                        let y0 = max(0, -dy), y1 = min(side, side - dy), x0 = max(0, -dx), x1 = min(side, side - dx)
+                        for y in y0..<y1 {
+                            let ra = y * side, rb = (y + dy) * side + dx
+                            for x in x0..<x1 { total += abs(pa[ra + x] - pb[rb + x]) }
+                        }
+                        best = min(best, total / Float((y1 - y0) * (x1 - x0)))
+                    }
+                }
+            }
+        }
+        return best
+    }
+}

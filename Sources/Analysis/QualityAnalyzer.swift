@@ -1,0 +1,108 @@
+/// Visual quality per frame: sharpness (variance of the Laplacian, normalised per video),
+/// exposure (dark, bright, black), frozen pictures and flashes.
+public final class QualityAnalyzer {
+    public struct Settings: Sendable, Codable, Equatable {
+        /// Normalised sharpness (1 = the video's sharp frames, its 90th percentile) under which a
+        /// frame is badly blurred.
+        public var blurredBelow: Float = 0.3
+        /// Mean luma under which a frame is black (with deviation under `blackDeviation`).
+        public var blackLuma: Float = 30
+        public var blackDeviation: Float = 10
+        /// Mean luma under which a frame is too dark; fraction of clipped-white pixels over which
+        /// it is too bright.
+        public var darkLuma: Float = 45
+        public var brightFraction: Float = 0.5
+        /// Mean thumbnail change (0...255) under which consecutive frames are the same picture,
+        /// and how long that must last to count as frozen.
+        public var frozenDifference: Float = 0.8
+        public var frozenSeconds = 0.5
+        /// A flash: brighter than the frames around it by this much (mean luma), for at most
+        /// `flashFrames` frames.
+        public var flashRise: Float = 40
+        public var flashFrames = 3
+        public init() {}
+    }
+
+    public struct Sample: Sendable, Codable, Equatable {
+        public var time: Double
+        /// Variance of the Laplacian (raw) and normalised to the video (1 = its sharp frames).
+        public var laplacianVariance: Float
+        public var sharpness: Float
+        public var brightness: Float
+        /// 0 (unusable exposure) ... 1 (fine).
+        public var exposure: Float
+        public var isBlack: Bool
+        public var isBlurred: Bool
+        public var isFrozen: Bool
+        public var isFlash: Bool
+        /// Mean thumbnail change from the previous frame (0...255).
+        public var change: Float
+
+        /// Material a highlight must never show.
+        public var isDefect: Bool { isBlack || isBlurred || isFrozen || isFlash }
+    }
+
+    public let settings: Settings
+    public private(set) var samples: [Sample] = []
+    private var previousThumb: [Float] = []
+
+    public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
+        self.settings = settings
+        samples.reserveCapacity(expectedFrames)
+    }
+
+    public func consume(_ f: FrameFeatures) {
+        var change: Float = 255
+        if previousThumb.count == f.thumb.count {
+            var total: Float = 0
+            for i in 0..<f.thumb.count { total += abs(f.thumb[i] - previousThumb[i]) }
+            change = total / Float(f.thumb.count)
+            for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
+        } else {
+            previousThumb = f.thumb
+        }
+        let black = f.meanLuma < settings.blackLuma && f.lumaDeviation < settings.blackDeviation
+        var exposure: Float = 1
+        if f.meanLuma < settings.darkLuma { exposure = max(0, (f.meanLuma - settings.blackLuma) / (settings.darkLuma - settings.blackLuma)) }
+        if f.brightFraction > settings.brightFraction { exposure = min(exposure, max(0, 1 - (f.brightFraction - settings.brightFraction) * 2)) }
+        samples.append(Sample(time: f.time, laplacianVariance: f.laplacianVariance, sharpness: 0, brightness: f.meanLuma,
+                              exposure: black ? 0 : exposure, isBlack: black, isBlurred: false, isFrozen: false,
+                              isFlash: false, change: change))
+    }
+
+    public func finish() -> [Sample] {
+        let n = samples.count
+        guard n > 0 else { return samples }
+        // Sharpness relative to the video's sharp frames (ignoring black ones).
+        let reference = max(1, AudioAnalyzer.percentile(samples.filter { !$0.isBlack }.map(\.laplacianVariance), 0.9))
+        for i in 0..<n {
+            samples[i].sharpness = min(2, samples[i].laplacianVariance / reference)
+            samples[i].isBlurred = !samples[i].isBlack && samples[i].sharpness < settings.blurredBelow
+        }
+        // Frozen: runs of unchanged pictures lasting long enough.
+        var i = 1
+        while i < n {
+            guard samples[i].change < settings.frozenDifference else { i += 1; continue }
+            var j = i
+            while j + 1 < n && samples[j + 1].change < settings.frozenDifference { j += 1 }
+            if samples[j].time - samples[i - 1].time >= settings.frozenSeconds {
+                for k in (i - 1)...j where !samples[k].isBlack { samples[k].isFrozen = true }
+            }
+            i = j + 1
+        }
+        // Flashes: short bursts brighter than both sides.
+        for i in 0..<n {
+            for length in 1...settings.flashFrames {
+                let before = i - 1, after = i + length
+                guard before >= 0, after < n else { continue }
+                let base = max(samples[before].brightness, samples[after].brightness)
+                let burst = (i..<after).map { samples[$0].brightness }.min() ?? 0
+                if burst - base >= settings.flashRise {
+                    for k in i..<after { samples[k].isFlash = true }
+                    break
+                }
+            }
+        }
+        return samples
+    }
+}

@@ -1,0 +1,209 @@
+/// Where one shot ends and the next begins.
+public struct ShotBoundary: Sendable, Codable, Equatable {
+    public enum Kind: String, Sendable, Codable { case cut, dissolve, fade }
+    public var kind: Kind
+    /// Time of the first frame of the new shot (for gradual transitions: their middle).
+    public var time: Double
+    /// The transition's span (equal to `time` for a hard cut): frames inside belong to neither shot.
+    public var windowStart: Double
+    public var windowEnd: Double
+    /// The detector's confidence-like score (0...1).
+    public var score: Float
+}
+
+/// Finds shot boundaries: hard cuts; dissolves and fades to/from black, each reported once; no
+/// cut for flashes or other 1–3-frame bursts, and none for fast camera motion.
+///
+/// The per-frame score (`scores`) is computed as frames arrive, apart from any decision; `finish`
+/// makes the decisions with the thresholds in `Settings`.
+///
+/// - score of frame i: the mean of the colour-histogram distance and the motion-tolerant thumbnail
+///   difference (smallest over small shifts) between frames i-1 and i, both 0...1;
+/// - hard cut at i: score >= `cutThreshold`, >= `adaptiveRatio` x the mean score of its
+///   neighbours (so sustained change from camera motion is not a cut), a local peak, and the
+///   picture does not return to what it was before within `burstFrames` (a flash);
+/// - dissolve: a run of moderately changing frames whose ends differ by `gradualThreshold` and
+///   whose middle frame is close to the average of its ends (a mix, which a pan is not);
+/// - fade: a run of black frames between two shots; the boundary is the middle of the black.
+public final class ShotDetector {
+    public struct Settings: Sendable, Codable, Equatable {
+        /// Minimum frame score for a hard cut.
+        public var cutThreshold: Float = 0.16
+        /// A hard cut's score must be this many times the mean score of its neighbours.
+        public var adaptiveRatio: Float = 2.5
+        /// Neighbours taken on each side for that mean.
+        public var adaptiveWindow = 4
+        /// A change that returns to the previous picture within this many frames is a burst (flash), not a cut.
+        public var burstFrames = 3
+        /// Distance (0...1) under which the picture before and after a burst count as the same.
+        public var burstSimilarity: Float = 0.12
+        /// Per-frame score above which a frame may be inside a dissolve.
+        public var gradualFrameThreshold: Float = 0.015
+        /// Distance (0...1) between the frames before and after a dissolve.
+        public var gradualThreshold: Float = 0.28
+        /// Shortest and longest dissolve considered, in seconds.
+        public var gradualMinSeconds = 0.2
+        public var gradualMaxSeconds = 3.0
+        /// How far (0...1, relative to the change) the middle frame may be from the mix of the ends.
+        public var dissolveLinearity: Float = 0.45
+        /// A frame is black when its mean luma and luma deviation are below these.
+        public var blackLuma: Float = 30
+        public var blackDeviation: Float = 10
+        /// Two boundaries closer than this keep only the stronger one.
+        public var minShotSeconds = 0.3
+
+        public init() {}
+    }
+
+    public let settings: Settings
+    /// Per analysed frame: time and score against the previous frame (0 for the first).
+    public private(set) var times: [Double] = []
+    public private(set) var scores: [Float] = []
+    /// Per frame: the smallest distance between the frame before it and the frames up to
+    /// `burstFrames` after it (small when the picture comes back: a flash).
+    public private(set) var returnDistances: [Float] = []
+    public private(set) var isBlack: [Bool] = []
+    /// Frames where a burst ends (the picture returns): no more a cut than where it began.
+    public private(set) var endsBurst: [Bool] = []
+    private var gradual: [ShotBoundary] = []
+
+    // Recent frames, newest last: thumbnails and histograms (ring of fixed size).
+    private var ring: [FrameFeatures] = []
+    private var ringStart = 0
+    private let ringCapacity: Int
+    // Dissolve tracking.
+    private var runStart: Int?
+
+    public init(settings: Settings = Settings(), expectedFrames: Int = 0, maxFrameRate: Double = 60) {
+        self.settings = settings
+        ringCapacity = max(settings.burstFrames + 2, Int(settings.gradualMaxSeconds * maxFrameRate) + 2)
+        times.reserveCapacity(expectedFrames)
+        scores.reserveCapacity(expectedFrames)
+        returnDistances.reserveCapacity(expectedFrames)
+        isBlack.reserveCapacity(expectedFrames)
+        endsBurst.reserveCapacity(expectedFrames)
+    }
+
+    /// Distance between two frames' features, 0...1.
+    public static func distance(_ a: FrameFeatures, _ b: FrameFeatures) -> Float {
+        let h = FrameFeatures.histogramDistance(a.histogram, b.histogram)
+        let p = min(1, FrameFeatures.thumbDifference(a.thumb, b.thumb) / 255 * 2.5)
+        return (h + p) / 2
+    }
+
+    private func recent(_ index: Int) -> FrameFeatures? {
+        // Frame `index` (global) if it is still in the ring.
+        let count = times.count
+        guard index >= 0, index < count, count - index <= ring.count else { return nil }
+        return ring[(ringStart + ring.count - (count - index)) % ring.count]
+    }
+
+    public func consume(_ features: FrameFeatures) {
+        let index = times.count
+        let score: Float = recent(index - 1).map { ShotDetector.distance($0, features) } ?? 0
+        times.append(features.time)
+        scores.append(score)
+        returnDistances.append(1)
+        endsBurst.append(false)
+        isBlack.append(features.meanLuma < settings.blackLuma && features.lumaDeviation < settings.blackDeviation)
+        if ring.count < ringCapacity {
+            ring.append(features)
+        } else {
+            ring[ringStart] = features
+            ringStart = (ringStart + 1) % ringCapacity
+        }
+        // Does the picture come back? Compare this frame with the frame before each recent one.
+        for k in 1...max(1, settings.burstFrames) {
+            let start = index - k // a burst of k frames, start...index-1, now over?
+            guard start >= 1, let before = recent(start - 1) else { continue }
+            let d = ShotDetector.distance(before, features)
+            returnDistances[start] = min(returnDistances[start], d)
+            if d <= settings.burstSimilarity { endsBurst[index] = true }
+        }
+        trackDissolve(index: index, score: score, features: features)
+    }
+
+    private func trackDissolve(index: Int, score: Float, features: FrameFeatures) {
+        let inside = score > settings.gradualFrameThreshold && score < settings.cutThreshold * 1.5
+        if inside {
+            if runStart == nil { runStart = index }
+            if let start = runStart, features.time - times[start] > settings.gradualMaxSeconds { runStart = index }
+            return
+        }
+        guard let start = runStart else { return }
+        runStart = nil
+        let end = index - 1 // last frame of the run
+        guard times[end] - times[start] >= settings.gradualMinSeconds,
+              let before = recent(start - 1), let after = recent(end), let middle = recent((start + end) / 2)
+        else { return }
+        let total = ShotDetector.distance(before, after)
+        guard total >= settings.gradualThreshold else { return }
+        // A mix of the two ends? |middle - (before + after) / 2| relative to |before - after|.
+        var off: Float = 0, span: Float = 0
+        for i in 0..<middle.thumb.count {
+            off += abs(middle.thumb[i] - (before.thumb[i] + after.thumb[i]) / 2)
+            span += abs(before.thumb[i] - after.thumb[i])
+        }
+        guard span > 0, off / span < settings.dissolveLinearity else { return }
+        let mid = times[(start + end + 1) / 2]
+        gradual.append(ShotBoundary(kind: .dissolve, time: mid, windowStart: times[start - 1], windowEnd: times[end],
+                                    score: min(1, total)))
+    }
+
+    /// Decides the boundaries, in time order.
+    public func finish() -> [ShotBoundary] {
+        var result: [ShotBoundary] = []
+        let n = scores.count
+        // Fades: runs of black frames with pictures on both sides.
+        var i = 0
+        var blackRuns: [(Int, Int)] = []
+        while i < n {
+            guard isBlack[i] else { i += 1; continue }
+            var j = i
+            while j + 1 < n && isBlack[j + 1] { j += 1 }
+            if i > 0 && j < n - 1 { blackRuns.append((i, j)) }
+            i = j + 1
+        }
+        for (a, b) in blackRuns {
+            let middle = times[(a + b + 1) / 2]
+            result.append(ShotBoundary(kind: .fade, time: middle, windowStart: times[a - 1], windowEnd: times[b + 1], score: 1))
+        }
+        func nearBlack(_ t: Double, margin: Double = 1.5) -> Bool {
+            blackRuns.contains { t >= times[$0.0] - margin && t <= times[$0.1] + margin }
+        }
+        // Hard cuts.
+        let w = settings.adaptiveWindow
+        for i in 1..<max(1, n) {
+            let s = scores[i]
+            guard s >= settings.cutThreshold else { continue }
+            if i > 1 && scores[i - 1] > s { continue }
+            if i + 1 < n && scores[i + 1] >= s { continue }
+            var sum: Float = 0, count = 0
+            for j in max(1, i - w)...min(n - 1, i + w) where j != i {
+                sum += scores[j]
+                count += 1
+            }
+            let mean = count > 0 ? sum / Float(count) : 0
+            guard s >= settings.adaptiveRatio * mean else { continue }
+            guard returnDistances[i] > settings.burstSimilarity, !endsBurst[i] else { continue } // a flash or other burst
+            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
+            result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
+        }
+        // Dissolves not explained by a fade or a cut.
+        for g in gradual where !nearBlack(g.time, margin: 0.5) {
+            if result.contains(where: { $0.kind == .cut && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
+            result.append(g)
+        }
+        result.sort { $0.time < $1.time }
+        // Keep the stronger of two boundaries closer than minShotSeconds.
+        var kept: [ShotBoundary] = []
+        for b in result {
+            if let last = kept.last, b.time - last.time < settings.minShotSeconds {
+                if b.score > last.score { kept[kept.count - 1] = b }
+                continue
+            }
+            kept.append(b)
+        }
+        return kept
+    }
+}

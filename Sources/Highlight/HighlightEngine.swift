@@ -1,0 +1,170 @@
+import Analysis
+import Foundation
+import MediaEngine
+
+/// The analysis JSON: what was found and what was chosen.
+public struct HighlightReport: Sendable, Codable, Equatable {
+    public struct Span: Sendable, Codable, Equatable { public var start: Double; public var end: Double }
+    public struct Signals: Sendable, Codable, Equatable {
+        /// Per second: subject motion (picture widths per second), loudness (dBFS), sharpness (1 = the video's sharp frames).
+        public var motion: [Float]
+        public var loudness: [Float]
+        public var sharpness: [Float]
+    }
+    public struct CandidateEntry: Sendable, Codable, Equatable {
+        public var start: Double
+        public var end: Double
+        public var score: Double
+        public var components: ScoredCandidate.Components
+    }
+
+    public var duration: Double
+    public var fps: Double
+    /// 0-based index of the first frame of each new shot.
+    public var cuts: [Int]
+    public var boundaries: [ShotBoundary]
+    public var shots: [Span]
+    public var signals: Signals
+    public var candidates: [CandidateEntry]
+    /// The chosen ranges in source seconds, chronological.
+    public var segments: [SelectedSegment]
+    /// Output time of the poster frame, when a highlight was rendered.
+    public var posterTime: Double?
+}
+
+public enum HighlightStyle: String, Sendable, Codable, CaseIterable {
+    /// Hard cuts between segments.
+    case cut
+    /// A short crossfade at each join.
+    case crossfade
+}
+
+public struct HighlightRequest: Sendable {
+    public var source: String
+    public var output: String?
+    public var quality: RenderQuality = .high
+    public var style: HighlightStyle = .cut
+    /// Crossfade length when `style` is `.crossfade`.
+    public var crossfadeSeconds = 0.25
+    public var preset = "veryfast"
+    public var analysisOutput: String?
+    public var posterOutput: String?
+    /// Where analyses are cached; nil: no cache.
+    public var cacheDirectory: String?
+    public var analysis = AnalysisSettings()
+    public var weights = ScoreWeights()
+    public var selection = SelectionSettings()
+
+    public init(source: String) { self.source = source }
+}
+
+public struct HighlightResult: Sendable {
+    public var report: HighlightReport
+    public var render: RenderResult?
+    public var cached: Bool
+}
+
+/// Analysis (one decode pass, cached) -> candidates and scores -> selection -> render and poster.
+public enum HighlightEngine {
+    public static let minTarget = 5.0
+    public static let maxTarget = 180.0
+
+    /// The analysis of `path`, from the cache when it has one for these settings.
+    public static func analyze(_ path: String, settings: AnalysisSettings, cacheDirectory: String?,
+                               cancellation: CancellationToken? = nil,
+                               progress: ((Double) -> Void)? = nil) throws(MediaError) -> (VideoAnalysis, cached: Bool) {
+        var key: String?
+        let cache = cacheDirectory.map { AnalysisCache(directory: $0) }
+        if let cache {
+            key = try cache.key(for: path, settings: settings)
+            if let key, let hit = cache.load(key: key) { return (hit, true) }
+        }
+        let analysis = try AnalysisPipeline.analyze(path, settings: settings, cancellation: cancellation, progress: progress)
+        if let cache, let key { cache.store(analysis, key: key) }
+        return (analysis, false)
+    }
+
+    /// Runs the whole chain. `progress` gets a stage name and the overall fraction (0...1).
+    public static func make(_ request: HighlightRequest, cancellation: CancellationToken? = nil,
+                            progress: ((String, Double) -> Void)? = nil) throws(MediaError) -> HighlightResult {
+        let target = request.selection.targetDuration
+        guard target >= minTarget && target <= maxTarget else {
+            throw MediaError(.invalidRange, operation: "highlight", path: request.source,
+                             detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
+        }
+        progress?("analysing", 0)
+        let (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
+                                             cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
+        try cancellation?.check("highlight", path: request.source)
+        progress?("selecting", 0.6)
+        let scored = Scoring.score(analysis.candidates, weights: request.weights, hasAudio: analysis.hasAudio)
+        var selection = request.selection
+        let crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
+        selection.crossfade = crossfade
+        let segments = Selector.select(analysis, scored: scored, settings: selection)
+        guard !segments.isEmpty else {
+            throw MediaError(.unusable, operation: "highlight", path: request.source,
+                             detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
+        }
+        var report = makeReport(analysis, scored: scored, segments: segments)
+        var render: RenderResult?
+        if let output = request.output {
+            var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
+            renderRequest.quality = request.quality
+            renderRequest.crossfade = crossfade
+            renderRequest.preset = request.preset
+            render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+            if let poster = request.posterOutput, let result = render {
+                progress?("poster", 0.97)
+                let time = posterTime(analysis, segments: segments, outputSegments: result.outputSegments)
+                try Poster.write(from: output, at: time, to: poster)
+                report.posterTime = time
+            }
+        }
+        if let path = request.analysisOutput {
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            do {
+                try encoder.encode(report).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                throw MediaError(.io, operation: "write analysis", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
+            }
+        }
+        progress?("done", 1)
+        return HighlightResult(report: report, render: render, cached: cached)
+    }
+
+    public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment]) -> HighlightReport {
+        HighlightReport(
+            duration: a.duration, fps: a.frameRate, cuts: a.cutFrames, boundaries: a.boundaries,
+            shots: a.shots.map { HighlightReport.Span(start: $0.start, end: $0.end) },
+            signals: HighlightReport.Signals(
+                motion: a.perSecond(a.motion, time: \.time, value: \.subject),
+                loudness: loudnessPerSecond(a),
+                sharpness: a.perSecond(a.quality, time: \.time, value: \.sharpness)),
+            candidates: scored.map { HighlightReport.CandidateEntry(start: $0.candidate.start, end: $0.candidate.end, score: $0.score, components: $0.components) },
+            segments: segments, posterTime: nil)
+    }
+
+    static func loudnessPerSecond(_ a: VideoAnalysis) -> [Float] {
+        let perSecond = max(1, Int((1 / a.audio.tick).rounded()))
+        return stride(from: 0, to: a.audio.loudness.count, by: perSecond).map { i in
+            let slice = a.audio.loudness[i..<min(a.audio.loudness.count, i + perSecond)]
+            return slice.reduce(0, +) / Float(slice.count)
+        }
+    }
+
+    /// The output time of the best-looking frame of the highlight: sharp, well exposed, lively.
+    static func posterTime(_ a: VideoAnalysis, segments: [SelectedSegment], outputSegments: [TimeRange]) -> Double {
+        var best: (Double, Float)?
+        for (i, s) in segments.enumerated() where i < outputSegments.count {
+            for q in a.quality where q.time >= s.start + 0.2 && q.time < s.end - 0.2 && !q.isDefect {
+                let motion = a.motion.first { $0.time >= q.time }?.subject ?? 0
+                let value = min(1, q.sharpness) * q.exposure * (1 + min(1, motion))
+                if best == nil || value > best!.1 { best = (outputSegments[i].start + (q.time - s.start), value) }
+            }
+        }
+        return best?.0 ?? 0
+    }
+}

@@ -1,0 +1,68 @@
+import Analysis
+import MediaEngine
+
+/// Everything the analysis pass learns about a video; cached per input and analyser settings, so
+/// a highlight at another length or quality is selected and rendered without analysing again.
+public struct VideoAnalysis: Sendable, Codable, Equatable {
+    public var duration: Double
+    public var frameRate: Double
+    public var width: Int
+    public var height: Int
+    public var hasAudio: Bool
+    public var boundaries: [ShotBoundary]
+    public var shots: [Shot]
+    public var motion: [MotionAnalyzer.Sample]
+    public var quality: [QualityAnalyzer.Sample]
+    public var audio: AudioAnalyzer.Result
+    public var candidates: [Candidate]
+    public var summary: AnalysisSummary
+
+    public struct Shot: Sendable, Codable, Equatable {
+        public var start: Double
+        public var end: Double
+        /// Where the footage is clean of transitions (a dissolve's frames belong to neither shot).
+        public var usableStart: Double
+        public var usableEnd: Double
+    }
+
+    /// 0-based source frame index of the first frame of each new shot.
+    public var cutFrames: [Int] { boundaries.map { Int(($0.time * frameRate).rounded()) } }
+
+    /// Per-second means of a per-frame value, over [0, duration).
+    func perSecond<T>(_ samples: [T], time: (T) -> Double, value: (T) -> Float) -> [Float] {
+        let seconds = max(1, Int(duration.rounded(.up)))
+        var sums = [Float](repeating: 0, count: seconds), counts = [Int](repeating: 0, count: seconds)
+        for s in samples {
+            let i = min(seconds - 1, max(0, Int(time(s))))
+            sums[i] += value(s)
+            counts[i] += 1
+        }
+        return (0..<seconds).map { counts[$0] > 0 ? sums[$0] / Float(counts[$0]) : 0 }
+    }
+}
+
+/// A stretch of one shot that could go into the highlight, with the raw measurements its score
+/// is made of (normalised and weighted only at selection, so weights can change without a new pass).
+public struct Candidate: Sendable, Codable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var shot: Int
+    public var raw: Raw
+    public var fingerprint: SegmentFingerprint
+
+    public var duration: Double { end - start }
+
+    public struct Raw: Sendable, Codable, Equatable {
+        /// Mean subject motion (picture widths per second).
+        public var motion: Float
+        /// Mean camera speed and shake.
+        public var camera: Float
+        public var shake: Float
+        /// Mean loudness (dBFS) and onset strength.
+        public var loudness: Float
+        public var onsets: Float
+        /// Mean normalised sharpness and exposure (0...1).
+        public var sharpness: Float
+        public var exposure: Float
+    }
+}

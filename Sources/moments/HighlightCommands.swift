@@ -1,0 +1,101 @@
+import Analysis
+import ArgumentParser
+import Foundation
+import Highlight
+import MediaEngine
+
+/// The cache directory: STORAGE_PATH (default Storage) / cache / analysis.
+func analysisCacheDirectory() -> String {
+    let storage = ProcessInfo.processInfo.environment["STORAGE_PATH"] ?? "Storage"
+    return (storage as NSString).appendingPathComponent("cache/analysis")
+}
+
+struct AnalyzeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "analyze", abstract: "Analyse a video: shots, motion, audio, quality, candidates and the segments a highlight would use.")
+
+    @Argument(help: "The video.") var file: String
+    @Flag(help: "Print the analysis as JSON.") var json = false
+    @Option(help: "Target highlight length in seconds, for the segments (5...180).") var targetDuration = 30.0
+    @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
+
+    func run() throws {
+        try runReportingErrors {
+            let defaults = try MediaDefaults.load()
+            var request = HighlightRequest(source: file)
+            request.analysis = defaults.analysisSettings
+            request.weights = defaults.weights
+            request.selection.targetDuration = targetDuration
+            request.cacheDirectory = noCache ? nil : analysisCacheDirectory()
+            let token = CancellationToken()
+            let interrupts = InterruptHandler(token)
+            let bar = ProgressBar("analysing")
+            let result = try HighlightEngine.make(request, cancellation: token) { _, fraction in bar.update(fraction / 0.6) }
+            bar.finish()
+            withExtendedLifetime(interrupts) {}
+            if json {
+                print(try JSON.encode(result.report))
+                return
+            }
+            let r = result.report
+            print(String(format: "duration %.2f s, %.3f fps, %d shots, %d candidates%@", r.duration, r.fps, r.shots.count,
+                         r.candidates.count, result.cached ? " (cached analysis)" : ""))
+            for b in r.boundaries {
+                print(String(format: "  %-8@ at %8.3f s (frame %d)", b.kind.rawValue, b.time, Int((b.time * r.fps).rounded())))
+            }
+            print("segments:")
+            for s in r.segments {
+                print(String(format: "  %8.2f - %8.2f s  score %.2f  %@", s.start, s.end, s.score, s.reason))
+            }
+        }
+    }
+}
+
+struct HighlightCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "highlight", abstract: "Make a highlight of the best moments of a video.")
+
+    @Argument(help: "The video.") var file: String
+    @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
+    @Option(help: "Highlight length in seconds (5...180).") var targetDuration = 30.0
+    @Option(help: "low (≤480p), medium (≤720p) or high (≤1080p) (default from Config/).") var quality: String?
+    @Option(help: "cut or crossfade (default from Config/).") var style: String?
+    @Option(help: "Also write the analysis JSON here.") var analysis: String?
+    @Option(help: "Also write a JPEG poster of the best frame here.") var poster: String?
+    @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
+
+    func validate() throws {
+        guard targetDuration >= HighlightEngine.minTarget && targetDuration <= HighlightEngine.maxTarget else {
+            throw ValidationError("--target-duration must be between 5 and 180 seconds")
+        }
+        if let quality, RenderQuality(rawValue: quality) == nil { throw ValidationError("--quality must be low, medium or high") }
+        if let style, HighlightStyle(rawValue: style) == nil { throw ValidationError("--style must be cut or crossfade") }
+    }
+
+    func run() throws {
+        try runReportingErrors {
+            let defaults = try MediaDefaults.load()
+            var request = HighlightRequest(source: file)
+            request.output = output
+            request.quality = RenderQuality(rawValue: quality ?? defaults.render.quality) ?? .high
+            request.style = HighlightStyle(rawValue: style ?? defaults.highlight.style) ?? .cut
+            request.crossfadeSeconds = defaults.highlight.crossfadeSeconds
+            request.preset = defaults.render.preset
+            request.analysis = defaults.analysisSettings
+            request.weights = defaults.weights
+            request.selection.targetDuration = targetDuration
+            request.analysisOutput = analysis
+            request.posterOutput = poster
+            request.cacheDirectory = noCache ? nil : analysisCacheDirectory()
+            let token = CancellationToken()
+            let interrupts = InterruptHandler(token)
+            let bar = ProgressBar("highlight")
+            let result = try HighlightEngine.make(request, cancellation: token) { _, fraction in bar.update(fraction) }
+            bar.finish()
+            withExtendedLifetime(interrupts) {}
+            let duration = result.render?.duration ?? 0
+            print(String(format: "%@: %.2f s from %d segments%@", output, duration, result.report.segments.count,
+                         result.cached ? " (cached analysis)" : ""))
+        }
+    }
+}
