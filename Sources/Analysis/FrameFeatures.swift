@@ -21,8 +21,8 @@ public struct FrameFeatures: Sendable {
     public var laplacianVariance: Float = 0
 
     /// Scratch counters reused across frames.
-    private var lumaCounts = [Int](repeating: 0, count: lumaBins)
-    private var chromaCounts = [Int](repeating: 0, count: chromaBins * chromaBins)
+    private var lumaCounts = [Float](repeating: 0, count: lumaBins)
+    private var chromaCounts = [Float](repeating: 0, count: chromaBins * chromaBins)
 
     public static let darkLevel: UInt8 = 40
     public static let brightLevel: UInt8 = 235
@@ -59,7 +59,11 @@ public struct FrameFeatures: Sendable {
                 let v = Int(row[x])
                 sum &+= v
                 sumSquares &+= v * v
-                lumaCounts[v >> 4] += 1
+                // Soft binning: a value between two bin centres counts in both, so a picture
+                // that changes gradually moves its histogram gradually too.
+                let (b, w) = FrameFeatures.softBin(v, binWidth: 16, bins: FrameFeatures.lumaBins)
+                lumaCounts[b] += 1 - w
+                lumaCounts[min(b + 1, FrameFeatures.lumaBins - 1)] += w
                 if v < Int(FrameFeatures.darkLevel) { dark += 1 }
                 if v > Int(FrameFeatures.brightLevel) { bright += 1 }
             }
@@ -84,11 +88,28 @@ public struct FrameFeatures: Sendable {
         }
         for y in 0..<frame.chromaHeight {
             let u = frame.cb + y * frame.chromaStride, v = frame.cr + y * frame.chromaStride
-            for x in 0..<frame.chromaWidth { chromaCounts[Int(u[x] >> 5) * FrameFeatures.chromaBins + Int(v[x] >> 5)] += 1 }
+            for x in 0..<frame.chromaWidth {
+                let (bu, wu) = FrameFeatures.softBin(Int(u[x]), binWidth: 32, bins: FrameFeatures.chromaBins)
+                let (bv, wv) = FrameFeatures.softBin(Int(v[x]), binWidth: 32, bins: FrameFeatures.chromaBins)
+                let bu1 = min(bu + 1, FrameFeatures.chromaBins - 1), bv1 = min(bv + 1, FrameFeatures.chromaBins - 1)
+                let n = FrameFeatures.chromaBins
+                chromaCounts[bu * n + bv] += (1 - wu) * (1 - wv)
+                chromaCounts[bu1 * n + bv] += wu * (1 - wv)
+                chromaCounts[bu * n + bv1] += (1 - wu) * wv
+                chromaCounts[bu1 * n + bv1] += wu * wv
+            }
         }
         let chromaCount = Float(max(1, frame.chromaWidth * frame.chromaHeight))
-        for i in 0..<FrameFeatures.lumaBins { histogram[i] = Float(lumaCounts[i]) / n }
-        for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = Float(chromaCounts[i]) / chromaCount }
+        for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
+        for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = chromaCounts[i] / chromaCount }
+    }
+
+    /// The lower of the two bins around `value` and the weight of the upper one.
+    @inline(__always) static func softBin(_ value: Int, binWidth: Int, bins: Int) -> (Int, Float) {
+        let position = (Float(value) + 0.5) / Float(binWidth) - 0.5
+        if position <= 0 { return (0, 0) }
+        let lower = min(Int(position), bins - 1)
+        return (lower, lower == bins - 1 ? 0 : position - Float(lower))
     }
 
     /// Histogram distance, 0 (same colours) ... 1 (no colour in common): half the L1 distance,

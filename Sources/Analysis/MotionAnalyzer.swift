@@ -8,6 +8,9 @@ public final class MotionAnalyzer {
         public var blockSize = 8
         /// Blocks whose luma deviation is below this have too little texture to match reliably.
         public var minBlockDeviation: Float = 4
+        /// A block whose best match still differs by more than this per pixel (0...255) was not
+        /// found (new content, occlusion) and is left out.
+        public var maxMatchError: Float = 14
         /// Window (seconds) of the smoothed camera path that shake is measured against.
         public var shakeWindow = 0.5
         public init() {}
@@ -18,7 +21,10 @@ public final class MotionAnalyzer {
         public var time: Double
         public var cameraX: Float
         public var cameraY: Float
+        /// Mean motion of the blocks against the camera (how much of the picture moves, how fast).
         public var subject: Float
+        /// The fastest block's motion against the camera (the speed of the fastest thing).
+        public var subjectPeak: Float
         public var shake: Float
         /// Fraction of blocks that had texture enough to measure.
         public var coverage: Float
@@ -62,7 +68,7 @@ public final class MotionAnalyzer {
             previousTime = frame.time
         }
         guard let last = previousTime, frame.time > last else {
-            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, shake: 0, coverage: 0))
+            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
             return
         }
         let dt = Float(frame.time - last)
@@ -72,15 +78,18 @@ public final class MotionAnalyzer {
         var blocks = 0
         current.withUnsafeBufferPointer { cur in
             previous.withUnsafeBufferPointer { prev in
-                var by = 0
-                while by + bs <= h {
-                    var bx = 0
-                    while bx + bs <= w {
+                // The outer ring of blocks is left out: content there enters or leaves the picture.
+                var by = bs
+                while by + 2 * bs <= h {
+                    var bx = bs
+                    while bx + 2 * bs <= w {
                         blocks += 1
                         if deviation(cur, bx, by) >= settings.minBlockDeviation {
                             let v = search(cur, prev, bx, by)
-                            vx.append(Float(v.x))
-                            vy.append(Float(v.y))
+                            if Float(v.cost) <= settings.maxMatchError * Float(bs * bs) {
+                                vx.append(Float(v.x))
+                                vy.append(Float(v.y))
+                            }
                         }
                         bx += bs
                     }
@@ -89,17 +98,21 @@ public final class MotionAnalyzer {
             }
         }
         guard !vx.isEmpty else {
-            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, shake: 0, coverage: 0))
+            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
             return
         }
         let mx = median(&vx), my = median(&vy)
         predictor = (Int(mx.rounded()), Int(my.rounded()))
-        var stray: Float = 0
-        for i in 0..<vx.count { stray += ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot() }
+        var stray: Float = 0, peak: Float = 0
+        for i in 0..<vx.count {
+            let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
+            stray += d
+            peak = max(peak, d)
+        }
         stray /= Float(vx.count)
         let scale = 1 / (Float(w) * dt)
         samples.append(Sample(time: frame.time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
-                              shake: 0, coverage: Float(vx.count) / Float(max(1, blocks))))
+                              subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks))))
     }
 
     /// Computes shake once all frames are in; returns the samples.
@@ -132,7 +145,7 @@ public final class MotionAnalyzer {
     }
 
     /// Where the block at (bx, by) of the current frame moved from: returns its motion (current - previous).
-    private func search(_ cur: UnsafeBufferPointer<UInt8>, _ prev: UnsafeBufferPointer<UInt8>, _ bx: Int, _ by: Int) -> (x: Int, y: Int) {
+    private func search(_ cur: UnsafeBufferPointer<UInt8>, _ prev: UnsafeBufferPointer<UInt8>, _ bx: Int, _ by: Int) -> (x: Int, y: Int, cost: Int) {
         let bs = settings.blockSize
         func sad(_ dx: Int, _ dy: Int, _ limit: Int) -> Int {
             let px = bx + dx, py = by + dy
@@ -163,7 +176,7 @@ public final class MotionAnalyzer {
             }
             step /= 2
         }
-        return (-best.x, -best.y)
+        return (-best.x, -best.y, bestCost)
     }
 
     private func median(_ values: inout [Float]) -> Float {

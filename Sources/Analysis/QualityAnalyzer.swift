@@ -12,9 +12,10 @@ public final class QualityAnalyzer {
         /// it is too bright.
         public var darkLuma: Float = 45
         public var brightFraction: Float = 0.5
-        /// Mean thumbnail change (0...255) under which consecutive frames are the same picture,
-        /// and how long that must last to count as frozen.
-        public var frozenDifference: Float = 0.8
+        /// Mean thumbnail change (0...255) under which consecutive frames are the same picture
+        /// (a still scene's sensor noise alone changes it by about 0.1-0.4), and how long that
+        /// must last to count as frozen.
+        public var frozenDifference: Float = 0.05
         public var frozenSeconds = 0.5
         /// A flash: brighter than the frames around it by this much (mean luma), for at most
         /// `flashFrames` frames.

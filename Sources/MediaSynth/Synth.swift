@@ -31,6 +31,11 @@ public struct SynthSpec: Sendable {
     public var keyframeIntervalSeconds = 2.0
     public var preset = "ultrafast"
     public var crf = 18
+    /// Draw the frame-index barcode (off for content that must not change, such as frozen parts).
+    public var barcode = true
+    /// Parts of the video with content of a known character, in time order; each starts a shot.
+    /// When set, `cuts` is ignored (every part is its own shot).
+    public var parts: [SynthPart] = []
 
     public init() {}
 
@@ -61,6 +66,52 @@ public struct SynthSpec: Sendable {
 
     /// The shot (0-based) a time falls in.
     public func shot(at time: Double) -> Int { cuts.filter { $0 <= time + 1e-9 }.count }
+
+    /// The part playing at `time`, and the time within it.
+    public func part(at time: Double) -> (SynthPart, Double)? {
+        guard let index = parts.lastIndex(where: { $0.start <= time + 1e-9 }) else { return nil }
+        return (parts[index], time - parts[index].start)
+    }
+}
+
+/// A stretch of synthetic content with a known character, for testing what a highlight picks.
+public struct SynthPart: Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// Textured scene with a large object moving fast, and loud rhythmic sound (bursts with gaps).
+        case lively
+        /// The same scene standing still, with quiet sound.
+        case dull
+        case black
+        /// One picture, repeated, quiet.
+        case frozen
+        /// A lively scene, heavily blurred.
+        case blurred
+    }
+    public var start: Double
+    public var kind: Kind
+    /// Picks the scene's texture and colours; equal seeds (and kinds) make the same footage.
+    public var seed: Int
+
+    public init(start: Double, kind: Kind, seed: Int) {
+        self.start = start
+        self.kind = kind
+        self.seed = seed
+    }
+
+    /// The sound of this part at `t` seconds into it.
+    func sample(at t: Double, noise: inout SplitMix) -> Float {
+        switch kind {
+        case .lively:
+            // 250 ms bursts, 150 ms gaps: loud, eventful, and with quiet points to cut at.
+            let phase = t.truncatingRemainder(dividingBy: 0.4)
+            guard phase < 0.25 else { return 0 }
+            return Float((noise.nextUnit() - 0.5) * 0.6 + sin(2 * Double.pi * Double(220 + 40 * seed) * t) * 0.3)
+        case .dull, .frozen, .blurred:
+            return Float((noise.nextUnit() - 0.5) * 0.01)
+        case .black:
+            return 0
+        }
+    }
 }
 
 public enum Synth {
@@ -95,6 +146,7 @@ public enum Synth {
             for n in samplesWritten..<until {
                 let t = Double(n) / Double(sampleRate)
                 var value = Float(noise.nextUnit() - 0.5) * 0.004
+                if let (part, local) = spec.part(at: t) { value = part.sample(at: local, noise: &noise) }
                 if spec.beeps.contains(where: { t >= $0 && t < $0 + spec.beepLength }) {
                     value += Float(sin(2 * Double.pi * 1000 * t) * 0.5)
                 }
@@ -123,8 +175,10 @@ public enum Synth {
                 base.advanced(by: y * stride).assumingMemoryBound(to: UInt8.self)[x] = UInt8(v)
             }
         }
-        let barHeight = max(8, p.height / 12)
-        if spec.hdr {
+        let barHeight = spec.barcode ? max(8, p.height / 12) : 0
+        if let (part, local) = spec.part(at: time) {
+            drawPart(part, local: local, into: p, rows: p.height - barHeight, put: put, scale: scale)
+        } else if spec.hdr {
             // Bands of known brightness: black, 100 nits (diffuse grey), 1000 nits (highlight).
             let codes = [pqCode(nits: 0), pqCode(nits: 100), pqCode(nits: 1000)]
             for y in 0..<(p.height - barHeight) {
@@ -144,13 +198,57 @@ public enum Synth {
                 }
             }
         }
-        drawBarcode(frame, into: p, top: p.height - barHeight, put: put, scale: scale)
+        if spec.barcode { drawBarcode(frame, into: p, top: p.height - barHeight, put: put, scale: scale) }
+        if let (part, _) = spec.part(at: time) {
+            let u = part.kind == .black ? 128 : 128 + ((part.seed * 37) % 96) - 48
+            let v = part.kind == .black ? 128 : 128 - ((part.seed * 61) % 96) + 48
+            for y in 0..<(p.height / 2) {
+                for x in 0..<(p.width / 2) {
+                    let wave = part.kind == .black ? 0 : Int(12 * sin(Double(x + y) / Double(5 + part.seed % 7)))
+                    put(p.u, p.uStride, x, y, (u + wave) * scale)
+                    put(p.v, p.vStride, x, y, (v - wave) * scale)
+                }
+            }
+            return
+        }
         let u = flash ? 128 : 128 + ((shot * 37) % 96) - 48
         let v = flash ? 128 : 128 - ((shot * 61) % 96) + 48
         for y in 0..<(p.height / 2) {
             for x in 0..<(p.width / 2) {
                 put(p.u, p.uStride, x, y, (spec.hdr ? 128 : u) * scale)
                 put(p.v, p.vStride, x, y, (spec.hdr ? 128 : v) * scale)
+            }
+        }
+    }
+
+    /// A part's picture: a seeded texture of sinusoids; lively parts move it and a large object fast.
+    static func drawPart(_ part: SynthPart, local: Double, into p: PicturePlanes, rows: Int,
+                         put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int) {
+        if part.kind == .black {
+            for y in 0..<rows { for x in 0..<p.width { put(p.y, p.yStride, x, y, 16 * scale) } }
+            return
+        }
+        let seed = Double(part.seed)
+        let fx = 0.05 + 0.013 * seed.truncatingRemainder(dividingBy: 5), fy = 0.07 + 0.011 * seed.truncatingRemainder(dividingBy: 4)
+        let moving = part.kind == .lively || part.kind == .blurred
+        let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0) // texture drift, px/s
+        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60)))) : p.width / 3
+        let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : p.height / 4
+        let blurred = part.kind == .blurred
+        for y in 0..<rows {
+            for x in 0..<p.width {
+                let X = Double(x) + shift, Y = Double(y)
+                var v: Double
+                if blurred {
+                    v = 110 + 20 * sin(X * 0.02 + seed) + 15 * cos(Y * 0.025)
+                } else {
+                    v = 110 + 45 * sin(X * fx + seed) * cos(Y * fy) + 30 * sin((X + Y) * 0.21 + seed * 0.7)
+                        + 20 * (((Int(X) / 6 + y / 6) % 2 == 0) ? 1 : -1)
+                }
+                if !blurred && x >= objectX && x < objectX + 60 && y >= objectY && y < objectY + 60 {
+                    v = (x / 4 + y / 4) % 2 == 0 ? 235 : 40
+                }
+                put(p.y, p.yStride, x, y, Int(v) * scale)
             }
         }
     }
