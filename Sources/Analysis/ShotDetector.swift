@@ -28,7 +28,7 @@ public struct ShotBoundary: Sendable, Codable, Equatable {
 public final class ShotDetector {
     public struct Settings: Sendable, Codable, Equatable {
         /// Minimum frame score for a hard cut.
-        public var cutThreshold: Float = 0.16
+        public var cutThreshold: Float = 0.22
         /// A hard cut's score must be this many times the mean score of its neighbours.
         public var adaptiveRatio: Float = 2.5
         /// Neighbours taken on each side for that mean.
@@ -63,6 +63,8 @@ public final class ShotDetector {
     /// `burstFrames` after it (small when the picture comes back: a flash).
     public private(set) var returnDistances: [Float] = []
     public private(set) var isBlack: [Bool] = []
+    /// Mean luma per frame (to follow the brightness ramps of fades).
+    public private(set) var brightness: [Float] = []
     /// Frames where a burst ends (the picture returns): no more a cut than where it began.
     public private(set) var endsBurst: [Bool] = []
     private var gradual: [ShotBoundary] = []
@@ -106,6 +108,7 @@ public final class ShotDetector {
         returnDistances.append(1)
         endsBurst.append(false)
         isBlack.append(features.meanLuma < settings.blackLuma && features.lumaDeviation < settings.blackDeviation)
+        brightness.append(features.meanLuma)
         if ring.count < ringCapacity {
             ring.append(features)
         } else {
@@ -164,12 +167,18 @@ public final class ShotDetector {
             if i > 0 && j < n - 1 { blackRuns.append((i, j)) }
             i = j + 1
         }
+        // A fade's window spans the black and the brightness ramps into and out of it.
+        var fadeWindows: [(Double, Double)] = []
         for (a, b) in blackRuns {
+            var lo = a - 1, hi = b + 1
+            while lo > 0 && brightness[lo - 1] > brightness[lo] + 0.5 && times[a] - times[lo - 1] <= settings.gradualMaxSeconds { lo -= 1 }
+            while hi + 1 < n && brightness[hi + 1] > brightness[hi] + 0.5 && times[hi + 1] - times[b] <= settings.gradualMaxSeconds { hi += 1 }
+            fadeWindows.append((times[lo], times[hi]))
             let middle = times[(a + b + 1) / 2]
-            result.append(ShotBoundary(kind: .fade, time: middle, windowStart: times[a - 1], windowEnd: times[b + 1], score: 1))
+            result.append(ShotBoundary(kind: .fade, time: middle, windowStart: times[lo], windowEnd: times[hi], score: 1))
         }
-        func nearBlack(_ t: Double, margin: Double = 1.5) -> Bool {
-            blackRuns.contains { t >= times[$0.0] - margin && t <= times[$0.1] + margin }
+        func nearBlack(_ t: Double, margin: Double = 0) -> Bool {
+            fadeWindows.contains { t >= $0.0 - margin && t <= $0.1 + margin }
         }
         // Hard cuts.
         let w = settings.adaptiveWindow
@@ -190,7 +199,7 @@ public final class ShotDetector {
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
         // Dissolves not explained by a fade or a cut.
-        for g in gradual where !nearBlack(g.time, margin: 0.5) {
+        for g in gradual where !nearBlack(g.time, margin: 0.2) {
             if result.contains(where: { $0.kind == .cut && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
             result.append(g)
         }

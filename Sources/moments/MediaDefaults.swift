@@ -17,7 +17,7 @@ struct MediaDefaults: Decodable {
 
     struct AnalysisDefaults: Decodable {
         var maxSide = 256
-        var skipNonReferenceFrames = true
+        var skipNonReferenceFrames = false
         var skipLoopFilter = true
         var maxFrameRate: Double?
         var audioSampleRate = 16_000

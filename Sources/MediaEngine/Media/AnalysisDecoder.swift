@@ -6,8 +6,9 @@ public struct AnalysisOptions: Sendable {
     /// Longest side of the analysis pictures (never upscaled).
     public var maxSide = 256
     /// Skip frames no other frame references (AVDISCARD_NONREF): about half the frames of a
-    /// typical B-frame stream are not decoded at all. Timestamps of the rest stay exact.
-    public var skipNonReferenceFrames = true
+    /// typical B-frame stream are not decoded at all. Timestamps of the rest stay exact. The fast
+    /// mode; off by default because shot detection is more accurate on every frame.
+    public var skipNonReferenceFrames = false
     /// Skip all B-frames (AVDISCARD_BIDIR).
     public var skipBidirectionalFrames = false
     /// Analyse at most this many frames per second (frames in between are decoded, as later
