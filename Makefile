@@ -23,20 +23,23 @@ build: setup
 release: setup
 	$(SWIFT) build -c release
 
-# Until the HTTP service exists: make a sample video, describe it, and render a highlight of it.
+# Until the HTTP service exists: make a sample video, describe it, and make a highlight of it.
 run: release
 	@mkdir -p $(STORAGE_PATH)
-	@[ -f $(STORAGE_PATH)/sample.mp4 ] || .build/release/moments sample -o $(STORAGE_PATH)/sample.mp4
+	@[ -f $(STORAGE_PATH)/sample.mp4 ] || .build/release/moments sample -o $(STORAGE_PATH)/sample.mp4 --duration 30
 	.build/release/moments probe $(STORAGE_PATH)/sample.mp4
-	.build/release/moments render $(STORAGE_PATH)/sample.mp4 --segments 1-4,7.5-10,14-17 --crossfade 0.25 \
-		-o $(STORAGE_PATH)/sample-highlight.mp4 --poster $(STORAGE_PATH)/sample-highlight.jpg --poster-time 1
+	.build/release/moments highlight $(STORAGE_PATH)/sample.mp4 --target-duration 10 --style crossfade \
+		-o $(STORAGE_PATH)/sample-highlight.mp4 --poster $(STORAGE_PATH)/sample-highlight.jpg \
+		--analysis $(STORAGE_PATH)/sample-highlight.json
 
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect).
 bench: release
 	scripts/bench-media
+	scripts/bench-analysis
 
 clean:
 	rm -rf .build

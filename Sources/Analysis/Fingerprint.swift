@@ -104,7 +104,7 @@ public final class FingerprintCollector {
     }
 
     /// The fingerprint of [start, end): up to `samples` evenly spread frames.
-    public func fingerprint(start: Double, end: Double, samples: Int = 8) -> SegmentFingerprint {
+    public func fingerprint(start: Double, end: Double, samples: Int = 24) -> SegmentFingerprint {
         let lo = times.firstIndex { $0 >= start } ?? times.count
         let hi = times.lastIndex { $0 < end }.map { $0 + 1 } ?? 0
         guard lo < hi else { return SegmentFingerprint(hashes: [], histogram: [Float](repeating: 0, count: bins)) }

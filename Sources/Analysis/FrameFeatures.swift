@@ -104,6 +104,19 @@ public struct FrameFeatures: Sendable {
         for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = chromaCounts[i] / chromaCount }
     }
 
+    /// Copies `other`'s measurements into this value's own storage (no allocation once both
+    /// exist), so a kept copy never shares arrays with the features being refilled.
+    public mutating func assign(from other: FrameFeatures) {
+        time = other.time
+        for i in 0..<thumb.count { thumb[i] = other.thumb[i] }
+        for i in 0..<histogram.count { histogram[i] = other.histogram[i] }
+        meanLuma = other.meanLuma
+        lumaDeviation = other.lumaDeviation
+        darkFraction = other.darkFraction
+        brightFraction = other.brightFraction
+        laplacianVariance = other.laplacianVariance
+    }
+
     /// The lower of the two bins around `value` and the weight of the upper one.
     @inline(__always) static func softBin(_ value: Int, binWidth: Int, bins: Int) -> (Int, Float) {
         let position = (Float(value) + 0.5) / Float(binWidth) - 0.5

@@ -60,7 +60,8 @@ public final class QualityAnalyzer {
             change = total / Float(f.thumb.count)
             for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
         } else {
-            previousThumb = f.thumb
+            previousThumb = [Float](repeating: 0, count: f.thumb.count) // own storage, never shared
+            for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
         }
         let black = f.meanLuma < settings.blackLuma && f.lumaDeviation < settings.blackDeviation
         var exposure: Float = 1

@@ -46,6 +46,13 @@ public final class ShotDetector {
         public var gradualMaxSeconds = 3.0
         /// How far (0...1, relative to the change) the middle frame may be from the mix of the ends.
         public var dissolveLinearity: Float = 0.45
+        /// Span (seconds) of the sliding window that also looks for dissolves: its ends differ by
+        /// `gradualThreshold`, its middle is their mix, and no single frame carries more than
+        /// `dissolveStepShare` of the change (that would be a cut).
+        public var dissolveWindow = 0.6
+        public var dissolveStepShare: Float = 0.5
+        /// Smallest windowed-dissolve score (change x how close the middle is to the mix).
+        public var dissolveMinScore: Float = 0.3
         /// A frame is black when its mean luma and luma deviation are below these.
         public var blackLuma: Float = 30
         public var blackDeviation: Float = 10
@@ -86,9 +93,12 @@ public final class ShotDetector {
         endsBurst.reserveCapacity(expectedFrames)
     }
 
-    /// Distance between two frames' features, 0...1.
-    public static func distance(_ a: FrameFeatures, _ b: FrameFeatures) -> Float {
+    /// Distance between two frames' features, 0...1: the mean of the histogram distance and the
+    /// motion-tolerant thumbnail difference. When only "is it below `limit`?" matters and the
+    /// histogram alone already says no, the costly thumbnail comparison is skipped.
+    public static func distance(_ a: FrameFeatures, _ b: FrameFeatures, limit: Float = .infinity) -> Float {
         let h = FrameFeatures.histogramDistance(a.histogram, b.histogram)
+        if h / 2 > limit { return h / 2 }
         let p = min(1, FrameFeatures.thumbDifference(a.thumb, b.thumb) / 255 * 2.5)
         return (h + p) / 2
     }
@@ -110,20 +120,51 @@ public final class ShotDetector {
         isBlack.append(features.meanLuma < settings.blackLuma && features.lumaDeviation < settings.blackDeviation)
         brightness.append(features.meanLuma)
         if ring.count < ringCapacity {
-            ring.append(features)
+            var own = FrameFeatures()
+            own.assign(from: features)
+            ring.append(own)
         } else {
-            ring[ringStart] = features
+            ring[ringStart].assign(from: features)
             ringStart = (ringStart + 1) % ringCapacity
         }
         // Does the picture come back? Compare this frame with the frame before each recent one.
         for k in 1...max(1, settings.burstFrames) {
             let start = index - k // a burst of k frames, start...index-1, now over?
             guard start >= 1, let before = recent(start - 1) else { continue }
-            let d = ShotDetector.distance(before, features)
+            let d = ShotDetector.distance(before, features, limit: settings.burstSimilarity)
             returnDistances[start] = min(returnDistances[start], d)
             if d <= settings.burstSimilarity { endsBurst[index] = true }
         }
         trackDissolve(index: index, score: score, features: features)
+        slideDissolveWindow(index: index, features: features)
+    }
+
+    /// The windowed dissolve test, ending at frame `index`.
+    private func slideDissolveWindow(index: Int, features: FrameFeatures) {
+        let t = features.time
+        var b = index - 1
+        while b > 0 && t - times[b] < settings.dissolveWindow { b -= 1 }
+        guard b >= 0, t - times[b] >= settings.dissolveWindow * 0.8, index - b >= 4,
+              let before = recent(b) else { return }
+        let total = ShotDetector.distance(before, features)
+        guard total >= settings.gradualThreshold else { return }
+        var largest: Float = 0
+        for k in (b + 1)...index { largest = max(largest, scores[k]) }
+        guard largest <= settings.dissolveStepShare * total else { return }
+        let middleTime = (times[b] + t) / 2
+        var m = b + 1
+        while m < index && times[m] < middleTime { m += 1 }
+        guard let middle = recent(m) else { return }
+        var off: Float = 0, span: Float = 0
+        for i in 0..<middle.thumb.count {
+            off += abs(middle.thumb[i] - (before.thumb[i] + features.thumb[i]) / 2)
+            span += abs(before.thumb[i] - features.thumb[i])
+        }
+        guard span > 0, off / span < settings.dissolveLinearity else { return }
+        let strength = total * (1 - off / span)
+        guard strength >= settings.dissolveMinScore else { return }
+        gradual.append(ShotBoundary(kind: .dissolve, time: times[m], windowStart: times[b], windowEnd: t,
+                                    score: min(1, strength)))
     }
 
     private func trackDissolve(index: Int, score: Float, features: FrameFeatures) {
@@ -198,8 +239,13 @@ public final class ShotDetector {
             if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
-        // Dissolves not explained by a fade or a cut.
-        for g in gradual where !nearBlack(g.time, margin: 0.2) {
+        // Dissolves not explained by a fade or a cut; of overlapping candidates, the strongest.
+        var dissolves: [ShotBoundary] = []
+        for g in gradual.sorted(by: { $0.score > $1.score })
+            where !dissolves.contains(where: { g.windowStart < $0.windowEnd && g.windowEnd > $0.windowStart }) {
+            dissolves.append(g)
+        }
+        for g in dissolves where !nearBlack(g.time, margin: 0.2) {
             if result.contains(where: { $0.kind == .cut && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
             result.append(g)
         }

@@ -4,7 +4,7 @@ import MediaEngine
 /// Settings of the whole analysis: the decode pass and every analyser. Part of the cache key.
 public struct AnalysisSettings: Sendable, Codable, Equatable {
     public var maxSide = 256
-    public var skipNonReferenceFrames = false
+    public var skipNonReferenceFrames = true
     public var shots = ShotDetector.Settings()
     public var motion = MotionAnalyzer.Settings()
     public var audio = AudioAnalyzer.Settings()

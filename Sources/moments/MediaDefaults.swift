@@ -17,7 +17,7 @@ struct MediaDefaults: Decodable {
 
     struct AnalysisDefaults: Decodable {
         var maxSide = 256
-        var skipNonReferenceFrames = false
+        var skipNonReferenceFrames = true
         var skipLoopFilter = true
         var maxFrameRate: Double?
         var audioSampleRate = 16_000

@@ -13,6 +13,19 @@ final class Scratch {
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 }
 
+/// A small synthetic video made of `parts` (no barcode: frozen parts must not change).
+func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [SynthPart]) throws -> (path: String, spec: SynthSpec) {
+    var spec = SynthSpec()
+    spec.width = 320
+    spec.height = 180
+    spec.duration = duration
+    spec.barcode = false
+    spec.parts = parts
+    let path = dir.path(name)
+    try Synth.write(spec, to: path)
+    return (path, spec)
+}
+
 /// 60 s: lively parts among dull, black, frozen and blurred ones, and a repeat of the first lively part.
 func plantedVideo(_ dir: Scratch) throws -> (path: String, spec: SynthSpec) {
     var spec = SynthSpec()
@@ -96,14 +109,8 @@ struct HighlightTests {
     @Test("segment boundaries inside a shot land on quiet points of the sound")
     func quietCuts() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.width = 320
-        spec.height = 180
-        spec.duration = 24
-        spec.barcode = false
-        spec.parts = [SynthPart(start: 0, kind: .lively, seed: 3), SynthPart(start: 12, kind: .lively, seed: 8)]
-        let path = dir.path("talk.mp4")
-        try Synth.write(spec, to: path)
+        let (path, _) = try partsVideo(dir, "talk.mp4", duration: 24,
+                                       [SynthPart(start: 0, kind: .lively, seed: 3), SynthPart(start: 12, kind: .lively, seed: 8)])
         var request = HighlightRequest(source: path)
         request.selection.targetDuration = 8
         let result = try HighlightEngine.make(request)
@@ -123,15 +130,8 @@ struct HighlightTests {
     @Test("a video shorter than the target gives all its usable footage")
     func shortVideo() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.width = 320
-        spec.height = 180
-        spec.duration = 9
-        spec.barcode = false
-        spec.parts = [SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .black, seed: 0),
-                      SynthPart(start: 5, kind: .dull, seed: 2)]
-        let path = dir.path("short.mp4")
-        try Synth.write(spec, to: path)
+        let (path, _) = try partsVideo(dir, "short.mp4", duration: 9, [
+            SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .black, seed: 0), SynthPart(start: 5, kind: .dull, seed: 2)])
         var request = HighlightRequest(source: path)
         request.selection.targetDuration = 30
         let result = try HighlightEngine.make(request)
@@ -160,15 +160,31 @@ struct HighlightTests {
         #expect(try !HighlightEngine.analyze(path, settings: other, cacheDirectory: cacheDir).cached)
     }
 
+    @Test("footage re-encoded smaller and softer is recognised as the same; other footage is not")
+    func reencodedFootage() throws {
+        let dir = Scratch()
+        let (original, _) = try partsVideo(dir, "original.mp4", duration: 8,
+                                           [SynthPart(start: 0, kind: .lively, seed: 4), SynthPart(start: 4, kind: .lively, seed: 9)])
+        // The same footage through the encoder again, re-encoded by libx264 at the fastest preset.
+        var copy = RenderRequest(source: original, segments: [TimeRange(start: 0.5, end: 3.5)], output: dir.path("copy.mp4"))
+        copy.quality = .low
+        copy.preset = "ultrafast"
+        _ = try Renderer.render(copy)
+        let a = try AnalysisPipeline.analyze(original)
+        let b = try AnalysisPipeline.analyze(copy.output)
+        guard let first = a.candidates.first(where: { $0.shot == 0 }), let second = a.candidates.first(where: { $0.shot == 1 }),
+              let again = b.candidates.first else {
+            Issue.record("missing candidates: \(a.candidates.count), \(b.candidates.count)")
+            return
+        }
+        #expect(first.fingerprint.similarity(to: again.fingerprint) >= SegmentFingerprint.duplicateSimilarity)
+        #expect(second.fingerprint.similarity(to: again.fingerprint) < SegmentFingerprint.duplicateSimilarity)
+    }
+
     @Test("a video with nothing usable is refused with a reason")
     func nothingUsable() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.duration = 5
-        spec.barcode = false
-        spec.parts = [SynthPart(start: 0, kind: .black, seed: 0)]
-        let path = dir.path("black.mp4")
-        try Synth.write(spec, to: path)
+        let (path, _) = try partsVideo(dir, "black.mp4", duration: 5, [SynthPart(start: 0, kind: .black, seed: 0)])
         var request = HighlightRequest(source: path)
         request.selection.targetDuration = 5
         request.output = dir.path("out.mp4")

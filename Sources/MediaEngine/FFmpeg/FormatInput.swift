@@ -21,12 +21,7 @@ final class FormatInput {
         self.path = path
         self.cancellation = cancellation
         if let cancellation {
-            context.pointee.interrupt_callback = AVIOInterruptCB(
-                callback: { opaque in
-                    guard let opaque else { return 0 }
-                    return Unmanaged<CancellationToken>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
-                },
-                opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+            context.pointee.interrupt_callback = cancellation.interruptCallback
         }
         let key = UnsafeMutableRawPointer(context)
         FFmpegLog.register(key)
@@ -146,4 +141,17 @@ struct StreamHandle {
     var type: AVMediaType { parameters.pointee.codec_type }
     var timeBase: AVRational { stream.pointee.time_base }
     var isAttachedPicture: Bool { stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
+}
+
+extension CancellationToken {
+    /// FFmpeg's I/O interrupt callback for this token: blocking reads and writes give up once it
+    /// is cancelled. The token must outlive the context it is installed in (its owner keeps it).
+    var interruptCallback: AVIOInterruptCB {
+        AVIOInterruptCB(
+            callback: { opaque in
+                guard let opaque else { return 0 }
+                return Unmanaged<CancellationToken>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
+            },
+            opaque: Unmanaged.passUnretained(self).toOpaque())
+    }
 }

@@ -20,12 +20,7 @@ final class FormatOutput {
         self.cancellation = cancellation
         FFmpegLog.register(UnsafeMutableRawPointer(context))
         if let cancellation {
-            context.pointee.interrupt_callback = AVIOInterruptCB(
-                callback: { opaque in
-                    guard let opaque else { return 0 }
-                    return Unmanaged<CancellationToken>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
-                },
-                opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+            context.pointee.interrupt_callback = cancellation.interruptCallback
         }
     }
 
