@@ -2,9 +2,16 @@
 /// exposure (dark, bright, black), frozen pictures and flashes.
 public final class QualityAnalyzer {
     public struct Settings: Sendable, Codable, Equatable {
-        /// Normalised sharpness (1 = the video's sharp frames, its 90th percentile) under which a
-        /// frame is badly blurred.
-        public var blurredBelow: Float = 0.3
+        /// A frame is badly blurred when its Laplacian variance is under `blurredBelow` of the
+        /// sharp frames around it (90th percentile within `blurContext` seconds: focus lost,
+        /// motion blur), or under `blurredFloor` of the video's sharp frames (nothing sharp at
+        /// all). The variance depends on content too (a smooth close-up is low but in focus),
+        /// hence the local comparison.
+        public var blurredBelow: Float = 0.15
+        public var blurContext = 2.0
+        public var blurredFloor: Float = 0.03
+        /// A thumbnail change above this (0...255) is a cut: blur is judged within one shot only.
+        public var cutChange: Float = 25
         /// Mean luma under which a frame is black (with deviation under `blackDeviation`).
         public var blackLuma: Float = 30
         public var blackDeviation: Float = 10
@@ -77,9 +84,21 @@ public final class QualityAnalyzer {
         guard n > 0 else { return samples }
         // Sharpness relative to the video's sharp frames (ignoring black ones).
         let reference = max(1, AudioAnalyzer.percentile(samples.filter { !$0.isBlack }.map(\.laplacianVariance), 0.9))
+        // Stretches between abrupt changes (cuts): the context blur is judged in.
+        var shotOf = [Int](repeating: 0, count: n)
+        for i in 1..<max(1, n) { shotOf[i] = shotOf[i - 1] + (samples[i].change > settings.cutChange ? 1 : 0) }
+        var window: [Float] = []
+        var lo = 0, hi = 0
         for i in 0..<n {
             samples[i].sharpness = min(2, samples[i].laplacianVariance / reference)
-            samples[i].isBlurred = !samples[i].isBlack && samples[i].sharpness < settings.blurredBelow
+            while hi < n && samples[hi].time <= samples[i].time + settings.blurContext { hi += 1 }
+            while samples[lo].time < samples[i].time - settings.blurContext { lo += 1 }
+            window.removeAll(keepingCapacity: true)
+            for j in lo..<hi where !samples[j].isBlack && shotOf[j] == shotOf[i] { window.append(samples[j].laplacianVariance) }
+            let local = max(1, AudioAnalyzer.percentile(window, 0.9))
+            let v = samples[i].laplacianVariance
+            samples[i].isBlurred = !samples[i].isBlack
+                && (v < settings.blurredBelow * local || v < settings.blurredFloor * reference)
         }
         // Frozen: runs of unchanged pictures lasting long enough.
         var i = 1

@@ -20,14 +20,15 @@ enum CandidateBuilder {
         return result
     }
 
-    /// Stretches of [from, to) without defective frames. A defective frame makes the footage
-    /// unusable from itself to the next good frame.
+    /// Stretches of [from, to) without black, frozen or badly blurred frames; such a frame makes
+    /// the footage unusable from itself to the next good frame. A flash lasts a frame or two and
+    /// only matters when it is all there is, so it does not split footage.
     static func usableRuns(_ quality: [QualityAnalyzer.Sample], from: Double, to: Double) -> [(Double, Double)] {
         guard to > from else { return [] }
         var runs: [(Double, Double)] = []
         var runStart: Double? = from
         for (i, s) in quality.enumerated() where s.time >= from && s.time < to {
-            if s.isDefect {
+            if s.isBlack || s.isFrozen || s.isBlurred {
                 if let start = runStart, s.time > start { runs.append((start, s.time)) }
                 runStart = nil
             } else if runStart == nil {
