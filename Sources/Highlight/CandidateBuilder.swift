@@ -27,14 +27,13 @@ enum CandidateBuilder {
         guard to > from else { return [] }
         var runs: [(Double, Double)] = []
         var runStart: Double? = from
-        for (i, s) in quality.enumerated() where s.time >= from && s.time < to {
+        for s in quality where s.time >= from && s.time < to {
             if s.isBlack || s.isFrozen || s.isBlurred {
                 if let start = runStart, s.time > start { runs.append((start, s.time)) }
                 runStart = nil
             } else if runStart == nil {
                 runStart = s.time
             }
-            _ = i
         }
         if let start = runStart, to > start { runs.append((start, to)) }
         return runs

@@ -63,9 +63,9 @@ public enum Scoring {
     /// Maps values to 0...1 by their 10th and 90th percentiles.
     static func normaliser(_ values: [Double]) -> (Double) -> Double {
         let sorted = values.sorted()
-        guard let first = sorted.first else { return { _ in 0 } }
+        guard !sorted.isEmpty else { return { _ in 0 } }
         let lo = sorted[Int(Double(sorted.count - 1) * 0.1)], hi = sorted[Int(Double(sorted.count - 1) * 0.9)]
-        if hi - lo < 1e-9 { return { _ in first == sorted.last ? 0.5 : 0.5 } }
+        if hi - lo < 1e-9 { return { _ in 0.5 } } // no spread: every candidate is average
         return { min(1, max(0, ($0 - lo) / (hi - lo))) }
     }
 }
