@@ -45,6 +45,8 @@ public final class AudioAnalyzer {
 
     public let settings: Settings
     private var rate = 16_000
+    private var tickSamples = 1_600
+    private var fineSamples = 320
     private var position = 0 // absolute sample index of the next sample
     private var tickSquares: [Double] = []
     private var fineSquares: [Double] = []
@@ -75,7 +77,11 @@ public final class AudioAnalyzer {
 
     /// Feeds a chunk of samples whose first sample plays at `time`.
     public func consume(_ samples: UnsafeBufferPointer<Float>, time: Double, rate: Int) {
-        self.rate = rate
+        if rate != self.rate || position == 0 {
+            self.rate = rate
+            tickSamples = max(1, Int(settings.tick * Double(rate)))
+            fineSamples = max(1, Int(settings.fineTick * Double(rate)))
+        }
         let start = Int((time * Double(rate)).rounded())
         var skip = 0
         if start > position + rate / 50 { // a gap: silence in between
@@ -87,8 +93,6 @@ public final class AudioAnalyzer {
     }
 
     private func add(_ sample: Float) {
-        let tickSamples = max(1, Int(settings.tick * Double(rate)))
-        let fineSamples = max(1, Int(settings.fineTick * Double(rate)))
         let t = position / tickSamples, f = position / fineSamples
         while tickSquares.count <= t { tickSquares.append(0); onsets.append(0) }
         while fineSquares.count <= f { fineSquares.append(0) }
@@ -120,7 +124,7 @@ public final class AudioAnalyzer {
         swap(&magnitude, &previousMagnitude)
         haveSpectrum = true
         let center = position - n / 2
-        let tick = max(0, center / max(1, Int(settings.tick * Double(rate))))
+        let tick = max(0, center / tickSamples)
         if tick < onsets.count { onsets[tick] = max(onsets[tick], flux / Float(n / 2)) }
     }
 

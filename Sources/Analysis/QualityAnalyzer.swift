@@ -117,7 +117,8 @@ public final class QualityAnalyzer {
                 let before = i - 1, after = i + length
                 guard before >= 0, after < n else { continue }
                 let base = max(samples[before].brightness, samples[after].brightness)
-                let burst = (i..<after).map { samples[$0].brightness }.min() ?? 0
+                var burst = Float.greatestFiniteMagnitude
+                for k in i..<after { burst = min(burst, samples[k].brightness) }
                 if burst - base >= settings.flashRise {
                     for k in i..<after { samples[k].isFlash = true }
                     break

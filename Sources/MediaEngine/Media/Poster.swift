@@ -8,8 +8,10 @@ public enum Poster {
     /// pixels on its longest side. Written to a temporary file and moved into place.
     public static func write(from video: String, at time: Double, to output: String, maxSide: Int = 1280,
                              quality: Int = 3) throws(MediaError) {
-        let info = try Probe.probe(video)
-        let input = try Probe.open(video, cancellation: nil)
+        // One open: the probe's packet scan is undone by the seek below.
+        let size = try Probe.fileSize(video)
+        let input = try Probe.open(video, size: size, cancellation: nil)
+        let info = try Probe.describe(input, fileSize: size)
         let stream = try Probe.videoStream(input)
         let decoder = try CodecContext.decoder(for: stream, path: video)
         let start = input.startSeconds

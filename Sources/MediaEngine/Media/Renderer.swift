@@ -113,8 +113,10 @@ private final class RenderSession {
         self.request = request
         self.cancellation = cancellation
         self.progress = progress
-        let info = try Probe.probe(request.source)
-        input = try Probe.open(request.source, cancellation: cancellation)
+        // One open: the probe's packet scan is undone by the seek each segment starts with.
+        let size = try Probe.fileSize(request.source)
+        input = try Probe.open(request.source, size: size, cancellation: cancellation)
+        let info = try Probe.describe(input, fileSize: size)
         videoStream = try Probe.videoStream(input)
         audioStream = Probe.audioStream(input, video: videoStream.index)
         start = input.startSeconds
