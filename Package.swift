@@ -11,6 +11,14 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.8.0"..<"5.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -40,13 +48,60 @@ let package = Package(
             name: "MediaSynth",
             dependencies: ["MediaEngine"]
         ),
+        // Configuration: Config/moments.json with every key overridable by environment variables.
+        .target(
+            name: "MomentsConfig",
+            dependencies: [
+                "Highlight", "MediaEngine",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
+        // Durable store: accounts and the job queue in SQLite (GRDB, WAL), schema by migrations.
+        .target(
+            name: "JobStore",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
+        .target(
+            name: "Jobs",
+            dependencies: [
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // HTTP: Hummingbird application, one controller per resource, problem+json errors.
+        .target(
+            name: "MomentsServer",
+            dependencies: [
+                "Jobs", "JobStore", "MomentsConfig",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("openapi.json")]
+        ),
         .executableTarget(
             name: "moments",
             dependencies: [
                 "MediaEngine",
                 "MediaSynth",
                 "Highlight",
+                "MomentsConfig",
+                "MomentsServer",
+                "JobStore",
+                "Jobs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -56,6 +111,13 @@ let package = Package(
         .testTarget(
             name: "AnalysisTests",
             dependencies: ["Analysis"]
+        ),
+        .testTarget(
+            name: "ServerTests",
+            dependencies: [
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(
             name: "HighlightTests",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MomentsConfig
 import MediaSynth
 
 /// Runs the analysis decode alone and reports what it saw (used by the benchmark).
@@ -19,7 +20,7 @@ struct DecodeCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            var options = try MediaDefaults.load().analysisOptions
+            var options = try CLIConfig.mediaDefaults().analysisOptions
             if let maxSide { options.maxSide = maxSide }
             if let fps { options.maxFrameRate = fps }
             if skipNonref { options.skipNonReferenceFrames = true }

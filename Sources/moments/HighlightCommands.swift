@@ -3,12 +3,7 @@ import ArgumentParser
 import Foundation
 import Highlight
 import MediaEngine
-
-/// The cache directory: STORAGE_PATH (default Storage) / cache / analysis.
-func analysisCacheDirectory() -> String {
-    let storage = ProcessInfo.processInfo.environment["STORAGE_PATH"] ?? "Storage"
-    return (storage as NSString).appendingPathComponent("cache/analysis")
-}
+import MomentsConfig
 
 struct AnalyzeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,12 +16,12 @@ struct AnalyzeCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            let defaults = try MediaDefaults.load()
+            let defaults = try CLIConfig.mediaDefaults()
             var request = HighlightRequest(source: file)
             request.analysis = defaults.analysisSettings
             request.weights = defaults.weights
             request.selection.targetDuration = targetDuration
-            request.cacheDirectory = noCache ? nil : analysisCacheDirectory()
+            request.cacheDirectory = try noCache ? nil : CLIConfig.analysisCacheDirectory()
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("analysing")
@@ -74,7 +69,7 @@ struct HighlightCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            let defaults = try MediaDefaults.load()
+            let defaults = try CLIConfig.mediaDefaults()
             var request = HighlightRequest(source: file)
             request.output = output
             request.quality = RenderQuality(rawValue: quality ?? defaults.render.quality) ?? .high
@@ -86,7 +81,7 @@ struct HighlightCommand: ParsableCommand {
             request.selection.targetDuration = targetDuration
             request.analysisOutput = analysis
             request.posterOutput = poster
-            request.cacheDirectory = noCache ? nil : analysisCacheDirectory()
+            request.cacheDirectory = try noCache ? nil : CLIConfig.analysisCacheDirectory()
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("highlight")

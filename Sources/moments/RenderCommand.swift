@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MomentsConfig
 
 struct RenderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,7 +29,7 @@ struct RenderCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            let defaults = try MediaDefaults.load().render
+            let defaults = try CLIConfig.mediaDefaults().render
             var request = RenderRequest(source: file, segments: TimeRange.parseList(segments) ?? [], output: output)
             request.quality = RenderQuality(rawValue: quality ?? defaults.quality) ?? .high
             request.crossfade = crossfade ?? defaults.crossfadeSeconds

@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+
+public enum JobState: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    case pending, processing, completed, failed, cancelled
+
+    public var isFinished: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// What the probe found in the uploaded video.
+public struct JobInput: Codable, Sendable, Equatable {
+    public var size: Int64
+    public var duration: Double
+    public var container: String
+    public var videoCodec: String
+    public var audioCodec: String?
+    public var width: Int
+    public var height: Int
+    public var rotation: Int
+    public var frameRate: Double
+
+    public init(size: Int64, duration: Double, container: String, videoCodec: String, audioCodec: String?,
+                width: Int, height: Int, rotation: Int, frameRate: Double) {
+        self.size = size; self.duration = duration; self.container = container; self.videoCodec = videoCodec
+        self.audioCodec = audioCodec; self.width = width; self.height = height; self.rotation = rotation
+        self.frameRate = frameRate
+    }
+}
+
+/// The rendered highlight.
+public struct JobOutput: Codable, Sendable, Equatable {
+    public var duration: Double
+    public var size: Int64
+    public var width: Int
+    public var height: Int
+
+    public init(duration: Double, size: Int64, width: Int, height: Int) {
+        self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// One chosen moment of the source.
+public struct JobSegment: Codable, Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var score: Double
+    public var reason: String
+
+    public init(start: Double, end: Double, score: Double, reason: String) {
+        self.start = start; self.end = end; self.score = score; self.reason = reason
+    }
+}
+
+/// A highlight job: one row of the durable queue.
+public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "job"
+
+    public var id: String
+    public var accountId: String
+    public var status: JobState
+    /// The current stage while processing (analysing, selecting, rendering, finishing).
+    public var stage: String?
+    /// 0–100, never decreasing.
+    public var progress: Int
+    public var message: String
+    public var targetDuration: Int
+    public var quality: String
+    public var input: JobInput
+    public var estimatedSeconds: Int
+    /// Times a worker has started this job (a crash leaves it processing; start-up re-queues it).
+    public var attempts: Int
+    public var createdAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    public var updatedAt: Date
+    /// Wall-clock processing time of the successful attempt (feeds the time estimate).
+    public var processingSeconds: Double?
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var output: JobOutput?
+    public var segments: [JobSegment]?
+    /// Set when the result media were deleted (on request or after the retention period).
+    public var mediaDeletedAt: Date?
+
+    public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
+                estimatedSeconds: Int, now: Date) {
+        self.id = id; self.accountId = accountId; self.status = .pending; self.stage = nil; self.progress = 0
+        self.message = "Waiting in the queue"; self.targetDuration = targetDuration; self.quality = quality
+        self.input = input; self.estimatedSeconds = estimatedSeconds; self.attempts = 0; self.createdAt = now
+        self.updatedAt = now
+    }
+}
+
+extension Job {
+    public enum Columns {
+        public static let id = Column("id")
+        public static let accountId = Column("accountId")
+        public static let status = Column("status")
+        public static let createdAt = Column("createdAt")
+        public static let finishedAt = Column("finishedAt")
+        public static let mediaDeletedAt = Column("mediaDeletedAt")
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+
+/// The durable job queue: every state change is one write transaction guarded by the state it
+/// expects, so a cancel racing a completion has exactly one winner.
+extension AppDatabase {
+    public func insert(_ job: Job) async throws {
+        try await pool.write { db in try job.insert(db) }
+    }
+
+    /// The job if it belongs to `accountId` (another account's job is indistinguishable from none).
+    public func job(id: String, accountId: String) async throws -> Job? {
+        try await pool.read { db in
+            try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db)
+        }
+    }
+
+    public func job(id: String) async throws -> Job? {
+        try await pool.read { db in try Job.fetchOne(db, key: id) }
+    }
+
+    /// One page of an account's jobs, newest first, and the account's total.
+    public func jobs(accountId: String, limit: Int, offset: Int) async throws -> (jobs: [Job], total: Int) {
+        try await pool.read { db in
+            let all = Job.filter(Job.Columns.accountId == accountId)
+            let page = try all.order(Job.Columns.createdAt.desc, Column.rowID.desc).limit(limit, offset: offset).fetchAll(db)
+            return (page, try all.fetchCount(db))
+        }
+    }
+
+    /// Atomically takes the oldest pending job and marks it processing (one more attempt).
+    public func claimNextJob(now: Date) async throws -> Job? {
+        try await pool.write { db in
+            guard var job = try Job.filter(Job.Columns.status == JobState.pending.rawValue)
+                .order(Job.Columns.createdAt, Column.rowID).fetchOne(db) else { return nil }
+            job.status = .processing
+            job.attempts += 1
+            job.startedAt = now
+            job.updatedAt = now
+            job.stage = "starting"
+            job.message = job.attempts > 1 ? "Restarting after an interruption" : "Starting"
+            try job.update(db)
+            return job
+        }
+    }
+
+    /// Records progress of a processing job; progress never decreases. False when the job is no
+    /// longer processing (cancelled), which tells the worker to stop.
+    @discardableResult
+    public func updateProgress(id: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE job SET progress = MAX(progress, ?), stage = ?, message = ?, updatedAt = ?
+                WHERE id = ? AND status = 'processing'
+                """, arguments: [min(100, max(0, progress)), stage, message, now, id])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Completes a processing job. False when it was cancelled meanwhile (the caller then removes
+    /// the result).
+    public func complete(id: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing else { return false }
+            job.status = .completed
+            job.progress = 100
+            job.stage = "done"
+            job.message = "Your highlight is ready"
+            job.output = output
+            job.segments = segments
+            job.processingSeconds = processingSeconds
+            job.finishedAt = now
+            job.updatedAt = now
+            try job.update(db)
+            return true
+        }
+    }
+
+    /// Fails a processing job with a stable code and a sentence for the user.
+    @discardableResult
+    public func fail(id: String, code: String, message: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing || job.status == .pending else { return false }
+            job.status = .failed
+            job.stage = "failed"
+            job.errorCode = code
+            job.errorMessage = message
+            job.message = message
+            job.finishedAt = now
+            job.updatedAt = now
+            try job.update(db)
+            return true
+        }
+    }
+
+    /// Cancels a pending or processing job of `accountId`. Returns the job after the change and the
+    /// state it had before, or nil when there is no such job for this account.
+    public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
+        try await pool.write { db in
+            guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db) else { return nil }
+            let previous = job.status
+            if !previous.isFinished {
+                job.status = .cancelled
+                job.stage = "cancelled"
+                job.message = "Cancelled at your request"
+                job.finishedAt = now
+                job.updatedAt = now
+                try job.update(db)
+            }
+            return (job, previous)
+        }
+    }
+
+    /// Marks a finished job's media deleted (the files are removed by the caller).
+    public func markMediaDeleted(id: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE job SET mediaDeletedAt = COALESCE(mediaDeletedAt, ?), updatedAt = ? WHERE id = ?",
+                           arguments: [now, now, id])
+        }
+    }
+
+    /// Puts a processing job back in the queue without counting the attempt (graceful shutdown).
+    public func requeue(id: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL,
+                message = 'Waiting in the queue (the server restarted)', updatedAt = ?
+                WHERE id = ? AND status = 'processing'
+                """, arguments: [now, id])
+        }
+    }
+
+    /// At start-up: jobs left processing by a crash go back to the queue, or fail once they have
+    /// been started `maxAttempts` times. Returns (re-queued, failed) ids.
+    public func recoverInterruptedJobs(maxAttempts: Int, now: Date) async throws -> (requeued: [String], failed: [String]) {
+        try await pool.write { db in
+            let stuck = try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db)
+            var requeued: [String] = [], failed: [String] = []
+            for var job in stuck {
+                if job.attempts >= maxAttempts {
+                    job.status = .failed
+                    job.stage = "failed"
+                    job.errorCode = "interrupted"
+                    job.errorMessage = "Processing was interrupted \(job.attempts) times (the server stopped while working on it); giving up. Please upload the video again."
+                    job.message = job.errorMessage!
+                    job.finishedAt = now
+                    failed.append(job.id)
+                } else {
+                    job.status = .pending
+                    job.stage = nil
+                    job.message = "Waiting in the queue (processing was interrupted; attempt \(job.attempts + 1) of \(maxAttempts) next)"
+                    requeued.append(job.id)
+                }
+                job.updatedAt = now
+                try job.update(db)
+            }
+            return (requeued, failed)
+        }
+    }
+
+    /// Finished jobs whose media still exist and that finished before `cutoff`.
+    public func jobsWithExpiredMedia(finishedBefore cutoff: Date, limit: Int = 500) async throws -> [Job] {
+        try await pool.read { db in
+            try Job.filter(Job.Columns.finishedAt != nil && Job.Columns.finishedAt < cutoff && Job.Columns.mediaDeletedAt == nil)
+                .limit(limit).fetchAll(db)
+        }
+    }
+
+    /// Ids of all jobs that exist (the sweeper removes directories belonging to none).
+    public func existingJobIDs(_ ids: [String]) async throws -> Set<String> {
+        try await pool.read { db in
+            Set(try String.fetchAll(db, Job.select(Job.Columns.id).filter(ids.contains(Job.Columns.id))))
+        }
+    }
+
+    /// Recent successful jobs (input and processing time), newest first, for the time estimate.
+    public func recentCompletedJobs(limit: Int = 20) async throws -> [Job] {
+        try await pool.read { db in
+            try Job.filter(Job.Columns.status == JobState.completed.rawValue && Column("processingSeconds") != nil)
+                .order(Job.Columns.finishedAt.desc).limit(limit).fetchAll(db)
+        }
+    }
+
+    /// Jobs waiting or running, oldest first (queue position and wait estimate).
+    public func unfinishedJobs() async throws -> [Job] {
+        try await pool.read { db in
+            try Job.filter([JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status))
+                .order(Job.Columns.createdAt, Column.rowID).fetchAll(db)
+        }
+    }
+
+    /// A write transaction that changes nothing durable: proves the database accepts writes.
+    public func checkWritable() async throws {
+        try await pool.write { db in
+            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS readiness(x)")
+            try db.execute(sql: "DELETE FROM readiness")
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Highlight
+import JobStore
+import Logging
+import MediaEngine
+import MomentsConfig
+import ServiceLifecycle
+import Synchronization
+
+/// The workers: N loops that claim jobs from the durable queue and run the highlight engine, plus
+/// the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
+/// them back in the queue (they start again with the next process).
+public final class JobRunner: Service, Sendable {
+    struct Running: Sendable {
+        var token: CancellationToken
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let database: AppDatabase
+    let layout: StorageLayout
+    let settings: ServiceSettings
+    let media: MediaDefaults
+    let logger: Logger
+    let clock: @Sendable () -> Date
+    private let running = Mutex<[String: Running]>([:])
+    private let shuttingDown = Atomic<Bool>(false)
+    private let doorbells = Mutex<[AsyncStream<Void>.Continuation]>([])
+
+    public init(database: AppDatabase, layout: StorageLayout, settings: ServiceSettings, media: MediaDefaults,
+                logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.database = database; self.layout = layout; self.settings = settings; self.media = media
+        self.logger = logger; self.clock = clock
+    }
+
+    public func run() async throws {
+        let recovered = try await database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
+        for id in recovered.failed { layout.removeJobFiles(id) }
+        if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
+            logger.notice("recovered interrupted jobs", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
+        }
+        let sweeper = Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock)
+        sweeper.removeAbandonedUploads(olderThan: 0)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                for index in 0..<settings.workers {
+                    let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                    doorbells.withLock { $0.append(continuation) }
+                    group.addTask { await self.workerLoop(index, wakeups: stream) }
+                }
+                // Polls the queue every second too: a job re-queued by another path is never stranded.
+                group.addTask {
+                    while !self.shuttingDown.load(ordering: .relaxed) {
+                        try? await Task.sleep(for: .seconds(1))
+                        self.notifyNewJob()
+                    }
+                }
+                group.addTask { await sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) }) }
+            }
+        } onGracefulShutdown: {
+            self.beginShutdown()
+        }
+    }
+
+    /// Wakes the workers: a job was queued.
+    public func notifyNewJob() {
+        doorbells.withLock { bells in for bell in bells { bell.yield() } }
+    }
+
+    /// Stops the job if a worker runs it, and returns once the worker has removed its files
+    /// (bounded by `timeout`). False when no worker had it.
+    @discardableResult
+    public func stop(jobID: String, timeout: Duration = .seconds(3)) async -> Bool {
+        let token: CancellationToken? = running.withLock { $0[jobID]?.token }
+        guard let token else { return false }
+        token.cancel()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let registered = self.running.withLock { jobs -> Bool in
+                        guard jobs[jobID] != nil else { return false }
+                        jobs[jobID]!.waiters.append(continuation)
+                        return true
+                    }
+                    if !registered { continuation.resume() }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+        return true
+    }
+
+    /// Jobs being processed right now.
+    public var runningJobIDs: [String] { running.withLock { Array($0.keys) } }
+
+    func beginShutdown() {
+        shuttingDown.store(true, ordering: .relaxed)
+        running.withLock { jobs in for job in jobs.values { job.token.cancel() } }
+        doorbells.withLock { bells in for bell in bells { bell.finish() } }
+    }
+
+    private func workerLoop(_ index: Int, wakeups: AsyncStream<Void>) async {
+        var iterator = wakeups.makeAsyncIterator()
+        while !shuttingDown.load(ordering: .relaxed) {
+            do {
+                while !shuttingDown.load(ordering: .relaxed), let job = try await database.claimNextJob(now: clock()) {
+                    await process(job, worker: index)
+                }
+            } catch {
+                logger.error("cannot claim a job", metadata: ["error": "\(error)"])
+            }
+            guard await iterator.next() != nil else { return }
+        }
+    }
+
+    private func process(_ job: Job, worker: Int) async {
+        let token = CancellationToken()
+        running.withLock { $0[job.id] = Running(token: token) }
+        let started = clock()
+        var log = logger
+        log[metadataKey: "job"] = "\(job.id)"
+        log.info("job started", metadata: ["worker": "\(worker)", "attempt": "\(job.attempts)"])
+
+        let reporter = ProgressReporter(jobID: job.id, database: database, token: token,
+                                        interval: .milliseconds(settings.progressIntervalMs), clock: clock)
+        let progressTask = Task { await reporter.run() }
+        var request = media.request(source: layout.inputPath(job.id), quality: RenderQuality(rawValue: job.quality))
+        request.output = layout.resultPath(job.id)
+        request.posterOutput = layout.posterPath(job.id)
+        request.analysisOutput = layout.analysisPath(job.id)
+        request.cacheDirectory = layout.cacheDirectory
+        request.selection.targetDuration = Double(job.targetDuration)
+        let outcome: Result<HighlightResult, MediaError>
+        do {
+            let finalRequest = request
+            outcome = .success(try await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
+                try HighlightEngine.make(finalRequest, cancellation: token) { stage, fraction in
+                    reporter.report(stage: stage, fraction: fraction)
+                }
+            })
+        } catch let error as MediaError {
+            outcome = .failure(error)
+        } catch {
+            outcome = .failure(MediaError(.io, operation: "job", detail: "\(error)"))
+        }
+        progressTask.cancel()
+        await finish(job, outcome: outcome, token: token, started: started, log: log)
+        let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func finish(_ job: Job, outcome: Result<HighlightResult, MediaError>, token: CancellationToken,
+                        started: Date, log: Logger) async {
+        let now = clock()
+        do {
+            switch outcome {
+            case .success(let result):
+                let render = result.render
+                let size = (try? FileManager.default.attributesOfItem(atPath: layout.resultPath(job.id))[.size] as? NSNumber)?.int64Value ?? render?.fileSize ?? 0
+                let upright = (render?.rotation ?? 0) % 180 != 0
+                let output = JobOutput(duration: render?.duration ?? 0, size: size,
+                                       width: upright ? render?.height ?? 0 : render?.width ?? 0,
+                                       height: upright ? render?.width ?? 0 : render?.height ?? 0)
+                let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
+                let elapsed = now.timeIntervalSince(started)
+                if try await database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed, now: now) {
+                    if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
+                    log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
+                } else {
+                    layout.removeJobFiles(job.id)
+                    log.info("job cancelled as it completed; result removed")
+                }
+            case .failure(let error) where error.kind == .cancelled || token.isCancelled:
+                if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
+                    try await database.requeue(id: job.id, now: now)
+                    log.notice("job stopped by shutdown; back in the queue")
+                } else {
+                    layout.removeJobFiles(job.id)
+                    log.info("job cancelled; files removed")
+                }
+            case .failure(let error):
+                let (code, message) = Self.failure(error)
+                try await database.fail(id: job.id, code: code, message: message, now: now)
+                try? FileManager.default.removeItem(atPath: layout.resultPath(job.id))
+                try? FileManager.default.removeItem(atPath: layout.posterPath(job.id))
+                try? FileManager.default.removeItem(atPath: layout.analysisPath(job.id))
+                if !settings.keepUploads { layout.removeJobFiles(job.id) }
+                log.warning("job failed", metadata: ["code": "\(code)", "error": "\(error.description)"])
+            }
+        } catch {
+            log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The code and sentence a failed job shows to its owner.
+    static func failure(_ error: MediaError) -> (String, String) {
+        switch error.kind {
+        case .unusable:
+            return (error.kind.rawValue, "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight.")
+        case .truncated, .notMedia, .notVideo, .unsupportedCodec:
+            return (error.kind.rawValue, "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it.")
+        case .io:
+            return (error.kind.rawValue, "The server could not store the result (\(error.detail)). Please try again later.")
+        default:
+            var text = "Processing failed: \(error.detail)"
+            if let ffmpeg = error.ffmpegMessage, ffmpeg != error.detail { text += " (\(ffmpeg))" }
+            return (error.kind.rawValue, text + ".")
+        }
+    }
+}

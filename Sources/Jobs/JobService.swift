@@ -1,0 +1,158 @@
+import Foundation
+import JobStore
+import Logging
+import MediaEngine
+import MomentsConfig
+
+/// What the HTTP layer asks of the job system: accounts, accepting uploads, reading and cancelling
+/// jobs, readiness. It owns the database, the storage layout and the workers.
+public final class JobService: Sendable {
+    public let database: AppDatabase
+    public let layout: StorageLayout
+    public let settings: ServiceSettings
+    public let runner: JobRunner
+    public let clock: @Sendable () -> Date
+    let inspector: UploadInspector
+    let estimator = TimeEstimator()
+
+    /// Creates the storage folders and opens (migrating) the database under `settings.storagePath`.
+    public init(settings: ServiceSettings, media: MediaDefaults, logger: Logger,
+                clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        let layout = StorageLayout(root: settings.storagePath)
+        try layout.prepare()
+        let database = try AppDatabase(path: layout.databasePath)
+        self.database = database
+        self.layout = layout
+        self.settings = settings
+        self.clock = clock
+        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds)
+        self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
+    }
+
+    /// The containers and codecs the linked FFmpeg reads (computed once).
+    public static let formats = FormatCatalog.current()
+
+    // MARK: Accounts
+
+    public func createAccount(label: String?) async throws -> (Account, String) {
+        try await database.createAccount(label: label, now: clock())
+    }
+
+    public func account(apiKey: String) async throws -> Account? {
+        try await database.account(apiKey: apiKey)
+    }
+
+    // MARK: Uploads
+
+    /// A fresh path under Storage/uploads for a body being received.
+    public func newUploadPath() -> String { layout.newUploadPath() }
+
+    /// Refuses (507) when storing `expectedBytes` more would leave less than the configured floor.
+    public func checkDiskSpace(expectedBytes: Int64) throws(UploadRejection) {
+        guard let free = layout.freeBytes() else { return }
+        if free - expectedBytes < settings.minFreeBytes {
+            throw UploadRejection(status: 507, code: "insufficient_storage",
+                detail: "The server is low on disk space (\(free / 1_000_000) MB free, \(settings.minFreeBytes / 1_000_000) MB must stay free) and cannot take this upload now. Try again later.")
+        }
+    }
+
+    /// Probes the received file and, when it is a usable video, makes it a pending job. The file is
+    /// moved into the job's folder, or deleted when refused: nothing is left behind either way.
+    public func acceptUpload(at path: String, account: Account, targetDuration: Int, quality: String) async throws -> Job {
+        let input: JobInput
+        do {
+            input = try await inspector.inspect(path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        let now = clock()
+        let recent = (try? await database.recentCompletedJobs()) ?? []
+        let queue = (try? await database.unfinishedJobs()) ?? []
+        let estimate = estimator.estimate(input: input, targetDuration: targetDuration, quality: quality, recent: recent,
+                                          queue: queue, workers: settings.workers, now: now)
+        var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
+                      quality: quality, input: input, estimatedSeconds: estimate, now: now)
+        job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        do {
+            try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
+            try await database.insert(job)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            layout.removeJobFiles(job.id)
+            throw error
+        }
+        runner.notifyNewJob()
+        return job
+    }
+
+    // MARK: Jobs
+
+    public func job(id: String, account: Account) async throws -> Job? {
+        try await database.job(id: id, accountId: account.id)
+    }
+
+    public func jobs(account: Account, limit: Int, offset: Int) async throws -> (jobs: [Job], total: Int) {
+        try await database.jobs(accountId: account.id, limit: limit, offset: offset)
+    }
+
+    /// DELETE: cancels a pending or processing job (its worker stops and removes its files before
+    /// this returns); on a finished job, deletes its stored media. Idempotent. Nil: no such job.
+    public func cancelOrDelete(id: String, account: Account) async throws -> Job? {
+        guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else { return nil }
+        switch previous {
+        case .pending, .processing:
+            if await !runner.stop(jobID: id) {
+                layout.removeJobFiles(id)
+            }
+            return job
+        case .completed, .failed, .cancelled:
+            layout.removeJobFiles(id)
+            if job.mediaDeletedAt == nil { try await database.markMediaDeleted(id: id, now: clock()) }
+            return try await database.job(id: id) ?? job
+        }
+    }
+
+    /// Files of a completed job, when they still exist.
+    public func resultFile(_ job: Job) -> String? { existing(layout.resultPath(job.id), job) }
+    public func posterFile(_ job: Job) -> String? { existing(layout.posterPath(job.id), job) }
+    public func analysisFile(_ job: Job) -> String? { existing(layout.analysisPath(job.id), job) }
+
+    private func existing(_ path: String, _ job: Job) -> String? {
+        guard job.status == .completed, job.mediaDeletedAt == nil, FileManager.default.fileExists(atPath: path) else { return nil }
+        return path
+    }
+
+    // MARK: Readiness
+
+    public struct Check: Sendable, Codable, Equatable {
+        public var ok: Bool
+        public var detail: String
+    }
+
+    /// Database writable, storage writable, free disk above the floor.
+    public func readiness() async -> [String: Check] {
+        var checks: [String: Check] = [:]
+        do {
+            try await database.checkWritable()
+            checks["database"] = Check(ok: true, detail: "writable")
+        } catch {
+            checks["database"] = Check(ok: false, detail: "not writable: \(error)")
+        }
+        let probe = layout.uploadsDirectory + "/.ready-\(UUID().uuidString)"
+        if FileManager.default.createFile(atPath: probe, contents: Data("ok".utf8)) {
+            try? FileManager.default.removeItem(atPath: probe)
+            checks["storage"] = Check(ok: true, detail: "writable")
+        } else {
+            checks["storage"] = Check(ok: false, detail: "cannot write under \(layout.root)")
+        }
+        if let free = layout.freeBytes() {
+            let ok = free >= settings.minFreeBytes
+            checks["disk"] = Check(ok: ok, detail: "\(free / 1_000_000) MB free, floor \(settings.minFreeBytes / 1_000_000) MB")
+        } else {
+            checks["disk"] = Check(ok: false, detail: "cannot read free space of \(layout.root)")
+        }
+        return checks
+    }
+}

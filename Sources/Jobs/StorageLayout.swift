@@ -1,0 +1,44 @@
+import Foundation
+
+/// Where everything lives under the storage root. File names come from job ids the server made,
+/// never from the client.
+public struct StorageLayout: Sendable {
+    public let root: String
+
+    public init(root: String) { self.root = root }
+
+    public var databasePath: String { path("moments.sqlite") }
+    /// Uploads being received (`<random>.partial`); moved into their job's folder once accepted.
+    public var uploadsDirectory: String { path("uploads") }
+    public var jobsDirectory: String { path("jobs") }
+    public var cacheDirectory: String { path("cache/analysis") }
+
+    public func jobDirectory(_ id: String) -> String { path("jobs/\(id)") }
+    public func inputPath(_ id: String) -> String { path("jobs/\(id)/input") }
+    public func resultPath(_ id: String) -> String { path("jobs/\(id)/highlight.mp4") }
+    public func posterPath(_ id: String) -> String { path("jobs/\(id)/poster.jpg") }
+    public func analysisPath(_ id: String) -> String { path("jobs/\(id)/analysis.json") }
+
+    public func newUploadPath() -> String { path("uploads/\(UUID().uuidString.lowercased()).partial") }
+
+    /// Creates the folders.
+    public func prepare() throws {
+        for dir in [root, uploadsDirectory, jobsDirectory, cacheDirectory] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        }
+    }
+
+    /// Bytes free for an unprivileged writer on the storage volume.
+    public func freeBytes() -> Int64? {
+        var stats = statvfs()
+        guard statvfs(root, &stats) == 0 else { return nil }
+        return Int64(stats.f_bavail) * Int64(stats.f_frsize)
+    }
+
+    /// Removes a job's folder (input, results and any temporary file of a render).
+    public func removeJobFiles(_ id: String) {
+        try? FileManager.default.removeItem(atPath: jobDirectory(id))
+    }
+
+    func path(_ relative: String) -> String { (root as NSString).appendingPathComponent(relative) }
+}

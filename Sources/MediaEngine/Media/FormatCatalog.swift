@@ -1,0 +1,51 @@
+import CFFmpeg
+
+/// What the linked FFmpeg can read: asked of the libraries at run time, never a hand-written list.
+public struct FormatCatalog: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public var name: String
+        public var longName: String
+        /// File extensions the container is known by (containers only).
+        public var extensions: [String]?
+
+        enum CodingKeys: String, CodingKey { case name, longName = "long_name", extensions }
+    }
+
+    /// Container formats (demuxers) that read from a file. Image-sequence demuxers are left out:
+    /// a still picture is not a video.
+    public var containers: [Entry]
+    /// Codecs with a decoder, by kind.
+    public var videoCodecs: [Entry]
+    public var audioCodecs: [Entry]
+
+    public static func current() -> FormatCatalog {
+        var containers: [Entry] = []
+        var opaque: UnsafeMutableRawPointer?
+        while let demuxer = av_demuxer_iterate(&opaque) {
+            let format = demuxer.pointee
+            guard format.flags & AVFMT_NOFILE == 0, let cName = format.name else { continue }
+            let name = String(cString: cName)
+            if name.hasSuffix("_pipe") || name.hasPrefix("image2") { continue }
+            let extensions = format.extensions.map { String(cString: $0).split(separator: ",").map(String.init) } ?? []
+            containers.append(Entry(name: name, longName: format.long_name.map { String(cString: $0) } ?? name,
+                                    extensions: extensions.isEmpty ? nil : extensions))
+        }
+        var video: [Int32: Entry] = [:], audio: [Int32: Entry] = [:]
+        opaque = nil
+        while let codec = av_codec_iterate(&opaque) {
+            guard av_codec_is_decoder(codec) != 0 else { continue }
+            let id = codec.pointee.id
+            let name = String(cString: avcodec_get_name(id))
+            let longName = avcodec_descriptor_get(id)?.pointee.long_name.map { String(cString: $0) } ?? name
+            let entry = Entry(name: name, longName: longName, extensions: nil)
+            switch codec.pointee.type {
+            case AVMEDIA_TYPE_VIDEO: video[Int32(id.rawValue)] = entry
+            case AVMEDIA_TYPE_AUDIO: audio[Int32(id.rawValue)] = entry
+            default: break
+            }
+        }
+        return FormatCatalog(containers: containers.sorted { $0.name < $1.name },
+                             videoCodecs: video.values.sorted { $0.name < $1.name },
+                             audioCodecs: audio.values.sorted { $0.name < $1.name })
+    }
+}

@@ -1,0 +1,76 @@
+import Configuration
+import Foundation
+
+/// The HTTP service's settings. Each key's default is the value written here and in
+/// Config/moments.json; the environment variable that overrides it is in the comment.
+public struct ServiceSettings: Sendable, Equatable {
+    /// `http.host` / HTTP_HOST
+    public var host = "127.0.0.1"
+    /// `http.port` / HTTP_PORT
+    public var port = 8000
+    /// `http.publicBaseUrl` / HTTP_PUBLIC_BASE_URL: the origin put in result_url and links
+    /// (e.g. https://api.moments.app). Empty: http://HOST:PORT.
+    public var publicBaseURL = ""
+    /// `storage.path` / STORAGE_PATH: database, uploads, results and the analysis cache.
+    public var storagePath = "Storage"
+    /// `storage.minFreeBytes` / STORAGE_MIN_FREE_BYTES: uploads are refused (507) and /ready fails
+    /// when the storage volume would have less than this free.
+    public var minFreeBytes: Int64 = 1 << 30
+    /// `storage.keepUploads` / STORAGE_KEEP_UPLOADS: keep the uploaded original after processing.
+    public var keepUploads = false
+    /// `storage.resultRetentionHours` / STORAGE_RESULT_RETENTION_HOURS: results are deleted this
+    /// long after their job finished.
+    public var resultRetentionHours = 168.0
+    /// `storage.sweepIntervalSeconds` / STORAGE_SWEEP_INTERVAL_SECONDS: how often the sweeper runs.
+    public var sweepIntervalSeconds = 600.0
+    /// `jobs.workers` / JOBS_WORKERS: jobs processed at the same time.
+    public var workers = 1
+    /// `jobs.maxAttempts` / JOBS_MAX_ATTEMPTS: a job interrupted this many times (crashes) fails.
+    public var maxAttempts = 3
+    /// `jobs.niceness` / JOBS_NICENESS: scheduling niceness of the render threads, so the API stays
+    /// responsive while jobs run (0 = same priority as the API).
+    public var niceness = 10
+    /// `jobs.progressIntervalMs` / JOBS_PROGRESS_INTERVAL_MS: least time between progress writes.
+    public var progressIntervalMs = 250
+    /// `upload.maxBytes` / UPLOAD_MAX_BYTES: largest upload, enforced while it streams (413).
+    public var maxUploadBytes: Int64 = 4 << 30
+    /// `upload.maxDurationSeconds` / UPLOAD_MAX_DURATION_SECONDS: longest accepted video.
+    public var maxDurationSeconds = 3600.0
+    /// `upload.minTargetDuration` / UPLOAD_MIN_TARGET_DURATION and `upload.maxTargetDuration` /
+    /// UPLOAD_MAX_TARGET_DURATION: the accepted target_duration range in seconds.
+    public var minTargetDuration = 5
+    public var maxTargetDuration = 180
+    /// `upload.defaultTargetDuration` / UPLOAD_DEFAULT_TARGET_DURATION
+    public var defaultTargetDuration = 30
+
+    public init() {}
+
+    public init(reader config: ConfigReader) {
+        host = config.string(forKey: "http.host", default: host)
+        port = config.int(forKey: "http.port", default: port)
+        publicBaseURL = config.string(forKey: "http.publicBaseUrl", default: publicBaseURL)
+        storagePath = config.string(forKey: "storage.path", default: storagePath)
+        minFreeBytes = Int64(config.int(forKey: "storage.minFreeBytes", default: Int(minFreeBytes)))
+        keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)
+        resultRetentionHours = config.double(forKey: "storage.resultRetentionHours", default: resultRetentionHours)
+        sweepIntervalSeconds = config.double(forKey: "storage.sweepIntervalSeconds", default: sweepIntervalSeconds)
+        workers = max(1, config.int(forKey: "jobs.workers", default: workers))
+        maxAttempts = max(1, config.int(forKey: "jobs.maxAttempts", default: maxAttempts))
+        niceness = min(19, max(0, config.int(forKey: "jobs.niceness", default: niceness)))
+        progressIntervalMs = max(0, config.int(forKey: "jobs.progressIntervalMs", default: progressIntervalMs))
+        maxUploadBytes = Int64(config.int(forKey: "upload.maxBytes", default: Int(maxUploadBytes)))
+        maxDurationSeconds = config.double(forKey: "upload.maxDurationSeconds", default: maxDurationSeconds)
+        minTargetDuration = config.int(forKey: "upload.minTargetDuration", default: minTargetDuration)
+        maxTargetDuration = config.int(forKey: "upload.maxTargetDuration", default: maxTargetDuration)
+        defaultTargetDuration = config.int(forKey: "upload.defaultTargetDuration", default: defaultTargetDuration)
+    }
+
+    /// The origin used in absolute URLs.
+    public var baseURL: String {
+        if !publicBaseURL.isEmpty { return publicBaseURL.hasSuffix("/") ? String(publicBaseURL.dropLast()) : publicBaseURL }
+        let shownHost = host == "0.0.0.0" || host == "::" ? "localhost" : host
+        return "http://\(shownHost):\(port)"
+    }
+
+    public var resultRetention: TimeInterval { resultRetentionHours * 3600 }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Hummingbird
+import JobStore
+
+/// The app's UploadResponse (seed 004), plus the links a curl user needs.
+struct UploadResponse: ResponseEncodable {
+    var jobId: String
+    var message: String
+    var estimatedTime: Int?
+    var statusUrl: String
+    var links: JobLinks
+
+    enum CodingKeys: String, CodingKey {
+        case jobId = "job_id", message, estimatedTime = "estimated_time", statusUrl = "status_url", links
+    }
+}
+
+/// The app's JobStatus (seed 004), field for field.
+struct JobStatusResponse: ResponseEncodable {
+    var jobId: String
+    var status: JobState
+    var progress: Int
+    var message: String?
+    var resultUrl: String?
+
+    enum CodingKeys: String, CodingKey { case jobId = "job_id", status, progress, message, resultUrl = "result_url" }
+
+    init(_ job: Job, baseURL: String) {
+        jobId = job.id
+        status = job.status
+        progress = job.progress
+        message = job.message
+        resultUrl = job.status == .completed && job.mediaDeletedAt == nil ? "\(baseURL)/api/v1/jobs/\(job.id)/download" : nil
+    }
+}
+
+struct JobLinks: Codable, Sendable {
+    var this: String
+    var status: String
+    var download: String?
+    var poster: String?
+    var analysis: String?
+
+    enum CodingKeys: String, CodingKey { case this = "self", status, download, poster, analysis }
+
+    init(_ job: Job, baseURL: String) {
+        let base = "\(baseURL)/api/v1/jobs/\(job.id)"
+        this = base
+        status = base + "/status"
+        let ready = job.status == .completed && job.mediaDeletedAt == nil
+        download = ready ? base + "/download" : nil
+        poster = ready ? base + "/poster" : nil
+        analysis = ready ? base + "/analysis" : nil
+    }
+}
+
+/// GET /api/v1/jobs/{id}: everything about a job.
+struct JobDetailResponse: ResponseEncodable {
+    struct Parameters: Codable { var targetDuration: Int; var quality: String
+        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality } }
+    struct Input: Codable {
+        var duration: Double, size: Int64, container: String, videoCodec: String, audioCodec: String?
+        var width: Int, height: Int, rotation: Int, frameRate: Double
+        enum CodingKeys: String, CodingKey {
+            case duration, size, container, videoCodec = "video_codec", audioCodec = "audio_codec", width, height, rotation
+            case frameRate = "frame_rate"
+        }
+    }
+    struct Failure: Codable { var code: String; var message: String }
+    struct Segment: Codable { var start: Double, end: Double, duration: Double, score: Double, reason: String }
+
+    var jobId: String
+    var status: JobState
+    var progress: Int
+    var stage: String?
+    var message: String
+    var parameters: Parameters
+    var input: Input
+    var createdAt: Date
+    var startedAt: Date?
+    var finishedAt: Date?
+    var attempts: Int
+    var estimatedTime: Int
+    var processingSeconds: Double?
+    var error: Failure?
+    var output: JobOutput?
+    var segments: [Segment]
+    var resultUrl: String?
+    var mediaDeletedAt: Date?
+    var links: JobLinks
+
+    enum CodingKeys: String, CodingKey {
+        case jobId = "job_id", status, progress, stage, message, parameters, input, createdAt = "created_at"
+        case startedAt = "started_at", finishedAt = "finished_at", attempts, estimatedTime = "estimated_time"
+        case processingSeconds = "processing_seconds", error, output, segments, resultUrl = "result_url"
+        case mediaDeletedAt = "media_deleted_at", links
+    }
+
+    init(_ job: Job, baseURL: String) {
+        jobId = job.id; status = job.status; progress = job.progress; stage = job.stage; message = job.message
+        parameters = Parameters(targetDuration: job.targetDuration, quality: job.quality)
+        let i = job.input
+        input = Input(duration: i.duration, size: i.size, container: i.container, videoCodec: i.videoCodec, audioCodec: i.audioCodec,
+                      width: i.width, height: i.height, rotation: i.rotation, frameRate: i.frameRate)
+        createdAt = job.createdAt; startedAt = job.startedAt; finishedAt = job.finishedAt; attempts = job.attempts
+        estimatedTime = job.estimatedSeconds; processingSeconds = job.processingSeconds
+        error = job.errorCode.map { Failure(code: $0, message: job.errorMessage ?? job.message) }
+        output = job.output.map { JobOutput(duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height) }
+        segments = (job.segments ?? []).map {
+            Segment(start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start), score: (($0.score * 1000).rounded()) / 1000, reason: $0.reason)
+        }
+        resultUrl = JobStatusResponse(job, baseURL: baseURL).resultUrl
+        mediaDeletedAt = job.mediaDeletedAt
+        links = JobLinks(job, baseURL: baseURL)
+    }
+}
+
+/// Seconds to the millisecond (JSON without float noise).
+func ms(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+/// GET /api/v1/jobs: one page, newest first.
+struct JobListResponse: ResponseEncodable {
+    struct Item: Codable {
+        var jobId: String, status: JobState, progress: Int, message: String, createdAt: Date, finishedAt: Date?, resultUrl: String?
+        var url: String
+        enum CodingKeys: String, CodingKey {
+            case jobId = "job_id", status, progress, message, createdAt = "created_at", finishedAt = "finished_at"
+            case resultUrl = "result_url", url
+        }
+    }
+    var jobs: [Item]
+    var total: Int
+    var limit: Int
+    var offset: Int
+    var next: String?
+}
+
+struct AccountCreatedResponse: ResponseEncodable {
+    var accountId: String
+    var apiKey: String
+    var plan: String
+    var message: String
+    enum CodingKeys: String, CodingKey { case accountId = "account_id", apiKey = "api_key", plan, message }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+
+/// The job resource: list, detail, status, cancel/delete, and its media (download, poster, analysis).
+struct JobsController {
+    let service: JobService
+    let files = FileResponder()
+
+    func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.get, "/api/v1/jobs", on: group, use: list)
+        table.add(.get, "/api/v1/jobs/:id", on: group, use: detail)
+        table.add(.delete, "/api/v1/jobs/:id", on: group, use: cancel)
+        table.add(.get, "/api/v1/jobs/:id/status", on: group, use: status)
+        table.add(.get, "/api/v1/jobs/:id/download", on: group, use: download)
+        table.add(.head, "/api/v1/jobs/:id/download", on: group, use: download)
+        table.add(.get, "/api/v1/jobs/:id/poster", on: group, use: poster)
+        table.add(.head, "/api/v1/jobs/:id/poster", on: group, use: poster)
+        table.add(.get, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
+    }
+
+    private func job(_ context: AppRequestContext) async throws -> Job {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        guard let job = try await service.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        return job
+    }
+
+    @Sendable func status(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
+        JobStatusResponse(try await job(context), baseURL: service.settings.baseURL)
+    }
+
+    @Sendable func detail(_ request: Request, context: AppRequestContext) async throws -> JobDetailResponse {
+        JobDetailResponse(try await job(context), baseURL: service.settings.baseURL)
+    }
+
+    @Sendable func list(_ request: Request, context: AppRequestContext) async throws -> JobListResponse {
+        let account = try context.requireAccount()
+        let query = request.uri.queryParameters
+        let limit = try Self.integer(query["limit"].map(String.init), name: "limit", default: 20, range: 1...100)
+        let offset = try Self.integer(query["offset"].map(String.init), name: "offset", default: 0, range: 0...Int(Int32.max))
+        let (jobs, total) = try await service.jobs(account: account, limit: limit, offset: offset)
+        let base = service.settings.baseURL
+        let items = jobs.map { job in
+            JobListResponse.Item(jobId: job.id, status: job.status, progress: job.progress, message: job.message,
+                                 createdAt: job.createdAt, finishedAt: job.finishedAt,
+                                 resultUrl: JobStatusResponse(job, baseURL: base).resultUrl,
+                                 url: "\(base)/api/v1/jobs/\(job.id)")
+        }
+        let next = offset + jobs.count < total ? "\(base)/api/v1/jobs?limit=\(limit)&offset=\(offset + jobs.count)" : nil
+        return JobListResponse(jobs: items, total: total, limit: limit, offset: offset, next: next)
+    }
+
+    @Sendable func cancel(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        guard let job = try await service.cancelOrDelete(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        var response = JobStatusResponse(job, baseURL: service.settings.baseURL)
+        if job.status != .cancelled, job.mediaDeletedAt != nil {
+            response.message = "The job's stored media were deleted."
+        }
+        return response
+    }
+
+    @Sendable func download(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        let path = try ready(job, service.resultFile(job))
+        return try await files.respond(request, context: context, path: path, contentType: "video/mp4",
+                                       disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
+    }
+
+    @Sendable func poster(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        let path = try ready(job, service.posterFile(job))
+        return try await files.respond(request, context: context, path: path, contentType: "image/jpeg",
+                                       disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
+    }
+
+    @Sendable func analysis(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        let path = try ready(job, service.analysisFile(job))
+        return try await files.respond(request, context: context, path: path, contentType: "application/json", disposition: nil)
+    }
+
+    /// The file of a completed job, or 409 (not completed yet / failed / cancelled) or 410 (deleted).
+    private func ready(_ job: Job, _ path: String?) throws -> String {
+        if let path { return path }
+        switch job.status {
+        case .completed:
+            throw Problem(.gone, code: "media_deleted",
+                          detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
+        case .pending, .processing:
+            throw Problem(.conflict, code: "job_not_completed",
+                          detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
+                          extensions: ["status": .string(job.status.rawValue), "progress": .int(job.progress)])
+        case .failed:
+            throw Problem(.conflict, code: "job_failed", detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
+                          extensions: ["status": .string(job.status.rawValue)])
+        case .cancelled:
+            throw Problem(.conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
+                          extensions: ["status": .string(job.status.rawValue)])
+        }
+    }
+
+    static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw Problem.badRequest("invalid_query", "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return number
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import MultipartKit
+import NIOCore
+import _NIOFileSystem
+
+/// Reads a multipart/form-data body as it arrives: the `file` part goes straight to disk in
+/// batches (memory stays flat whatever the size), the small text fields are kept. The size limit is
+/// enforced while streaming. Any refusal deletes the partial file.
+struct MultipartUpload {
+    /// The text fields the upload accepts besides `file`.
+    static let textFields: Set<String> = ["target_duration", "quality"]
+    static let maxFieldBytes = 256
+    /// Bytes gathered before one write to disk.
+    static let batchBytes = 1 << 20
+
+    struct Result {
+        var fileBytes: Int64
+        var fields: [String: String]
+    }
+
+    /// The boundary of a multipart/form-data Content-Type, or a 415/400 problem.
+    static func boundary(contentType: String?) throws -> String {
+        guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data") else {
+            throw Problem(.unsupportedMediaType, code: "not_multipart",
+                          detail: "Send the video as multipart/form-data with a part named \"file\" (curl -F file=@video.mp4).")
+        }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "boundary" {
+                let value = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                if !value.isEmpty && value.utf8.count <= 200 { return value }
+            }
+        }
+        throw Problem.badRequest("malformed_multipart", "The multipart/form-data Content-Type has no boundary.")
+    }
+
+    /// Streams `body` into `path`. Throws a Problem for a malformed body, a missing or empty file,
+    /// an unknown or repeated field, or a file over `maxFileBytes` (413, mid-stream).
+    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64) async throws -> Result {
+        let state = ParseState()
+        let parser = MultipartParser(boundary: boundary)
+        parser.onHeader = { name, value in state.header(name, value) }
+        parser.onBody = { chunk in state.body(&chunk) }
+        parser.onPartComplete = { state.partComplete() }
+
+        do {
+            return try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(path), options: .newFile(replaceExisting: false)) { handle in
+                var offset: Int64 = 0
+                for try await chunk in body {
+                    do { try parser.execute(chunk) } catch {
+                        throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (bad part headers or boundary).")
+                    }
+                    if let problem = state.problem { throw problem }
+                    if state.fileBytes > maxFileBytes {
+                        throw Problem(.contentTooLarge, code: "file_too_large",
+                                      detail: "The file is larger than this server accepts (\(maxFileBytes / 1_000_000) MB). Upload a shorter or smaller video.",
+                                      extensions: ["limit_bytes": .int(Int(maxFileBytes))])
+                    }
+                    if state.pending.readableBytes >= batchBytes {
+                        offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
+                        state.pending.clear()
+                    }
+                }
+                if state.pending.readableBytes > 0 {
+                    offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
+                    state.pending.clear()
+                }
+                guard state.finished else {
+                    throw Problem.badRequest("malformed_multipart", "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
+                }
+                guard state.sawFile else {
+                    throw Problem.badRequest("missing_file", "The upload has no part named \"file\". Send the video as: curl -F file=@video.mp4 …")
+                }
+                guard state.fileBytes > 0 else {
+                    throw Problem.badRequest("empty_file", "The \"file\" part is empty. Choose a video file and upload it again.")
+                }
+                return Result(fileBytes: state.fileBytes, fields: state.fields)
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+    }
+
+    /// The parser's callbacks write here; one request, one task.
+    final class ParseState {
+        var headers: [(String, String)] = []
+        var currentName: String?
+        var inFile = false
+        var sawFile = false
+        var fileBytes: Int64 = 0
+        var fieldBytes: [UInt8] = []
+        var fields: [String: String] = [:]
+        var problem: Problem?
+        var pending = ByteBuffer()
+        var partOpen = false
+        var lastWasComplete = false
+        /// The body ended cleanly: after a part's closing boundary, with no part begun since.
+        var finished: Bool { lastWasComplete && !partOpen && headers.isEmpty }
+
+        init() { pending.reserveCapacity(MultipartUpload.batchBytes + 64 * 1024) }
+
+        func header(_ name: String, _ value: String) {
+            lastWasComplete = false
+            headers.append((name.lowercased(), value))
+        }
+
+        /// Called at the first body byte of a part (or at its end when it is empty).
+        func beginPart() {
+            guard !partOpen else { return }
+            partOpen = true
+            let disposition = headers.first { $0.0 == "content-disposition" }?.1 ?? ""
+            let name = Self.parameter("name", in: disposition)
+            headers.removeAll(keepingCapacity: true)
+            currentName = name
+            guard let name else {
+                fail(.badRequest("malformed_multipart", "A part has no Content-Disposition name."))
+                return
+            }
+            if name == "file" {
+                if sawFile { fail(.badRequest("duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")) }
+                sawFile = true
+                inFile = true
+            } else if MultipartUpload.textFields.contains(name) {
+                if fields[name] != nil { fail(.badRequest("duplicate_field", "The field \"\(name)\" appears twice.")) }
+                fieldBytes.removeAll(keepingCapacity: true)
+            } else {
+                fail(.badRequest("unknown_field",
+                                 "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality.",
+                                 extensions: ["field": .string(name)]))
+            }
+        }
+
+        func body(_ chunk: inout ByteBuffer) {
+            guard problem == nil else { return }
+            lastWasComplete = false
+            beginPart()
+            if inFile {
+                fileBytes += Int64(chunk.readableBytes)
+                pending.writeBuffer(&chunk)
+            } else if currentName != nil {
+                if fieldBytes.count + chunk.readableBytes > MultipartUpload.maxFieldBytes {
+                    fail(.badRequest("invalid_field", "The field \"\(currentName!)\" is too long."))
+                    return
+                }
+                fieldBytes.append(contentsOf: chunk.readableBytesView)
+            }
+        }
+
+        func partComplete() {
+            guard problem == nil else { return }
+            beginPart()
+            if !inFile, let name = currentName {
+                fields[name] = String(decoding: fieldBytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            inFile = false
+            partOpen = false
+            currentName = nil
+            lastWasComplete = true
+        }
+
+        func fail(_ problem: Problem) { if self.problem == nil { self.problem = problem } }
+
+        /// A parameter of a Content-Disposition value: name="file" or name=file.
+        static func parameter(_ key: String, in value: String) -> String? {
+            for item in value.split(separator: ";").dropFirst() {
+                let pair = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                if pair.count == 2, pair[0].lowercased() == key {
+                    return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                }
+            }
+            return nil
+        }
+    }
+}

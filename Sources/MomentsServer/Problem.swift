@@ -1,0 +1,75 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An RFC 9457 problem: every 4xx and 5xx body is one, as application/problem+json, with a detail
+/// that tells the user what to do.
+public struct Problem: Error, HTTPResponseError, Sendable {
+    public var status: HTTPResponse.Status
+    /// Stable, machine-readable name; the `type` URI ends with it.
+    public var code: String
+    public var title: String
+    public var detail: String
+    /// Extension members (RFC 9457 §3.2), e.g. the job's status for a 409.
+    public var extensions: [String: ProblemValue] = [:]
+    public var headers: HTTPFields = [:]
+
+    public init(_ status: HTTPResponse.Status, code: String, title: String? = nil, detail: String,
+                extensions: [String: ProblemValue] = [:], headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.title = title ?? status.reasonPhrase
+        self.detail = detail
+        self.extensions = extensions
+        self.headers = headers
+    }
+
+    public static let typeBase = "https://moments.app/problems/"
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var object: [String: ProblemValue] = extensions
+        object["type"] = .string(Self.typeBase + code)
+        object["title"] = .string(title)
+        object["status"] = .int(Int(status.code))
+        object["detail"] = .string(detail)
+        object["instance"] = .string(request.uri.path)
+        let data = try Self.encoder.encode(object)
+        var headers = self.headers
+        headers[.contentType] = "application/problem+json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// A JSON value in a problem's extension members.
+public enum ProblemValue: Encodable, Sendable, Equatable {
+    case string(String), int(Int), double(Double), bool(Bool), strings([String])
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .string(let v): try c.encode(v)
+        case .int(let v): try c.encode(v)
+        case .double(let v): try c.encode(v)
+        case .bool(let v): try c.encode(v)
+        case .strings(let v): try c.encode(v)
+        }
+    }
+}
+
+extension Problem {
+    static func badRequest(_ code: String, _ detail: String, extensions: [String: ProblemValue] = [:]) -> Problem {
+        Problem(.badRequest, code: code, detail: detail, extensions: extensions)
+    }
+
+    /// Unknown ids and other accounts' jobs look the same.
+    static func jobNotFound(_ id: String) -> Problem {
+        Problem(.notFound, code: "job_not_found", title: "Job not found",
+                detail: "There is no job \(id) for this API key. List your jobs with GET /api/v1/jobs.")
+    }
+}

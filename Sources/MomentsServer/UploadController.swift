@@ -1,0 +1,118 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Jobs
+import JobStore
+import MediaEngine
+
+/// POST /api/v1/upload and GET /api/v1/upload/formats.
+struct UploadController {
+    let service: JobService
+
+    static let qualities = ["low", "medium", "high"]
+
+    func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.post, "/api/v1/upload", on: protected, use: upload)
+        table.add(.get, "/api/v1/upload/formats", on: router, use: formats)
+    }
+
+    @Sendable func upload(_ request: Request, context: AppRequestContext) async throws -> UploadResponse {
+        let account = try context.requireAccount()
+        let settings = service.settings
+        let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        if let declared, declared > settings.maxUploadBytes + 64 * 1024 {
+            throw Problem(.contentTooLarge, code: "file_too_large",
+                          detail: "The upload is \(declared / 1_000_000) MB; this server accepts files up to \(settings.maxUploadBytes / 1_000_000) MB.",
+                          extensions: ["limit_bytes": .int(Int(settings.maxUploadBytes))])
+        }
+        do {
+            try service.checkDiskSpace(expectedBytes: declared ?? 0)
+        } catch {
+            throw Self.problem(error)
+        }
+        let path = service.newUploadPath()
+        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: settings.maxUploadBytes)
+        let targetDuration: Int
+        let quality: String
+        do {
+            (targetDuration, quality) = try parameters(received.fields)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        let job: Job
+        do {
+            job = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality)
+        } catch let rejection as UploadRejection {
+            throw Self.problem(rejection)
+        }
+        let base = settings.baseURL
+        let estimate = job.estimatedSeconds
+        return UploadResponse(
+            jobId: job.id,
+            message: "Upload received (\(Self.megabytes(received.fileBytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(estimate) s.",
+            estimatedTime: estimate,
+            statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
+            links: JobLinks(job, baseURL: base))
+    }
+
+    func parameters(_ fields: [String: String]) throws -> (Int, String) {
+        let settings = service.settings
+        var target = settings.defaultTargetDuration
+        if let text = fields["target_duration"] {
+            guard let value = Int(text) else {
+                throw Problem.badRequest("invalid_target_duration", "target_duration must be a whole number of seconds, not \"\(text)\".")
+            }
+            target = value
+        }
+        guard target >= settings.minTargetDuration && target <= settings.maxTargetDuration else {
+            throw Problem(.unprocessableContent, code: "invalid_target_duration",
+                          detail: "target_duration must be between \(settings.minTargetDuration) and \(settings.maxTargetDuration) seconds; it was \(target).",
+                          extensions: ["minimum": .int(settings.minTargetDuration), "maximum": .int(settings.maxTargetDuration)])
+        }
+        let quality = fields["quality"]?.lowercased() ?? "high"
+        guard Self.qualities.contains(quality) else {
+            throw Problem(.unprocessableContent, code: "invalid_quality",
+                          detail: "quality must be low, medium or high; it was \"\(fields["quality"] ?? "")\".",
+                          extensions: ["allowed": .strings(Self.qualities)])
+        }
+        return (target, quality)
+    }
+
+    static func problem(_ rejection: UploadRejection) -> Problem {
+        Problem(HTTPResponse.Status(code: rejection.status), code: rejection.code, detail: rejection.detail)
+    }
+
+    static func megabytes(_ bytes: Int64) -> String {
+        bytes >= 1_000_000 ? String(format: "%.1f MB", Double(bytes) / 1_000_000) : "\(bytes) bytes"
+    }
+
+    struct FormatsResponse: ResponseEncodable {
+        struct Limits: Codable {
+            var maxBytes: Int64, maxDurationSeconds: Double
+            enum CodingKeys: String, CodingKey { case maxBytes = "max_bytes", maxDurationSeconds = "max_duration_seconds" }
+        }
+        struct TargetRange: Codable { var min: Int, max: Int, `default`: Int }
+        var containers: [FormatCatalog.Entry]
+        var videoCodecs: [FormatCatalog.Entry]
+        var audioCodecs: [FormatCatalog.Entry]
+        var limits: Limits
+        var targetDuration: TargetRange
+        var qualities: [String]
+        var defaultQuality: String
+        enum CodingKeys: String, CodingKey {
+            case containers, videoCodecs = "video_codecs", audioCodecs = "audio_codecs", limits
+            case targetDuration = "target_duration", qualities, defaultQuality = "default_quality"
+        }
+    }
+
+    @Sendable func formats(_ request: Request, context: AppRequestContext) async throws -> FormatsResponse {
+        let catalog = JobService.formats
+        let s = service.settings
+        return FormatsResponse(containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
+                               limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),
+                               targetDuration: .init(min: s.minTargetDuration, max: s.maxTargetDuration, default: s.defaultTargetDuration),
+                               qualities: Self.qualities, defaultQuality: "high")
+    }
+}
