@@ -32,13 +32,14 @@ public final class JobRunner: Service, Sendable {
         self.logger = logger; self.clock = clock
     }
 
+    var sweeper: Sweeper { Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock) }
+
     public func run() async throws {
         let recovered = try await database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
         for id in recovered.failed { layout.removeJobFiles(id) }
         if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
             logger.notice("recovered interrupted jobs", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
-        let sweeper = Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock)
         sweeper.removeAbandonedUploads(olderThan: 0)
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
@@ -54,7 +55,7 @@ public final class JobRunner: Service, Sendable {
                         self.notifyNewJob()
                     }
                 }
-                group.addTask { await sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) }) }
+                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) }) }
             }
         } onGracefulShutdown: {
             self.beginShutdown()

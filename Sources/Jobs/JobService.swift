@@ -124,6 +124,11 @@ public final class JobService: Sendable {
         return path
     }
 
+    /// Runs one sweeper pass now (the runner also sweeps every `storage.sweepIntervalSeconds`).
+    public func sweepNow() async {
+        await runner.sweeper.sweep()
+    }
+
     // MARK: Readiness
 
     public struct Check: Sendable, Codable, Equatable {

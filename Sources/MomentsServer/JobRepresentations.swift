@@ -25,6 +25,16 @@ struct JobStatusResponse: ResponseEncodable {
 
     enum CodingKeys: String, CodingKey { case jobId = "job_id", status, progress, message, resultUrl = "result_url" }
 
+    /// result_url is always present: null until the job is completed.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(jobId, forKey: .jobId)
+        try c.encode(status, forKey: .status)
+        try c.encode(progress, forKey: .progress)
+        try c.encode(message, forKey: .message)
+        try c.encode(resultUrl, forKey: .resultUrl)
+    }
+
     init(_ job: Job, baseURL: String) {
         jobId = job.id
         status = job.status

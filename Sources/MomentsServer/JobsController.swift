@@ -94,13 +94,13 @@ struct JobsController {
         case .pending, .processing:
             throw Problem(.conflict, code: "job_not_completed",
                           detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
-                          extensions: ["status": .string(job.status.rawValue), "progress": .int(job.progress)])
+                          extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
         case .failed:
             throw Problem(.conflict, code: "job_failed", detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
-                          extensions: ["status": .string(job.status.rawValue)])
+                          extensions: ["job_status": .string(job.status.rawValue)])
         case .cancelled:
             throw Problem(.conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
-                          extensions: ["status": .string(job.status.rawValue)])
+                          extensions: ["job_status": .string(job.status.rawValue)])
         }
     }
 

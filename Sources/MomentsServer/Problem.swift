@@ -18,11 +18,17 @@ public struct Problem: Error, HTTPResponseError, Sendable {
                 extensions: [String: ProblemValue] = [:], headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
-        self.title = title ?? status.reasonPhrase
+        self.title = title ?? (status.reasonPhrase.isEmpty ? Self.titles[status.code] ?? "Error" : status.reasonPhrase)
         self.detail = detail
         self.extensions = extensions
         self.headers = headers
     }
+
+    static let titles: [Int: String] = [
+        400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict", 410: "Gone", 413: "Content Too Large",
+        415: "Unsupported Media Type", 416: "Range Not Satisfiable", 422: "Unprocessable Content", 429: "Too Many Requests",
+        500: "Internal Server Error", 503: "Service Unavailable", 507: "Insufficient Storage",
+    ]
 
     public static let typeBase = "https://moments.app/problems/"
 

@@ -1,0 +1,127 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The real `moments serve` process, killed with SIGKILL while it renders, then started again on
+/// the same storage: the job is re-queued (attempt 2) and completes.
+@Suite("Crash recovery", .serialized)
+struct CrashRecoveryTests {
+    /// The `moments` executable next to the test bundle (make test builds it first).
+    static var executable: String? {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("moments").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    @Test func killedWhileRenderingThenRestarted() async throws {
+        let executable = try #require(Self.executable, "build the moments executable first (swift build)")
+        let scratch = Scratch()
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)"
+        let environment = ["STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
+                           "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576"]
+
+        var server = try start(executable, environment: environment)
+        defer { if server.isRunning { server.terminate() } }
+        try await waitUntilUp(base)
+        let account = try await request("POST", "\(base)/api/v1/accounts")
+        let key = try #require(account["api_key"] as? String)
+        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.long))
+        let accepted = try await upload(video, to: "\(base)/api/v1/upload", key: key)
+        let job = try #require(accepted["job_id"] as? String)
+
+        // Wait until it is well into the work, then kill -9 (no chance to clean up).
+        let deadline = Date().addingTimeInterval(120)
+        var status: [String: Any] = [:]
+        while Date() < deadline {
+            status = try await request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
+            if status["status"] as? String == "processing", (status["progress"] as? Int ?? 0) >= 10 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(status["status"] as? String == "processing", "\(status)")
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+        let progressBefore = status["progress"] as? Int ?? 0
+
+        server = try start(executable, environment: environment)
+        try await waitUntilUp(base)
+        var last: [String: Any] = [:]
+        var progress: [Int] = []
+        while Date() < deadline.addingTimeInterval(120) {
+            last = try await request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
+            progress.append(last["progress"] as? Int ?? -1)
+            if let s = last["status"] as? String, s == "completed" || s == "failed" { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(last["status"] as? String == "completed", "\(last)")
+        #expect(progress.allSatisfy { $0 >= progressBefore } && progress == progress.sorted(), "progress went backwards: \(progressBefore) then \(progress)")
+        let detail = try await request("GET", "\(base)/api/v1/jobs/\(job)", key: key)
+        #expect(detail["attempts"] as? Int == 2)
+        let (data, response) = try await URLSession.shared.data(for: authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
+        #expect((response as? HTTPURLResponse)?.statusCode == 200 && data.count > 10_000)
+
+        // SIGTERM: a clean stop.
+        server.terminate()
+        server.waitUntilExit()
+        #expect(server.terminationReason == .exit)
+    }
+
+    private func start(_ executable: String, environment: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--log-level", "warning"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        try process.run()
+        return process
+    }
+
+    private func waitUntilUp(_ base: String) async throws {
+        for _ in 0..<200 {
+            if let (_, response) = try? await URLSession.shared.data(from: URL(string: "\(base)/health")!),
+               (response as? HTTPURLResponse)?.statusCode == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the server at \(base) did not come up")
+    }
+
+    private func authorized(_ method: String, _ url: String, key: String?) -> URLRequest {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    private func request(_ method: String, _ url: String, key: String? = nil) async throws -> [String: Any] {
+        let (data, _) = try await URLSession.shared.data(for: authorized(method, url, key: key))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    private func upload(_ video: Data, to url: String, key: String) async throws -> [String: Any] {
+        var request = authorized("POST", url, key: key)
+        request.setValue(Multipart.contentType, forHTTPHeaderField: "Content-Type")
+        let body = Data(Multipart.body(file: video).readableBytesView)
+        let (data, _) = try await URLSession.shared.upload(for: request, from: body)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+}
+
+/// A port nothing listens on (bound, read, released).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

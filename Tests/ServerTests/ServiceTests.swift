@@ -1,0 +1,157 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import JobStore
+import Jobs
+import MomentsConfig
+import NIOCore
+import Testing
+
+@Suite("Service pieces")
+struct ServiceTests {
+    /// /openapi.json lists exactly the routes the router has.
+    @Test func openAPIMatchesRoutes() async throws {
+        let server = try TestServer()
+        let registered = Set(server.routes.routes.map { "\($0.method) \($0.path)" })
+        try await withServer(server, .router) { client in
+            let response = try await client.get("/openapi.json", key: nil)
+            #expect(response.status == .ok)
+            let document = try response.json()
+            #expect((document["openapi"] as? String)?.hasPrefix("3.1") == true)
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            let methods: Set<String> = ["get", "put", "post", "delete", "head", "patch", "options"]
+            let documented = Set(paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0) \(path)" } })
+            #expect(documented == registered, "only documented: \(documented.subtracting(registered)); only routed: \(registered.subtracting(documented))")
+        }
+    }
+
+    @Test func formatsComeFromFFmpeg() async throws {
+        let server = try TestServer()
+        try await withServer(server, .router) { client in
+            let formats = try await client.get("/api/v1/upload/formats", key: nil).json()
+            let containers = (formats["containers"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            let video = (formats["video_codecs"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            #expect(containers.contains("mov,mp4,m4a,3gp,3g2,mj2") && containers.contains("matroska,webm"))
+            #expect(video.contains("h264") && video.contains("hevc"))
+            #expect(((formats["audio_codecs"] as? [[String: Any]])?.count ?? 0) > 10)
+            #expect((formats["limits"] as? [String: Any])?["max_bytes"] as? Int == Int(server.service.settings.maxUploadBytes))
+            #expect((formats["target_duration"] as? [String: Any])?["min"] as? Int == 5)
+            #expect(formats["qualities"] as? [String] == ["low", "medium", "high"])
+        }
+    }
+
+    @Test func healthAndReady() async throws {
+        let server = try TestServer()
+        try await withServer(server, .router) { client in
+            #expect(try await client.get("/health", key: nil).json()["status"] as? String == "ok")
+            let ready = try await client.get("/ready", key: nil)
+            #expect(ready.status == .ok)
+            let checks = try #require(ready.json()["checks"] as? [String: [String: Any]])
+            #expect(Set(checks.keys) == ["database", "storage", "disk"])
+        }
+    }
+
+    /// The API key is stored only as a hash.
+    @Test func apiKeysAreHashed() async throws {
+        let server = try TestServer()
+        let (account, key) = try await server.service.createAccount(label: "test")
+        let stored = try #require(try await server.service.database.account(id: account.id))
+        #expect(stored.apiKeyHash != key && stored.apiKeyHash.count == 64 && !stored.apiKeyHash.contains(key))
+        #expect(try await server.service.account(apiKey: key)?.id == account.id)
+    }
+
+    /// Jobs left processing by a crash are re-queued with their attempt counted, and fail with a
+    /// clear message once they have been started the maximum number of times.
+    @Test func recoveryAfterCrashCountsAttempts() async throws {
+        let server = try TestServer()
+        let db = server.service.database
+        let (account, _) = try await server.service.createAccount(label: nil)
+        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        try await db.insert(Job(id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+        for attempt in 1...3 {
+            let claimed = try #require(try await db.claimNextJob(now: Date()))
+            #expect(claimed.attempts == attempt)
+            let recovered = try await db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
+            if attempt < 3 {
+                #expect(recovered.requeued == ["a"])
+            } else {
+                #expect(recovered.failed == ["a"])
+            }
+        }
+        let job = try #require(try await db.job(id: "a"))
+        #expect(job.status == .failed && job.errorCode == "interrupted")
+        #expect(job.errorMessage?.contains("interrupted 3 times") == true)
+    }
+
+    /// Two workers never get the same job.
+    @Test func claimsAreAtomic() async throws {
+        let server = try TestServer()
+        let db = server.service.database
+        let (account, _) = try await server.service.createAccount(label: nil)
+        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        for i in 0..<40 {
+            try await db.insert(Job(id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+        }
+        let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var mine: [String] = []
+                    while let job = try await db.claimNextJob(now: Date()) { mine.append(job.id) }
+                    return mine
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(claimed.count == 40 && Set(claimed).count == 40)
+    }
+
+    /// The sweeper deletes results past retention and folders and uploads belonging to nothing.
+    @Test func sweeperRemovesExpiredAndOrphans() async throws {
+        let server = try TestServer { $0.resultRetentionHours = 1 }
+        let db = server.service.database
+        let layout = server.layout
+        let (account, _) = try await server.service.createAccount(label: nil)
+        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        let old = Date().addingTimeInterval(-7200)
+        try await db.insert(Job(id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: old))
+        _ = try await db.claimNextJob(now: old)
+        _ = try await db.complete(id: "old", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [], processingSeconds: 1, now: old)
+        try FileManager.default.createDirectory(atPath: layout.jobDirectory("old"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: layout.resultPath("old"), contents: Data("x".utf8))
+        let orphan = layout.jobDirectory("orphan")
+        try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: true)
+        let partial = layout.uploadsDirectory + "/dropped.partial"
+        FileManager.default.createFile(atPath: partial, contents: Data("x".utf8))
+        for path in [orphan, partial] {
+            try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path)
+        }
+        try await server.service.sweepNow()
+        #expect(!FileManager.default.fileExists(atPath: layout.jobDirectory("old")))
+        #expect(!FileManager.default.fileExists(atPath: orphan))
+        #expect(!FileManager.default.fileExists(atPath: partial))
+        #expect(try await db.job(id: "old")?.mediaDeletedAt != nil)
+    }
+
+    /// Config/ gives defaults; environment variables override every key.
+    @Test func configurationLayers() async throws {
+        let scratch = Scratch()
+        let file = scratch.path("moments.json")
+        try Data(#"{"http": {"port": 9100, "host": "0.0.0.0"}, "jobs": {"workers": 3}, "upload": {"maxBytes": 1000}}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let reader = try await MomentsConfiguration.reader(environment: ["HTTP_PORT": "9200", "STORAGE_PATH": "/srv/moments",
+                                                                         "STORAGE_MIN_FREE_BYTES": "5", "HTTP_PUBLIC_BASE_URL": "https://api.example.com/"],
+                                                           file: file)
+        let settings = ServiceSettings(reader: reader)
+        #expect(settings.port == 9200 && settings.host == "0.0.0.0")
+        #expect(settings.workers == 3 && settings.maxUploadBytes == 1000)
+        #expect(settings.storagePath == "/srv/moments" && settings.minFreeBytes == 5)
+        #expect(settings.baseURL == "https://api.example.com")
+        // The shipped Config/moments.json holds the built-in defaults.
+        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        #expect(shipped == ServiceSettings())
+        await #expect(throws: (any Error).self) {
+            try Data("{not json".utf8).write(to: URL(fileURLWithPath: file))
+            _ = try await MomentsConfiguration.reader(environment: [:], file: file)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JobStore
+import Jobs
+import Logging
+import MediaSynth
+import MomentsConfig
+import MomentsServer
+import NIOCore
+import Testing
+
+/// A temporary directory removed when released.
+final class Scratch: @unchecked Sendable {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("moments-server-\(UUID().uuidString)")
+    init() { try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    var path: String { url.path }
+}
+
+/// Videos generated once per test run with the project's own encoder.
+enum Fixtures {
+    static let directory: String = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("moments-server-fixtures-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }()
+
+    /// 12 s, 320×180, lively and dull parts, with sound: a highlight takes a few seconds to make.
+    static let short: String = make("short.mp4", duration: 12, width: 320, height: 180,
+                                     parts: [SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .dull, seed: 2),
+                                             SynthPart(start: 8, kind: .lively, seed: 3)])
+    /// 36 s at 480×270: long enough to cancel or kill while it is being processed.
+    static let long: String = make("long.mp4", duration: 36, width: 480, height: 270,
+                                    parts: (0..<9).map { SynthPart(start: Double($0 * 4), kind: $0 % 2 == 0 ? .lively : .dull, seed: $0 + 10) })
+    /// 6 s of black: probes fine, but has no usable footage.
+    static let black: String = make("black.mp4", duration: 6, width: 320, height: 180, parts: [SynthPart(start: 0, kind: .black, seed: 0)])
+
+    static func make(_ name: String, duration: Double, width: Int, height: Int, parts: [SynthPart]) -> String {
+        let path = directory + "/" + name
+        if FileManager.default.fileExists(atPath: path) { return path }
+        var spec = SynthSpec()
+        spec.width = width
+        spec.height = height
+        spec.duration = duration
+        spec.barcode = false
+        spec.parts = parts
+        spec.beeps = stride(from: 1.0, to: duration, by: 3).map { $0 }
+        try! Synth.write(spec, to: path + ".tmp.mp4")
+        try! FileManager.default.moveItem(atPath: path + ".tmp.mp4", toPath: path)
+        return path
+    }
+}
+
+/// A server on its own temporary storage.
+struct TestServer {
+    let scratch = Scratch()
+    let service: JobService
+    let routes: RouteTable
+    let app: any ApplicationProtocol
+
+    init(_ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
+        var settings = ServiceSettings()
+        settings.storagePath = scratch.path("storage")
+        settings.port = 0
+        settings.minFreeBytes = 1 << 20
+        settings.progressIntervalMs = 50
+        configure(&settings)
+        var logger = Logger(label: "moments-test")
+        logger.logLevel = .warning
+        service = try JobService(settings: settings, media: MediaDefaults(), logger: logger)
+        let (app, routes) = buildApplication(service: service, logger: logger)
+        self.app = app
+        self.routes = routes
+    }
+
+    var layout: StorageLayout { service.layout }
+
+    /// Files under uploads/ and jobs/ (what a refused upload must not leave behind).
+    func storedFiles() -> [String] {
+        var files: [String] = []
+        for dir in [layout.uploadsDirectory, layout.jobsDirectory] {
+            if let e = FileManager.default.enumerator(atPath: dir) {
+                for case let name as String in e { files.append(dir + "/" + name) }
+            }
+        }
+        return files
+    }
+}
+
+/// Runs `test` against the server's application in the given mode.
+func withServer<T: Sendable>(_ server: TestServer, _ setup: TestingSetup, _ test: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+    try await runTest(server.app, setup, test)
+}
+
+private func runTest<App: ApplicationProtocol, T: Sendable>(_ app: App, _ setup: TestingSetup,
+                                                             _ test: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+    try await app.test(setup) { client in try await test(client) }
+}
+
+struct Multipart {
+    static let boundary = "MomentsTestBoundary7MA4YWxkTrZu0gW"
+
+    /// A form: text fields, then an optional file part.
+    static func body(fields: [(String, String)] = [], file: Data? = nil, fileField: String = "file") -> ByteBuffer {
+        var out = Data()
+        for (name, value) in fields {
+            out.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
+        }
+        if let file {
+            out.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; filename=\"../../etc/passwd.mp4\"\r\nContent-Type: video/mp4\r\n\r\n".utf8))
+            out.append(file)
+            out.append(Data("\r\n".utf8))
+        }
+        out.append(Data("--\(boundary)--\r\n".utf8))
+        return ByteBuffer(bytes: out)
+    }
+
+    static var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+}
+
+extension TestClientProtocol {
+    /// POST /api/v1/accounts → the API key.
+    func createAccount() async throws -> (id: String, key: String) {
+        let response = try await executeRequest(uri: "/api/v1/accounts", method: .post, headers: [:], body: nil)
+        #expect(response.status == .created)
+        let json = try response.json()
+        return (json["account_id"] as! String, json["api_key"] as! String)
+    }
+
+    func upload(key: String, file: Data?, fields: [(String, String)] = [], headers extra: HTTPFields = [:]) async throws -> TestResponse {
+        var headers: HTTPFields = [.authorization: "Bearer \(key)", .contentType: Multipart.contentType]
+        headers.append(contentsOf: extra)
+        return try await executeRequest(uri: "/api/v1/upload", method: .post, headers: headers, body: Multipart.body(fields: fields, file: file))
+    }
+
+    func get(_ uri: String, key: String?, method: HTTPRequest.Method = .get, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+        var headers: HTTPFields = extra
+        if let key { headers[.authorization] = "Bearer \(key)" }
+        return try await executeRequest(uri: uri, method: method, headers: headers, body: nil)
+    }
+
+    /// Polls the status until `done` holds (or the deadline passes); returns every status seen.
+    func poll(job: String, key: String, timeout: Double = 120, until done: ([String: Any]) -> Bool) async throws -> [[String: Any]] {
+        var seen: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let status = try await get("/api/v1/jobs/\(job)/status", key: key).json()
+            seen.append(status)
+            if done(status) { return seen }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("job \(job) did not reach the expected state in \(timeout) s; last: \(seen.last ?? [:])")
+        return seen
+    }
+}
+
+extension TestResponse {
+    func json() throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView))
+        return object as? [String: Any] ?? [:]
+    }
+
+    var text: String { String(buffer: body) }
+
+    /// Asserts an RFC 9457 problem with this status (and code, when given).
+    @discardableResult
+    func expectProblem(_ status: HTTPResponse.Status, code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        #expect(self.status == status, "\(text)", sourceLocation: sourceLocation)
+        #expect(headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+        let json = try json()
+        #expect(json["status"] as? Int == Int(status.code), sourceLocation: sourceLocation)
+        #expect((json["title"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
+        #expect(((json["detail"] as? String)?.count ?? 0) > 10, sourceLocation: sourceLocation)
+        if let code { #expect((json["type"] as? String)?.hasSuffix("/" + code) == true, "\(json)", sourceLocation: sourceLocation) }
+        return json
+    }
+}
