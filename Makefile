@@ -23,23 +23,19 @@ build: setup
 release: setup
 	$(SWIFT) build -c release
 
-# Until the HTTP service exists: make a sample video, describe it, and make a highlight of it.
+# The HTTP service on http://127.0.0.1:8000 with the embedded defaults (SQLite + Storage/).
 run: release
-	@mkdir -p $(STORAGE_PATH)
-	@[ -f $(STORAGE_PATH)/sample.mp4 ] || .build/release/moments sample -o $(STORAGE_PATH)/sample.mp4 --duration 30
-	.build/release/moments probe $(STORAGE_PATH)/sample.mp4
-	.build/release/moments highlight $(STORAGE_PATH)/sample.mp4 --target-duration 10 --style crossfade \
-		-o $(STORAGE_PATH)/sample-highlight.mp4 --poster $(STORAGE_PATH)/sample-highlight.jpg \
-		--analysis $(STORAGE_PATH)/sample-highlight.json
+	.build/release/moments serve
 
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect).
+# Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl).
 bench: release
 	scripts/bench-media
 	scripts/bench-analysis
+	scripts/bench-service
 
 clean:
 	rm -rf .build

@@ -51,6 +51,19 @@ public struct JobSegment: Codable, Sendable, Equatable {
     }
 }
 
+/// What a status poll needs of a job.
+public struct JobStatusRow: Sendable, Equatable {
+    public var id: String
+    public var status: JobState
+    public var progress: Int
+    public var message: String
+    public var mediaDeleted: Bool
+
+    public init(id: String, status: JobState, progress: Int, message: String, mediaDeleted: Bool) {
+        self.id = id; self.status = status; self.progress = progress; self.message = message; self.mediaDeleted = mediaDeleted
+    }
+}
+
 /// A highlight job: one row of the durable queue.
 public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "job"

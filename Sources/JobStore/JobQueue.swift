@@ -15,6 +15,19 @@ extension AppDatabase {
         }
     }
 
+    /// The fields of GET …/status, read on the caller's thread with a cached statement: the most
+    /// frequent request (apps poll it) costs one indexed lookup and no JSON decoding.
+    public func jobStatus(id: String, accountId: String) throws -> JobStatusRow? {
+        try pool.read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT status, progress, message, mediaDeletedAt IS NOT NULL FROM job WHERE id = ? AND accountId = ?
+                """)
+            guard let row = try Row.fetchOne(statement, arguments: [id, accountId]),
+                  let status = JobState(rawValue: row[0]) else { return nil }
+            return JobStatusRow(id: id, status: status, progress: row[1], message: row[2], mediaDeleted: row[3])
+        }
+    }
+
     public func job(id: String) async throws -> Job? {
         try await pool.read { db in try Job.fetchOne(db, key: id) }
     }

@@ -3,6 +3,7 @@ import JobStore
 import Logging
 import MediaEngine
 import MomentsConfig
+import Synchronization
 
 /// What the HTTP layer asks of the job system: accounts, accepting uploads, reading and cancelling
 /// jobs, readiness. It owns the database, the storage layout and the workers.
@@ -38,9 +39,23 @@ public final class JobService: Sendable {
         try await database.createAccount(label: label, now: clock())
     }
 
+    /// The account holding `apiKey`. Keys seen in the last `keyCacheSeconds` are answered from
+    /// memory (a key's account never changes; plans and quotas are read fresh where they matter).
     public func account(apiKey: String) async throws -> Account? {
-        try await database.account(apiKey: apiKey)
+        let now = clock()
+        if let hit = keyCache.withLock({ $0[apiKey] }), now.timeIntervalSince(hit.1) < Self.keyCacheSeconds {
+            return hit.0
+        }
+        guard let account = try await database.account(apiKey: apiKey) else { return nil }
+        keyCache.withLock { cache in
+            if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
+            cache[apiKey] = (account, now)
+        }
+        return account
     }
+
+    static let keyCacheSeconds: TimeInterval = 60
+    private let keyCache = Mutex<[String: (Account, Date)]>([:])
 
     // MARK: Uploads
 
@@ -88,6 +103,10 @@ public final class JobService: Sendable {
     }
 
     // MARK: Jobs
+
+    public func jobStatus(id: String, account: Account) throws -> JobStatusRow? {
+        try database.jobStatus(id: id, accountId: account.id)
+    }
 
     public func job(id: String, account: Account) async throws -> Job? {
         try await database.job(id: id, accountId: account.id)

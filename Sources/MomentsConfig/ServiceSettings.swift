@@ -29,7 +29,7 @@ public struct ServiceSettings: Sendable, Equatable {
     public var maxAttempts = 3
     /// `jobs.niceness` / JOBS_NICENESS: scheduling niceness of the render threads, so the API stays
     /// responsive while jobs run (0 = same priority as the API).
-    public var niceness = 10
+    public var niceness = 19
     /// `jobs.progressIntervalMs` / JOBS_PROGRESS_INTERVAL_MS: least time between progress writes.
     public var progressIntervalMs = 250
     /// `upload.maxBytes` / UPLOAD_MAX_BYTES: largest upload, enforced while it streams (413).

@@ -8,8 +8,10 @@ import MomentsConfig
 /// of the application (they start and stop with it).
 public func buildApplication(service: JobService, logger: Logger) -> (app: some ApplicationProtocol, routes: RouteTable) {
     let (router, table) = buildRouter(service: service)
+    let maxBody = service.settings.maxUploadBytes + 64 * 1024
     let app = Application(
         router: router,
+        server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(maxBodyBytes: maxBody)])),
         configuration: .init(address: .hostname(service.settings.host, port: service.settings.port), serverName: "Moments"),
         services: [service.runner],
         logger: logger)

@@ -36,11 +36,16 @@ struct JobStatusResponse: ResponseEncodable {
     }
 
     init(_ job: Job, baseURL: String) {
-        jobId = job.id
-        status = job.status
-        progress = job.progress
-        message = job.message
-        resultUrl = job.status == .completed && job.mediaDeletedAt == nil ? "\(baseURL)/api/v1/jobs/\(job.id)/download" : nil
+        self.init(JobStatusRow(id: job.id, status: job.status, progress: job.progress, message: job.message,
+                               mediaDeleted: job.mediaDeletedAt != nil), baseURL: baseURL)
+    }
+
+    init(_ row: JobStatusRow, baseURL: String) {
+        jobId = row.id
+        status = row.status
+        progress = row.progress
+        message = row.message
+        resultUrl = row.status == .completed && !row.mediaDeleted ? "\(baseURL)/api/v1/jobs/\(row.id)/download" : nil
     }
 }
 

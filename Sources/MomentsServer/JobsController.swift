@@ -29,7 +29,10 @@ struct JobsController {
     }
 
     @Sendable func status(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
-        JobStatusResponse(try await job(context), baseURL: service.settings.baseURL)
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        guard let row = try service.jobStatus(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        return JobStatusResponse(row, baseURL: service.settings.baseURL)
     }
 
     @Sendable func detail(_ request: Request, context: AppRequestContext) async throws -> JobDetailResponse {
