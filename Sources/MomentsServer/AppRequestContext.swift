@@ -16,14 +16,7 @@ public struct AppRequestContext: RequestContext {
     /// JSON bodies (POST /api/v1/accounts) are small.
     public var maxUploadSize: Int { 64 * 1024 }
 
-    public var responseEncoder: JSONEncoder { Self.encoder }
-
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    public var responseEncoder: JSONLineEncoder { JSONLineEncoder() }
 
     /// The authenticated account (the middleware guarantees one on protected routes).
     func requireAccount() throws -> Account {
@@ -31,5 +24,23 @@ public struct AppRequestContext: RequestContext {
             throw Problem(.unauthorized, code: "missing_api_key", detail: "This endpoint needs an API key.")
         }
         return account
+    }
+}
+
+/// JSON responses: snake_case keys (each type names them), ISO 8601 dates, sorted keys, and a final
+/// newline so curl output reads well in a terminal.
+public struct JSONLineEncoder: ResponseEncoder {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    public func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
+        var data = try Self.encoder.encode(value)
+        data.append(0x0A)
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

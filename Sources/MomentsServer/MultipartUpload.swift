@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import MultipartKit
 import NIOCore
@@ -77,9 +78,17 @@ struct MultipartUpload {
                 }
                 return Result(fileBytes: state.fileBytes, fields: state.fields)
             }
+        } catch let problem as Problem {
+            try? FileManager.default.removeItem(atPath: path)
+            throw problem
+        } catch let error as FileSystemError {
+            try? FileManager.default.removeItem(atPath: path)
+            throw Problem(HTTPResponse.Status(code: 507), code: "insufficient_storage",
+                          detail: "The server could not store the upload (\(error.code)). Try again later.")
         } catch {
             try? FileManager.default.removeItem(atPath: path)
-            throw error
+            // The connection dropped or the body stream broke: the client went away mid-upload.
+            throw Problem.badRequest("upload_interrupted", "The upload ended before the whole body arrived (\(error)). Send it again.")
         }
     }
 

@@ -39,7 +39,8 @@ public struct Problem: Error, HTTPResponseError, Sendable {
         object["status"] = .int(Int(status.code))
         object["detail"] = .string(detail)
         object["instance"] = .string(request.uri.path)
-        let data = try Self.encoder.encode(object)
+        var data = try Self.encoder.encode(object)
+        data.append(0x0A)
         var headers = self.headers
         headers[.contentType] = "application/problem+json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
