@@ -61,6 +61,13 @@ public final class AppDatabase: Sendable {
             try db.create(index: "job_queue", on: "job", columns: ["status", "createdAt"])
             try db.create(index: "job_account", on: "job", columns: ["accountId", "createdAt"])
         }
+        migrator.registerMigration("v2 heartbeat") { db in
+            // One row rewritten by GET /ready: proof that the database accepts writes.
+            try db.create(table: "heartbeat") { t in
+                t.primaryKey("id", .integer)
+                t.column("at", .datetime).notNull()
+            }
+        }
         return migrator
     }
 }

@@ -145,9 +145,25 @@ extension AppDatabase {
 
     /// At start-up: jobs left processing by a crash go back to the queue, or fail once they have
     /// been started `maxAttempts` times. Returns (re-queued, failed) ids.
-    public func recoverInterruptedJobs(maxAttempts: Int, now: Date) async throws -> (requeued: [String], failed: [String]) {
+    public func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
+        try pool.write { db in
+            try Self.recover(try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db), in: db,
+                             maxAttempts: maxAttempts, now: now)
+        }
+    }
+
+    /// Jobs `processing` in the database, not among `running`, untouched since `updatedBefore`:
+    /// their worker is gone. Re-queued (or failed after `maxAttempts`), like after a crash.
+    public func recoverStaleJobs(except running: Set<String>, updatedBefore: Date, maxAttempts: Int, now: Date) async throws -> [String] {
         try await pool.write { db in
-            let stuck = try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db)
+            let stale = try Job.filter(Job.Columns.status == JobState.processing.rawValue && Column("updatedAt") < updatedBefore)
+                .fetchAll(db).filter { !running.contains($0.id) }
+            let result = try Self.recover(stale, in: db, maxAttempts: maxAttempts, now: now)
+            return result.requeued + result.failed
+        }
+    }
+
+    private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
             var requeued: [String] = [], failed: [String] = []
             for var job in stuck {
                 if job.attempts >= maxAttempts {
@@ -168,7 +184,6 @@ extension AppDatabase {
                 try job.update(db)
             }
             return (requeued, failed)
-        }
     }
 
     /// Finished jobs whose media still exist and that finished before `cutoff`.
@@ -202,11 +217,10 @@ extension AppDatabase {
         }
     }
 
-    /// A write transaction that changes nothing durable: proves the database accepts writes.
-    public func checkWritable() async throws {
+    /// Writes the heartbeat row: proves the database file (and its WAL) accepts writes.
+    public func checkWritable(now: Date = Date()) async throws {
         try await pool.write { db in
-            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS readiness(x)")
-            try db.execute(sql: "DELETE FROM readiness")
+            try db.execute(sql: "INSERT INTO heartbeat(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at", arguments: [now])
         }
     }
 }

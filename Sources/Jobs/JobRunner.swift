@@ -13,7 +13,7 @@ import Synchronization
 public final class JobRunner: Service, Sendable {
     struct Running: Sendable {
         var token: CancellationToken
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [Waiter] = []
     }
 
     let database: AppDatabase
@@ -34,13 +34,20 @@ public final class JobRunner: Service, Sendable {
 
     var sweeper: Sweeper { Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock) }
 
-    public func run() async throws {
-        let recovered = try await database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
+    /// Before the server takes requests: jobs a crash left `processing` go back to the queue (their
+    /// folders emptied of everything but the input) or fail after `maxAttempts`; partial uploads
+    /// are deleted (no upload can be in flight yet).
+    func recoverAtStartup() throws {
+        let recovered = try database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
         for id in recovered.failed { layout.removeJobFiles(id) }
+        for id in recovered.requeued { layout.removeJobFiles(id, keepingInput: true) }
         if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
             logger.notice("recovered interrupted jobs", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
         sweeper.removeAbandonedUploads(olderThan: 0)
+    }
+
+    public func run() async throws {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 for index in 0..<settings.workers {
@@ -50,9 +57,12 @@ public final class JobRunner: Service, Sendable {
                 }
                 // Polls the queue every second too: a job re-queued by another path is never stranded.
                 group.addTask {
+                    var ticks = 0
                     while !self.shuttingDown.load(ordering: .relaxed) {
                         try? await Task.sleep(for: .seconds(1))
                         self.notifyNewJob()
+                        ticks += 1
+                        if ticks % 60 == 0 { await self.requeueAbandoned() }
                     }
                 }
                 group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) }) }
@@ -62,33 +72,46 @@ public final class JobRunner: Service, Sendable {
         }
     }
 
+    /// Watchdog: a job the database shows `processing` that no worker of this process runs, and
+    /// that has not moved for `staleSeconds`, lost its worker (a final write that kept failing):
+    /// it goes back to the queue with its attempt counted.
+    func requeueAbandoned(staleSeconds: TimeInterval = 120) async {
+        let running = Set(runningJobIDs)
+        do {
+            let requeued = try await database.recoverStaleJobs(except: running, updatedBefore: clock().addingTimeInterval(-staleSeconds),
+                                                               maxAttempts: settings.maxAttempts, now: clock())
+            if !requeued.isEmpty { logger.warning("re-queued jobs without a worker", metadata: ["jobs": "\(requeued)"]) }
+        } catch {
+            logger.error("watchdog failed", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Wakes the workers: a job was queued.
     public func notifyNewJob() {
         doorbells.withLock { bells in for bell in bells { bell.yield() } }
     }
 
-    /// Stops the job if a worker runs it, and returns once the worker has removed its files
-    /// (bounded by `timeout`). False when no worker had it.
+    /// Stops the job if a worker runs it, and returns once the worker has removed its files, or
+    /// after `timeout` if the engine is slow to notice. False when no worker had it.
     @discardableResult
     public func stop(jobID: String, timeout: Duration = .seconds(3)) async -> Bool {
         let token: CancellationToken? = running.withLock { $0[jobID]?.token }
         guard let token else { return false }
         token.cancel()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let registered = self.running.withLock { jobs -> Bool in
-                        guard jobs[jobID] != nil else { return false }
-                        jobs[jobID]!.waiters.append(continuation)
-                        return true
-                    }
-                    if !registered { continuation.resume() }
-                }
-            }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
-            group.cancelAll()
+        let waiter = Waiter()
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            waiter.resume()
         }
+        await waiter.wait { waiter in
+            let registered = self.running.withLock { jobs -> Bool in
+                guard jobs[jobID] != nil else { return false }
+                jobs[jobID]!.waiters.append(waiter)
+                return true
+            }
+            if !registered { waiter.resume() }
+        }
+        timer.cancel()
         return true
     }
 
@@ -118,6 +141,12 @@ public final class JobRunner: Service, Sendable {
     private func process(_ job: Job, worker: Int) async {
         let token = CancellationToken()
         running.withLock { $0[job.id] = Running(token: token) }
+        // A shutdown or a DELETE between the claim and the registration above would have missed
+        // this token: look again.
+        let current = try? await database.job(id: job.id)
+        if shuttingDown.load(ordering: .relaxed) || current?.status != .processing {
+            token.cancel()
+        }
         let started = clock()
         var log = logger
         log[metadataKey: "job"] = "\(job.id)"
@@ -165,7 +194,7 @@ public final class JobRunner: Service, Sendable {
                                        height: upright ? render?.width ?? 0 : render?.height ?? 0)
                 let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
                 let elapsed = now.timeIntervalSince(started)
-                if try await database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed, now: now) {
+                if try await retrying({ try await self.database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed, now: now) }) {
                     if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                 } else {
@@ -174,7 +203,7 @@ public final class JobRunner: Service, Sendable {
                 }
             case .failure(let error) where error.kind == .cancelled || token.isCancelled:
                 if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
-                    try await database.requeue(id: job.id, now: now)
+                    try await retrying { try await self.database.requeue(id: job.id, now: now) }
                     log.notice("job stopped by shutdown; back in the queue")
                 } else {
                     layout.removeJobFiles(job.id)
@@ -182,7 +211,7 @@ public final class JobRunner: Service, Sendable {
                 }
             case .failure(let error):
                 let (code, message) = Self.failure(error)
-                try await database.fail(id: job.id, code: code, message: message, now: now)
+                _ = try await retrying { try await self.database.fail(id: job.id, code: code, message: message, now: now) }
                 try? FileManager.default.removeItem(atPath: layout.resultPath(job.id))
                 try? FileManager.default.removeItem(atPath: layout.posterPath(job.id))
                 try? FileManager.default.removeItem(atPath: layout.analysisPath(job.id))
@@ -191,6 +220,21 @@ public final class JobRunner: Service, Sendable {
             }
         } catch {
             log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Runs a job's final database write again (after 0.5, 1, 2, 4, 8 s) when it fails (a busy or
+    /// momentarily full database), so a finished job is not left looking `processing`. If every try
+    /// fails, the watchdog re-queues the job later.
+    private func retrying<T: Sendable>(_ write: @Sendable () async throws -> T) async throws -> T {
+        var delay = 0.5
+        while true {
+            do { return try await write() } catch {
+                if delay > 8 { throw error }
+                logger.warning("database write failed; retrying", metadata: ["error": "\(error)", "in_seconds": "\(delay)"])
+                try? await Task.sleep(for: .seconds(delay))
+                delay *= 2
+            }
         }
     }
 
@@ -208,5 +252,31 @@ public final class JobRunner: Service, Sendable {
             if let ffmpeg = error.ffmpegMessage, ffmpeg != error.detail { text += " (\(ffmpeg))" }
             return (error.kind.rawValue, text + ".")
         }
+    }
+}
+
+/// A continuation resumed exactly once, by whichever comes first (the worker or a timer).
+final class Waiter: Sendable {
+    private let state = Mutex<(resumed: Bool, continuation: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func wait(registering register: (Waiter) -> Void) async {
+        await withCheckedContinuation { continuation in
+            let alreadyResumed = state.withLock { s -> Bool in
+                if s.resumed { return true }
+                s.continuation = continuation
+                return false
+            }
+            if alreadyResumed { continuation.resume() } else { register(self) }
+        }
+    }
+
+    func resume() {
+        let continuation = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard !s.resumed else { return nil }
+            s.resumed = true
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        continuation?.resume()
     }
 }

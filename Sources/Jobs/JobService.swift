@@ -21,6 +21,7 @@ public final class JobService: Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
+        lock = try StorageLock(layout.path(".lock"))
         let database = try AppDatabase(path: layout.databasePath)
         self.database = database
         self.layout = layout
@@ -28,7 +29,11 @@ public final class JobService: Sendable {
         self.clock = clock
         self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds)
         self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
+        try runner.recoverAtStartup()
     }
+
+    /// Held for the life of the service: one process per storage folder.
+    private let lock: StorageLock
 
     /// The containers and codecs the linked FFmpeg reads (computed once).
     public static let formats = FormatCatalog.current()
@@ -121,10 +126,13 @@ public final class JobService: Sendable {
     public func cancelOrDelete(id: String, account: Account) async throws -> Job? {
         guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else { return nil }
         switch previous {
-        case .pending, .processing:
-            if await !runner.stop(jobID: id) {
-                layout.removeJobFiles(id)
-            }
+        case .pending:
+            if await !runner.stop(jobID: id) { layout.removeJobFiles(id) }
+            return job
+        case .processing:
+            // Its worker removes the files (even one that claimed it a moment ago: it looks at the
+            // job's state once it has registered).
+            await runner.stop(jobID: id)
             return job
         case .completed, .failed, .cancelled:
             layout.removeJobFiles(id)

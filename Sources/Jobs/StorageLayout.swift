@@ -35,10 +35,41 @@ public struct StorageLayout: Sendable {
         return Int64(stats.f_bavail) * Int64(stats.f_frsize)
     }
 
-    /// Removes a job's folder (input, results and any temporary file of a render).
-    public func removeJobFiles(_ id: String) {
-        try? FileManager.default.removeItem(atPath: jobDirectory(id))
+    /// Removes a job's folder (input, results and any temporary file of a render), or, with
+    /// `keepingInput`, everything in it but the input.
+    public func removeJobFiles(_ id: String, keepingInput: Bool = false) {
+        guard keepingInput else {
+            try? FileManager.default.removeItem(atPath: jobDirectory(id))
+            return
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: jobDirectory(id))) ?? [] where name != "input" {
+            try? FileManager.default.removeItem(atPath: jobDirectory(id) + "/" + name)
+        }
     }
 
-    func path(_ relative: String) -> String { (root as NSString).appendingPathComponent(relative) }
+    public func path(_ relative: String) -> String { (root as NSString).appendingPathComponent(relative) }
+}
+
+/// An exclusive lock on the storage folder (flock on Storage/.lock), so a second server on the same
+/// folder refuses to start instead of re-queueing the first one's running jobs.
+final class StorageLock: Sendable {
+    private let descriptor: Int32
+
+    init(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StorageLockError(path: path, reason: String(cString: strerror(errno))) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw StorageLockError(path: path, reason: "another moments server is using this storage folder")
+        }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+}
+
+public struct StorageLockError: Error, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public var description: String { "\(path): \(reason)" }
 }

@@ -22,20 +22,27 @@ enum ByteRange: Equatable {
         return range
     }
 
+    /// Decimal digits; a value too large for Int64 counts as Int64.max (RFC 9110 §14.1.2: a
+    /// last position past the end means "to the end").
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.allSatisfy({ $0 >= "0" && $0 <= "9" }) else { return nil }
+        return Int64(text) ?? Int64.max
+    }
+
     /// One `first-last`, `first-` or `-suffix`; nil when malformed.
     private static func parseSpec(_ spec: String, size: Int64) -> ByteRange? {
         let spec = spec.trimmingCharacters(in: .whitespaces)
         guard let dash = spec.firstIndex(of: "-") else { return nil }
         let firstText = spec[..<dash], lastText = spec[spec.index(after: dash)...]
         if firstText.isEmpty {
-            guard let suffix = Int64(lastText), lastText.allSatisfy(\.isNumber) else { return nil }
+            guard let suffix = number(lastText) else { return nil }
             guard suffix > 0, size > 0 else { return .unsatisfiable }
             return .partial(max(0, size - suffix)...(size - 1))
         }
-        guard let first = Int64(firstText), firstText.allSatisfy(\.isNumber) else { return nil }
+        guard let first = number(firstText) else { return nil }
         var last = size - 1
         if !lastText.isEmpty {
-            guard let value = Int64(lastText), lastText.allSatisfy(\.isNumber), value >= first else { return nil }
+            guard let value = number(lastText), value >= first else { return nil }
             last = min(value, size - 1)
         }
         guard first < size else { return .unsatisfiable }

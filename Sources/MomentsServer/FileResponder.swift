@@ -26,11 +26,23 @@ struct FileResponder {
         ]
         if let disposition { headers[.contentDisposition] = disposition }
 
-        var range = ByteRange.parse(request.headers[.range], size: size)
+        // Ranges are defined for GET only (RFC 9110 §14.2): HEAD describes the whole file.
+        var range = request.method == .get ? ByteRange.parse(request.headers[.range], size: size) : .full
         if range != .full, let ifRange = request.headers[.ifRange], ifRange != etag, ifRange != lastModified {
             range = .full  // the client's copy is of another version: send the whole new one
         }
         let isHead = request.method == .head
+        do {
+            return try await respond(range: range, isHead: isHead, headers: headers, size: size, path: path, request: request, context: context)
+        } catch let error as HTTPError where error.status == .notFound {
+            // Deleted between the stat and the read (the sweeper, or a DELETE).
+            throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
+        }
+    }
+
+    private func respond(range: ByteRange, isHead: Bool, headers: HTTPFields, size: Int64, path: String,
+                         request: Request, context: AppRequestContext) async throws -> Response {
+        var headers = headers
         switch range {
         case .full:
             headers[.contentLength] = String(size)

@@ -19,6 +19,7 @@ struct JobsController {
         table.add(.get, "/api/v1/jobs/:id/poster", on: group, use: poster)
         table.add(.head, "/api/v1/jobs/:id/poster", on: group, use: poster)
         table.add(.get, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
+        table.add(.head, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
     }
 
     private func job(_ context: AppRequestContext) async throws -> Job {

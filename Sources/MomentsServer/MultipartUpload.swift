@@ -38,7 +38,11 @@ struct MultipartUpload {
 
     /// Streams `body` into `path`. Throws a Problem for a malformed body, a missing or empty file,
     /// an unknown or repeated field, or a file over `maxFileBytes` (413, mid-stream).
-    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64) async throws -> Result {
+    /// Bytes a form may carry besides the file's content (part headers, fields, boundaries).
+    static let maxOverheadBytes: Int64 = 64 * 1024
+
+    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64,
+                        checkSpace: () throws -> Void) async throws -> Result {
         let state = ParseState()
         let parser = MultipartParser(boundary: boundary)
         parser.onHeader = { name, value in state.header(name, value) }
@@ -48,7 +52,11 @@ struct MultipartUpload {
         do {
             return try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(path), options: .newFile(replaceExisting: false)) { handle in
                 var offset: Int64 = 0
+                var total: Int64 = 0
+                var tail = TailBytes()
                 for try await chunk in body {
+                    total += Int64(chunk.readableBytes)
+                    tail.append(chunk)
                     do { try parser.execute(chunk) } catch {
                         throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (bad part headers or boundary).")
                     }
@@ -58,7 +66,12 @@ struct MultipartUpload {
                                       detail: "The file is larger than this server accepts (\(maxFileBytes / 1_000_000) MB). Upload a shorter or smaller video.",
                                       extensions: ["limit_bytes": .int(Int(maxFileBytes))])
                     }
+                    if total - state.fileBytes > maxOverheadBytes {
+                        throw Problem.badRequest("malformed_multipart",
+                                                 "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration and quality.")
+                    }
                     if state.pending.readableBytes >= batchBytes {
+                        try checkSpace()
                         offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                         state.pending.clear()
                     }
@@ -67,7 +80,7 @@ struct MultipartUpload {
                     offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                     state.pending.clear()
                 }
-                guard state.finished else {
+                guard state.finished, tail.endsWithClosingBoundary(boundary) else {
                     throw Problem.badRequest("malformed_multipart", "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
                 }
                 guard state.sawFile else {
@@ -89,6 +102,23 @@ struct MultipartUpload {
             try? FileManager.default.removeItem(atPath: path)
             // The connection dropped or the body stream broke: the client went away mid-upload.
             throw Problem.badRequest("upload_interrupted", "The upload ended before the whole body arrived (\(error)). Send it again.")
+        }
+    }
+
+    /// The last bytes of the body, to check that it ends with the closing boundary (`--B--`).
+    struct TailBytes {
+        private var bytes: [UInt8] = []
+
+        mutating func append(_ chunk: ByteBuffer) {
+            bytes.append(contentsOf: chunk.readableBytesView.suffix(256))
+            if bytes.count > 512 { bytes.removeFirst(bytes.count - 256) }
+        }
+
+        func endsWithClosingBoundary(_ boundary: String) -> Bool {
+            var end = bytes.endIndex
+            while end > bytes.startIndex, [0x0D, 0x0A, 0x20, 0x09].contains(bytes[end - 1]) { end -= 1 }
+            let closing = Array("--\(boundary)--".utf8)
+            return end - bytes.startIndex >= closing.count && Array(bytes[(end - closing.count)..<end]) == closing
         }
     }
 
@@ -171,13 +201,40 @@ struct MultipartUpload {
 
         func fail(_ problem: Problem) { if self.problem == nil { self.problem = problem } }
 
-        /// A parameter of a Content-Disposition value: name="file" or name=file.
+        /// A parameter of a Content-Disposition value (`name="file"` or `name=file`), reading
+        /// quoted strings whole, so `filename="a; name=x"` cannot pose as a name.
         static func parameter(_ key: String, in value: String) -> String? {
-            for item in value.split(separator: ";").dropFirst() {
-                let pair = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                if pair.count == 2, pair[0].lowercased() == key {
-                    return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            var chars = Substring(value)
+            // Skip the disposition type.
+            guard let firstSemicolon = chars.firstIndex(of: ";") else { return nil }
+            chars = chars[chars.index(after: firstSemicolon)...]
+            while !chars.isEmpty {
+                chars = chars.drop(while: { $0 == " " || $0 == "\t" })
+                let nameEnd = chars.firstIndex(where: { $0 == "=" || $0 == ";" }) ?? chars.endIndex
+                let name = chars[..<nameEnd].trimmingCharacters(in: .whitespaces).lowercased()
+                chars = chars[nameEnd...]
+                var parsed = ""
+                if chars.first == "=" {
+                    chars = chars.dropFirst().drop(while: { $0 == " " })
+                    if chars.first == "\"" {
+                        chars = chars.dropFirst()
+                        var escaped = false
+                        while let c = chars.first {
+                            chars = chars.dropFirst()
+                            if escaped { parsed.append(c); escaped = false }
+                            else if c == "\\" { escaped = true }
+                            else if c == "\"" { break }
+                            else { parsed.append(c) }
+                        }
+                        chars = chars.drop(while: { $0 != ";" })
+                    } else {
+                        let end = chars.firstIndex(of: ";") ?? chars.endIndex
+                        parsed = chars[..<end].trimmingCharacters(in: .whitespaces)
+                        chars = chars[end...]
+                    }
                 }
+                if name == key { return parsed }
+                if chars.first == ";" { chars = chars.dropFirst() }
             }
             return nil
         }

@@ -10,18 +10,29 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let problem as Problem {
-            return try problem.response(from: request, context: context)
-        } catch let error as any HTTPResponseError {
-            return try Self.problem(for: error, request: request).response(from: request, context: context)
-        } catch let error as DecodingError {
-            return try Problem.badRequest("invalid_json", "The request body is not the JSON this endpoint expects: \(Self.describe(error))")
-                .response(from: request, context: context)
         } catch {
+            var problem = Self.problem(for: error, request: request, context: context)
+            // The handler may not have read the body (a refused upload): close the connection
+            // after the answer rather than read what is left of it.
+            if request.headers[.contentLength].map({ $0 != "0" }) ?? (request.headers[.transferEncoding] != nil) {
+                problem.headers[.connection] = "close"
+            }
+            return try problem.response(from: request, context: context)
+        }
+    }
+
+    static func problem(for error: any Error, request: Request, context: Context) -> Problem {
+        switch error {
+        case let problem as Problem:
+            return problem
+        case let error as any HTTPResponseError:
+            return problem(for: error, request: request)
+        case let error as DecodingError:
+            return Problem.badRequest("invalid_json", "The request body is not the JSON this endpoint expects: \(describe(error))")
+        default:
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            return try Problem(.internalServerError, code: "internal_error",
-                               detail: "Something went wrong on the server. Please try again; if it keeps happening, report the request's time and path.")
-                .response(from: request, context: context)
+            return Problem(.internalServerError, code: "internal_error",
+                           detail: "Something went wrong on the server. Please try again; if it keeps happening, report the request's time and path.")
         }
     }
 

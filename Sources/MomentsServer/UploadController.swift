@@ -32,7 +32,9 @@ struct UploadController {
             throw Self.problem(error)
         }
         let path = service.newUploadPath()
-        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: settings.maxUploadBytes)
+        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: settings.maxUploadBytes) {
+            do { try service.checkDiskSpace(expectedBytes: 0) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
+        }
         let targetDuration: Int
         let quality: String
         do {

@@ -71,6 +71,23 @@ struct ProblemTests {
             try await client.executeRequest(uri: "/api/v1/upload", method: .post,
                                             headers: [.authorization: "Bearer \(key)", .contentType: Multipart.contentType],
                                             body: ByteBuffer(string: garbage)).expectProblem(.badRequest, code: "malformed_multipart")
+            // A part header that never ends; a body without its closing boundary; a quoted
+            // filename that tries to pose as the part's name.
+            let endless = "--\(Multipart.boundary)\r\nContent-Disposition: form-data; name=\"" + String(repeating: "x", count: 100_000)
+            try await client.executeRequest(uri: "/api/v1/upload", method: .post,
+                                            headers: [.authorization: "Bearer \(key)", .contentType: Multipart.contentType],
+                                            body: ByteBuffer(string: endless)).expectProblem(.badRequest, code: "malformed_multipart")
+            var unclosed = ByteBuffer(string: "--\(Multipart.boundary)\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n")
+            unclosed.writeBytes(video)
+            unclosed.writeString("\r\n--\(Multipart.boundary)\r\n")
+            try await client.executeRequest(uri: "/api/v1/upload", method: .post,
+                                            headers: [.authorization: "Bearer \(key)", .contentType: Multipart.contentType],
+                                            body: unclosed).expectProblem(.badRequest, code: "malformed_multipart")
+            let posing = "--\(Multipart.boundary)\r\nContent-Disposition: form-data; filename=\"v.mp4; name=file\"; name=\"colour\"\r\n\r\nred\r\n--\(Multipart.boundary)--\r\n"
+            let refused = try await client.executeRequest(uri: "/api/v1/upload", method: .post,
+                                                          headers: [.authorization: "Bearer \(key)", .contentType: Multipart.contentType],
+                                                          body: ByteBuffer(string: posing))
+            #expect(try refused.expectProblem(.badRequest, code: "unknown_field")["field"] as? String == "colour")
             #expect(try await client.get("/api/v1/jobs", key: key).json()["total"] as? Int == 0)
         }
         #expect(server.storedFiles().isEmpty, "\(server.storedFiles())")

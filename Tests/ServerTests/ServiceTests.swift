@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import JobStore
+import Logging
 import Jobs
 import MomentsConfig
 import NIOCore
@@ -51,6 +52,16 @@ struct ServiceTests {
         }
     }
 
+    /// One server per storage folder: a second one refuses to start.
+    @Test func storageIsLocked() async throws {
+        let server = try TestServer()
+        var settings = server.service.settings
+        settings.port = 0
+        #expect(throws: StorageLockError.self) {
+            _ = try JobService(settings: settings, media: MediaDefaults(), logger: Logger(label: "second"))
+        }
+    }
+
     /// The API key is stored only as a hash.
     @Test func apiKeysAreHashed() async throws {
         let server = try TestServer()
@@ -71,7 +82,7 @@ struct ServiceTests {
         for attempt in 1...3 {
             let claimed = try #require(try await db.claimNextJob(now: Date()))
             #expect(claimed.attempts == attempt)
-            let recovered = try await db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
+            let recovered = try db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
             if attempt < 3 {
                 #expect(recovered.requeued == ["a"])
             } else {
@@ -165,22 +176,29 @@ struct ExpectContinueTests {
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let port = try #require(client.port)
-            let small = try exchangeHead(port: port, key: key, contentLength: 500_000)
+            let small = try await offPool { try Self.exchangeHead(port: port, key: key, contentLength: 500_000) }
             #expect(small.hasPrefix("HTTP/1.1 100 Continue"), "\(small)")
-            let large = try exchangeHead(port: port, key: key, contentLength: 5_000_000)
+            let large = try await offPool { try Self.exchangeHead(port: port, key: key, contentLength: 5_000_000) }
             #expect(large.hasPrefix("HTTP/1.1 413"), "\(large)")
         }
     }
 
+    /// Runs blocking socket I/O on a thread of its own, not on the pool the server's handlers need.
+    private func offPool(_ body: @escaping @Sendable () throws -> String) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
     /// Sends only the request head and returns the first bytes the server answers with.
-    private func exchangeHead(port: Int, key: String, contentLength: Int) throws -> String {
+    private static func exchangeHead(port: Int, key: String, contentLength: Int) throws -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
