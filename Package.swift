@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -65,11 +68,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // App Store: offline verification of Apple's signed transactions and notifications.
+        .target(
+            name: "AppStore",
+            dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -78,7 +90,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig",
+                "Jobs", "JobStore", "MomentsConfig", "AppStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -117,8 +129,12 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

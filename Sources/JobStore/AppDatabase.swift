@@ -68,6 +68,49 @@ public final class AppDatabase: Sendable {
                 t.column("at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v3 plans, quota ledger, subscriptions") { db in
+            try db.alter(table: "job") { t in
+                // The month the job's unit counts against and whether it is reserved, consumed or released.
+                t.add(column: "quotaPeriod", .text)
+                t.add(column: "quotaState", .text)
+                // Largest shorter side of the output the account's plan allows.
+                t.add(column: "outputCap", .integer)
+                // How long the result is kept after the job finished (the plan's retention).
+                t.add(column: "retentionHours", .double)
+            }
+            try db.create(table: "usage_ledger") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("accountId", .text).notNull().references("account", onDelete: .cascade)
+                t.column("jobId", .text).notNull()
+                t.column("period", .text).notNull()
+                t.column("change", .integer).notNull()
+                t.column("reason", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(index: "usage_ledger_account_period", on: "usage_ledger", columns: ["accountId", "period"])
+            try db.create(table: "subscription") { t in
+                t.primaryKey("originalTransactionId", .text)
+                t.column("accountId", .text).references("account", onDelete: .setNull)
+                t.column("productId", .text).notNull()
+                t.column("expiresAt", .datetime)
+                t.column("gracePeriodExpiresAt", .datetime)
+                t.column("state", .text).notNull()
+                t.column("lastSignedDate", .datetime).notNull()
+                t.column("environment", .text).notNull()
+                t.column("source", .text).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+            try db.create(index: "subscription_account", on: "subscription", columns: ["accountId"])
+            try db.create(table: "app_store_notification") { t in
+                t.primaryKey("notificationUUID", .text)
+                t.column("notificationType", .text).notNull()
+                t.column("subtype", .text)
+                t.column("originalTransactionId", .text)
+                t.column("signedDate", .datetime).notNull()
+                t.column("receivedAt", .datetime).notNull()
+                t.column("applied", .boolean).notNull()
+            }
+        }
         return migrator
     }
 }

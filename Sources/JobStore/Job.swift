@@ -94,6 +94,13 @@ public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRec
     public var segments: [JobSegment]?
     /// Set when the result media were deleted (on request or after the retention period).
     public var mediaDeletedAt: Date?
+    /// The month (UTC) the job's unit counts against, and its state (reserved, consumed, released).
+    public var quotaPeriod: String?
+    public var quotaState: String?
+    /// Largest shorter side of the output, from the account's plan when the job was accepted.
+    public var outputCap: Int?
+    /// Hours the result is kept after the job finished (the plan's retention); nil: the server default.
+    public var retentionHours: Double?
 
     public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
                 estimatedSeconds: Int, now: Date) {

@@ -84,6 +84,7 @@ extension AppDatabase {
             job.processingSeconds = processingSeconds
             job.finishedAt = now
             job.updatedAt = now
+            try Self.settleQuota(db, job: &job, to: .consumed, reason: "consumed: the highlight was delivered", now: now)
             try job.update(db)
             return true
         }
@@ -101,6 +102,7 @@ extension AppDatabase {
             job.message = message
             job.finishedAt = now
             job.updatedAt = now
+            try Self.settleQuota(db, job: &job, to: .released, reason: "released: the job failed (\(code))", now: now)
             try job.update(db)
             return true
         }
@@ -118,6 +120,7 @@ extension AppDatabase {
                 job.message = "Cancelled at your request"
                 job.finishedAt = now
                 job.updatedAt = now
+                try Self.settleQuota(db, job: &job, to: .released, reason: "released: the job was cancelled", now: now)
                 try job.update(db)
             }
             return (job, previous)
@@ -173,6 +176,7 @@ extension AppDatabase {
                     job.errorMessage = "Processing was interrupted \(job.attempts) times (the server stopped while working on it); giving up. Please upload the video again."
                     job.message = job.errorMessage!
                     job.finishedAt = now
+                    try settleQuota(db, job: &job, to: .released, reason: "released: processing was interrupted too often", now: now)
                     failed.append(job.id)
                 } else {
                     job.status = .pending
@@ -186,11 +190,14 @@ extension AppDatabase {
             return (requeued, failed)
     }
 
-    /// Finished jobs whose media still exist and that finished before `cutoff`.
-    public func jobsWithExpiredMedia(finishedBefore cutoff: Date, limit: Int = 500) async throws -> [Job] {
+    /// Finished jobs whose media still exist and whose retention (their own, else
+    /// `defaultRetentionHours`) has run out at `now`.
+    public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int = 500) async throws -> [Job] {
         try await pool.read { db in
-            try Job.filter(Job.Columns.finishedAt != nil && Job.Columns.finishedAt < cutoff && Job.Columns.mediaDeletedAt == nil)
-                .limit(limit).fetchAll(db)
+            try Job.fetchAll(db, sql: """
+                SELECT * FROM job WHERE finishedAt IS NOT NULL AND mediaDeletedAt IS NULL
+                AND julianday(finishedAt) + COALESCE(retentionHours, ?) / 24.0 < julianday(?) LIMIT ?
+                """, arguments: [defaultRetentionHours, now, limit])
         }
     }
 
@@ -206,6 +213,14 @@ extension AppDatabase {
         try await pool.read { db in
             try Job.filter(Job.Columns.status == JobState.completed.rawValue && Column("processingSeconds") != nil)
                 .order(Job.Columns.finishedAt.desc).limit(limit).fetchAll(db)
+        }
+    }
+
+    /// An account's jobs waiting or running.
+    public func activeJobs(accountId: String) async throws -> [Job] {
+        try await pool.read { db in
+            try Job.filter(Job.Columns.accountId == accountId
+                && [JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status)).fetchAll(db)
         }
     }
 

@@ -58,14 +58,14 @@ public final class JobRunner: Service, Sendable {
                 // Polls the queue every second too: a job re-queued by another path is never stranded.
                 group.addTask {
                     var ticks = 0
-                    while !self.shuttingDown.load(ordering: .relaxed) {
+                    while !self.shuttingDown.load(ordering: .relaxed), !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(1))
                         self.notifyNewJob()
                         ticks += 1
                         if ticks % 60 == 0 { await self.requeueAbandoned() }
                     }
                 }
-                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) }) }
+                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled }) }
             }
         } onGracefulShutdown: {
             self.beginShutdown()
@@ -81,6 +81,7 @@ public final class JobRunner: Service, Sendable {
             let requeued = try await database.recoverStaleJobs(except: running, updatedBefore: clock().addingTimeInterval(-staleSeconds),
                                                                maxAttempts: settings.maxAttempts, now: clock())
             if !requeued.isEmpty { logger.warning("re-queued jobs without a worker", metadata: ["jobs": "\(requeued)"]) }
+        } catch is CancellationError {
         } catch {
             logger.error("watchdog failed", metadata: ["error": "\(error)"])
         }
@@ -155,7 +156,9 @@ public final class JobRunner: Service, Sendable {
         let reporter = ProgressReporter(jobID: job.id, database: database, token: token,
                                         interval: .milliseconds(settings.progressIntervalMs), clock: clock)
         let progressTask = Task { await reporter.run() }
-        var request = media.request(source: layout.inputPath(job.id), quality: RenderQuality(rawValue: job.quality))
+        var quality = RenderQuality(rawValue: job.quality) ?? .high
+        if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
+        var request = media.request(source: layout.inputPath(job.id), quality: quality)
         request.output = layout.resultPath(job.id)
         request.posterOutput = layout.posterPath(job.id)
         request.analysisOutput = layout.analysisPath(job.id)

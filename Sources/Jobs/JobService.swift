@@ -4,6 +4,7 @@ import Logging
 import MediaEngine
 import MomentsConfig
 import Synchronization
+import AppStore
 
 /// What the HTTP layer asks of the job system: accounts, accepting uploads, reading and cancelling
 /// jobs, readiness. It owns the database, the storage layout and the workers.
@@ -17,8 +18,30 @@ public final class JobService: Sendable {
     let estimator = TimeEstimator()
 
     /// Creates the storage folders and opens (migrating) the database under `settings.storagePath`.
-    public init(settings: ServiceSettings, media: MediaDefaults, logger: Logger,
+    public let plans: PlanSettings
+    /// Nil when no Apple root certificate is configured: subscription endpoints then refuse
+    /// (fail closed) with `appStoreUnavailable` as the reason.
+    public let appStore: AppStoreVerifier?
+    public let appStoreUnavailable: String?
+
+    public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
+                appStore: AppStoreSettings = AppStoreSettings(), logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.plans = plans
+        do {
+            let roots = try appStore.rootCertificates.map { path -> [UInt8] in
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw AppStoreVerificationError(kind: .untrusted, detail: "the Apple root certificate \(path) is missing")
+                }
+                return [UInt8](data)
+            }
+            self.appStore = try AppStoreVerifier(rootCertificates: roots, bundleId: appStore.bundleId, environment: appStore.environment)
+            self.appStoreUnavailable = nil
+        } catch {
+            self.appStore = nil
+            self.appStoreUnavailable = "\(error)"
+            logger.notice("App Store verification is off", metadata: ["reason": "\(error)"])
+        }
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
         lock = try StorageLock(layout.path(".lock"))
@@ -76,12 +99,94 @@ public final class JobService: Sendable {
         }
     }
 
-    /// Probes the received file and, when it is a usable video, makes it a pending job. The file is
+    // MARK: Plans and quota
+
+    /// An account's plan now, what entitles it, and its usage this month.
+    public struct AccountPlan: Sendable {
+        public var plan: Plan
+        public var entitlement: Entitlement
+        public var usage: QuotaUsage
+        /// The plan that would lift this plan's limits (nil for pro).
+        public var upgrade: Plan?
+    }
+
+    public struct QuotaUsage: Sendable, Equatable {
+        public var limit: Int?
+        public var used: Int
+        public var remaining: Int?
+        public var period: String
+        public var resetsAt: Date
+    }
+
+    public func accountPlan(_ account: Account) async throws -> AccountPlan {
+        let now = clock()
+        let entitlement = try await database.entitlement(accountId: account.id, now: now)
+        let plan = entitlement.grantsPro ? plans.pro : plans.free
+        let period = AppDatabase.period(of: now)
+        let used = try await database.usedUnits(accountId: account.id, period: period.name)
+        let usage = QuotaUsage(limit: plan.monthlyHighlights, used: used,
+                               remaining: plan.monthlyHighlights.map { max(0, $0 - used) }, period: period.name, resetsAt: period.resetsAt)
+        return AccountPlan(plan: plan, entitlement: entitlement, usage: usage, upgrade: entitlement.grantsPro ? nil : plans.pro)
+    }
+
+    /// Before an upload streams: refuses at once when the month's quota is used up (402) or the
+    /// plan's jobs-at-once limit is reached (429), so nobody uploads a gigabyte to be told no. The
+    /// accepting transaction checks both again.
+    public func precheck(_ account: Account) async throws -> AccountPlan {
+        let current = try await accountPlan(account)
+        if let limit = current.usage.limit, current.usage.used >= limit {
+            throw overQuota(limit: limit, used: current.usage.used, usage: current.usage)
+        }
+        let active = try await database.activeJobs(accountId: account.id)
+        if active.count >= current.plan.concurrentJobs {
+            throw tooManyJobs(limit: current.plan.concurrentJobs, active: active)
+        }
+        return current
+    }
+
+    func overQuota(limit: Int, used: Int, usage: QuotaUsage) -> UploadRejection {
+        let resets = ISO8601DateFormatter().string(from: usage.resetsAt)
+        return UploadRejection(
+            status: 402, code: "quota_exceeded",
+            detail: "You have made \(used) of your \(limit) free highlights this month. The count resets on \(resets); subscribe to \(plans.proProductId) for unlimited highlights.",
+            extras: ["limit": .int(limit), "used": .int(used), "remaining": .int(max(0, limit - used)),
+                     "resets_at": .string(resets), "product_id": .string(plans.proProductId)])
+    }
+
+    func tooManyJobs(limit: Int, active: [Job]) -> UploadRejection {
+        let now = clock()
+        let waits = active.map { job -> Double in
+            let elapsed = job.startedAt.map { now.timeIntervalSince($0) } ?? 0
+            return Double(job.estimatedSeconds) - elapsed
+        }
+        let retry = Int(min(600, max(5, waits.min() ?? 30)).rounded(.up))
+        return UploadRejection(
+            status: 429, code: "too_many_jobs",
+            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(active.count) \(active.count == 1 ? "is" : "are") still in progress. Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").",
+            extras: ["limit": .int(limit), "active": .int(active.count), "product_id": .string(plans.proProductId)],
+            retryAfter: retry)
+    }
+
+    /// Probes the received file and, when it is a usable video within the plan's limits, makes it
+    /// a pending job, reserving one unit of the month's quota in the same transaction. The file is
     /// moved into the job's folder, or deleted when refused: nothing is left behind either way.
-    public func acceptUpload(at path: String, account: Account, targetDuration: Int, quality: String) async throws -> Job {
+    public func acceptUpload(at path: String, account: Account, targetDuration: Int, quality: String,
+                             plan current: AccountPlan) async throws -> (Job, QuotaUsage) {
         let input: JobInput
         do {
             input = try await inspector.inspect(path)
+            let plan = current.plan
+            if input.duration > plan.maxDurationSeconds {
+                var detail = String(format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.", input.duration, plan.name, plan.maxDurationSeconds)
+                var extras: [String: UploadRejection.Value] = ["limit_seconds": .int(Int(plan.maxDurationSeconds)), "plan": .string(plan.name)]
+                if let upgrade = current.upgrade, input.duration <= upgrade.maxDurationSeconds {
+                    detail += " Trim it, or subscribe to \(plans.proProductId) for up to \(Int(upgrade.maxDurationSeconds / 60)) minutes."
+                    extras["product_id"] = .string(plans.proProductId)
+                } else {
+                    detail += " Trim it and upload again."
+                }
+                throw UploadRejection(status: 422, code: "too_long", detail: detail, extras: extras)
+            }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error
@@ -94,17 +199,35 @@ public final class JobService: Sendable {
         var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
                       quality: quality, input: input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        job.outputCap = current.plan.maxOutputSide
+        job.retentionHours = current.plan.retentionDays * 24
+        let (free, pro) = (plans.free, plans.pro)
+        let accepted: Result<Job, QuotaRefusal>
         do {
             try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
             try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
-            try await database.insert(job)
+            accepted = try await database.insertReserving(job, now: now) { isPro in
+                let plan = isPro ? pro : free
+                return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs)
+            }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             layout.removeJobFiles(job.id)
             throw error
         }
-        runner.notifyNewJob()
-        return job
+        switch accepted {
+        case .success(let inserted):
+            runner.notifyNewJob()
+            return (inserted, try await accountPlan(account).usage)
+        case .failure(let refusal):
+            layout.removeJobFiles(job.id)
+            switch refusal {
+            case .overQuota(let limit, let used):
+                throw overQuota(limit: limit, used: used, usage: current.usage)
+            case .tooManyJobs(let limit, _):
+                throw tooManyJobs(limit: limit, active: (try? await database.activeJobs(accountId: account.id)) ?? [])
+            }
+        }
     }
 
     // MARK: Jobs

@@ -31,7 +31,7 @@ struct Sweeper: Sendable {
         var removed = 0
         let now = clock()
         do {
-            let expired = try await database.jobsWithExpiredMedia(finishedBefore: now.addingTimeInterval(-settings.resultRetention))
+            let expired = try await database.jobsWithExpiredMedia(now: now, defaultRetentionHours: settings.resultRetentionHours)
             for job in expired {
                 layout.removeJobFiles(job.id)
                 try await database.markMediaDeleted(id: job.id, now: now)
@@ -50,6 +50,8 @@ struct Sweeper: Sendable {
                     try? FileManager.default.removeItem(atPath: input)
                 }
             }
+        } catch is CancellationError {
+            return removed
         } catch {
             logger.error("sweep failed", metadata: ["error": "\(error)"])
         }

@@ -2,14 +2,20 @@ import Foundation
 import JobStore
 import MediaEngine
 
-/// Why an upload is refused: an HTTP status, a stable code and a sentence saying what to do.
+/// Why an upload is refused: an HTTP status, a stable code, a sentence saying what to do, and the
+/// figures a client can act on (limits, usage, the product that lifts a limit).
 public struct UploadRejection: Error, Sendable, Equatable {
+    public enum Value: Sendable, Equatable { case int(Int), string(String) }
+
     public var status: Int
     public var code: String
     public var detail: String
+    public var extras: [String: Value]
+    /// Seconds, for a 429's Retry-After.
+    public var retryAfter: Int?
 
-    public init(status: Int, code: String, detail: String) {
-        self.status = status; self.code = code; self.detail = detail
+    public init(status: Int, code: String, detail: String, extras: [String: Value] = [:], retryAfter: Int? = nil) {
+        self.status = status; self.code = code; self.detail = detail; self.extras = extras; self.retryAfter = retryAfter
     }
 }
 

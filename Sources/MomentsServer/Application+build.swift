@@ -30,5 +30,7 @@ public func buildRouter(service: JobService) -> (Router<AppRequestContext>, Rout
     AccountsController(service: service).addRoutes(to: router, table: table)
     UploadController(service: service).addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
+    AccountController(service: service).addRoutes(to: protected, table: table)
+    SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)
     return (router, table)
 }

@@ -1,17 +1,43 @@
 import Foundation
 import Hummingbird
 import JobStore
+import Jobs
 
-/// The app's UploadResponse (seed 004), plus the links a curl user needs.
+/// The app's UploadResponse (seed 004), plus the links a curl user needs and the quota left.
 struct UploadResponse: ResponseEncodable {
     var jobId: String
     var message: String
     var estimatedTime: Int?
     var statusUrl: String
     var links: JobLinks
+    var quota: QuotaView
 
     enum CodingKeys: String, CodingKey {
-        case jobId = "job_id", message, estimatedTime = "estimated_time", statusUrl = "status_url", links
+        case jobId = "job_id", message, estimatedTime = "estimated_time", statusUrl = "status_url", links, quota
+    }
+}
+
+/// This month's usage: limit and remaining are null when the plan has no cap.
+struct QuotaView: Codable, Sendable {
+    var period: String
+    var limit: Int?
+    var used: Int
+    var remaining: Int?
+    var resetsAt: Date
+
+    enum CodingKeys: String, CodingKey { case period, limit, used, remaining, resetsAt = "resets_at" }
+
+    init(_ usage: JobService.QuotaUsage) {
+        period = usage.period; limit = usage.limit; used = usage.used; remaining = usage.remaining; resetsAt = usage.resetsAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(period, forKey: .period)
+        try c.encode(limit, forKey: .limit)
+        try c.encode(used, forKey: .used)
+        try c.encode(remaining, forKey: .remaining)
+        try c.encode(resetsAt, forKey: .resetsAt)
     }
 }
 

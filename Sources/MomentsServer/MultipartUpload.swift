@@ -41,7 +41,7 @@ struct MultipartUpload {
     /// Bytes a form may carry besides the file's content (part headers, fields, boundaries).
     static let maxOverheadBytes: Int64 = 64 * 1024
 
-    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64,
+    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
                         checkSpace: () throws -> Void) async throws -> Result {
         let state = ParseState()
         let parser = MultipartParser(boundary: boundary)
@@ -61,11 +61,7 @@ struct MultipartUpload {
                         throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (bad part headers or boundary).")
                     }
                     if let problem = state.problem { throw problem }
-                    if state.fileBytes > maxFileBytes {
-                        throw Problem(.contentTooLarge, code: "file_too_large",
-                                      detail: "The file is larger than this server accepts (\(maxFileBytes / 1_000_000) MB). Upload a shorter or smaller video.",
-                                      extensions: ["limit_bytes": .int(Int(maxFileBytes))])
-                    }
+                    if state.fileBytes > maxFileBytes { throw tooLarge }
                     if total - state.fileBytes > maxOverheadBytes {
                         throw Problem.badRequest("malformed_multipart",
                                                  "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration and quality.")

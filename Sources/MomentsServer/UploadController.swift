@@ -20,19 +20,19 @@ struct UploadController {
         let account = try context.requireAccount()
         let settings = service.settings
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
+        let current: JobService.AccountPlan
+        do { current = try await service.precheck(account) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
+        let maxBytes = min(settings.maxUploadBytes, current.plan.maxUploadBytes)
+        let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, service: service)
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
-        if let declared, declared > settings.maxUploadBytes + 64 * 1024 {
-            throw Problem(.contentTooLarge, code: "file_too_large",
-                          detail: "The upload is \(declared / 1_000_000) MB; this server accepts files up to \(settings.maxUploadBytes / 1_000_000) MB.",
-                          extensions: ["limit_bytes": .int(Int(settings.maxUploadBytes))])
-        }
+        if let declared, declared > maxBytes + 64 * 1024 { throw tooLarge }
         do {
             try service.checkDiskSpace(expectedBytes: declared ?? 0)
         } catch {
             throw Self.problem(error)
         }
         let path = service.newUploadPath()
-        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: settings.maxUploadBytes) {
+        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: maxBytes, tooLarge: tooLarge) {
             do { try service.checkDiskSpace(expectedBytes: 0) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
         }
         let targetDuration: Int
@@ -44,8 +44,9 @@ struct UploadController {
             throw error
         }
         let job: Job
+        let usage: JobService.QuotaUsage
         do {
-            job = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality)
+            (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality, plan: current)
         } catch let rejection as UploadRejection {
             throw Self.problem(rejection)
         }
@@ -56,7 +57,8 @@ struct UploadController {
             message: "Upload received (\(Self.megabytes(received.fileBytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(estimate) s.",
             estimatedTime: estimate,
             statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
-            links: JobLinks(job, baseURL: base))
+            links: JobLinks(job, baseURL: base),
+            quota: QuotaView(usage))
     }
 
     func parameters(_ fields: [String: String]) throws -> (Int, String) {
@@ -83,7 +85,30 @@ struct UploadController {
     }
 
     static func problem(_ rejection: UploadRejection) -> Problem {
-        Problem(HTTPResponse.Status(code: rejection.status), code: rejection.code, detail: rejection.detail)
+        var extensions: [String: ProblemValue] = [:]
+        for (key, value) in rejection.extras {
+            switch value {
+            case .int(let v): extensions[key] = .int(v)
+            case .string(let v): extensions[key] = .string(v)
+            }
+        }
+        var headers: HTTPFields = [:]
+        if let retry = rejection.retryAfter { headers[.retryAfter] = String(retry) }
+        return Problem(HTTPResponse.Status(code: rejection.status), code: rejection.code, detail: rejection.detail,
+                       extensions: extensions, headers: headers)
+    }
+
+    /// 413 naming the limit and, on the free plan, the product that lifts it.
+    static func tooLarge(limit: Int64, plan: JobService.AccountPlan, service: JobService) -> Problem {
+        var detail = "The file is larger than the \(plan.plan.name) plan accepts (\(limit / 1_000_000) MB)."
+        var extensions: [String: ProblemValue] = ["limit_bytes": .int(Int(limit)), "plan": .string(plan.plan.name)]
+        if let upgrade = plan.upgrade, upgrade.maxUploadBytes > limit {
+            detail += " Upload a shorter or smaller video, or subscribe to \(service.plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
+            extensions["product_id"] = .string(service.plans.proProductId)
+        } else {
+            detail += " Upload a shorter or smaller video."
+        }
+        return Problem(.contentTooLarge, code: "file_too_large", detail: detail, extensions: extensions)
     }
 
     static func megabytes(_ bytes: Int64) -> String {

@@ -38,7 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
 
         let service: JobService
         do {
-            service = try JobService(settings: settings, media: media, logger: logger)
+            service = try JobService(settings: settings, media: media, plans: PlanSettings(reader: config),
+                                     appStore: AppStoreSettings(reader: config), logger: logger)
         } catch {
             FileHandle.standardError.write(Data("moments: cannot open the storage at \(settings.storagePath): \(error)\n".utf8))
             throw ExitCode.failure

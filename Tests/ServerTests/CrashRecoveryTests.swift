@@ -31,7 +31,7 @@ struct CrashRecoveryTests {
         try await waitUntilUp(base)
         let account = try await request("POST", "\(base)/api/v1/accounts")
         let key = try #require(account["api_key"] as? String)
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.long))
+        let video = try await Fixtures.data(.long)
         let accepted = try await upload(video, to: "\(base)/api/v1/upload", key: key)
         let job = try #require(accepted["job_id"] as? String)
 

@@ -23,7 +23,7 @@ struct ProblemTests {
 
     @Test func unknownAndForeignJobs() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+        let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, owner) = try await client.createAccount()
             let (_, stranger) = try await client.createAccount()
@@ -45,7 +45,7 @@ struct ProblemTests {
         let server = try TestServer()
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+            let video = try await Fixtures.data(.short)
             try await client.upload(key: key, file: nil, fields: [("target_duration", "10")]).expectProblem(.badRequest, code: "missing_file")
             try await client.upload(key: key, file: Data()).expectProblem(.badRequest, code: "empty_file")
             try await client.upload(key: key, file: video, fields: [("colour", "red")]).expectProblem(.badRequest, code: "unknown_field")
@@ -96,7 +96,7 @@ struct ProblemTests {
     /// Text, random bytes, a still image and a truncated MP4 are refused before a job exists.
     @Test func notUsableVideos() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+        let video = try await Fixtures.data(.short)
         var random = SystemRandomNumberGenerator()
         let cases: [(String, Data, String)] = [
             ("text", Data(String(repeating: "not a video\n", count: 500).utf8), "not_media"),
@@ -116,7 +116,7 @@ struct ProblemTests {
     @Test func limits() async throws {
         // A 100 kB limit: the 300+ kB video is refused mid-stream (no Content-Length to go by).
         let small = try TestServer { $0.maxUploadBytes = 100_000 }
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+        let video = try await Fixtures.data(.short)
         #expect(video.count > 200_000)
         try await withServer(small, .router) { client in
             let (_, key) = try await client.createAccount()

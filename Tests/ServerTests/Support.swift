@@ -35,8 +35,31 @@ enum Fixtures {
     /// 36 s at 480×270: long enough to cancel or kill while it is being processed.
     static let long: String = make("long.mp4", duration: 36, width: 480, height: 270,
                                     parts: (0..<9).map { SynthPart(start: Double($0 * 4), kind: $0 % 2 == 0 ? .lively : .dull, seed: $0 + 10) })
+    /// 2 s at 160×90: a valid upload that costs little to receive and probe (quota races).
+    static let tiny: String = make("tiny.mp4", duration: 2, width: 160, height: 90, parts: [SynthPart(start: 0, kind: .lively, seed: 4)])
     /// 6 s of black: probes fine, but has no usable footage.
     static let black: String = make("black.mp4", duration: 6, width: 320, height: 180, parts: [SynthPart(start: 0, kind: .black, seed: 0)])
+
+    enum Name: Sendable { case short, long, black, tiny }
+
+    /// The video's bytes. Generating (the first time) and reading happen on a thread of their own:
+    /// on the cooperative pool they would starve the servers the tests talk to.
+    static func data(_ name: Name) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try Data(contentsOf: URL(fileURLWithPath: path(name))) })
+            }.start()
+        }
+    }
+
+    static func path(_ name: Name) -> String {
+        switch name {
+        case .short: short
+        case .long: long
+        case .black: black
+        case .tiny: tiny
+        }
+    }
 
     static func make(_ name: String, duration: Double, width: Int, height: Int, parts: [SynthPart]) -> String {
         let path = directory + "/" + name
@@ -54,6 +77,17 @@ enum Fixtures {
     }
 }
 
+/// A clock a test moves by hand (month boundaries).
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+    init(_ date: Date) { current = date }
+    var now: Date {
+        get { lock.lock(); defer { lock.unlock() }; return current }
+        set { lock.lock(); current = newValue; lock.unlock() }
+    }
+}
+
 /// A server on its own temporary storage.
 struct TestServer {
     let scratch = Scratch()
@@ -61,7 +95,8 @@ struct TestServer {
     let routes: RouteTable
     let app: any ApplicationProtocol
 
-    init(_ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
+    init(plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
+         _ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -70,13 +105,29 @@ struct TestServer {
         configure(&settings)
         var logger = Logger(label: "moments-test")
         logger.logLevel = .warning
-        service = try JobService(settings: settings, media: MediaDefaults(), logger: logger)
+        var appStore = AppStoreSettings()
+        appStore.rootCertificates = [scratch.path("apple-root.cer")]
+        if let appleChain { try appleChain.write(rootTo: appStore.rootCertificates[0]) }
+        let now: @Sendable () -> Date
+        if let clock { now = { clock.now } } else { now = { Date() } }
+        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, logger: logger, clock: now)
         let (app, routes) = buildApplication(service: service, logger: logger)
         self.app = app
         self.routes = routes
     }
 
     var layout: StorageLayout { service.layout }
+
+    /// The server tests of issue 4 upload many videos from one account: their free plan has room
+    /// (the plan tests use the real defaults).
+    static var roomyPlans: PlanSettings {
+        var plans = PlanSettings()
+        plans.free.monthlyHighlights = nil
+        plans.free.concurrentJobs = 20
+        plans.free.maxUploadBytes = 4 << 30
+        plans.free.maxDurationSeconds = 3600
+        return plans
+    }
 
     /// Files under uploads/ and jobs/ (what a refused upload must not leave behind).
     func storedFiles() -> [String] {
@@ -150,7 +201,7 @@ extension TestClientProtocol {
             let status = try await get("/api/v1/jobs/\(job)/status", key: key).json()
             seen.append(status)
             if done(status) { return seen }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(200))
         }
         Issue.record("job \(job) did not reach the expected state in \(timeout) s; last: \(seen.last ?? [:])")
         return seen

@@ -13,7 +13,7 @@ struct WalkthroughTests {
     /// analysis, list, delete.
     @Test func readmeWalkthrough() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+        let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "medium")])
@@ -81,7 +81,7 @@ struct WalkthroughTests {
     /// Byte ranges as AVPlayer uses them: 0-1, suffix, open-ended, If-Range, HEAD, invalid → 416.
     @Test func downloadRanges() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.short))
+        let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
@@ -138,7 +138,7 @@ struct WalkthroughTests {
     /// second and its files are gone.
     @Test func cancelDuringProcessing() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.long))
+        let video = try await Fixtures.data(.long)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let job = try #require(try await client.upload(key: key, file: video).json()["job_id"] as? String)
@@ -161,7 +161,7 @@ struct WalkthroughTests {
     /// A pending job cancelled before any worker took it.
     @Test func cancelPendingJob() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.long))
+        let video = try await Fixtures.data(.long)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let first = try #require(try await client.upload(key: key, file: video).json()["job_id"] as? String)
@@ -178,7 +178,7 @@ struct WalkthroughTests {
     /// leaves no files.
     @Test func jobFailingInProcessing() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.black))
+        let video = try await Fixtures.data(.black)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
@@ -195,7 +195,7 @@ struct WalkthroughTests {
     /// Graceful shutdown while a job runs: the job goes back to the queue without using an attempt.
     @Test func shutdownRequeuesRunningJob() async throws {
         let server = try TestServer()
-        let video = try Data(contentsOf: URL(fileURLWithPath: Fixtures.long))
+        let video = try await Fixtures.data(.long)
         let job: String = try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let job = try #require(try await client.upload(key: key, file: video).json()["job_id"] as? String)

@@ -28,6 +28,8 @@ func format(_ seconds: Double) -> String {
 /// The output quality preset: caps the picture's shorter side (a 1080×1920 phone video is 1080p).
 public enum RenderQuality: String, Sendable, CaseIterable, Codable {
     case low, medium, high
+    /// Up to 2160p (the pro plan's "high").
+    case uhd
 
     /// Largest shorter side of the output picture.
     public var maxShortSide: Int {
@@ -35,6 +37,7 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
         case .low: 480
         case .medium: 720
         case .high: 1080
+        case .uhd: 2160
         }
     }
 
@@ -43,7 +46,7 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
         switch self {
         case .low: 24
         case .medium: 22
-        case .high: 20
+        case .high, .uhd: 20
         }
     }
 
@@ -51,7 +54,7 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
         switch self {
         case .low: 96_000
         case .medium: 128_000
-        case .high: 160_000
+        case .high, .uhd: 160_000
         }
     }
 }

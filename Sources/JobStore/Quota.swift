@@ -1,0 +1,98 @@
+import Foundation
+import GRDB
+
+/// One line of the usage ledger: every reservation, consumption and release of a highlight.
+public struct UsageEntry: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "usage_ledger"
+    public var id: Int64?
+    public var accountId: String
+    public var jobId: String
+    /// The calendar month (UTC) the unit counts against: "2026-11".
+    public var period: String
+    /// +1 reserve, 0 consume (the reserved unit is kept), -1 release.
+    public var change: Int
+    public var reason: String
+    public var createdAt: Date
+}
+
+/// A plan's job limits, as the accepting transaction checks them.
+public struct QuotaLimits: Sendable, Equatable {
+    /// Highlights per period; nil = no cap.
+    public var monthly: Int?
+    public var concurrent: Int
+    public init(monthly: Int?, concurrent: Int) { self.monthly = monthly; self.concurrent = concurrent }
+}
+
+/// Why the accepting transaction refused a job.
+public enum QuotaRefusal: Error, Sendable, Equatable {
+    case overQuota(limit: Int, used: Int)
+    case tooManyJobs(limit: Int, active: Int)
+}
+
+public enum QuotaState: String, Sendable { case reserved, consumed, released }
+
+extension AppDatabase {
+    /// The calendar month (UTC) of `date`, and the instant the next one starts.
+    public static func period(of date: Date) -> (name: String, resetsAt: Date) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month], from: date)
+        let start = calendar.date(from: parts)!
+        let next = calendar.date(byAdding: .month, value: 1, to: start)!
+        return (String(format: "%04d-%02d", parts.year!, parts.month!), next)
+    }
+
+    /// Accepts a job in one write transaction that checks the plan's limits: the monthly quota
+    /// (one unit is reserved, with a ledger line) and the number of jobs running at once. Two
+    /// uploads racing for the last unit cannot both win: SQLite runs one writer at a time.
+    /// `limits` is asked inside the transaction, with whether the account is pro at `now`.
+    public func insertReserving(_ job: Job, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Job, QuotaRefusal> {
+        try await pool.write { db in
+            let pro = try Self.entitlement(db, accountId: job.accountId, now: now).grantsPro
+            let limits = limits(pro)
+            let period = Self.period(of: now).name
+            let used = try Self.used(db, accountId: job.accountId, period: period)
+            if let monthly = limits.monthly, used >= monthly {
+                return .failure(.overQuota(limit: monthly, used: used))
+            }
+            let active = try Job.filter(Job.Columns.accountId == job.accountId
+                && [JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status)).fetchCount(db)
+            if active >= limits.concurrent {
+                return .failure(.tooManyJobs(limit: limits.concurrent, active: active))
+            }
+            var job = job
+            job.quotaPeriod = period
+            job.quotaState = QuotaState.reserved.rawValue
+            try job.insert(db)
+            try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period, change: 1,
+                           reason: "reserved when the job was accepted", createdAt: now).insert(db)
+            return .success(job)
+        }
+    }
+
+    /// Units counted this period: reserved (jobs in flight) and consumed (delivered).
+    public func usedUnits(accountId: String, period: String) async throws -> Int {
+        try await pool.read { db in try Self.used(db, accountId: accountId, period: period) }
+    }
+
+    static func used(_ db: Database, accountId: String, period: String) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(change), 0) FROM usage_ledger WHERE accountId = ? AND period = ?",
+                         arguments: [accountId, period]) ?? 0
+    }
+
+    /// Settles a job's reserved unit inside the caller's transaction: consumed on delivery,
+    /// released on failure or cancellation. Does nothing when it is already settled.
+    static func settleQuota(_ db: Database, job: inout Job, to state: QuotaState, reason: String, now: Date) throws {
+        guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return }
+        job.quotaState = state.rawValue
+        try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period,
+                       change: state == .released ? -1 : 0, reason: reason, createdAt: now).insert(db)
+    }
+
+    /// The ledger of an account, newest first.
+    public func ledger(accountId: String, limit: Int = 100) async throws -> [UsageEntry] {
+        try await pool.read { db in
+            try UsageEntry.filter(Column("accountId") == accountId).order(Column("id").desc).limit(limit).fetchAll(db)
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import GRDB
+
+public enum EntitlementState: String, Codable, Sendable { case active, grace, expired, revoked }
+
+/// A subscription as the service knows it: one row per App Store originalTransactionId (or an
+/// operator's grant), bound to the account that owns it.
+public struct Subscription: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "subscription"
+    public var originalTransactionId: String
+    /// Nil until an account presents it (a notification can arrive first).
+    public var accountId: String?
+    public var productId: String
+    public var expiresAt: Date?
+    public var gracePeriodExpiresAt: Date?
+    public var state: EntitlementState
+    /// The newest Apple signing time applied: anything signed earlier never rolls this back.
+    public var lastSignedDate: Date
+    public var environment: String
+    /// app | notification | admin
+    public var source: String
+    public var updatedAt: Date
+
+    public init(originalTransactionId: String, accountId: String?, productId: String, expiresAt: Date?,
+                gracePeriodExpiresAt: Date? = nil, state: EntitlementState, lastSignedDate: Date, environment: String,
+                source: String, updatedAt: Date) {
+        self.originalTransactionId = originalTransactionId; self.accountId = accountId; self.productId = productId
+        self.expiresAt = expiresAt; self.gracePeriodExpiresAt = gracePeriodExpiresAt; self.state = state
+        self.lastSignedDate = lastSignedDate; self.environment = environment; self.source = source; self.updatedAt = updatedAt
+    }
+
+    /// The state at `now`: an active subscription past its expiry, or a grace period past its end,
+    /// has expired.
+    public func effectiveState(at now: Date) -> EntitlementState {
+        switch state {
+        case .active: return (expiresAt.map { $0 > now } ?? false) ? .active : .expired
+        case .grace: return (gracePeriodExpiresAt.map { $0 > now } ?? false) ? .grace : .expired
+        case .expired, .revoked: return state
+        }
+    }
+}
+
+/// What an account is entitled to now.
+public struct Entitlement: Sendable, Equatable {
+    public var subscription: Subscription?
+    public var state: EntitlementState?
+    public var grantsPro: Bool { state == .active || state == .grace }
+    /// When access ends (the grace period's end while in grace).
+    public var expiresAt: Date? { state == .grace ? subscription?.gracePeriodExpiresAt : subscription?.expiresAt }
+}
+
+/// A recorded App Store notification (idempotency by its UUID).
+public struct StoreNotification: Codable, Sendable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "app_store_notification"
+    public var notificationUUID: String
+    public var notificationType: String
+    public var subtype: String?
+    public var originalTransactionId: String?
+    public var signedDate: Date
+    public var receivedAt: Date
+    /// False when it changed nothing (older than what was applied, or a type Moments ignores).
+    public var applied: Bool
+}
+
+/// Why a subscription could not be attached to the caller's account.
+public enum SubscriptionRefusal: Error, Sendable, Equatable {
+    case belongsToAnotherAccount
+}
+
+/// What a signed transaction says (already verified by the caller).
+public struct TransactionFacts: Sendable {
+    public var originalTransactionId: String
+    public var productId: String
+    public var expiresAt: Date?
+    public var revoked: Bool
+    public var appAccountToken: String?
+    public var environment: String
+    public var signedDate: Date
+
+    public init(originalTransactionId: String, productId: String, expiresAt: Date?, revoked: Bool, appAccountToken: String?,
+                environment: String, signedDate: Date) {
+        self.originalTransactionId = originalTransactionId; self.productId = productId; self.expiresAt = expiresAt
+        self.revoked = revoked; self.appAccountToken = appAccountToken; self.environment = environment; self.signedDate = signedDate
+    }
+}
+
+/// How a notification changes the subscription.
+public enum NotificationEffect: Sendable, Equatable {
+    case extend            // SUBSCRIBED, DID_RENEW
+    case grace(until: Date?) // DID_FAIL_TO_RENEW / GRACE_PERIOD
+    case expire            // EXPIRED, GRACE_PERIOD_EXPIRED
+    case revoke            // REFUND, REVOKE
+    case none              // recorded only
+}
+
+extension AppDatabase {
+    static func entitlement(_ db: Database, accountId: String, now: Date) throws -> Entitlement {
+        let subscriptions = try Subscription.filter(Column("accountId") == accountId).fetchAll(db)
+        let rank: [EntitlementState: Int] = [.active: 3, .grace: 2, .expired: 1, .revoked: 0]
+        let best = subscriptions.max { a, b in
+            let ra = rank[a.effectiveState(at: now)]!, rb = rank[b.effectiveState(at: now)]!
+            return ra != rb ? ra < rb : (a.expiresAt ?? .distantPast) < (b.expiresAt ?? .distantPast)
+        }
+        return Entitlement(subscription: best, state: best?.effectiveState(at: now))
+    }
+
+    public func entitlement(accountId: String, now: Date) async throws -> Entitlement {
+        try await pool.read { db in try Self.entitlement(db, accountId: accountId, now: now) }
+    }
+
+    /// Applies a verified transaction the app sent for `accountId`. Its appAccountToken, when
+    /// present, must be this account (checked by the caller); without one, the originalTransactionId
+    /// belongs to the first account that presents it. Anything signed earlier than what was
+    /// already applied changes nothing but the binding.
+    public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
+        try await pool.write { db in
+            var sub = try Subscription.fetchOne(db, key: tx.originalTransactionId)
+            if let owner = sub?.accountId, owner != accountId { return .failure(.belongsToAnotherAccount) }
+            if var existing = sub, existing.lastSignedDate > tx.signedDate {
+                existing.accountId = accountId
+                existing.updatedAt = now
+                try existing.update(db)
+            } else {
+                let state: EntitlementState = tx.revoked ? .revoked : ((tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired)
+                sub = Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
+                                   expiresAt: tx.expiresAt, state: state, lastSignedDate: tx.signedDate, environment: tx.environment,
+                                   source: "app", updatedAt: now)
+                try sub!.save(db)
+            }
+            return .success(try Self.entitlement(db, accountId: accountId, now: now))
+        }
+    }
+
+    /// Applies a verified notification once (by UUID). A notification signed before the last one
+    /// applied to its subscription is recorded but changes nothing. Returns whether it changed
+    /// the subscription.
+    public func applyNotification(uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
+                                  effect: NotificationEffect, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            if try StoreNotification.fetchOne(db, key: uuid) != nil { return false }
+            var applied = false
+            if let tx, effect != .none {
+                var sub = try Subscription.fetchOne(db, key: tx.originalTransactionId)
+                if sub == nil {
+                    // First news of this subscription: bind it to the account named by the token, if any.
+                    let owner = try tx.appAccountToken.flatMap { try Account.fetchOne(db, key: $0.lowercased())?.id }
+                    sub = Subscription(originalTransactionId: tx.originalTransactionId, accountId: owner, productId: tx.productId,
+                                       expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
+                                       environment: tx.environment, source: "notification", updatedAt: now)
+                }
+                if var s = sub, signedDate >= s.lastSignedDate {
+                    switch effect {
+                    case .extend:
+                        s.state = .active
+                        s.expiresAt = tx.expiresAt
+                        s.gracePeriodExpiresAt = nil
+                    case .grace(let until):
+                        s.state = .grace
+                        s.gracePeriodExpiresAt = until
+                    case .expire:
+                        s.state = .expired
+                    case .revoke:
+                        s.state = .revoked
+                    case .none:
+                        break
+                    }
+                    s.productId = tx.productId
+                    s.lastSignedDate = signedDate
+                    s.source = "notification"
+                    s.updatedAt = now
+                    try s.save(db)
+                    applied = true
+                } else if let s = sub, try Subscription.fetchOne(db, key: s.originalTransactionId) == nil {
+                    try s.insert(db)
+                }
+            }
+            try StoreNotification(notificationUUID: uuid, notificationType: type, subtype: subtype,
+                                  originalTransactionId: tx?.originalTransactionId, signedDate: signedDate, receivedAt: now,
+                                  applied: applied).insert(db)
+            return applied
+        }
+    }
+
+    /// An operator's grant of pro until `until` (admin CLI).
+    public func grantPro(accountId: String, until: Date, now: Date) async throws {
+        try await pool.write { db in
+            try Subscription(originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
+                             expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
+                             updatedAt: now).save(db)
+        }
+    }
+
+    /// Revokes every subscription of the account (admin CLI).
+    public func revokeSubscriptions(accountId: String, now: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE subscription SET state = 'revoked', updatedAt = ? WHERE accountId = ?", arguments: [now, accountId])
+            return db.changesCount
+        }
+    }
+
+    public func subscriptions(accountId: String) async throws -> [Subscription] {
+        try await pool.read { db in try Subscription.filter(Column("accountId") == accountId).fetchAll(db) }
+    }
+}

@@ -1,0 +1,66 @@
+import Configuration
+import Foundation
+
+/// A plan's limits. Every limit is checked before a job is accepted; the size limit also while
+/// the upload streams.
+public struct Plan: Sendable, Equatable {
+    public var name: String
+    /// Highlights per calendar month (UTC); nil = no cap.
+    public var monthlyHighlights: Int?
+    public var maxUploadBytes: Int64
+    public var maxDurationSeconds: Double
+    /// Largest shorter side of the output (1080 = 1080p, 2160 = 2160p).
+    public var maxOutputSide: Int
+    /// Jobs pending or processing at once.
+    public var concurrentJobs: Int
+    /// Results are kept this long after the job finished.
+    public var retentionDays: Double
+}
+
+/// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
+/// A `monthlyHighlights` of 0 means no cap (pro's optional fair-use cap is a positive number).
+public struct PlanSettings: Sendable, Equatable {
+    public var free = Plan(name: "free", monthlyHighlights: 3, maxUploadBytes: 1 << 30, maxDurationSeconds: 600,
+                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7)
+    public var pro = Plan(name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
+                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30)
+    /// The App Store product that grants pro.
+    public var proProductId = "com.moments.pro.monthly"
+
+    public init() {}
+
+    public init(reader config: ConfigReader) {
+        free = Self.read(config.scoped(to: "plans.free"), defaults: free)
+        pro = Self.read(config.scoped(to: "plans.pro"), defaults: pro)
+        proProductId = config.string(forKey: "plans.pro.productId", default: proProductId)
+    }
+
+    static func read(_ r: ConfigReader, defaults d: Plan) -> Plan {
+        let monthly = r.int(forKey: "monthlyHighlights", default: d.monthlyHighlights ?? 0)
+        return Plan(name: d.name, monthlyHighlights: monthly > 0 ? monthly : nil,
+                    maxUploadBytes: Int64(r.int(forKey: "maxUploadBytes", default: Int(d.maxUploadBytes))),
+                    maxDurationSeconds: r.double(forKey: "maxDurationSeconds", default: d.maxDurationSeconds),
+                    maxOutputSide: r.int(forKey: "maxOutputSide", default: d.maxOutputSide),
+                    concurrentJobs: max(1, r.int(forKey: "concurrentJobs", default: d.concurrentJobs)),
+                    retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays))
+    }
+
+    public func plan(named name: String) -> Plan { name == "pro" ? pro : free }
+}
+
+/// `appStore.*`: what StoreKit payloads must match, and the Apple root certificates they must
+/// chain to (DER or PEM files; paths relative to the working directory).
+public struct AppStoreSettings: Sendable, Equatable {
+    public var bundleId = "com.moments.app"
+    /// "Production" or "Sandbox".
+    public var environment = "Production"
+    public var rootCertificates: [String] = ["Config/AppleRootCA-G3.cer"]
+
+    public init() {}
+
+    public init(reader config: ConfigReader) {
+        bundleId = config.string(forKey: "appStore.bundleId", default: bundleId)
+        environment = config.string(forKey: "appStore.environment", default: environment)
+        rootCertificates = config.stringArray(forKey: "appStore.rootCertificates", default: rootCertificates)
+    }
+}

@@ -1,0 +1,104 @@
+import AppStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+
+/// StoreKit 2 transactions from the app, and App Store Server Notifications V2 from Apple. Both
+/// are verified offline against the configured Apple roots; anything that does not verify is
+/// refused (fail closed).
+struct SubscriptionsController {
+    let service: JobService
+
+    func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.post, "/api/v1/subscriptions/apple", on: protected, use: presentTransaction)
+        table.add(.post, "/api/v1/webhooks/app-store", on: router, use: notification)
+    }
+
+    private func verifier() throws -> AppStoreVerifier {
+        guard let verifier = service.appStore else {
+            throw Problem(.serviceUnavailable, code: "app_store_unavailable",
+                          detail: "App Store verification is not configured on this server (\(service.appStoreUnavailable ?? "no Apple root certificate")). The operator must install Apple's root certificate; see the README.")
+        }
+        return verifier
+    }
+
+    /// The one string field of a small JSON body.
+    private func field(_ name: String, of request: Request, context: AppRequestContext) async throws -> String {
+        let body = try await request.body.collect(upTo: context.maxUploadSize)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
+            throw Problem.badRequest("invalid_json", "The body must be a JSON object: {\"\(name)\": \"<JWS>\"}.")
+        }
+        guard let value = object[name] as? String, !value.isEmpty else {
+            throw Problem.badRequest("missing_field", "The body has no \"\(name)\" string.", extensions: ["field": .string(name)])
+        }
+        return value
+    }
+
+    static func problem(_ error: AppStoreVerificationError, what: String) -> Problem {
+        Problem(.unprocessableContent, code: "invalid_signed_\(what)",
+                detail: "The signed \(what) was refused: \(error.detail). Send the JWS exactly as StoreKit or the App Store produced it.",
+                extensions: ["reason": .string(error.kind.rawValue)])
+    }
+
+    static func facts(_ tx: AppStoreTransaction) -> TransactionFacts {
+        TransactionFacts(originalTransactionId: tx.originalTransactionId, productId: tx.productId, expiresAt: tx.expiresDate,
+                         revoked: tx.revocationDate != nil, appAccountToken: tx.appAccountToken?.lowercased(),
+                         environment: tx.environment, signedDate: tx.signedDate)
+    }
+
+    /// POST /api/v1/subscriptions/apple {signed_transaction}: the app's `Transaction.jwsRepresentation`.
+    @Sendable func presentTransaction(_ request: Request, context: AppRequestContext) async throws -> AccountView {
+        let account = try context.requireAccount()
+        let jws = try await field("signed_transaction", of: request, context: context)
+        let verifier = try verifier()
+        let tx: AppStoreTransaction
+        do { tx = try await verifier.verifyTransaction(jws) } catch { throw Self.problem(error, what: "transaction") }
+        guard tx.productId == service.plans.proProductId else {
+            throw Problem(.unprocessableContent, code: "unknown_product",
+                          detail: "The transaction is for \(tx.productId); this server grants plans for \(service.plans.proProductId) only.")
+        }
+        if let token = tx.appAccountToken, token.lowercased() != account.id {
+            throw Problem(.forbidden, code: "transaction_for_another_account",
+                          detail: "This purchase was made for another account (its appAccountToken is not this account's id). Sign in to the account that bought it.")
+        }
+        switch try await service.database.applyTransaction(Self.facts(tx), accountId: account.id, now: service.clock()) {
+        case .failure:
+            throw Problem(.forbidden, code: "transaction_for_another_account",
+                          detail: "This subscription is already attached to another account. Sign in to that account, or contact support.")
+        case .success:
+            return AccountView(account, try await service.accountPlan(account), proProduct: service.plans.proProductId)
+        }
+    }
+
+    struct NotificationResult: ResponseEncodable {
+        var status: String
+        var notificationUuid: String
+        enum CodingKeys: String, CodingKey { case status, notificationUuid = "notification_uuid" }
+    }
+
+    /// POST /api/v1/webhooks/app-store {signedPayload}: 200 for every verified payload (so Apple
+    /// stops retrying), whether it changed something, was a duplicate, or arrived out of order.
+    @Sendable func notification(_ request: Request, context: AppRequestContext) async throws -> NotificationResult {
+        let jws = try await field("signedPayload", of: request, context: context)
+        let verifier = try verifier()
+        let (payload, tx, renewal): (AppStoreNotificationPayload, AppStoreTransaction?, AppStoreRenewalInfo?)
+        do { (payload, tx, renewal) = try await verifier.verifyNotification(jws) } catch { throw Self.problem(error, what: "notification") }
+        let effect: NotificationEffect
+        switch (payload.notificationType, payload.subtype) {
+        case ("SUBSCRIBED", _), ("DID_RENEW", _): effect = .extend
+        case ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"): effect = .grace(until: renewal?.gracePeriodExpiresDate)
+        case ("EXPIRED", _), ("GRACE_PERIOD_EXPIRED", _): effect = .expire
+        case ("REFUND", _), ("REVOKE", _): effect = .revoke
+        default: effect = .none
+        }
+        let relevant = tx.map { $0.productId == service.plans.proProductId } ?? false
+        let applied = try await service.database.applyNotification(
+            uuid: payload.notificationUUID, type: payload.notificationType, subtype: payload.subtype, signedDate: payload.signedDate,
+            tx: tx.map(Self.facts), effect: relevant ? effect : .none, now: service.clock())
+        context.logger.info("App Store notification", metadata: ["type": "\(payload.notificationType)", "subtype": "\(payload.subtype ?? "")",
+                                                                  "uuid": "\(payload.notificationUUID)", "applied": "\(applied)"])
+        return NotificationResult(status: applied ? "applied" : "recorded", notificationUuid: payload.notificationUUID)
+    }
+}

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import JobStore
+import MomentsConfig
+
+/// `moments accounts …`: the operator's view of accounts, on the same database as the server
+/// (SQLite in WAL mode: safe while the server runs).
+struct AccountsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accounts", abstract: "Create and inspect accounts; grant or revoke pro.",
+        subcommands: [Create.self, Show.self, GrantPro.self, Revoke.self, Usage.self])
+
+    struct Options: ParsableArguments {
+        @Option(help: "Storage folder holding moments.sqlite (default: storage.path / STORAGE_PATH).") var storage: String?
+        @Flag(help: "Print JSON.") var json = false
+
+        func open() async throws -> (AppDatabase, PlanSettings) {
+            let config = try await MomentsConfiguration.reader()
+            let root = storage ?? ServiceSettings(reader: config).storagePath
+            let path = (root as NSString).appendingPathComponent("moments.sqlite")
+            guard FileManager.default.fileExists(atPath: path) || storage == nil else {
+                throw ValidationError("no database at \(path)")
+            }
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            return (try AppDatabase(path: path), PlanSettings(reader: config))
+        }
+    }
+
+    static func account(_ db: AppDatabase, _ id: String) async throws -> Account {
+        guard let account = try await db.account(id: id.lowercased()) else { throw ValidationError("no account \(id)") }
+        return account
+    }
+
+    static func printJSON(_ object: [String: Any?]) {
+        let clean = object.compactMapValues { $0 }
+        if let data = try? JSONSerialization.data(withJSONObject: clean, options: [.prettyPrinted, .sortedKeys]) {
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    static var iso: ISO8601DateFormatter { ISO8601DateFormatter() }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an account and print its API key (shown once).")
+        @OptionGroup var options: Options
+        @Option(help: "A label for the account.") var label: String?
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let (account, key) = try await db.createAccount(label: label)
+            if options.json { printJSON(["account_id": account.id, "api_key": key]) } else {
+                print("account \(account.id)\napi key \(key)   (shown once; stored only as a hash)")
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "An account: plan, entitlement, usage this month.")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, plans) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            let now = Date()
+            let entitlement = try await db.entitlement(accountId: account.id, now: now)
+            let plan = entitlement.grantsPro ? plans.pro : plans.free
+            let period = AppDatabase.period(of: now)
+            let used = try await db.usedUnits(accountId: account.id, period: period.name)
+            let limit = plan.monthlyHighlights.map(String.init) ?? "unlimited"
+            if options.json {
+                printJSON(["account_id": account.id, "label": account.label, "plan": plan.name,
+                           "entitlement_state": entitlement.state?.rawValue, "entitlement_product": entitlement.subscription?.productId,
+                           "expires_at": entitlement.expiresAt.map(AccountsCommand.iso.string), "period": period.name, "used": used,
+                           "limit": plan.monthlyHighlights, "resets_at": AccountsCommand.iso.string(from: period.resetsAt)])
+                return
+            }
+            print("account   \(account.id)\(account.label.map { "  (\($0))" } ?? "")")
+            print("created   \(AccountsCommand.iso.string(from: account.createdAt))")
+            print("plan      \(plan.name)")
+            if let sub = entitlement.subscription, let state = entitlement.state {
+                print("entitled  \(sub.productId) \(state.rawValue) until \(entitlement.expiresAt.map(AccountsCommand.iso.string) ?? "-") (source: \(sub.source))")
+            } else {
+                print("entitled  nothing")
+            }
+            print("usage     \(used) of \(limit) in \(period.name); resets \(AccountsCommand.iso.string(from: period.resetsAt))")
+        }
+    }
+
+    struct GrantPro: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "grant-pro", abstract: "Grant pro until a date (an operator's grant).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+        @Option(help: "Until when: YYYY-MM-DD (UTC midnight) or an ISO 8601 time.") var until: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            guard let date = AccountsCommand.iso.date(from: until) ?? AccountsCommand.iso.date(from: until + "T00:00:00Z") else {
+                throw ValidationError("--until must be YYYY-MM-DD or an ISO 8601 time")
+            }
+            guard date > Date() else { throw ValidationError("--until must be in the future") }
+            try await db.grantPro(accountId: account.id, until: date, now: Date())
+            print("account \(account.id): pro until \(AccountsCommand.iso.string(from: date))")
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke every subscription and grant of an account (back to free).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            let count = try await db.revokeSubscriptions(accountId: account.id, now: Date())
+            print("account \(account.id): \(count) subscription\(count == 1 ? "" : "s") revoked")
+        }
+    }
+
+    struct Usage: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The usage ledger of an account, newest first.")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+        @Option(help: "Lines to show.") var limit = 50
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            let entries = try await db.ledger(accountId: account.id, limit: limit)
+            if options.json {
+                let rows = entries.map { ["time": AccountsCommand.iso.string(from: $0.createdAt), "job_id": $0.jobId, "period": $0.period,
+                                          "change": $0.change, "reason": $0.reason] as [String: Any] }
+                if let data = try? JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys]) {
+                    print(String(decoding: data, as: UTF8.self))
+                }
+                return
+            }
+            if entries.isEmpty { print("no usage yet") }
+            for e in entries {
+                print("\(AccountsCommand.iso.string(from: e.createdAt))  \(e.period)  \(e.change >= 0 ? "+" : "")\(e.change)  job \(e.jobId)  \(e.reason)")
+            }
+        }
+    }
+}
