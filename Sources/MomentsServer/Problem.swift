@@ -25,7 +25,7 @@ public struct Problem: Error, HTTPResponseError, Sendable {
     }
 
     static let titles: [Int: String] = [
-        400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict", 410: "Gone", 413: "Content Too Large",
+        400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 410: "Gone", 413: "Content Too Large",
         415: "Unsupported Media Type", 416: "Range Not Satisfiable", 422: "Unprocessable Content", 429: "Too Many Requests",
         500: "Internal Server Error", 503: "Service Unavailable", 507: "Insufficient Storage",
     ]

@@ -15,12 +15,13 @@ struct AccountsCommand: AsyncParsableCommand {
         @Option(help: "Storage folder holding moments.sqlite (default: storage.path / STORAGE_PATH).") var storage: String?
         @Flag(help: "Print JSON.") var json = false
 
-        func open() async throws -> (AppDatabase, PlanSettings) {
+        /// The database; only `create` may make a new one (a mistyped --storage is an error).
+        func open(creating: Bool = false) async throws -> (AppDatabase, PlanSettings) {
             let config = try await MomentsConfiguration.reader()
             let root = storage ?? ServiceSettings(reader: config).storagePath
             let path = (root as NSString).appendingPathComponent("moments.sqlite")
-            guard FileManager.default.fileExists(atPath: path) || storage == nil else {
-                throw ValidationError("no database at \(path)")
+            guard creating || FileManager.default.fileExists(atPath: path) else {
+                throw ValidationError("no database at \(path) (start the server once, or create an account first)")
             }
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             return (try AppDatabase(path: path), PlanSettings(reader: config))
@@ -47,7 +48,7 @@ struct AccountsCommand: AsyncParsableCommand {
         @Option(help: "A label for the account.") var label: String?
 
         func run() async throws {
-            let (db, _) = try await options.open()
+            let (db, _) = try await options.open(creating: true)
             let (account, key) = try await db.createAccount(label: label)
             if options.json { printJSON(["account_id": account.id, "api_key": key]) } else {
                 print("account \(account.id)\napi key \(key)   (shown once; stored only as a hash)")
@@ -80,7 +81,8 @@ struct AccountsCommand: AsyncParsableCommand {
             print("created   \(AccountsCommand.iso.string(from: account.createdAt))")
             print("plan      \(plan.name)")
             if let sub = entitlement.subscription, let state = entitlement.state {
-                print("entitled  \(sub.productId) \(state.rawValue) until \(entitlement.expiresAt.map(AccountsCommand.iso.string) ?? "-") (source: \(sub.source))")
+                let until = state == .revoked ? "" : " until \(entitlement.expiresAt.map(AccountsCommand.iso.string) ?? "-")"
+                print("entitled  \(sub.productId) \(state.rawValue)\(until) (source: \(sub.source))")
             } else {
                 print("entitled  nothing")
             }

@@ -48,6 +48,14 @@ struct AppStoreTests {
             #expect(entitlement["state"] as? String == "active" && entitlement["product_id"] as? String == "com.moments.pro.monthly")
             #expect((account["usage"] as? [String: Any])?["limit"] is NSNull)
             #expect((account["limits"] as? [String: Any])?["max_output_side"] as? Int == 2160)
+            // A pro job may render up to 2160p and is kept 30 days; its unit does not cap anything.
+            let upload = try await client.upload(key: key, file: try await Fixtures.data(.tiny), fields: [("target_duration", "5")])
+            #expect(upload.status == .ok, "\(upload.text)")
+            #expect((try upload.json()["quota"] as? [String: Any])?["remaining"] is NSNull)
+            let jobID = try #require(try upload.json()["job_id"] as? String)
+            let job = try #require(try await server.service.database.job(id: jobID))
+            #expect(job.outputCap == 2160 && job.retentionHours == 720)
+            _ = try await client.get("/api/v1/jobs/\(job.id)", key: key, method: .delete)
         }
     }
 
