@@ -25,11 +25,13 @@ public struct AppStoreVerifier: Sendable {
 
     let verifier: X5CVerifier
     public let bundleId: String
-    /// "Production" or "Sandbox".
-    public let environment: String
+    /// Accepted environments: "Production", and "Sandbox" where App Review or TestFlight buy.
+    public let environments: Set<String>
+    /// How far a signedDate may be ahead of this server's clock.
+    public static let clockSkew: TimeInterval = 300
 
     /// - Parameter rootCertificates: DER or PEM bytes of the trusted roots (Apple Root CA - G3).
-    public init(rootCertificates: [[UInt8]], bundleId: String, environment: String) throws {
+    public init(rootCertificates: [[UInt8]], bundleId: String, environments: Set<String>) throws {
         guard !rootCertificates.isEmpty else {
             throw AppStoreVerificationError(kind: .untrusted, detail: "no Apple root certificate is configured (appStore.rootCertificates)")
         }
@@ -41,7 +43,7 @@ public struct AppStoreVerifier: Sendable {
         }
         verifier = try X5CVerifier(rootCertificates: certificates)
         self.bundleId = bundleId
-        self.environment = environment
+        self.environments = environments
     }
 
     /// A transaction from the app (`Transaction.jwsRepresentation`) or from a notification.
@@ -57,28 +59,48 @@ public struct AppStoreVerifier: Sendable {
         return info
     }
 
+    /// A verified notification and what it carries.
+    public struct VerifiedNotification: Sendable {
+        public var payload: AppStoreNotificationPayload
+        public var transaction: AppStoreTransaction?
+        public var renewal: AppStoreRenewalInfo?
+        /// Why Apple's genuine payload is not for this server (another app or environment): it is
+        /// acknowledged and ignored. Nil when it is for this server.
+        public var notForThisServer: String?
+    }
+
     /// A notification (`signedPayload`), with its signed transaction and renewal info verified too.
-    public func verifyNotification(_ jws: String) async throws(AppStoreVerificationError)
-        -> (AppStoreNotificationPayload, AppStoreTransaction?, AppStoreRenewalInfo?) {
+    /// Signature problems throw; a genuine payload for another app or environment does not (Apple
+    /// must get its 200), it comes back with `notForThisServer` set.
+    public func verifyNotification(_ jws: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let notification: AppStoreNotificationPayload = try await verify(jws)
-        if let data = notification.data {
-            try check(bundle: data.bundleId, environment: data.environment)
+        var result = VerifiedNotification(payload: notification)
+        do {
+            if let data = notification.data { try check(bundle: data.bundleId, environment: data.environment) }
+        } catch {
+            result.notForThisServer = error.detail
+            return result
         }
-        let transaction = try await notification.data?.signedTransactionInfo.asyncMap { jws throws(AppStoreVerificationError) in
-            try await verifyTransaction(jws)
+        do {
+            result.transaction = try await notification.data?.signedTransactionInfo.asyncMap { jws throws(AppStoreVerificationError) in
+                try await verifyTransaction(jws)
+            }
+            result.renewal = try await notification.data?.signedRenewalInfo.asyncMap { jws throws(AppStoreVerificationError) in
+                try await verifyRenewalInfo(jws)
+            }
+        } catch where error.kind == .wrongBundle || error.kind == .wrongEnvironment {
+            result.notForThisServer = error.detail
         }
-        let renewal = try await notification.data?.signedRenewalInfo.asyncMap { jws throws(AppStoreVerificationError) in
-            try await verifyRenewalInfo(jws)
-        }
-        return (notification, transaction, renewal)
+        return result
     }
 
     private func check(bundle: String?, environment: String?) throws(AppStoreVerificationError) {
         if let bundle, bundle != bundleId {
             throw AppStoreVerificationError(kind: .wrongBundle, detail: "the payload is for the app \(bundle), not \(bundleId)")
         }
-        if let environment, environment != self.environment {
-            throw AppStoreVerificationError(kind: .wrongEnvironment, detail: "the payload is from the \(environment) environment; this server accepts \(self.environment)")
+        if let environment, !environments.contains(environment) {
+            throw AppStoreVerificationError(kind: .wrongEnvironment,
+                detail: "the payload is from the \(environment) environment; this server accepts \(environments.sorted().joined(separator: ", "))")
         }
     }
 
@@ -96,9 +118,20 @@ public struct AppStoreVerifier: Sendable {
         guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
             throw AppStoreVerificationError(kind: .untrusted, detail: "the JWS does not carry Apple's three-certificate x5c chain")
         }
+        // The chain is validated at the payload's signedDate (read here, trusted only once the
+        // signature verifies); a date well ahead of this clock is refused.
+        guard let payloadData = Data(base64URL: String(parts[1])),
+              let object = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any],
+              let signedMillis = (object["signedDate"] as? NSNumber)?.doubleValue else {
+            throw AppStoreVerificationError(kind: .malformed, detail: "the payload has no signedDate")
+        }
+        let signedDate = Date(timeIntervalSince1970: signedMillis / 1000)
+        guard signedDate.timeIntervalSinceNow <= Self.clockSkew else {
+            throw AppStoreVerificationError(kind: .untrusted, detail: "the payload's signedDate is in the future")
+        }
         do {
             return try await verifier.verifyJWS(Array(jws.utf8), as: Payload.self, jsonDecoder: JSONDecoder(),
-                                                validationTime: .signedDate) {
+                                                validationTime: .fixed(signedDate)) {
                 AppleMarkerPolicy()
             }
         } catch let error as DecodingError {

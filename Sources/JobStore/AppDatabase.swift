@@ -101,6 +101,12 @@ public final class AppDatabase: Sendable {
                 t.column("updatedAt", .datetime).notNull()
             }
             try db.create(index: "subscription_account", on: "subscription", columns: ["accountId"])
+            // Jobs waiting or running when this migration runs hold a unit of their month.
+            try db.execute(sql: """
+                UPDATE job SET quotaState = 'reserved', quotaPeriod = strftime('%Y-%m', createdAt) WHERE status IN ('pending', 'processing');
+                INSERT INTO usage_ledger (accountId, jobId, period, change, reason, createdAt)
+                SELECT accountId, id, quotaPeriod, 1, 'reserved when quotas were introduced', CURRENT_TIMESTAMP FROM job WHERE quotaState = 'reserved';
+                """)
             try db.create(table: "app_store_notification") { t in
                 t.primaryKey("notificationUUID", .text)
                 t.column("notificationType", .text).notNull()

@@ -4,7 +4,9 @@ import GRDB
 /// The durable job queue: every state change is one write transaction guarded by the state it
 /// expects, so a cancel racing a completion has exactly one winner.
 extension AppDatabase {
-    public func insert(_ job: Job) async throws {
+    /// Inserts a job without reserving quota: for tools and tests. The service accepts jobs with
+    /// `insertReserving`.
+    public func insertUnmetered(_ job: Job) async throws {
         try await pool.write { db in try job.insert(db) }
     }
 

@@ -15,12 +15,17 @@ public struct UsageEntry: Codable, Sendable, Equatable, FetchableRecord, Persist
     public var createdAt: Date
 }
 
-/// A plan's job limits, as the accepting transaction checks them.
+/// A plan's terms for a job, as the accepting transaction applies them.
 public struct QuotaLimits: Sendable, Equatable {
     /// Highlights per period; nil = no cap.
     public var monthly: Int?
     public var concurrent: Int
-    public init(monthly: Int?, concurrent: Int) { self.monthly = monthly; self.concurrent = concurrent }
+    /// Largest shorter side of the output, and how long the result is kept.
+    public var outputCap: Int
+    public var retentionHours: Double
+    public init(monthly: Int?, concurrent: Int, outputCap: Int, retentionHours: Double) {
+        self.monthly = monthly; self.concurrent = concurrent; self.outputCap = outputCap; self.retentionHours = retentionHours
+    }
 }
 
 /// Why the accepting transaction refused a job.
@@ -61,6 +66,8 @@ extension AppDatabase {
                 return .failure(.tooManyJobs(limit: limits.concurrent, active: active))
             }
             var job = job
+            job.outputCap = limits.outputCap
+            job.retentionHours = limits.retentionHours
             job.quotaPeriod = period
             job.quotaState = QuotaState.reserved.rawValue
             try job.insert(db)

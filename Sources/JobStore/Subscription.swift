@@ -86,7 +86,8 @@ public struct TransactionFacts: Sendable {
 
 /// How a notification changes the subscription.
 public enum NotificationEffect: Sendable, Equatable {
-    case extend            // SUBSCRIBED, DID_RENEW
+    case extend            // SUBSCRIBED, DID_RENEW, RENEWAL_EXTENDED
+    case reinstate         // REFUND_REVERSED
     case grace(until: Date?) // DID_FAIL_TO_RENEW / GRACE_PERIOD
     case expire            // EXPIRED, GRACE_PERIOD_EXPIRED
     case revoke            // REFUND, REVOKE
@@ -108,26 +109,56 @@ extension AppDatabase {
         try await pool.read { db in try Self.entitlement(db, accountId: accountId, now: now) }
     }
 
-    /// Applies a verified transaction the app sent for `accountId`. Its appAccountToken, when
-    /// present, must be this account (checked by the caller); without one, the originalTransactionId
-    /// belongs to the first account that presents it. Anything signed earlier than what was
-    /// already applied changes nothing but the binding.
+    /// Applies a verified transaction the app sent for `accountId`.
+    /// - Ownership: a transaction whose appAccountToken is this account (checked by the caller)
+    ///   moves the subscription here when it is at least as new as what was applied (the same
+    ///   Apple ID resubscribing from another account); without a token, the originalTransactionId
+    ///   belongs to the first account that presented it and is refused for any other.
+    /// - State: merged, never replaced: the later expiry wins, a grace period stays until a
+    ///   renewal or its end, a revocation sticks. Anything signed before the last applied change
+    ///   (including an operator's revoke) changes nothing but an unbound owner.
     public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
         try await pool.write { db in
-            var sub = try Subscription.fetchOne(db, key: tx.originalTransactionId)
-            if let owner = sub?.accountId, owner != accountId { return .failure(.belongsToAnotherAccount) }
-            if var existing = sub, existing.lastSignedDate > tx.signedDate {
-                existing.accountId = accountId
-                existing.updatedAt = now
-                try existing.update(db)
-            } else {
-                let state: EntitlementState = tx.revoked ? .revoked : ((tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired)
-                sub = Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
-                                   expiresAt: tx.expiresAt, state: state, lastSignedDate: tx.signedDate, environment: tx.environment,
-                                   source: "app", updatedAt: now)
-                try sub!.save(db)
+            let existing = try Subscription.fetchOne(db, key: tx.originalTransactionId)
+            let tokenIsCaller = tx.appAccountToken == accountId
+            if let owner = existing?.accountId, owner != accountId {
+                guard tokenIsCaller, let current = existing, tx.signedDate >= current.lastSignedDate else {
+                    return .failure(.belongsToAnotherAccount)
+                }
             }
+            var sub = existing ?? Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
+                                                expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
+                                                environment: tx.environment, source: "app", updatedAt: now)
+            sub.accountId = accountId
+            sub.updatedAt = now
+            if tx.signedDate >= sub.lastSignedDate {
+                Self.merge(&sub, expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
+                sub.productId = tx.productId
+                sub.environment = tx.environment
+                sub.lastSignedDate = tx.signedDate
+                sub.source = "app"
+            }
+            try sub.save(db)
             return .success(try Self.entitlement(db, accountId: accountId, now: now))
+        }
+    }
+
+    /// A transaction's news merged into the subscription: revocation sticks; a later expiry
+    /// extends (and ends a grace period); an earlier one never shortens it.
+    static func merge(_ sub: inout Subscription, expiresAt: Date?, revoked: Bool, now: Date) {
+        if revoked {
+            sub.state = .revoked
+            return
+        }
+        let latest = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
+        if let latest, latest > (sub.expiresAt ?? .distantPast) || sub.state == .revoked || sub.state == .expired {
+            sub.expiresAt = latest
+            if latest > now {
+                sub.state = .active
+                sub.gracePeriodExpiresAt = nil
+            } else if sub.state != .grace {
+                sub.state = .expired
+            }
         }
     }
 
@@ -149,11 +180,18 @@ extension AppDatabase {
                                        environment: tx.environment, source: "notification", updatedAt: now)
                 }
                 if var s = sub, signedDate >= s.lastSignedDate {
+                    // A newer payload naming an existing account by its token moves the subscription there.
+                    if let token = tx.appAccountToken, let owner = try Account.fetchOne(db, key: token.lowercased()) {
+                        s.accountId = owner.id
+                    }
                     switch effect {
                     case .extend:
                         s.state = .active
-                        s.expiresAt = tx.expiresAt
+                        s.expiresAt = [s.expiresAt, tx.expiresAt].compactMap { $0 }.max()
                         s.gracePeriodExpiresAt = nil
+                    case .reinstate:
+                        s.state = (tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired
+                        s.expiresAt = tx.expiresAt
                     case .grace(let until):
                         s.state = .grace
                         s.gracePeriodExpiresAt = until
@@ -193,7 +231,10 @@ extension AppDatabase {
     /// Revokes every subscription of the account (admin CLI).
     public func revokeSubscriptions(accountId: String, now: Date) async throws -> Int {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE subscription SET state = 'revoked', updatedAt = ? WHERE accountId = ?", arguments: [now, accountId])
+            // lastSignedDate moves to now, so no transaction signed before the revoke can undo it.
+            try db.execute(sql: """
+                UPDATE subscription SET state = 'revoked', updatedAt = ?, lastSignedDate = MAX(lastSignedDate, ?) WHERE accountId = ?
+                """, arguments: [now, now, accountId])
             return db.changesCount
         }
     }

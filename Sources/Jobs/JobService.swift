@@ -35,7 +35,7 @@ public final class JobService: Sendable {
                 }
                 return [UInt8](data)
             }
-            self.appStore = try AppStoreVerifier(rootCertificates: roots, bundleId: appStore.bundleId, environment: appStore.environment)
+            self.appStore = try AppStoreVerifier(rootCertificates: roots, bundleId: appStore.bundleId, environments: Set(appStore.environments))
             self.appStoreUnavailable = nil
         } catch {
             self.appStore = nil
@@ -135,7 +135,7 @@ public final class JobService: Sendable {
     public func precheck(_ account: Account) async throws -> AccountPlan {
         let current = try await accountPlan(account)
         if let limit = current.usage.limit, current.usage.used >= limit {
-            throw overQuota(limit: limit, used: current.usage.used, usage: current.usage)
+            throw overQuota(limit: limit, used: current.usage.used, usage: current.usage, plan: current.plan)
         }
         let active = try await database.activeJobs(accountId: account.id)
         if active.count >= current.plan.concurrentJobs {
@@ -144,13 +144,18 @@ public final class JobService: Sendable {
         return current
     }
 
-    func overQuota(limit: Int, used: Int, usage: QuotaUsage) -> UploadRejection {
+    func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> UploadRejection {
         let resets = ISO8601DateFormatter().string(from: usage.resetsAt)
-        return UploadRejection(
-            status: 402, code: "quota_exceeded",
-            detail: "You have made \(used) of your \(limit) free highlights this month. The count resets on \(resets); subscribe to \(plans.proProductId) for unlimited highlights.",
-            extras: ["limit": .int(limit), "used": .int(used), "remaining": .int(max(0, limit - used)),
-                     "resets_at": .string(resets), "product_id": .string(plans.proProductId)])
+        var extras: [String: UploadRejection.Value] = ["limit": .int(limit), "used": .int(used), "remaining": .int(max(0, limit - used)),
+                                                       "resets_at": .string(resets), "plan": .string(plan.name)]
+        var detail = "You have made \(used) of your \(limit) \(plan.name) highlights this month. The count resets on \(resets)"
+        if plan.name == plans.free.name {
+            detail += "; subscribe to \(plans.proProductId) for unlimited highlights."
+            extras["product_id"] = .string(plans.proProductId)
+        } else {
+            detail += " (the fair-use limit of the \(plan.name) plan)."
+        }
+        return UploadRejection(status: 402, code: "quota_exceeded", detail: detail, extras: extras)
     }
 
     func tooManyJobs(limit: Int, active: [Job]) -> UploadRejection {
@@ -199,16 +204,16 @@ public final class JobService: Sendable {
         var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
                       quality: quality, input: input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
-        job.outputCap = current.plan.maxOutputSide
-        job.retentionHours = current.plan.retentionDays * 24
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
             try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
             try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
             accepted = try await database.insertReserving(job, now: now) { isPro in
+                // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
-                return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs)
+                return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
+                                   outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24)
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
@@ -223,7 +228,7 @@ public final class JobService: Sendable {
             layout.removeJobFiles(job.id)
             switch refusal {
             case .overQuota(let limit, let used):
-                throw overQuota(limit: limit, used: used, usage: current.usage)
+                throw overQuota(limit: limit, used: used, usage: current.usage, plan: current.plan)
             case .tooManyJobs(let limit, _):
                 throw tooManyJobs(limit: limit, active: (try? await database.activeJobs(accountId: account.id)) ?? [])
             }

@@ -52,15 +52,16 @@ public struct PlanSettings: Sendable, Equatable {
 /// chain to (DER or PEM files; paths relative to the working directory).
 public struct AppStoreSettings: Sendable, Equatable {
     public var bundleId = "com.moments.app"
-    /// "Production" or "Sandbox".
-    public var environment = "Production"
+    /// Accepted environments: "Production"; add "Sandbox" for App Review, TestFlight and Xcode
+    /// builds (Apple's reviewers buy in the sandbox against the production server).
+    public var environments = ["Production", "Sandbox"]
     public var rootCertificates: [String] = ["Config/AppleRootCA-G3.cer"]
 
     public init() {}
 
     public init(reader config: ConfigReader) {
         bundleId = config.string(forKey: "appStore.bundleId", default: bundleId)
-        environment = config.string(forKey: "appStore.environment", default: environment)
+        environments = config.stringArray(forKey: "appStore.environments", default: environments)
         rootCertificates = config.stringArray(forKey: "appStore.rootCertificates", default: rootCertificates)
     }
 }

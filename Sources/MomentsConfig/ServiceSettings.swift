@@ -43,6 +43,10 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `upload.defaultTargetDuration` / UPLOAD_DEFAULT_TARGET_DURATION
     public var defaultTargetDuration = 30
 
+    /// `accounts.maxPerAddressPerHour` / ACCOUNTS_MAX_PER_ADDRESS_PER_HOUR: sign-ups per client
+    /// address per hour (0 = no limit).
+    public var accountsPerAddressPerHour = 10
+
     public init() {}
 
     public init(reader config: ConfigReader) {
@@ -63,6 +67,7 @@ public struct ServiceSettings: Sendable, Equatable {
         minTargetDuration = config.int(forKey: "upload.minTargetDuration", default: minTargetDuration)
         maxTargetDuration = config.int(forKey: "upload.maxTargetDuration", default: maxTargetDuration)
         defaultTargetDuration = config.int(forKey: "upload.defaultTargetDuration", default: defaultTargetDuration)
+        accountsPerAddressPerHour = config.int(forKey: "accounts.maxPerAddressPerHour", default: accountsPerAddressPerHour)
     }
 
     /// The origin used in absolute URLs.

@@ -2,16 +2,23 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Jobs
+import Synchronization
 
 /// POST /api/v1/accounts: a new account and its API key (shown this once).
 struct AccountsController {
     let service: JobService
+    let limiter: CreationLimiter
 
     func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/accounts", on: router, use: create)
     }
 
     @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<AccountCreatedResponse> {
+        if let retry = limiter.admit(context.clientAddress ?? "unknown", now: service.clock()) {
+            throw Problem(.tooManyRequests, code: "too_many_accounts",
+                          detail: "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
+                          headers: [.retryAfter: String(retry)])
+        }
         var label: String?
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         if body.readableBytes > 0 {
@@ -32,5 +39,28 @@ struct AccountsController {
         return EditedResponse(status: .created, response: AccountCreatedResponse(
             accountId: account.id, apiKey: key, plan: account.plan,
             message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+    }
+}
+
+/// At most `perHour` accounts per client address in a sliding hour: the free quota is per account,
+/// so unlimited sign-ups would let one client multiply it. (A per-device proof, such as StoreKit's
+/// AppTransaction or App Attest, would bind it more tightly.)
+final class CreationLimiter: Sendable {
+    let perHour: Int
+    private let recent = Mutex<[String: [Date]]>([:])
+
+    init(perHour: Int) { self.perHour = perHour }
+
+    /// Nil when admitted (and counted); otherwise seconds until the next one is allowed.
+    func admit(_ address: String, now: Date) -> Int? {
+        guard perHour > 0 else { return nil }
+        return recent.withLock { table in
+            if table.count > 10_000 { table = table.filter { $0.value.contains { now.timeIntervalSince($0) < 3600 } } }
+            var times = (table[address] ?? []).filter { now.timeIntervalSince($0) < 3600 }
+            defer { table[address] = times }
+            guard times.count < perHour else { return max(1, Int((3600 - now.timeIntervalSince(times[0])).rounded(.up))) }
+            times.append(now)
+            return nil
+        }
     }
 }

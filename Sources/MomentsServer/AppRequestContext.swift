@@ -8,9 +8,13 @@ public struct AppRequestContext: RequestContext {
     /// Set by APIKeyMiddleware on the routes that need a key.
     public var account: Account?
 
+    /// The client's IP address (account-creation limits), when the channel has one.
+    public var clientAddress: String?
+
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         account = nil
+        clientAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// JSON bodies (POST /api/v1/accounts) are small.

@@ -27,7 +27,8 @@ public func buildRouter(service: JobService) -> (Router<AppRequestContext>, Rout
 
     HealthController(service: service).addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
-    AccountsController(service: service).addRoutes(to: router, table: table)
+    AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour))
+        .addRoutes(to: router, table: table)
     UploadController(service: service).addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)

@@ -83,11 +83,17 @@ struct SubscriptionsController {
     @Sendable func notification(_ request: Request, context: AppRequestContext) async throws -> NotificationResult {
         let jws = try await field("signedPayload", of: request, context: context)
         let verifier = try verifier()
-        let (payload, tx, renewal): (AppStoreNotificationPayload, AppStoreTransaction?, AppStoreRenewalInfo?)
-        do { (payload, tx, renewal) = try await verifier.verifyNotification(jws) } catch { throw Self.problem(error, what: "notification") }
+        let verified: AppStoreVerifier.VerifiedNotification
+        do { verified = try await verifier.verifyNotification(jws) } catch { throw Self.problem(error, what: "notification") }
+        let (payload, tx, renewal) = (verified.payload, verified.transaction, verified.renewal)
+        if let reason = verified.notForThisServer {
+            context.logger.notice("App Store notification for another app or environment", metadata: ["reason": "\(reason)"])
+            return NotificationResult(status: "ignored", notificationUuid: payload.notificationUUID)
+        }
         let effect: NotificationEffect
         switch (payload.notificationType, payload.subtype) {
-        case ("SUBSCRIBED", _), ("DID_RENEW", _): effect = .extend
+        case ("SUBSCRIBED", _), ("DID_RENEW", _), ("RENEWAL_EXTENDED", _): effect = .extend
+        case ("REFUND_REVERSED", _): effect = .reinstate
         case ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"): effect = .grace(until: renewal?.gracePeriodExpiresDate)
         case ("EXPIRED", _), ("GRACE_PERIOD_EXPIRED", _): effect = .expire
         case ("REFUND", _), ("REVOKE", _): effect = .revoke

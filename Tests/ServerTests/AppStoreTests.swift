@@ -75,7 +75,7 @@ struct AppStoreTests {
                 ("wrong root", try await otherRoot.sign(valid)),
                 ("no Apple markers", try await noMarkers.sign(valid)),
                 ("wrong bundle id", try await chain.sign(StoreKitFixtures.transaction(account: id, bundleId: "com.example.other"))),
-                ("sandbox payload", try await chain.sign(StoreKitFixtures.transaction(account: id, environment: "Sandbox"))),
+                ("Xcode environment", try await chain.sign(StoreKitFixtures.transaction(account: id, environment: "Xcode"))),
                 ("tampered payload", try await tamper(chain.sign(valid))),
                 ("not a JWS", "hello"),
             ]
@@ -199,6 +199,57 @@ struct AppStoreTests {
             let failing = try await notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", tx: tx, grace: Date().addingTimeInterval(-1), signed: t0)
             _ = try await notify(client, failing)
             #expect(try await plan(client, key: key) == ("free", "expired"))
+        }
+    }
+
+    /// The review's cases: a date from the future, the app posting during a grace period, an
+    /// operator's revoke that a client re-post must not undo, a resubscription from another account,
+    /// and a genuine notification for another environment.
+    @Test func mergingAndOwnershipEdgeCases() async throws {
+        let server = try TestServer(plans: .init(), appleChain: chain)
+        try await withServer(server, .router) { client in
+            let (alice, aliceKey) = try await client.createAccount()
+            let (bob, bobKey) = try await client.createAccount()
+            let future = StoreKitFixtures.transaction(account: alice, signed: Date().addingTimeInterval(3600))
+            try await present(client, key: aliceKey, jws: chain.sign(future)).expectProblem(.unprocessableContent, code: "invalid_signed_transaction")
+
+            // Grace: the notification puts Alice in grace; the app then posts the lapsed transaction.
+            let original = UUID().uuidString
+            let t0 = Date().addingTimeInterval(-600)
+            let lapsed = StoreKitFixtures.transaction(account: alice, originalId: original, expires: t0, signed: t0)
+            let grace = try await notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", tx: lapsed,
+                                               grace: Date().addingTimeInterval(86400), signed: t0.addingTimeInterval(60))
+            _ = try await notify(client, grace)
+            #expect(try await plan(client, key: aliceKey) == ("pro", "grace"))
+            let posted = StoreKitFixtures.transaction(account: alice, originalId: original, expires: t0, signed: t0.addingTimeInterval(120))
+            #expect(try await present(client, key: aliceKey, jws: chain.sign(posted)).status == .ok)
+            #expect(try await plan(client, key: aliceKey) == ("pro", "grace"))
+
+            // An operator's revoke sticks against a re-post of an earlier-signed transaction.
+            let renewed = StoreKitFixtures.transaction(account: alice, originalId: original, signed: Date().addingTimeInterval(-30))
+            #expect(try await present(client, key: aliceKey, jws: chain.sign(renewed)).status == .ok)
+            #expect(try await plan(client, key: aliceKey) == ("pro", "active"))
+            _ = try await server.service.database.revokeSubscriptions(accountId: alice, now: Date())
+            _ = try await present(client, key: aliceKey, jws: chain.sign(renewed))
+            #expect(try await plan(client, key: aliceKey) == ("free", "revoked"))
+
+            // The same Apple ID resubscribes from Bob's account (his token, signed later): it moves to Bob.
+            let resubscribed = StoreKitFixtures.transaction(account: bob, originalId: original, signed: Date())
+            #expect(try await present(client, key: bobKey, jws: chain.sign(resubscribed)).status == .ok)
+            #expect(try await plan(client, key: bobKey) == ("pro", "active"))
+            #expect(try await plan(client, key: aliceKey).0 == "free")
+
+            // Apple's genuine notification for another environment: acknowledged, ignored.
+            var xcode = StoreKitFixtures.transaction(account: bob, originalId: original, signed: Date())
+            xcode.environment = "Xcode"
+            let data = AppStoreNotificationPayload.NotificationData(bundleId: StoreKitFixtures.bundleId, environment: "Xcode",
+                                                                    signedTransactionInfo: try await chain.sign(xcode), signedRenewalInfo: nil)
+            let other = try await chain.sign(AppStoreNotificationPayload(notificationType: "REFUND", subtype: nil,
+                                                                         notificationUUID: UUID().uuidString, data: data, signedDate: Date()))
+            let acknowledged = try await notify(client, other)
+            let acknowledgement = try acknowledged.json()["status"] as? String
+            #expect(acknowledged.status == .ok && acknowledgement == "ignored")
+            #expect(try await plan(client, key: bobKey) == ("pro", "active"))
         }
     }
 

@@ -109,6 +109,34 @@ struct QuotaTests {
         }
     }
 
+    /// A job re-queued after a crash keeps its unit; one that fails after the last attempt gives it back.
+    @Test func crashRecoveryKeepsThenReleasesTheUnit() async throws {
+        let server = try TestServer(plans: .init())
+        let db = server.service.database
+        let (account, _) = try await server.service.createAccount(label: nil)
+        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        let job = Job(id: "crashy", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date())
+        let limits = QuotaLimits(monthly: 3, concurrent: 1, outputCap: 1080, retentionHours: 168)
+        _ = try await db.insertReserving(job, now: Date()) { _ in limits }
+        let period = AppDatabase.period(of: Date()).name
+        for attempt in 1...3 {
+            _ = try await db.claimNextJob(now: Date())
+            _ = try db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
+            #expect(try await db.usedUnits(accountId: account.id, period: period) == (attempt < 3 ? 1 : 0))
+        }
+    }
+
+    /// Sign-ups per client address are limited: the quota is per account.
+    @Test func accountCreationIsLimitedPerAddress() async throws {
+        let server = try TestServer { $0.accountsPerAddressPerHour = 3 }
+        try await withServer(server, .router) { client in
+            for _ in 0..<3 { _ = try await client.createAccount() }
+            let refused = try await client.executeRequest(uri: "/api/v1/accounts", method: .post, headers: [:], body: nil)
+            try refused.expectProblem(.tooManyRequests, code: "too_many_accounts")
+            #expect(Int(refused.headers[.retryAfter] ?? "") ?? 0 > 0)
+        }
+    }
+
     /// GET /api/v1/account, and the plan's size and duration limits naming the plan that lifts them.
     @Test func accountAndPlanLimits() async throws {
         var plans = PlanSettings()

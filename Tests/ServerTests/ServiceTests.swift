@@ -78,7 +78,7 @@ struct ServiceTests {
         let db = server.service.database
         let (account, _) = try await server.service.createAccount(label: nil)
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
-        try await db.insert(Job(id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+        try await db.insertUnmetered(Job(id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
         for attempt in 1...3 {
             let claimed = try #require(try await db.claimNextJob(now: Date()))
             #expect(claimed.attempts == attempt)
@@ -101,7 +101,7 @@ struct ServiceTests {
         let (account, _) = try await server.service.createAccount(label: nil)
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
         for i in 0..<40 {
-            try await db.insert(Job(id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+            try await db.insertUnmetered(Job(id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
         }
         let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
             for _ in 0..<8 {
@@ -124,7 +124,7 @@ struct ServiceTests {
         let (account, _) = try await server.service.createAccount(label: nil)
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
         let old = Date().addingTimeInterval(-7200)
-        try await db.insert(Job(id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: old))
+        try await db.insertUnmetered(Job(id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: old))
         _ = try await db.claimNextJob(now: old)
         _ = try await db.complete(id: "old", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [], processingSeconds: 1, now: old)
         try FileManager.default.createDirectory(atPath: layout.jobDirectory("old"), withIntermediateDirectories: true)
