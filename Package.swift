@@ -13,7 +13,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.8.0"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
@@ -92,7 +91,6 @@ let package = Package(
             dependencies: [
                 "Jobs", "JobStore", "MomentsConfig", "AppStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),

@@ -51,6 +51,25 @@ struct JobStatusResponse: ResponseEncodable {
 
     enum CodingKeys: String, CodingKey { case jobId = "job_id", status, progress, message, resultUrl = "result_url" }
 
+    /// Apps poll this: written directly rather than through JSONEncoder (same bytes as the
+    /// encoder would give: sorted keys, result_url null until completed, a final newline).
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var out = ByteBuffer()
+        out.reserveCapacity(256)
+        out.writeStaticString("{\"job_id\":")
+        JSONText.write(jobId, to: &out)
+        out.writeStaticString(",\"message\":")
+        if let message { JSONText.write(message, to: &out) } else { out.writeStaticString("null") }
+        out.writeStaticString(",\"progress\":")
+        out.writeString(String(progress))
+        out.writeStaticString(",\"result_url\":")
+        if let resultUrl { JSONText.write(resultUrl, to: &out) } else { out.writeStaticString("null") }
+        out.writeStaticString(",\"status\":")
+        JSONText.write(status.rawValue, to: &out)
+        out.writeStaticString("}\n")
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
+    }
+
     /// result_url is always present: null until the job is completed.
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -182,4 +201,27 @@ struct AccountCreatedResponse: ResponseEncodable {
     var plan: String
     var message: String
     enum CodingKeys: String, CodingKey { case accountId = "account_id", apiKey = "api_key", plan, message }
+}
+
+/// A JSON string literal, escaped per RFC 8259.
+enum JSONText {
+    static func write(_ text: String, to out: inout ByteBuffer) {
+        out.writeInteger(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.writeStaticString("\\\"")
+            case UInt8(ascii: "\\"): out.writeStaticString("\\\\")
+            case 0x0A: out.writeStaticString("\\n")
+            case 0x0D: out.writeStaticString("\\r")
+            case 0x09: out.writeStaticString("\\t")
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.writeStaticString("\\u00")
+                out.writeInteger(hex[Int(byte >> 4)])
+                out.writeInteger(hex[Int(byte & 0x0F)])
+            default: out.writeInteger(byte)
+            }
+        }
+        out.writeInteger(UInt8(ascii: "\""))
+    }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MultipartKit
 import NIOCore
 import _NIOFileSystem
 
@@ -43,22 +42,19 @@ struct MultipartUpload {
 
     static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
                         checkSpace: () throws -> Void) async throws -> Result {
-        let state = ParseState()
-        let parser = MultipartParser(boundary: boundary)
-        parser.onHeader = { name, value in state.header(name, value) }
-        parser.onBody = { chunk in state.body(&chunk) }
-        parser.onPartComplete = { state.partComplete() }
+        var state = ParseState()
+        var scanner = FormDataScanner(boundary: boundary)
 
         do {
             return try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(path), options: .newFile(replaceExisting: false)) { handle in
                 var offset: Int64 = 0
                 var total: Int64 = 0
-                var tail = TailBytes()
                 for try await chunk in body {
                     total += Int64(chunk.readableBytes)
-                    tail.append(chunk)
-                    do { try parser.execute(chunk) } catch {
-                        throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (bad part headers or boundary).")
+                    do {
+                        try scanner.feed(chunk) { event in state.handle(event) }
+                    } catch let malformed as FormDataScanner.Malformed {
+                        throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (\(malformed.reason)).")
                     }
                     if let problem = state.problem { throw problem }
                     if state.fileBytes > maxFileBytes { throw tooLarge }
@@ -76,7 +72,7 @@ struct MultipartUpload {
                     offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                     state.pending.clear()
                 }
-                guard state.finished, tail.endsWithClosingBoundary(boundary) else {
+                guard scanner.isComplete, !state.partOpen else {
                     throw Problem.badRequest("malformed_multipart", "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
                 }
                 guard state.sawFile else {
@@ -101,53 +97,34 @@ struct MultipartUpload {
         }
     }
 
-    /// The last bytes of the body, to check that it ends with the closing boundary (`--B--`).
-    struct TailBytes {
-        private var bytes: [UInt8] = []
-
-        mutating func append(_ chunk: ByteBuffer) {
-            bytes.append(contentsOf: chunk.readableBytesView.suffix(256))
-            if bytes.count > 512 { bytes.removeFirst(bytes.count - 256) }
-        }
-
-        func endsWithClosingBoundary(_ boundary: String) -> Bool {
-            var end = bytes.endIndex
-            while end > bytes.startIndex, [0x0D, 0x0A, 0x20, 0x09].contains(bytes[end - 1]) { end -= 1 }
-            let closing = Array("--\(boundary)--".utf8)
-            return end - bytes.startIndex >= closing.count && Array(bytes[(end - closing.count)..<end]) == closing
-        }
-    }
-
-    /// The parser's callbacks write here; one request, one task.
-    final class ParseState {
-        var headers: [(String, String)] = []
+    /// What the scanner's events build up; one request, one task.
+    struct ParseState {
         var currentName: String?
         var inFile = false
         var sawFile = false
+        var partOpen = false
         var fileBytes: Int64 = 0
         var fieldBytes: [UInt8] = []
         var fields: [String: String] = [:]
         var problem: Problem?
         var pending = ByteBuffer()
-        var partOpen = false
-        var lastWasComplete = false
-        /// The body ended cleanly: after a part's closing boundary, with no part begun since.
-        var finished: Bool { lastWasComplete && !partOpen && headers.isEmpty }
 
         init() { pending.reserveCapacity(MultipartUpload.batchBytes + 64 * 1024) }
 
-        func header(_ name: String, _ value: String) {
-            lastWasComplete = false
-            headers.append((name.lowercased(), value))
+        mutating func handle(_ event: FormDataScanner.Event) {
+            guard problem == nil else { return }
+            switch event {
+            case .part(let headers): begin(headers)
+            case .data(var chunk): body(&chunk)
+            case .partEnd: complete()
+            case .end: break
+            }
         }
 
-        /// Called at the first body byte of a part (or at its end when it is empty).
-        func beginPart() {
-            guard !partOpen else { return }
+        mutating func begin(_ headers: [(name: String, value: String)]) {
             partOpen = true
-            let disposition = headers.first { $0.0 == "content-disposition" }?.1 ?? ""
+            let disposition = headers.first { $0.name == "content-disposition" }?.value ?? ""
             let name = Self.parameter("name", in: disposition)
-            headers.removeAll(keepingCapacity: true)
             currentName = name
             guard let name else {
                 fail(.badRequest("malformed_multipart", "A part has no Content-Disposition name."))
@@ -167,35 +144,29 @@ struct MultipartUpload {
             }
         }
 
-        func body(_ chunk: inout ByteBuffer) {
-            guard problem == nil else { return }
-            lastWasComplete = false
-            beginPart()
+        mutating func body(_ chunk: inout ByteBuffer) {
             if inFile {
                 fileBytes += Int64(chunk.readableBytes)
                 pending.writeBuffer(&chunk)
-            } else if currentName != nil {
+            } else if let name = currentName {
                 if fieldBytes.count + chunk.readableBytes > MultipartUpload.maxFieldBytes {
-                    fail(.badRequest("invalid_field", "The field \"\(currentName!)\" is too long."))
+                    fail(.badRequest("invalid_field", "The field \"\(name)\" is too long."))
                     return
                 }
                 fieldBytes.append(contentsOf: chunk.readableBytesView)
             }
         }
 
-        func partComplete() {
-            guard problem == nil else { return }
-            beginPart()
+        mutating func complete() {
             if !inFile, let name = currentName {
                 fields[name] = String(decoding: fieldBytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             }
             inFile = false
             partOpen = false
             currentName = nil
-            lastWasComplete = true
         }
 
-        func fail(_ problem: Problem) { if self.problem == nil { self.problem = problem } }
+        mutating func fail(_ problem: Problem) { if self.problem == nil { self.problem = problem } }
 
         /// A parameter of a Content-Disposition value (`name="file"` or `name=file`), reading
         /// quoted strings whole, so `filename="a; name=x"` cannot pose as a name.
