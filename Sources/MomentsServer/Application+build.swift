@@ -11,7 +11,7 @@ public func buildApplication(service: JobService, logger: Logger) -> (app: some 
     let maxBody = service.settings.maxUploadBytes + 64 * 1024
     let app = Application(
         router: router,
-        server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(maxBodyBytes: maxBody)])),
+        server: .http1(configuration: .init(additionalChannelHandlers: [UploadConnectionHandler(maxBodyBytes: maxBody)])),
         configuration: .init(address: .hostname(service.settings.host, port: service.settings.port), serverName: "Moments"),
         services: [service.runner],
         logger: logger)

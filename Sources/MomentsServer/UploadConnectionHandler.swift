@@ -8,7 +8,7 @@ import NIOHTTPTypes
 ///   already over the upload limit: then the client is not invited to send, and gets the 413;
 /// - closes the connection after a response that says `Connection: close` (an upload refused
 ///   mid-stream), instead of reading and discarding the rest of a body that may be gigabytes.
-final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
