@@ -6,6 +6,18 @@ private func appleDate(_ c: KeyedDecodingContainer<AppleKey>, _ key: String) thr
     try c.decodeIfPresent(Double.self, forKey: AppleKey(key)).map { Date(timeIntervalSince1970: $0 / 1000) }
 }
 
+/// A date the payload must carry (signedDate).
+private func requiredAppleDate(_ c: KeyedDecodingContainer<AppleKey>, _ key: String) throws -> Date {
+    guard let date = try appleDate(c, key) else {
+        throw DecodingError.keyNotFound(AppleKey(key), .init(codingPath: [], debugDescription: "\(key) is missing"))
+    }
+    return date
+}
+
+private func encodeAppleDate(_ date: Date?, _ key: String, into c: inout KeyedEncodingContainer<AppleKey>) throws {
+    if let date { try c.encode((date.timeIntervalSince1970 * 1000).rounded(), forKey: AppleKey(key)) }
+}
+
 struct AppleKey: CodingKey {
     var stringValue: String
     var intValue: Int? { nil }
@@ -48,10 +60,7 @@ public struct AppStoreTransaction: JWTPayload, ValidationTimePayload, Equatable 
         revocationDate = try appleDate(c, "revocationDate")
         appAccountToken = try c.decodeIfPresent(String.self, forKey: AppleKey("appAccountToken"))
         environment = try c.decode(String.self, forKey: AppleKey("environment"))
-        guard let signed = try appleDate(c, "signedDate") else {
-            throw DecodingError.keyNotFound(AppleKey("signedDate"), .init(codingPath: [], debugDescription: "signedDate is missing"))
-        }
-        signedDate = signed
+        signedDate = try requiredAppleDate(c, "signedDate")
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -61,7 +70,7 @@ public struct AppStoreTransaction: JWTPayload, ValidationTimePayload, Equatable 
         try c.encode(bundleId, forKey: AppleKey("bundleId"))
         try c.encode(productId, forKey: AppleKey("productId"))
         for (key, date) in [("purchaseDate", purchaseDate), ("expiresDate", expiresDate), ("revocationDate", revocationDate), ("signedDate", signedDate)] {
-            if let date { try c.encode((date.timeIntervalSince1970 * 1000).rounded(), forKey: AppleKey(key)) }
+            try encodeAppleDate(date, key, into: &c)
         }
         try c.encodeIfPresent(appAccountToken, forKey: AppleKey("appAccountToken"))
         try c.encode(environment, forKey: AppleKey("environment"))
@@ -87,18 +96,15 @@ public struct AppStoreRenewalInfo: JWTPayload, ValidationTimePayload, Equatable 
         originalTransactionId = try c.decode(String.self, forKey: AppleKey("originalTransactionId"))
         gracePeriodExpiresDate = try appleDate(c, "gracePeriodExpiresDate")
         environment = try c.decode(String.self, forKey: AppleKey("environment"))
-        guard let signed = try appleDate(c, "signedDate") else {
-            throw DecodingError.keyNotFound(AppleKey("signedDate"), .init(codingPath: [], debugDescription: "signedDate is missing"))
-        }
-        signedDate = signed
+        signedDate = try requiredAppleDate(c, "signedDate")
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: AppleKey.self)
         try c.encode(originalTransactionId, forKey: AppleKey("originalTransactionId"))
-        if let g = gracePeriodExpiresDate { try c.encode((g.timeIntervalSince1970 * 1000).rounded(), forKey: AppleKey("gracePeriodExpiresDate")) }
+        try encodeAppleDate(gracePeriodExpiresDate, "gracePeriodExpiresDate", into: &c)
         try c.encode(environment, forKey: AppleKey("environment"))
-        try c.encode((signedDate.timeIntervalSince1970 * 1000).rounded(), forKey: AppleKey("signedDate"))
+        try encodeAppleDate(signedDate, "signedDate", into: &c)
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -135,10 +141,7 @@ public struct AppStoreNotificationPayload: JWTPayload, ValidationTimePayload, Eq
         subtype = try c.decodeIfPresent(String.self, forKey: AppleKey("subtype"))
         notificationUUID = try c.decode(String.self, forKey: AppleKey("notificationUUID"))
         data = try c.decodeIfPresent(NotificationData.self, forKey: AppleKey("data"))
-        guard let signed = try appleDate(c, "signedDate") else {
-            throw DecodingError.keyNotFound(AppleKey("signedDate"), .init(codingPath: [], debugDescription: "signedDate is missing"))
-        }
-        signedDate = signed
+        signedDate = try requiredAppleDate(c, "signedDate")
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -147,7 +150,7 @@ public struct AppStoreNotificationPayload: JWTPayload, ValidationTimePayload, Eq
         try c.encodeIfPresent(subtype, forKey: AppleKey("subtype"))
         try c.encode(notificationUUID, forKey: AppleKey("notificationUUID"))
         try c.encodeIfPresent(data, forKey: AppleKey("data"))
-        try c.encode((signedDate.timeIntervalSince1970 * 1000).rounded(), forKey: AppleKey("signedDate"))
+        try encodeAppleDate(signedDate, "signedDate", into: &c)
     }
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
