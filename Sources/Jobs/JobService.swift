@@ -200,7 +200,7 @@ public final class JobService: Sendable {
         let recent = (try? await database.recentCompletedJobs()) ?? []
         let queue = (try? await database.unfinishedJobs()) ?? []
         let estimate = estimator.estimate(input: input, targetDuration: targetDuration, quality: quality, recent: recent,
-                                          queue: queue, workers: settings.workers, now: now)
+                                          queue: queue, workers: settings.workers)
         var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
                       quality: quality, input: input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"

@@ -39,7 +39,7 @@ public struct TimeEstimator: Sendable {
     /// Seconds until a new job would be done: its own processing plus the queue ahead of it shared
     /// among `workers`.
     public func estimate(input: JobInput, targetDuration: Int, quality: String, recent: [Job], queue: [Job],
-                         workers: Int, now: Date) -> Int {
+                         workers: Int) -> Int {
         let rate = rate(recent: recent)
         let own = rate * units(input: input, targetDuration: targetDuration, quality: quality)
         var ahead = 0.0

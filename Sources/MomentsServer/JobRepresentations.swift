@@ -41,18 +41,26 @@ struct QuotaView: Codable, Sendable {
     }
 }
 
-/// The app's JobStatus (seed 004), field for field.
-struct JobStatusResponse: ResponseEncodable {
+/// The download URL of a job whose result is stored, else nil.
+func resultURL(id: String, status: JobState, mediaDeleted: Bool, baseURL: String) -> String? {
+    status == .completed && !mediaDeleted ? "\(baseURL)/api/v1/jobs/\(id)/download" : nil
+}
+
+func resultURL(_ job: Job, baseURL: String) -> String? {
+    resultURL(id: job.id, status: job.status, mediaDeleted: job.mediaDeletedAt != nil, baseURL: baseURL)
+}
+
+/// The app's JobStatus (seed 004), field for field: job_id, status, progress, message,
+/// result_url (null until completed).
+struct JobStatusResponse: ResponseGenerator {
     var jobId: String
     var status: JobState
     var progress: Int
     var message: String?
     var resultUrl: String?
 
-    enum CodingKeys: String, CodingKey { case jobId = "job_id", status, progress, message, resultUrl = "result_url" }
-
-    /// Apps poll this: written directly rather than through JSONEncoder (same bytes as the
-    /// encoder would give: sorted keys, result_url null until completed, a final newline).
+    /// Apps poll this: written directly rather than through JSONEncoder (sorted keys like every
+    /// other response, null fields present, a final newline).
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var out = ByteBuffer()
         out.reserveCapacity(256)
@@ -70,16 +78,6 @@ struct JobStatusResponse: ResponseEncodable {
         return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
     }
 
-    /// result_url is always present: null until the job is completed.
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(jobId, forKey: .jobId)
-        try c.encode(status, forKey: .status)
-        try c.encode(progress, forKey: .progress)
-        try c.encode(message, forKey: .message)
-        try c.encode(resultUrl, forKey: .resultUrl)
-    }
-
     init(_ job: Job, baseURL: String) {
         self.init(JobStatusRow(id: job.id, status: job.status, progress: job.progress, message: job.message,
                                mediaDeleted: job.mediaDeletedAt != nil), baseURL: baseURL)
@@ -90,7 +88,7 @@ struct JobStatusResponse: ResponseEncodable {
         status = row.status
         progress = row.progress
         message = row.message
-        resultUrl = row.status == .completed && !row.mediaDeleted ? "\(baseURL)/api/v1/jobs/\(row.id)/download" : nil
+        resultUrl = resultURL(id: row.id, status: row.status, mediaDeleted: row.mediaDeleted, baseURL: baseURL)
     }
 }
 
@@ -107,8 +105,8 @@ struct JobLinks: Codable, Sendable {
         let base = "\(baseURL)/api/v1/jobs/\(job.id)"
         this = base
         status = base + "/status"
-        let ready = job.status == .completed && job.mediaDeletedAt == nil
-        download = ready ? base + "/download" : nil
+        download = resultURL(job, baseURL: baseURL)
+        let ready = download != nil
         poster = ready ? base + "/poster" : nil
         analysis = ready ? base + "/analysis" : nil
     }
@@ -169,7 +167,7 @@ struct JobDetailResponse: ResponseEncodable {
         segments = (job.segments ?? []).map {
             Segment(start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start), score: (($0.score * 1000).rounded()) / 1000, reason: $0.reason)
         }
-        resultUrl = JobStatusResponse(job, baseURL: baseURL).resultUrl
+        resultUrl = resultURL(job, baseURL: baseURL)
         mediaDeletedAt = job.mediaDeletedAt
         links = JobLinks(job, baseURL: baseURL)
     }

@@ -50,7 +50,7 @@ struct JobsController {
         let items = jobs.map { job in
             JobListResponse.Item(jobId: job.id, status: job.status, progress: job.progress, message: job.message,
                                  createdAt: job.createdAt, finishedAt: job.finishedAt,
-                                 resultUrl: JobStatusResponse(job, baseURL: base).resultUrl,
+                                 resultUrl: resultURL(job, baseURL: base),
                                  url: "\(base)/api/v1/jobs/\(job.id)")
         }
         let next = offset + jobs.count < total ? "\(base)/api/v1/jobs?limit=\(limit)&offset=\(offset + jobs.count)" : nil
