@@ -190,7 +190,7 @@ public final class JobRunner: Service, Sendable {
             switch outcome {
             case .success(let result):
                 let render = result.render
-                let size = (try? FileManager.default.attributesOfItem(atPath: layout.resultPath(job.id))[.size] as? NSNumber)?.int64Value ?? render?.fileSize ?? 0
+                let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
                 let output = JobOutput(duration: render?.duration ?? 0, size: size,
                                        width: upright ? render?.height ?? 0 : render?.width ?? 0,

@@ -17,31 +17,20 @@ public final class JobService: Sendable {
     let inspector: UploadInspector
     let estimator = TimeEstimator()
 
-    /// Creates the storage folders and opens (migrating) the database under `settings.storagePath`.
     public let plans: PlanSettings
     /// Nil when no Apple root certificate is configured: subscription endpoints then refuse
     /// (fail closed) with `appStoreUnavailable` as the reason.
     public let appStore: AppStoreVerifier?
     public let appStoreUnavailable: String?
 
+    /// Creates the storage folders, opens (migrating) the database under `settings.storagePath`,
+    /// recovers jobs a crash interrupted, and loads the Apple root certificates.
     public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
                 appStore: AppStoreSettings = AppStoreSettings(), logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.plans = plans
-        do {
-            let roots = try appStore.rootCertificates.map { path -> [UInt8] in
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw AppStoreVerificationError(kind: .untrusted, detail: "the Apple root certificate \(path) is missing")
-                }
-                return [UInt8](data)
-            }
-            self.appStore = try AppStoreVerifier(rootCertificates: roots, bundleId: appStore.bundleId, environments: Set(appStore.environments))
-            self.appStoreUnavailable = nil
-        } catch {
-            self.appStore = nil
-            self.appStoreUnavailable = "\(error)"
-            logger.notice("App Store verification is off", metadata: ["reason": "\(error)"])
-        }
+        (self.appStore, self.appStoreUnavailable) = Self.verifier(appStore)
+        if let reason = appStoreUnavailable { logger.notice("App Store verification is off", metadata: ["reason": "\(reason)"]) }
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
         lock = try StorageLock(layout.path(".lock"))
@@ -53,6 +42,21 @@ public final class JobService: Sendable {
         self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds)
         self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
         try runner.recoverAtStartup()
+    }
+
+    /// The verifier for the configured roots, or why there is none.
+    static func verifier(_ settings: AppStoreSettings) -> (AppStoreVerifier?, String?) {
+        do {
+            let roots = try settings.rootCertificates.map { path -> [UInt8] in
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw AppStoreVerificationError(kind: .untrusted, detail: "the Apple root certificate \(path) is missing")
+                }
+                return [UInt8](data)
+            }
+            return (try AppStoreVerifier(rootCertificates: roots, bundleId: settings.bundleId, environments: Set(settings.environments)), nil)
+        } catch {
+            return (nil, "\(error)")
+        }
     }
 
     /// Held for the life of the service: one process per storage folder.
