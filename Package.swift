@@ -76,11 +76,13 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Starting the child processes that parse untrusted media: fork, limits and plumbing in C.
+        .target(name: "CIsolation"),
         // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

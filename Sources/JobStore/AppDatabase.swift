@@ -12,7 +12,9 @@ public final class AppDatabase: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.maximumReaderCount = 8
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // FULL: a committed transaction (a charge on the ledger, a completed job) survives a power
+            // loss, not only a crash. WAL keeps it cheap: one fsync of the log per commit.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
@@ -117,6 +119,7 @@ public final class AppDatabase: Sendable {
                 t.column("applied", .boolean).notNull()
             }
         }
+        registerWorkerBudgetMigration(&migrator)
         return migrator
     }
 }

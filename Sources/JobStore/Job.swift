@@ -101,6 +101,14 @@ public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRec
     public var outputCap: Int?
     /// Hours the result is kept after the job finished (the plan's retention); nil: the server default.
     public var retentionHours: Double?
+    /// The plan's longest video when the job was accepted: enforced on decoded timestamps.
+    public var maxDurationSeconds: Double?
+    /// Times the job's isolated child died abnormally (crash, out of memory, killed).
+    public var abnormalExits: Int = 0
+    /// A job re-queued after a transient failure waits until then (exponential backoff).
+    public var runAfter: Date?
+    /// Worker time spent on the job so far, over all attempts.
+    public var workerSeconds: Double = 0
 
     public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
                 estimatedSeconds: Int, now: Date) {
@@ -119,5 +127,6 @@ extension Job {
         public static let createdAt = Column("createdAt")
         public static let finishedAt = Column("finishedAt")
         public static let mediaDeletedAt = Column("mediaDeletedAt")
+        public static let runAfter = Column("runAfter")
     }
 }

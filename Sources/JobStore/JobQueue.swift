@@ -44,19 +44,54 @@ extension AppDatabase {
         }
     }
 
-    /// Atomically takes the oldest pending job and marks it processing (one more attempt).
+    /// Atomically takes the next pending job and marks it processing (one more attempt). Fair across
+    /// accounts: the job of the account with the fewest jobs running goes first, then the account
+    /// whose last job started longest ago (round robin), then the oldest job. So one account's
+    /// backlog never starves the others. Jobs waiting out a retry backoff (`runAfter`) are skipped.
     public func claimNextJob(now: Date) async throws -> Job? {
         try await pool.write { db in
-            guard var job = try Job.filter(Job.Columns.status == JobState.pending.rawValue)
-                .order(Job.Columns.createdAt, Column.rowID).fetchOne(db) else { return nil }
+            guard var job = try Job.fetchOne(db, sql: """
+                SELECT j.* FROM job j
+                WHERE j.status = 'pending' AND (j.runAfter IS NULL OR j.runAfter <= ?)
+                ORDER BY
+                  (SELECT COUNT(*) FROM job r WHERE r.accountId = j.accountId AND r.status = 'processing'),
+                  COALESCE((SELECT MAX(s.startedAt) FROM job s WHERE s.accountId = j.accountId AND s.id != j.id), ''),
+                  j.createdAt, j.rowid
+                LIMIT 1
+                """, arguments: [now]) else { return nil }
             job.status = .processing
             job.attempts += 1
             job.startedAt = now
             job.updatedAt = now
+            job.runAfter = nil
             job.stage = "starting"
             job.message = job.attempts > 1 ? "Restarting after an interruption" : "Starting"
             try job.update(db)
             return job
+        }
+    }
+
+    /// Puts a processing job back in the queue after a transient failure, to start again after
+    /// `runAfter` (its attempt stays counted). `abnormal`: its child died (counted apart: the
+    /// second such death fails the job for good). `chargeSeconds` go on the ledger.
+    @discardableResult
+    public func retryLater(id: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing else { return false }
+            job.status = .pending
+            job.stage = nil
+            job.runAfter = runAfter
+            if abnormal { job.abnormalExits += 1 }
+            job.workerSeconds += chargeSeconds
+            job.message = "Waiting to try again (\(reason))"
+            job.updatedAt = now
+            try job.update(db)
+            if chargeSeconds > 0 {
+                try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? Self.period(of: now).name,
+                               change: 0, workerSeconds: chargeSeconds, reason: "worker time: attempt \(job.attempts) ended (\(reason))",
+                               createdAt: now).insert(db)
+            }
+            return true
         }
     }
 
@@ -75,7 +110,8 @@ extension AppDatabase {
 
     /// Completes a processing job. False when it was cancelled meanwhile (the caller then removes
     /// the result).
-    public func complete(id: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double, now: Date) async throws -> Bool {
+    public func complete(id: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+                         workerSeconds: Double = 0, now: Date) async throws -> Bool {
         try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing else { return false }
             job.status = .completed
@@ -87,15 +123,18 @@ extension AppDatabase {
             job.processingSeconds = processingSeconds
             job.finishedAt = now
             job.updatedAt = now
-            try Self.settleQuota(db, job: &job, to: .consumed, reason: "consumed: the highlight was delivered", now: now)
+            job.workerSeconds += workerSeconds
+            try Self.settleQuota(db, job: &job, to: .consumed, reason: "consumed: the highlight was delivered",
+                                 workerSeconds: workerSeconds, now: now)
             try job.update(db)
             return true
         }
     }
 
-    /// Fails a processing job with a stable code and a sentence for the user.
+    /// Fails a processing job with a stable code and a sentence for the user. Its unit is released;
+    /// `chargeSeconds` of worker time stay charged (0 when the service caused the failure).
     @discardableResult
-    public func fail(id: String, code: String, message: String, now: Date) async throws -> Bool {
+    public func fail(id: String, code: String, message: String, chargeSeconds: Double = 0, now: Date) async throws -> Bool {
         try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing || job.status == .pending else { return false }
             job.status = .failed
@@ -105,7 +144,10 @@ extension AppDatabase {
             job.message = message
             job.finishedAt = now
             job.updatedAt = now
-            try Self.settleQuota(db, job: &job, to: .released, reason: "released: the job failed (\(code))", now: now)
+            job.workerSeconds += chargeSeconds
+            try Self.settleQuota(db, job: &job, to: .released,
+                                 reason: chargeSeconds > 0 ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))",
+                                 workerSeconds: chargeSeconds, now: now)
             try job.update(db)
             return true
         }

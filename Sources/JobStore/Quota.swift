@@ -11,6 +11,8 @@ public struct UsageEntry: Codable, Sendable, Equatable, FetchableRecord, Persist
     public var period: String
     /// +1 reserve, 0 consume (the reserved unit is kept), -1 release.
     public var change: Int
+    /// Worker time charged against the account's daily budget by this line (0 for most).
+    public var workerSeconds: Double = 0
     public var reason: String
     public var createdAt: Date
 }
@@ -23,8 +25,14 @@ public struct QuotaLimits: Sendable, Equatable {
     /// Largest shorter side of the output, and how long the result is kept.
     public var outputCap: Int
     public var retentionHours: Double
-    public init(monthly: Int?, concurrent: Int, outputCap: Int, retentionHours: Double) {
+    /// The plan's longest video (enforced on decoded timestamps by the worker).
+    public var maxDurationSeconds: Double?
+    /// Worker seconds per UTC day; nil = no budget.
+    public var dailyWorkerSeconds: Double?
+    public init(monthly: Int?, concurrent: Int, outputCap: Int, retentionHours: Double,
+                maxDurationSeconds: Double? = nil, dailyWorkerSeconds: Double? = nil) {
         self.monthly = monthly; self.concurrent = concurrent; self.outputCap = outputCap; self.retentionHours = retentionHours
+        self.maxDurationSeconds = maxDurationSeconds; self.dailyWorkerSeconds = dailyWorkerSeconds
     }
 }
 
@@ -32,6 +40,8 @@ public struct QuotaLimits: Sendable, Equatable {
 public enum QuotaRefusal: Error, Sendable, Equatable {
     case overQuota(limit: Int, used: Int)
     case tooManyJobs(limit: Int, active: Int)
+    /// The day's worker time is spent (seconds used of `limit`).
+    case overBudget(limit: Double, used: Double)
 }
 
 public enum QuotaState: String, Sendable { case reserved, consumed, released }
@@ -65,9 +75,14 @@ extension AppDatabase {
             if active >= limits.concurrent {
                 return .failure(.tooManyJobs(limit: limits.concurrent, active: active))
             }
+            if let budget = limits.dailyWorkerSeconds {
+                let spent = try Self.workerSecondsUsed(db, accountId: job.accountId, since: Self.day(of: now).start)
+                if spent >= budget { return .failure(.overBudget(limit: budget, used: spent)) }
+            }
             var job = job
             job.outputCap = limits.outputCap
             job.retentionHours = limits.retentionHours
+            job.maxDurationSeconds = limits.maxDurationSeconds
             job.quotaPeriod = period
             job.quotaState = QuotaState.reserved.rawValue
             try job.insert(db)
@@ -88,12 +103,14 @@ extension AppDatabase {
     }
 
     /// Settles a job's reserved unit inside the caller's transaction: consumed on delivery,
-    /// released on failure or cancellation. Does nothing when it is already settled.
-    static func settleQuota(_ db: Database, job: inout Job, to state: QuotaState, reason: String, now: Date) throws {
+    /// released on failure or cancellation, charging `workerSeconds` against the day's budget on the
+    /// same ledger line. Does nothing when it is already settled.
+    static func settleQuota(_ db: Database, job: inout Job, to state: QuotaState, reason: String,
+                            workerSeconds: Double = 0, now: Date) throws {
         guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return }
         job.quotaState = state.rawValue
         try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period,
-                       change: state == .released ? -1 : 0, reason: reason, createdAt: now).insert(db)
+                       change: state == .released ? -1 : 0, workerSeconds: workerSeconds, reason: reason, createdAt: now).insert(db)
     }
 
     /// The ledger of an account, newest first.

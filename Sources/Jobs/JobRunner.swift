@@ -139,13 +139,28 @@ public final class JobRunner: Service, Sendable {
         }
     }
 
+    /// The settings of the isolated children this runner starts.
+    var isolation: IsolationSettings {
+        IsolationSettings(executable: settings.childExecutable.isEmpty ? IsolationSettings.defaultExecutable() : settings.childExecutable,
+                          memoryBytes: UInt64(max(256 << 20, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
+    }
+
+    /// A job's wall-clock budget: the base plus a share per second of video. The header's duration
+    /// is not trusted beyond the plan's limit (decoding stops there).
+    func timeBudget(_ job: Job) -> Double {
+        let claimed = max(1, job.input.duration)
+        let seconds = min(max(claimed, 1), job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        return settings.timeBudgetSeconds + settings.timeBudgetPerVideoSecond * seconds
+    }
+
     private func process(_ job: Job, worker: Int) async {
         let token = CancellationToken()
         running.withLock { $0[job.id] = Running(token: token) }
         // A shutdown or a DELETE between the claim and the registration above would have missed
-        // this token: look again.
-        let current = try? await database.job(id: job.id)
-        if shuttingDown.load(ordering: .relaxed) || current?.status != .processing {
+        // this token: look again. A failed read is not a cancellation (the job then runs).
+        if shuttingDown.load(ordering: .relaxed) {
+            token.cancel()
+        } else if let current = try? await database.job(id: job.id), current.status != .processing {
             token.cancel()
         }
         let started = clock()
@@ -164,31 +179,44 @@ public final class JobRunner: Service, Sendable {
         request.analysisOutput = layout.analysisPath(job.id)
         request.cacheDirectory = layout.cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
-        let outcome: Result<HighlightResult, MediaError>
-        do {
-            let finalRequest = request
-            outcome = .success(try await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
-                try HighlightEngine.make(finalRequest, cancellation: token) { stage, fraction in
-                    reporter.report(stage: stage, fraction: fraction)
-                }
-            })
-        } catch let error as MediaError {
-            outcome = .failure(error)
-        } catch {
-            outcome = .failure(MediaError(.io, operation: "job", detail: "\(error)"))
-        }
+        request.limitDecoding(maxSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        let budget = timeBudget(job)
+        let task = ChildTask.highlight(request)
+        let isolation = self.isolation
+        let childLog = log
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let outcome = (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
+            IsolatedChild.run(task, settings: isolation, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
+                              cancellation: token, logger: childLog) { stage, fraction in
+                reporter.report(stage: stage, fraction: fraction)
+            }
+        }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         progressTask.cancel()
         await finish(job, outcome: outcome, token: token, started: started, log: log)
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
     }
 
-    private func finish(_ job: Job, outcome: Result<HighlightResult, MediaError>, token: CancellationToken,
-                        started: Date, log: Logger) async {
+    /// A child that died abnormally this many times fails the job for good.
+    static let abnormalExitLimit = 2
+
+    private func finish(_ job: Job, outcome: ChildOutcome, token: CancellationToken, started: Date, log: Logger) async {
         let now = clock()
+        let elapsed = now.timeIntervalSince(started)
         do {
             switch outcome {
-            case .success(let result):
+            case .answered(let message):
+                guard let result = message.result else {
+                    try await failForGood(job, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
+                                          reason: "the child answered without a result")
+                    return
+                }
+                // On disk before the database says completed: a power loss cannot leave a
+                // "completed" job without its file.
+                for path in [layout.resultPath(job.id), layout.posterPath(job.id), layout.analysisPath(job.id)] {
+                    try? DurableFiles.sync(path)
+                }
+                try? DurableFiles.syncDirectory(layout.jobDirectory(job.id))
                 let render = result.render
                 let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
@@ -196,34 +224,78 @@ public final class JobRunner: Service, Sendable {
                                        width: upright ? render?.height ?? 0 : render?.width ?? 0,
                                        height: upright ? render?.width ?? 0 : render?.height ?? 0)
                 let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
-                let elapsed = now.timeIntervalSince(started)
-                if try await retrying({ try await self.database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed, now: now) }) {
+                if try await retrying({ try await self.database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed,
+                                                                          workerSeconds: elapsed, now: now) }) {
                     if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                 } else {
                     layout.removeJobFiles(job.id)
+                    try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
                     log.info("job cancelled as it completed; result removed")
                 }
-            case .failure(let error) where error.kind == .cancelled || token.isCancelled:
+            case .cancelled:
                 if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
                     try await retrying { try await self.database.requeue(id: job.id, now: now) }
                     log.notice("job stopped by shutdown; back in the queue")
                 } else {
                     layout.removeJobFiles(job.id)
+                    // A cancel after processing began still costs the worker time it used.
+                    try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
                     log.info("job cancelled; files removed")
                 }
-            case .failure(let error):
+            case .failed(let error) where Self.isTransient(error):
+                try await retryOrFail(job, reason: "the server could not store the result", abnormal: false, charge: 0,
+                                      finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
+                                      detail: error.description)
+            case .failed(let error):
+                // The input's fault: its unit is released, the worker time stays charged.
                 let (code, message) = Self.failure(error)
-                _ = try await retrying { try await self.database.fail(id: job.id, code: code, message: message, now: now) }
-                try? FileManager.default.removeItem(atPath: layout.resultPath(job.id))
-                try? FileManager.default.removeItem(atPath: layout.posterPath(job.id))
-                try? FileManager.default.removeItem(atPath: layout.analysisPath(job.id))
-                if !settings.keepUploads { layout.removeJobFiles(job.id) }
-                log.warning("job failed", metadata: ["code": "\(code)", "error": "\(error.description)"])
+                try await failForGood(job, code: code, message: message, charge: elapsed, log: log, reason: error.description)
+            case .abnormal(let reason, let timedOut) where timedOut:
+                try await failForGood(job, code: "time_limit",
+                                      message: "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
+                                      charge: elapsed, log: log, reason: reason)
+            case .abnormal(let reason, _):
+                if job.abnormalExits + 1 >= Self.abnormalExitLimit {
+                    try await failForGood(job, code: "processing_failed", message: Self.unprocessableMessage, charge: elapsed, log: log, reason: reason)
+                } else {
+                    try await retryOrFail(job, reason: "processing stopped unexpectedly", abnormal: true, charge: elapsed,
+                                          finalCode: "processing_failed", finalMessage: Self.unprocessableMessage, log: log, detail: reason)
+                }
             }
         } catch {
             log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
         }
+    }
+
+    static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
+    static let serviceFailureMessage = "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
+
+    /// Failures of the service, not of the video: worth another attempt.
+    static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
+
+    /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
+    private func failForGood(_ job: Job, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
+        _ = try await retrying { try await self.database.fail(id: job.id, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
+        layout.removeJobFiles(job.id, keepingInput: settings.keepUploads)
+        log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
+    }
+
+    /// Another attempt later (exponential backoff), keeping the input; after `maxAttempts` the job fails.
+    private func retryOrFail(_ job: Job, reason: String, abnormal: Bool, charge: Double, finalCode: String, finalMessage: String,
+                             log: Logger, detail: String) async throws {
+        guard job.attempts < settings.maxAttempts else {
+            try await failForGood(job, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
+            return
+        }
+        let delay = min(3600, settings.retryBackoffSeconds * pow(2, Double(max(0, job.attempts - 1))))
+        let now = clock()
+        layout.removeJobFiles(job.id, keepingInput: true)
+        _ = try await retrying {
+            try await self.database.retryLater(id: job.id, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
+                                               chargeSeconds: charge, reason: reason, now: now)
+        }
+        log.warning("job will be retried", metadata: ["in_seconds": "\(Int(delay))", "reason": "\(detail)"])
     }
 
     /// Runs a job's final database write again (after 0.5, 1, 2, 4, 8 s) when it fails (a busy or
@@ -241,19 +313,19 @@ public final class JobRunner: Service, Sendable {
         }
     }
 
-    /// The code and sentence a failed job shows to its owner.
+    /// The code and sentence a failed job shows to its owner: the user's terms, never a path or
+    /// FFmpeg's text (those go to the log).
     static func failure(_ error: MediaError) -> (String, String) {
         switch error.kind {
         case .unusable:
             return (error.kind.rawValue, "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight.")
-        case .truncated, .notMedia, .notVideo, .unsupportedCodec:
+        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge:
             return (error.kind.rawValue, "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it.")
-        case .io:
-            return (error.kind.rawValue, "The server could not store the result (\(error.detail)). Please try again later.")
+        case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
+            return (error.kind.rawValue, unprocessableMessage)
         default:
-            var text = "Processing failed: \(error.detail)"
-            if let ffmpeg = error.ffmpegMessage, ffmpeg != error.detail { text += " (\(ffmpeg))" }
-            return (error.kind.rawValue, text + ".")
+            // Limits on decoded data (length, frame count, timestamps): their detail names the limit.
+            return (error.kind.rawValue, "The video could not be processed: \(error.detail).")
         }
     }
 }

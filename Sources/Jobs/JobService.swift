@@ -39,8 +39,8 @@ public final class JobService: Sendable {
         self.layout = layout
         self.settings = settings
         self.clock = clock
-        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds)
         self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
+        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: runner.isolation, logger: logger)
         try runner.recoverAtStartup()
     }
 
@@ -145,7 +145,25 @@ public final class JobService: Sendable {
         if active.count >= current.plan.concurrentJobs {
             throw tooManyJobs(limit: current.plan.concurrentJobs, active: active)
         }
+        if let budget = current.plan.dailyWorkerSeconds {
+            let spent = try await database.workerSecondsUsed(accountId: account.id, now: clock())
+            if spent >= budget { throw overBudget(limit: budget, used: spent, plan: current.plan) }
+        }
         return current
+    }
+
+    /// 429 until the next UTC day: the plan's daily worker time is spent.
+    func overBudget(limit: Double, used: Double, plan: Plan) -> UploadRejection {
+        let next = AppDatabase.day(of: clock()).next
+        let retry = max(1, Int(next.timeIntervalSince(clock()).rounded(.up)))
+        var detail = "Your \(plan.name) plan's processing time for today (\(Int(limit / 60)) minutes) is used up; it renews at \(ISO8601DateFormatter().string(from: next))."
+        var extras: [String: UploadRejection.Value] = ["limit_seconds": .int(Int(limit)), "used_seconds": .int(Int(used.rounded())),
+                                                       "resets_at": .string(ISO8601DateFormatter().string(from: next)), "plan": .string(plan.name)]
+        if plan.name == plans.free.name {
+            detail += " Subscribe to \(plans.proProductId) for more."
+            extras["product_id"] = .string(plans.proProductId)
+        }
+        return UploadRejection(status: 429, code: "daily_budget_exceeded", detail: detail, extras: extras, retryAfter: retry)
     }
 
     func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> UploadRejection {
@@ -211,13 +229,19 @@ public final class JobService: Sendable {
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
+            // The upload reaches the disk, and its new name the folder, before the job row commits:
+            // a power loss cannot leave a job without its input.
+            try DurableFiles.sync(path)
             try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
             try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
+            try DurableFiles.syncDirectory(layout.jobDirectory(job.id))
+            try DurableFiles.syncDirectory(layout.jobsDirectory)
             accepted = try await database.insertReserving(job, now: now) { isPro in
                 // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
                 return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
-                                   outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24)
+                                   outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
+                                   maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
@@ -235,6 +259,8 @@ public final class JobService: Sendable {
                 throw overQuota(limit: limit, used: used, usage: current.usage, plan: current.plan)
             case .tooManyJobs(let limit, _):
                 throw tooManyJobs(limit: limit, active: (try? await database.activeJobs(accountId: account.id)) ?? [])
+            case .overBudget(let limit, let used):
+                throw overBudget(limit: limit, used: used, plan: current.plan)
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+import Logging
 import MediaEngine
 
 /// Why an upload is refused: an HTTP status, a stable code, a sentence saying what to do, and the
@@ -19,39 +20,53 @@ public struct UploadRejection: Error, Sendable, Equatable {
     }
 }
 
-/// Probes a received file before a job is accepted.
+/// Probes a received file before a job is accepted. The probe parses the upload, so it runs in an
+/// isolated child process (`moments job-exec`) with resource limits, never in the server.
 public struct UploadInspector: Sendable {
     public var maxDurationSeconds: Double
+    public var isolation: IsolationSettings
+    public var logger: Logger
+    /// Wall-clock and CPU limits of one probe.
+    public var timeLimitSeconds = 30.0
 
-    public init(maxDurationSeconds: Double) { self.maxDurationSeconds = maxDurationSeconds }
-
-    /// The input description, or the reason this file cannot become a job. Runs the probe off the
-    /// caller's thread (it reads the file).
-    public func inspect(_ path: String) async throws(UploadRejection) -> JobInput {
-        let maxDuration = maxDurationSeconds
-        let outcome: Result<JobInput, UploadRejection> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: Self.inspectNow(path, maxDuration: maxDuration))
-            }
-        }
-        return try outcome.get()
+    public init(maxDurationSeconds: Double, isolation: IsolationSettings, logger: Logger) {
+        self.maxDurationSeconds = maxDurationSeconds; self.isolation = isolation; self.logger = logger
     }
 
-    static func inspectNow(_ path: String, maxDuration: Double) -> Result<JobInput, UploadRejection> {
-        let info: MediaInfo
-        do {
-            info = try Probe.probe(path)
-        } catch {
-            return .failure(rejection(for: error))
+    /// The input description, or the reason this file cannot become a job.
+    public func inspect(_ path: String) async throws(UploadRejection) -> JobInput {
+        let (isolation, limit, logger) = (self.isolation, timeLimitSeconds, self.logger)
+        let outcome = (try? await EngineThread.run(name: "moments-probe", niceness: 0) {
+            IsolatedChild.run(.probe(path), settings: isolation, wallSeconds: limit, cpuSeconds: UInt64(limit),
+                              cancellation: nil, logger: logger)
+        }) ?? .abnormal(reason: "the probe thread failed", timedOut: false)
+        switch outcome {
+        case .answered(let message):
+            guard let info = message.probe else { throw Self.unreadable }
+            return try check(info).get()
+        case .failed(let error):
+            logger.info("upload refused by the probe", metadata: ["kind": "\(error.kind.rawValue)", "error": "\(error.description)"])
+            throw Self.rejection(for: error)
+        case .cancelled:
+            throw Self.unreadable
+        case .abnormal(let reason, _):
+            logger.warning("the probe of an upload died", metadata: ["reason": "\(reason)"])
+            throw Self.unreadable
         }
+    }
+
+    static let unreadable = UploadRejection(status: 422, code: "unreadable",
+        detail: "The uploaded file could not be read: it is damaged or not a video this server can read. Upload an MP4, MOV or another format listed at /api/v1/upload/formats.")
+
+    func check(_ info: MediaInfo) -> Result<JobInput, UploadRejection> {
         guard info.duration >= 1 else {
             return .failure(UploadRejection(status: 422, code: "too_short",
                 detail: String(format: "The video is %.2f s long; a highlight needs at least 1 second of video.", info.duration)))
         }
-        guard info.duration <= maxDuration else {
+        guard info.duration <= maxDurationSeconds else {
             return .failure(UploadRejection(status: 422, code: "too_long",
                 detail: String(format: "The video is %.0f s long; this server accepts videos up to %.0f s. Trim it and upload again.",
-                               info.duration, maxDuration)))
+                               info.duration, maxDurationSeconds)))
         }
         let v = info.video
         return .success(JobInput(size: info.fileSize, duration: info.duration, container: info.container,
@@ -59,6 +74,7 @@ public struct UploadInspector: Sendable {
                                  height: v.displayHeight, rotation: v.rotation, frameRate: v.frameRate))
     }
 
+    /// The user's terms only: what is wrong and what to do. FFmpeg's text and paths go to the log.
     static func rejection(for error: MediaError) -> UploadRejection {
         let what: String
         switch error.kind {
@@ -68,12 +84,10 @@ public struct UploadInspector: Sendable {
         case .unsupportedCodec: what = "The video's codec is not supported."
         case .dimensionsTooLarge: what = "The video's picture is larger than this server accepts (8192 px a side, 36 megapixels)."
         case .truncated: what = "The video file is incomplete (it ends early, e.g. the upload was cut short or the recording was not finished)."
-        default: what = "The video cannot be read."
+        case .fileNotFound, .io, .ffmpeg, .cancelled, .invalidRange, .unusable: what = "The video cannot be read."
+        default: what = "The video cannot be accepted: \(error.detail)."
         }
-        var detail = what
-        if let ffmpeg = error.ffmpegMessage { detail += " (\(ffmpeg))" }
-        else if error.detail != what { detail += " (\(error.detail))" }
-        detail += " Upload an MP4, MOV or another format listed at /api/v1/upload/formats."
-        return UploadRejection(status: 422, code: error.kind.rawValue, detail: detail)
+        return UploadRejection(status: 422, code: error.kind.rawValue,
+                               detail: what + " Upload an MP4, MOV or another format listed at /api/v1/upload/formats.")
     }
 }

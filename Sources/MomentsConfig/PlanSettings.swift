@@ -15,15 +15,19 @@ public struct Plan: Sendable, Equatable {
     public var concurrentJobs: Int
     /// Results are kept this long after the job finished.
     public var retentionDays: Double
+    /// Worker seconds an account may use per UTC day, charged whatever a job's outcome (a failure
+    /// the service caused is not charged); nil = no budget.
+    public var dailyWorkerSeconds: Double? = nil
 }
 
 /// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
-/// A `monthlyHighlights` of 0 means no cap (pro's optional fair-use cap is a positive number).
+/// A `monthlyHighlights` of 0 means no cap (pro's optional fair-use cap is a positive number); so
+/// does a `dailyWorkerSeconds` of 0.
 public struct PlanSettings: Sendable, Equatable {
     public var free = Plan(name: "free", monthlyHighlights: 3, maxUploadBytes: 1 << 30, maxDurationSeconds: 600,
-                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7)
+                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800)
     public var pro = Plan(name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
-                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30)
+                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800)
     /// The App Store product that grants pro.
     public var proProductId = "com.moments.pro.monthly"
 
@@ -37,12 +41,14 @@ public struct PlanSettings: Sendable, Equatable {
 
     static func read(_ r: ConfigReader, defaults d: Plan) -> Plan {
         let monthly = r.int(forKey: "monthlyHighlights", default: d.monthlyHighlights ?? 0)
+        let budget = r.double(forKey: "dailyWorkerSeconds", default: d.dailyWorkerSeconds ?? 0)
         return Plan(name: d.name, monthlyHighlights: monthly > 0 ? monthly : nil,
                     maxUploadBytes: Int64(r.int(forKey: "maxUploadBytes", default: Int(d.maxUploadBytes))),
                     maxDurationSeconds: r.double(forKey: "maxDurationSeconds", default: d.maxDurationSeconds),
                     maxOutputSide: r.int(forKey: "maxOutputSide", default: d.maxOutputSide),
                     concurrentJobs: max(1, r.int(forKey: "concurrentJobs", default: d.concurrentJobs)),
-                    retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays))
+                    retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays),
+                    dailyWorkerSeconds: budget > 0 ? budget : nil)
     }
 
     public func plan(named name: String) -> Plan { name == "pro" ? pro : free }

@@ -32,6 +32,20 @@ public struct ServiceSettings: Sendable, Equatable {
     public var niceness = 19
     /// `jobs.progressIntervalMs` / JOBS_PROGRESS_INTERVAL_MS: least time between progress writes.
     public var progressIntervalMs = 250
+    /// `jobs.executable` / JOBS_EXECUTABLE: the `moments` binary run as the isolated child that
+    /// parses uploads (`moments job-exec`). Empty: this process's own executable.
+    public var childExecutable = ""
+    /// `jobs.childMemoryBytes` / JOBS_CHILD_MEMORY_BYTES: address space of each isolated child
+    /// (probe and job); a child that needs more fails (out of memory) instead of the server.
+    public var childMemoryBytes: Int64 = 3 << 30
+    /// `jobs.timeBudgetSeconds` / JOBS_TIME_BUDGET_SECONDS and `jobs.timeBudgetPerVideoSecond` /
+    /// JOBS_TIME_BUDGET_PER_VIDEO_SECOND: a job's child is killed after this base plus this much per
+    /// second of video (the plan's longest when the header claims more), and the job fails.
+    public var timeBudgetSeconds = 120.0
+    public var timeBudgetPerVideoSecond = 4.0
+    /// `jobs.retryBackoffSeconds` / JOBS_RETRY_BACKOFF_SECONDS: a job that failed for a transient
+    /// reason waits this long before its next attempt, doubling with each attempt (at most 1 h).
+    public var retryBackoffSeconds = 15.0
     /// `upload.maxBytes` / UPLOAD_MAX_BYTES: largest upload, enforced while it streams (413).
     public var maxUploadBytes: Int64 = 4 << 30
     /// `upload.maxDurationSeconds` / UPLOAD_MAX_DURATION_SECONDS: longest accepted video.
@@ -62,6 +76,11 @@ public struct ServiceSettings: Sendable, Equatable {
         maxAttempts = max(1, config.int(forKey: "jobs.maxAttempts", default: maxAttempts))
         niceness = min(19, max(0, config.int(forKey: "jobs.niceness", default: niceness)))
         progressIntervalMs = max(0, config.int(forKey: "jobs.progressIntervalMs", default: progressIntervalMs))
+        childExecutable = config.string(forKey: "jobs.executable", default: childExecutable)
+        childMemoryBytes = Int64(config.int(forKey: "jobs.childMemoryBytes", default: Int(childMemoryBytes)))
+        timeBudgetSeconds = max(1, config.double(forKey: "jobs.timeBudgetSeconds", default: timeBudgetSeconds))
+        timeBudgetPerVideoSecond = max(0, config.double(forKey: "jobs.timeBudgetPerVideoSecond", default: timeBudgetPerVideoSecond))
+        retryBackoffSeconds = max(0, config.double(forKey: "jobs.retryBackoffSeconds", default: retryBackoffSeconds))
         maxUploadBytes = Int64(config.int(forKey: "upload.maxBytes", default: Int(maxUploadBytes)))
         maxDurationSeconds = config.double(forKey: "upload.maxDurationSeconds", default: maxDurationSeconds)
         minTargetDuration = config.int(forKey: "upload.minTargetDuration", default: minTargetDuration)
