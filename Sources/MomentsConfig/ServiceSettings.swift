@@ -37,7 +37,7 @@ public struct ServiceSettings: Sendable, Equatable {
     public var childExecutable = ""
     /// `jobs.childMemoryBytes` / JOBS_CHILD_MEMORY_BYTES: address space of each isolated child
     /// (probe and job); a child that needs more fails (out of memory) instead of the server.
-    public var childMemoryBytes: Int64 = 3 << 30
+    public var childMemoryBytes: Int64 = 4 << 30
     /// `jobs.timeBudgetSeconds` / JOBS_TIME_BUDGET_SECONDS and `jobs.timeBudgetPerVideoSecond` /
     /// JOBS_TIME_BUDGET_PER_VIDEO_SECOND: a job's child is killed after this base plus this much per
     /// second of video (the plan's longest when the header claims more), and the job fails.

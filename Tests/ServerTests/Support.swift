@@ -229,3 +229,10 @@ extension TestResponse {
         return json
     }
 }
+
+/// A body a client sees names no file, folder or FFmpeg internals.
+func expectNoInternals(_ text: String, server: TestServer, sourceLocation: SourceLocation = #_sourceLocation) {
+    for leak in [server.scratch.path, server.layout.root, "/tmp/", "file:", "jobs/", "uploads/", "avformat", "avcodec", ".partial"] {
+        #expect(!text.contains(leak), "the response reveals \(leak): \(text)", sourceLocation: sourceLocation)
+    }
+}

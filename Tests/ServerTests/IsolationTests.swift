@@ -1,0 +1,213 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import JobStore
+import Jobs
+import Logging
+import MediaEngine
+import MomentsConfig
+import Testing
+
+/// Untrusted media is parsed only in `moments job-exec` children: their crashes, hangs and limits
+/// are contained, and the server and its workers go on.
+@Suite("Isolated children")
+struct IsolationTests {
+    /// A stand-in for `moments job-exec`: probes with the real binary, then does `onHighlight`
+    /// (a shell snippet) instead of making the highlight. The child has no PATH: absolute paths only.
+    static func fakeChild(in scratch: Scratch, onHighlight: String) throws -> String {
+        let real = IsolationSettings.defaultExecutable()
+        #expect(FileManager.default.isExecutableFile(atPath: real), "build the moments executable first (swift build)")
+        let path = scratch.path("fake-moments")
+        let script = """
+            #!/bin/sh
+            input=$(/bin/cat)
+            case "$input" in
+              *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
+            esac
+            \(onHighlight)
+            """
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+        return path
+    }
+
+    /// A child that crashes (SIGSEGV) is retried once, then the job fails for good with a clear
+    /// message; the quota unit is given back, the worker time stays charged, the input is gone, and
+    /// the server answers throughout.
+    @Test func crashingChildFailsTheJobAfterTwoDeaths() async throws {
+        let scratch = Scratch()
+        let fake = try Self.fakeChild(in: scratch, onHighlight: "kill -SEGV $$")
+        let server = try TestServer { s in
+            s.childExecutable = fake
+            s.retryBackoffSeconds = 0
+        }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (accountId, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            #expect(accepted.status == .ok, "\(accepted.text)")
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            let seen = try await client.poll(job: job, key: key, timeout: 60) { $0["status"] as? String == "failed" }
+            #expect(seen.last?["status"] as? String == "failed")
+            let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
+            #expect(detail["attempts"] as? Int == 2, "\(detail)")
+            let error = try #require(detail["error"] as? [String: Any])
+            #expect(error["code"] as? String == "processing_failed")
+            #expect((error["message"] as? String)?.hasPrefix("The video could not be processed") == true, "\(error)")
+            #expect((try await client.get("/health", key: nil)).status == .ok)
+            let ledger = try await server.service.database.ledger(accountId: accountId)
+            #expect(ledger.map(\.change).reduce(0, +) == 0, "the unit is given back: \(ledger)")
+            #expect(ledger.map(\.workerSeconds).reduce(0, +) > 0, "worker time is charged: \(ledger)")
+        }
+        #expect(server.storedFiles().isEmpty, "\(server.storedFiles())")
+    }
+
+    /// A child that never finishes is killed at the job's time budget; the job fails at once
+    /// (a deterministic overrun is not retried).
+    @Test func hangingChildIsStoppedByTheTimeBudget() async throws {
+        let scratch = Scratch()
+        let fake = try Self.fakeChild(in: scratch, onHighlight: "exec /bin/sleep 1000")
+        let server = try TestServer { s in
+            s.childExecutable = fake
+            s.timeBudgetSeconds = 2
+            s.timeBudgetPerVideoSecond = 0
+        }
+        let video = try await Fixtures.data(.tiny)
+        let started = Date()
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "failed" }
+            let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
+            #expect((detail["error"] as? [String: Any])?["code"] as? String == "time_limit", "\(detail)")
+            #expect(detail["attempts"] as? Int == 1)
+        }
+        #expect(Date().timeIntervalSince(started) < 20)
+    }
+
+    /// The limits are in force in the child before it runs a single instruction of its own.
+    @Test func childRunsUnderResourceLimits() throws {
+        let scratch = Scratch()
+        let path = scratch.path("show-limits")
+        try """
+            #!/bin/sh
+            echo "as=$(ulimit -v) core=$(ulimit -c) files=$(ulimit -n) cpu=$(ulimit -t) env=$(/usr/bin/env | /usr/bin/tr '\\n' ' ')" >&2
+            ls /proc/self/fd >&2
+            exit 9
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+        var settings = IsolationSettings(executable: path, memoryBytes: 512 << 20, niceness: 0)
+        settings.openFiles = 32
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: settings, wallSeconds: 10, cpuSeconds: 7,
+                                        cancellation: nil, logger: logger)
+        guard case .abnormal(let reason, let timedOut) = outcome else {
+            Issue.record("expected an abnormal end, got \(outcome)")
+            return
+        }
+        #expect(!timedOut)
+        #expect(reason.contains("status 9"), "\(reason)")
+        #expect(reason.contains("as=524288 core=0 files=32 cpu=7"), "\(reason)")
+        #expect(reason.contains("MOMENTS_CHILD=1") && !reason.contains("HOME="), "the child gets no environment of ours: \(reason)")
+    }
+
+    /// A real child with too little memory cannot take the server down: the probe is refused
+    /// cleanly and the next upload, with enough memory, works.
+    @Test func outOfMemoryChildIsContained() async throws {
+        let server = try TestServer { s in s.childMemoryBytes = 64 << 20 }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .router) { client in
+            let (_, key) = try await client.createAccount()
+            let refused = try await client.upload(key: key, file: video)
+            try refused.expectProblem(.unprocessableContent, code: "unreadable")
+            expectNoInternals(refused.text, server: server)
+        }
+        #expect(server.storedFiles().isEmpty)
+    }
+
+    /// Cancelling a job stops its child at once (SIGTERM to its process group).
+    @Test func cancelStopsTheChild() async throws {
+        let scratch = Scratch()
+        let fake = try Self.fakeChild(in: scratch, onHighlight: "exec /bin/sleep 1000")
+        let server = try TestServer { s in s.childExecutable = fake }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }
+            try await Task.sleep(for: .milliseconds(300))
+            let started = Date()
+            let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
+            #expect(cancelled.status == .ok)
+            #expect(Date().timeIntervalSince(started) < 2.5)
+            #expect(server.service.runner.runningJobIDs.isEmpty)
+        }
+    }
+}
+
+@Suite("Fair queue and worker-time budget")
+struct FairnessTests {
+    /// One account's backlog does not starve another: the next claim goes to the account with the
+    /// fewest running jobs, then to the one that started a job longest ago.
+    @Test func claimsAreFairAcrossAccounts() async throws {
+        let scratch = Scratch()
+        let database = try AppDatabase(path: scratch.path("db.sqlite"))
+        let (a, _) = try await database.createAccount(label: "busy")
+        let (b, _) = try await database.createAccount(label: "quiet")
+        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        var now = Date(timeIntervalSince1970: 1_800_000_000)
+        for i in 0..<5 {
+            try await database.insertUnmetered(Job(id: "a\(i)", accountId: a.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now))
+            now += 1
+        }
+        try await database.insertUnmetered(Job(id: "b0", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now))
+        try await database.insertUnmetered(Job(id: "b1", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now + 1))
+        var order: [String] = []
+        for _ in 0..<4 {
+            now += 1
+            let job = try #require(try await database.claimNextJob(now: now))
+            order.append(job.id)
+            // Finish it so only the round robin decides the next one.
+            _ = try await database.complete(id: job.id, output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
+                                            processingSeconds: 1, now: now)
+        }
+        #expect(order == ["a0", "b0", "a1", "b1"], "\(order)")
+        // A job waiting out a retry backoff is skipped until its time.
+        let retry = try #require(try await database.claimNextJob(now: now + 1))
+        try await database.retryLater(id: retry.id, runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
+        let next = try await database.claimNextJob(now: now + 2)
+        #expect(next?.id != retry.id)
+        try database.close()
+    }
+
+    /// A plan's daily worker time, once used, refuses new uploads with 429 until the next UTC day;
+    /// the ledger shows the seconds charged.
+    @Test func dailyWorkerBudget() async throws {
+        var plans = TestServer.roomyPlans
+        plans.free.dailyWorkerSeconds = 60
+        let clock = TestClock(QuotaTests.utc("2026-11-23T22:00:00Z"))
+        let server = try TestServer(plans: plans, clock: clock)
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .router) { client in
+            let (accountId, key) = try await client.createAccount()
+            let first = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            #expect(first.status == .ok)
+            let job = try #require(try first.json()["job_id"] as? String)
+            try await server.service.database.chargeWorkerTime(jobId: job, seconds: 61, reason: "test", now: clock.now)
+            let refused = try await client.upload(key: key, file: video)
+            let problem = try refused.expectProblem(.tooManyRequests, code: "daily_budget_exceeded")
+            #expect(refused.headers[.retryAfter] == "7200")
+            #expect(problem["limit_seconds"] as? Int == 60 && problem["used_seconds"] as? Int == 61)
+            let ledger = try await server.service.database.ledger(accountId: accountId)
+            #expect(ledger.contains { $0.workerSeconds == 61 })
+            _ = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
+            clock.now = QuotaTests.utc("2026-11-24T00:00:01Z")
+            let nextDay = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            #expect(nextDay.status == .ok, "\(nextDay.text)")
+            if let id = try nextDay.json()["job_id"] as? String { _ = try await client.get("/api/v1/jobs/\(id)", key: key, method: .delete) }
+        }
+    }
+}
