@@ -142,7 +142,7 @@ public final class JobRunner: Service, Sendable {
     /// The settings of the isolated children this runner starts.
     var isolation: IsolationSettings {
         IsolationSettings(executable: settings.childExecutable.isEmpty ? IsolationSettings.defaultExecutable() : settings.childExecutable,
-                          memoryBytes: UInt64(max(256 << 20, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
+                          memoryBytes: UInt64(max(0, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
     }
 
     /// A job's wall-clock budget: the base plus a share per second of video. The header's duration

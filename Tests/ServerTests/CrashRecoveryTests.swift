@@ -64,11 +64,55 @@ struct CrashRecoveryTests {
         #expect(detail["attempts"] as? Int == 2)
         let (data, response) = try await URLSession.shared.data(for: authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
         #expect((response as? HTTPURLResponse)?.statusCode == 200 && data.count > 10_000)
+        // Two attempts, one charge.
+        let usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
 
         // SIGTERM: a clean stop.
         server.terminate()
         server.waitUntilExit()
         #expect(server.terminationReason == .exit)
+    }
+
+    /// kill -9 while an upload streams: after the restart nothing of it is left and nothing was
+    /// charged; the same upload then goes through and is charged once.
+    @Test func killedDuringUploadLosesNothing() async throws {
+        let executable = try #require(Self.executable, "build the moments executable first (swift build)")
+        let scratch = Scratch()
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)"
+        let storage = scratch.path("storage")
+        let environment = ["STORAGE_PATH": storage, "HTTP_PORT": String(port), "STORAGE_MIN_FREE_BYTES": "1048576"]
+        var server = try start(executable, environment: environment)
+        defer { if server.isRunning { server.terminate() } }
+        try await waitUntilUp(base)
+        let key = try #require(try await request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
+        let video = try await Fixtures.data(.short)
+        // 4 MB declared, 3 MB sent, then silence: the server is streaming it to uploads/.
+        let body = Data(Multipart.body(file: Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })).readableBytesView)
+
+        let socket = try RawConnection(port: port)
+        try socket.send(Data("POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: \(Multipart.contentType)\r\nContent-Length: \(body.count)\r\n\r\n".utf8))
+        try socket.send(body.prefix(3 << 20))
+        let uploads = storage + "/uploads"
+        // The bytes are being written (to an unnamed file that only gets its name once complete).
+        try await Task.sleep(for: .seconds(1))
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+        socket.close()
+
+        server = try start(executable, environment: environment)
+        try await waitUntilUp(base)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: uploads)) ?? []).isEmpty, "a partial upload survived the restart")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: storage + "/jobs")) ?? []).isEmpty)
+        var usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        #expect(usage?["used"] as? Int == 0, "\(usage ?? [:])")
+        let accepted = try await upload(video, to: "\(base)/api/v1/upload", key: key)
+        #expect(accepted["job_id"] is String, "\(accepted)")
+        usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
+        server.terminate()
+        server.waitUntilExit()
     }
 
     private func start(_ executable: String, environment: [String: String]) throws -> Process {
@@ -124,4 +168,34 @@ func freePort() throws -> Int {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A plain TCP connection to the server on loopback, for requests a client library would not send.
+final class RawConnection {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { Glibc.close(fd); throw POSIXError(.ECONNREFUSED) }
+    }
+
+    func send(_ data: Data) throws {
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { throw POSIXError(.EPIPE) }
+                offset += n
+            }
+        }
+    }
+
+    func close() { Glibc.close(fd) }
 }
