@@ -35,9 +35,9 @@ public struct APIKey: Codable, Sendable, Equatable, FetchableRecord, Persistable
 /// What the key presented with a request is worth, read fresh from the database.
 public enum KeyLookup: Sendable, Equatable {
     /// An active key of an enabled account.
-    case valid(Account, keyId: String, lastUsedAt: Date?)
+    case valid(Account, keyId: String)
     /// An active key of a disabled account.
-    case disabled(Account)
+    case disabled(accountId: String)
     /// A key that was revoked.
     case revoked
     /// No such key.
@@ -62,15 +62,14 @@ extension AppDatabase {
     public func authenticate(keyHash: String) throws -> KeyLookup {
         try pool.unsafeRead { db in
             let statement = try db.cachedStatement(sql: """
-                SELECT api_key.id, api_key.revokedAt IS NOT NULL, api_key.lastUsedAt,
-                       account.id, account.plan, account.label, account.createdAt, account.disabledAt, account.tester
+                SELECT api_key.id, api_key.revokedAt IS NOT NULL, account.disabledAt IS NOT NULL,
+                       account.id, account.plan, account.label, account.createdAt, account.tester
                 FROM api_key JOIN account ON account.id = api_key.accountId WHERE api_key.hash = ?
                 """)
             guard let row = try Row.fetchOne(statement, arguments: [keyHash]) else { return .unknown }
             if row[1] as Bool { return .revoked }
-            let account = Account(id: row[3], plan: row[4], label: row[5], createdAt: row[6], disabledAt: row[7], tester: row[8])
-            if account.isDisabled { return .disabled(account) }
-            return .valid(account, keyId: row[0], lastUsedAt: row[2])
+            if row[2] as Bool { return .disabled(accountId: row[3]) }
+            return .valid(Account(id: row[3], plan: row[4], label: row[5], createdAt: row[6], disabledAt: nil, tester: row[7]), keyId: row[0])
         }
     }
 

@@ -74,29 +74,28 @@ public final class JobService: Sendable {
     /// What `apiKey` is worth now. Every request reads its key and account from the database (one
     /// cached-statement lookup, tens of microseconds), so a revoked key or a disabled account is
     /// refused on the very next request: there is no cache to go stale. The key's lastUsedAt is
-    /// written at most once per `keyUseInterval`, on the database's writer queue, never waited for.
+    /// written at most once per `keyUseInterval` per key by this process, on the database's writer
+    /// queue, never waited for.
     public func authenticate(apiKey: String) throws -> KeyLookup {
         // Keys are 46 characters; anything much longer is not one (and is not hashed).
         guard apiKey.utf8.count <= 200 else { return .unknown }
         let lookup = try database.authenticate(keyHash: Account.hash(apiKey: apiKey))
-        if case .valid(_, let keyId, let lastUsedAt) = lookup {
+        if case .valid(_, let keyId) = lookup {
             let now = clock()
-            if lastUsedAt.map({ now.timeIntervalSince($0) >= Self.keyUseInterval }) ?? true {
-                let due = keyUses.withLock { recorded -> Bool in
-                    if let last = recorded[keyId], now.timeIntervalSince(last) < Self.keyUseInterval { return false }
-                    if recorded.count >= 10_000 { recorded.removeAll(keepingCapacity: true) }
-                    recorded[keyId] = now
-                    return true
-                }
-                if due { database.recordKeyUse(keyId: keyId, at: now) }
+            let due = keyUses.withLock { recorded -> Bool in
+                if let last = recorded[keyId], now.timeIntervalSince(last) < Self.keyUseInterval { return false }
+                if recorded.count >= 10_000 { recorded.removeAll(keepingCapacity: true) }
+                recorded[keyId] = now
+                return true
             }
+            if due { database.recordKeyUse(keyId: keyId, at: now) }
         }
         return lookup
     }
 
     /// The account holding the active key `apiKey` (nil when unknown, revoked or disabled).
     public func account(apiKey: String) async throws -> Account? {
-        if case .valid(let account, _, _) = try authenticate(apiKey: apiKey) { return account }
+        if case .valid(let account, _) = try authenticate(apiKey: apiKey) { return account }
         return nil
     }
 

@@ -28,7 +28,7 @@ struct APIKeyMiddleware: RouterMiddleware {
         case .disabled:
             throw Problem(.forbidden, code: "account_disabled", title: "Account disabled",
                           detail: "This account is disabled; contact support.")
-        case .valid(let account, let keyId, _):
+        case .valid(let account, let keyId):
             var context = context
             context.account = account
             context.apiKeyId = keyId

@@ -163,7 +163,8 @@ struct KeyTests {
                                arguments: ["0f8fad5b-d9cb-469f-a165-70867728950e", Account.hash(apiKey: key), String(key.prefix(10)), created])
                 try db.execute(sql: """
                     INSERT INTO job (id, accountId, status, message, targetDuration, quality, input, estimatedSeconds, createdAt, updatedAt)
-                    VALUES ('j1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'completed', 'Done', 30, 'high', '{}', 10, ?, ?);
+                    VALUES ('j1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'completed', 'Done', 30, 'high',
+                            '{"size":1,"duration":10,"container":"mp4","videoCodec":"h264","width":320,"height":180,"rotation":0,"frameRate":30}', 10, ?, ?);
                     INSERT INTO subscription (originalTransactionId, accountId, productId, expiresAt, state, lastSignedDate, environment, source, updatedAt)
                     VALUES ('o1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'com.moments.pro.monthly', ?, 'revoked', ?, 'Production', 'admin', ?);
                     """, arguments: [created, created, created.addingTimeInterval(86400 * 365 * 10), created, created])
@@ -171,7 +172,7 @@ struct KeyTests {
             try queue.close()
         }
         let db = try AppDatabase(path: path)
-        guard case .valid(let account, let keyId, _) = try db.authenticate(keyHash: Account.hash(apiKey: key)) else {
+        guard case .valid(let account, let keyId) = try db.authenticate(keyHash: Account.hash(apiKey: key)) else {
             Issue.record("the migrated key does not authenticate")
             return
         }
