@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import HummingbirdTesting
 import JobStore
+import MomentsConfig
 import Testing
 
 /// Sandbox (TestFlight) purchases grant pro only to testers; a revocation of an original
@@ -95,5 +96,17 @@ extension AppStoreTests {
             let apple = try #require(try await server.service.database.subscriptions(accountId: id).first { $0.originalTransactionId == original })
             #expect(apple.state == .active && apple.revokedAt == nil)
         }
+    }
+}
+
+@Suite("App Store settings")
+struct AppStoreSettingsTests {
+    /// The shipped file holds the defaults (sandbox for testers only); the environment turns it on.
+    @Test func sandboxForAllIsConfigurable() async throws {
+        let shipped = AppStoreSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        #expect(shipped == AppStoreSettings() && !shipped.sandboxForAll)
+        let on = AppStoreSettings(reader: try await MomentsConfiguration.reader(environment: ["APP_STORE_SANDBOX_FOR_ALL": "true"],
+                                                                                file: "Config/moments.json"))
+        #expect(on.sandboxForAll)
     }
 }
