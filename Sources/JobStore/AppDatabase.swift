@@ -5,9 +5,13 @@ import GRDB
 /// (WAL: readers never wait for the writer); every consistent change is one write transaction.
 public final class AppDatabase: Sendable {
     public let pool: DatabasePool
+    /// `appStore.sandboxForAll`: App Store sandbox (TestFlight) subscriptions grant pro to every
+    /// account, not only to testers. SQL sees it as `moments_sandbox_for_all()` (see `entitlement`).
+    public let sandboxForAll: Bool
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
-    public init(path: String) throws {
+    public init(path: String, sandboxForAll: Bool = false) throws {
+        self.sandboxForAll = sandboxForAll
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.maximumReaderCount = 8
@@ -15,6 +19,7 @@ public final class AppDatabase: Sendable {
             // FULL: a committed transaction (a charge on the ledger, a completed job) survives a power
             // loss, not only a crash. WAL keeps it cheap: one fsync of the log per commit.
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            db.add(function: DatabaseFunction("moments_sandbox_for_all", argumentCount: 0, pure: true) { _ in sandboxForAll })
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
@@ -118,6 +123,46 @@ public final class AppDatabase: Sendable {
                 t.column("receivedAt", .datetime).notNull()
                 t.column("applied", .boolean).notNull()
             }
+        }
+        migrator.registerMigration("v4 api keys and account state") { db in
+            // An account holds several keys; the one it had moves into the new table.
+            try db.create(table: "api_key") { t in
+                t.primaryKey("id", .text)
+                t.column("accountId", .text).notNull().references("account", onDelete: .cascade)
+                t.column("hash", .text).notNull().unique()
+                t.column("prefix", .text).notNull()
+                t.column("label", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("lastUsedAt", .datetime)
+                t.column("revokedAt", .datetime)
+            }
+            try db.create(index: "api_key_account", on: "api_key", columns: ["accountId"])
+            for row in try Row.fetchAll(db, sql: "SELECT id, apiKeyHash, apiKeyPrefix, createdAt FROM account") {
+                try db.execute(sql: "INSERT INTO api_key (id, accountId, hash, prefix, createdAt) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [UUID().uuidString.lowercased(), row["id"], row["apiKeyHash"], row["apiKeyPrefix"], row["createdAt"]])
+            }
+            // The account table without its key columns (a UNIQUE column cannot be dropped: the
+            // table is rebuilt, as SQLite documents; GRDB runs migrations with foreign keys off and
+            // checks them before committing).
+            try db.create(table: "account_v4") { t in
+                t.primaryKey("id", .text)
+                t.column("plan", .text).notNull().defaults(to: "free")
+                t.column("label", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("disabledAt", .datetime)
+                t.column("tester", .boolean).notNull().defaults(to: false)
+            }
+            try db.execute(sql: """
+                INSERT INTO account_v4 (id, plan, label, createdAt) SELECT id, plan, label, createdAt FROM account;
+                DROP TABLE account;
+                ALTER TABLE account_v4 RENAME TO account;
+                """)
+        }
+        migrator.registerMigration("v5 sticky subscription revocation") { db in
+            // When the subscription was revoked (refund, Apple's revoke, an operator): until a
+            // REFUND_REVERSED or an operator's grant, no later transaction reinstates it.
+            try db.alter(table: "subscription") { t in t.add(column: "revokedAt", .datetime) }
+            try db.execute(sql: "UPDATE subscription SET revokedAt = updatedAt WHERE state = 'revoked'")
         }
         registerWorkerBudgetMigration(&migrator)
         return migrator

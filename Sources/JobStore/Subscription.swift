@@ -20,14 +20,25 @@ public struct Subscription: Codable, Sendable, Equatable, FetchableRecord, Persi
     /// app | notification | admin
     public var source: String
     public var updatedAt: Date
+    /// When it was revoked (Apple's refund or revoke, a revoked transaction, an operator). While
+    /// set, the revocation sticks: later transactions and renewals of this original transaction
+    /// do not reinstate it; only Apple's REFUND_REVERSED or an operator's `grant-pro` lift it.
+    public var revokedAt: Date?
 
     public init(originalTransactionId: String, accountId: String?, productId: String, expiresAt: Date?,
                 gracePeriodExpiresAt: Date? = nil, state: EntitlementState, lastSignedDate: Date, environment: String,
-                source: String, updatedAt: Date) {
+                source: String, updatedAt: Date, revokedAt: Date? = nil) {
         self.originalTransactionId = originalTransactionId; self.accountId = accountId; self.productId = productId
         self.expiresAt = expiresAt; self.gracePeriodExpiresAt = gracePeriodExpiresAt; self.state = state
         self.lastSignedDate = lastSignedDate; self.environment = environment; self.source = source; self.updatedAt = updatedAt
+        self.revokedAt = revokedAt
     }
+
+    /// Apple's test environments: TestFlight and App Review buy in "Sandbox", Xcode builds in
+    /// "Xcode". Their subscriptions grant pro only to tester accounts (or to everyone with
+    /// `appStore.sandboxForAll`).
+    public static let testEnvironments: Set<String> = ["Sandbox", "Xcode", "LocalTesting"]
+    public var isTestPurchase: Bool { Self.testEnvironments.contains(environment) }
 
     /// The state at `now`: an active subscription past its expiry, or a grace period past its end,
     /// has expired.
@@ -95,8 +106,17 @@ public enum NotificationEffect: Sendable, Equatable {
 }
 
 extension AppDatabase {
+    /// What the account's subscriptions entitle it to now. Test (sandbox) purchases count only for
+    /// tester accounts, or for every account when the database was opened with `sandboxForAll`
+    /// (read here through the SQL function `moments_sandbox_for_all()`, since callers inside other
+    /// transactions have no AppDatabase at hand).
     static func entitlement(_ db: Database, accountId: String, now: Date) throws -> Entitlement {
-        let subscriptions = try Subscription.filter(Column("accountId") == accountId).fetchAll(db)
+        var subscriptions = try Subscription.filter(Column("accountId") == accountId).fetchAll(db)
+        if subscriptions.contains(where: \.isTestPurchase) {
+            let allowed = try Bool.fetchOne(db, sql: "SELECT moments_sandbox_for_all() OR COALESCE((SELECT tester FROM account WHERE id = ?), 0)",
+                                            arguments: [accountId]) ?? false
+            if !allowed { subscriptions.removeAll(where: \.isTestPurchase) }
+        }
         let rank: [EntitlementState: Int] = [.active: 3, .grace: 2, .expired: 1, .revoked: 0]
         let best = subscriptions.max { a, b in
             let ra = rank[a.effectiveState(at: now)]!, rb = rank[b.effectiveState(at: now)]!
@@ -115,8 +135,9 @@ extension AppDatabase {
     ///   Apple ID resubscribing from another account); without a token, the originalTransactionId
     ///   belongs to the first account that presented it and is refused for any other.
     /// - State: merged, never replaced: the later expiry wins, a grace period stays until a
-    ///   renewal or its end, a revocation sticks. Anything signed before the last applied change
-    ///   (including an operator's revoke) changes nothing but an unbound owner.
+    ///   renewal or its end, a revocation sticks (even against later-signed transactions and
+    ///   renewals of the same original transaction). Anything signed before the last applied
+    ///   change (including an operator's revoke) changes nothing but an unbound owner.
     public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
         try await pool.write { db in
             let existing = try Subscription.fetchOne(db, key: tx.originalTransactionId)
@@ -148,6 +169,13 @@ extension AppDatabase {
     static func merge(_ sub: inout Subscription, expiresAt: Date?, revoked: Bool, now: Date) {
         if revoked {
             sub.state = .revoked
+            sub.revokedAt = sub.revokedAt ?? now
+            return
+        }
+        if sub.revokedAt != nil {
+            // Revoked: the expiry is remembered, the state is not reinstated.
+            sub.state = .revoked
+            sub.expiresAt = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
             return
         }
         let latest = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
@@ -163,8 +191,9 @@ extension AppDatabase {
     }
 
     /// Applies a verified notification once (by UUID). A notification signed before the last one
-    /// applied to its subscription is recorded but changes nothing. Returns whether it changed
-    /// the subscription.
+    /// applied to its subscription is recorded but changes nothing, and so is one that would renew,
+    /// extend, expire or put in grace a revoked subscription (only REFUND_REVERSED lifts a
+    /// revocation). Returns whether it changed the subscription.
     public func applyNotification(uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
                                   effect: NotificationEffect, now: Date) async throws -> Bool {
         try await pool.write { db in
@@ -179,7 +208,8 @@ extension AppDatabase {
                                        expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
                                        environment: tx.environment, source: "notification", updatedAt: now)
                 }
-                if var s = sub, signedDate >= s.lastSignedDate {
+                let sticky = sub?.revokedAt != nil && effect != .revoke && effect != .reinstate
+                if var s = sub, signedDate >= s.lastSignedDate, !sticky {
                     // A newer payload naming an existing account by its token moves the subscription there.
                     if let token = tx.appAccountToken, let owner = try Account.fetchOne(db, key: token.lowercased()) {
                         s.accountId = owner.id
@@ -190,8 +220,10 @@ extension AppDatabase {
                         s.expiresAt = [s.expiresAt, tx.expiresAt].compactMap { $0 }.max()
                         s.gracePeriodExpiresAt = nil
                     case .reinstate:
+                        // Apple reversed the refund: the one thing (besides an operator) that lifts a revocation.
                         s.state = (tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired
                         s.expiresAt = tx.expiresAt
+                        s.revokedAt = nil
                     case .grace(let until):
                         s.state = .grace
                         s.gracePeriodExpiresAt = until
@@ -199,6 +231,7 @@ extension AppDatabase {
                         s.state = .expired
                     case .revoke:
                         s.state = .revoked
+                        s.revokedAt = s.revokedAt ?? now
                     case .none:
                         break
                     }
@@ -219,9 +252,12 @@ extension AppDatabase {
         }
     }
 
-    /// An operator's grant of pro until `until` (admin CLI).
+    /// An operator's grant of pro until `until` (admin CLI). It also lifts the revocation of the
+    /// account's App Store subscriptions: they stay revoked until their next transaction or
+    /// renewal, which then applies again.
     public func grantPro(accountId: String, until: Date, now: Date) async throws {
         try await pool.write { db in
+            try db.execute(sql: "UPDATE subscription SET revokedAt = NULL WHERE accountId = ?", arguments: [accountId])
             try Subscription(originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
                              expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
                              updatedAt: now).save(db)
@@ -231,10 +267,12 @@ extension AppDatabase {
     /// Revokes every subscription of the account (admin CLI).
     public func revokeSubscriptions(accountId: String, now: Date) async throws -> Int {
         try await pool.write { db in
-            // lastSignedDate moves to now, so no transaction signed before the revoke can undo it.
+            // revokedAt makes it stick against later transactions and renewals too; lastSignedDate
+            // moves to now, so no notification signed before the revoke applies.
             try db.execute(sql: """
-                UPDATE subscription SET state = 'revoked', updatedAt = ?, lastSignedDate = MAX(lastSignedDate, ?) WHERE accountId = ?
-                """, arguments: [now, now, accountId])
+                UPDATE subscription SET state = 'revoked', updatedAt = ?, lastSignedDate = MAX(lastSignedDate, ?),
+                    revokedAt = COALESCE(revokedAt, ?) WHERE accountId = ?
+                """, arguments: [now, now, now, accountId])
             return db.changesCount
         }
     }

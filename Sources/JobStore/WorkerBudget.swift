@@ -37,7 +37,7 @@ extension AppDatabase {
     }
 
     static func registerWorkerBudgetMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v5 isolated jobs, retries with backoff, worker-time budget") { db in
+        migrator.registerMigration("v6 isolated jobs, retries with backoff, worker-time budget") { db in
             try db.alter(table: "job") { t in
                 t.add(column: "maxDurationSeconds", .double)
                 t.add(column: "abnormalExits", .integer).notNull().defaults(to: 0)

@@ -34,7 +34,7 @@ public final class JobService: Sendable {
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
         lock = try StorageLock(layout.path(".lock"))
-        let database = try AppDatabase(path: layout.databasePath)
+        let database = try AppDatabase(path: layout.databasePath, sandboxForAll: appStore.sandboxForAll)
         self.database = database
         self.layout = layout
         self.settings = settings
@@ -71,23 +71,37 @@ public final class JobService: Sendable {
         try await database.createAccount(label: label, now: clock())
     }
 
-    /// The account holding `apiKey`. Keys seen in the last `keyCacheSeconds` are answered from
-    /// memory (a key's account never changes; plans and quotas are read fresh where they matter).
-    public func account(apiKey: String) async throws -> Account? {
-        let now = clock()
-        if let hit = keyCache.withLock({ $0[apiKey] }), now.timeIntervalSince(hit.1) < Self.keyCacheSeconds {
-            return hit.0
+    /// What `apiKey` is worth now. Every request reads its key and account from the database (one
+    /// cached-statement lookup, tens of microseconds), so a revoked key or a disabled account is
+    /// refused on the very next request: there is no cache to go stale. The key's lastUsedAt is
+    /// written at most once per `keyUseInterval` per key by this process, on the database's writer
+    /// queue, never waited for.
+    public func authenticate(apiKey: String) throws -> KeyLookup {
+        // Keys are 46 characters; anything much longer is not one (and is not hashed).
+        guard apiKey.utf8.count <= 200 else { return .unknown }
+        let lookup = try database.authenticate(keyHash: Account.hash(apiKey: apiKey))
+        if case .valid(_, let keyId) = lookup {
+            let now = clock()
+            let due = keyUses.withLock { recorded -> Bool in
+                if let last = recorded[keyId], now.timeIntervalSince(last) < Self.keyUseInterval { return false }
+                if recorded.count >= 10_000 { recorded.removeAll(keepingCapacity: true) }
+                recorded[keyId] = now
+                return true
+            }
+            if due { database.recordKeyUse(keyId: keyId, at: now) }
         }
-        guard let account = try await database.account(apiKey: apiKey) else { return nil }
-        keyCache.withLock { cache in
-            if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
-            cache[apiKey] = (account, now)
-        }
-        return account
+        return lookup
     }
 
-    static let keyCacheSeconds: TimeInterval = 60
-    private let keyCache = Mutex<[String: (Account, Date)]>([:])
+    /// The account holding the active key `apiKey` (nil when unknown, revoked or disabled).
+    public func account(apiKey: String) async throws -> Account? {
+        if case .valid(let account, _) = try authenticate(apiKey: apiKey) { return account }
+        return nil
+    }
+
+    static let keyUseInterval: TimeInterval = 60
+    /// When this process last recorded each key's use (so a burst of requests writes once).
+    private let keyUses = Mutex<[String: Date]>([:])
 
     // MARK: Uploads
 

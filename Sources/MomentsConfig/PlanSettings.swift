@@ -62,6 +62,11 @@ public struct AppStoreSettings: Sendable, Equatable {
     /// builds (Apple's reviewers buy in the sandbox against the production server).
     public var environments = ["Production", "Sandbox"]
     public var rootCertificates: [String] = ["Config/AppleRootCA-G3.cer"]
+    /// `appStore.sandboxForAll` / APP_STORE_SANDBOX_FOR_ALL: sandbox (TestFlight, App Review, Xcode)
+    /// subscriptions grant pro to every account. Off: only to accounts an operator marked as
+    /// testers (`moments accounts tester ID --on`); other accounts presenting one get a 403
+    /// (turn this on while a build is in App Review, or mark the reviewer's account).
+    public var sandboxForAll = false
 
     public init() {}
 
@@ -69,5 +74,6 @@ public struct AppStoreSettings: Sendable, Equatable {
         bundleId = config.string(forKey: "appStore.bundleId", default: bundleId)
         environments = config.stringArray(forKey: "appStore.environments", default: environments)
         rootCertificates = config.stringArray(forKey: "appStore.rootCertificates", default: rootCertificates)
+        sandboxForAll = config.bool(forKey: "appStore.sandboxForAll", default: sandboxForAll)
     }
 }

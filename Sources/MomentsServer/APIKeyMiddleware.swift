@@ -1,8 +1,11 @@
 import HTTPTypes
 import Hummingbird
+import JobStore
 import Jobs
 
-/// Requires `Authorization: Bearer <api_key>` and puts the account in the context.
+/// Requires `Authorization: Bearer <api_key>` and puts the account (and the key's id) in the
+/// context. The key is checked against the database on every request: a revoked key gets 401 and
+/// a disabled account 403 at once.
 struct APIKeyMiddleware: RouterMiddleware {
     let service: JobService
 
@@ -16,17 +19,24 @@ struct APIKeyMiddleware: RouterMiddleware {
             throw Self.unauthorized("invalid_authorization", "The Authorization header must be \"Bearer <api_key>\".")
         }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
-        guard let account = try await service.account(apiKey: key) else {
+        switch try service.authenticate(apiKey: key) {
+        case .unknown:
             throw Self.unauthorized("invalid_api_key", "The API key is not valid. Check it, or create an account with POST /api/v1/accounts.")
+        case .revoked:
+            throw Self.unauthorized("revoked_api_key",
+                "This API key was revoked. Use another key of your account, or create one with POST /api/v1/account/keys using a key that still works.")
+        case .disabled:
+            throw Problem(.forbidden, code: "account_disabled", title: "Account disabled",
+                          detail: "This account is disabled; contact support.")
+        case .valid(let account, let keyId):
+            var context = context
+            context.account = account
+            context.apiKeyId = keyId
+            return try await next(request, context)
         }
-        var context = context
-        context.account = account
-        return try await next(request, context)
     }
 
     static func unauthorized(_ code: String, _ detail: String) -> Problem {
         Problem(.unauthorized, code: code, detail: detail, headers: [.wwwAuthenticate: "Bearer realm=\"moments\""])
     }
 }
-
-import Foundation

@@ -5,17 +5,134 @@ import Hummingbird
 import JobStore
 import Jobs
 
-/// GET /api/v1/account: plan, entitlement, this month's usage and the plan's limits.
+/// GET /api/v1/account: plan, entitlement, this month's usage and the plan's limits; and the
+/// account's API keys: create one, list them, revoke one.
 struct AccountController {
     let service: JobService
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/api/v1/account", on: group, use: show)
+        table.add(.get, "/api/v1/account/keys", on: group, use: listKeys)
+        table.add(.post, "/api/v1/account/keys", on: group, use: createKey)
+        table.add(.delete, "/api/v1/account/keys/:id", on: group, use: revokeKey)
     }
 
     @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> AccountView {
         let account = try context.requireAccount()
         return AccountView(account, try await service.accountPlan(account), proProduct: service.plans.proProductId)
+    }
+
+    /// GET /api/v1/account/keys: every key, active and revoked, without secrets.
+    @Sendable func listKeys(_ request: Request, context: AppRequestContext) async throws -> KeyListView {
+        let account = try context.requireAccount()
+        let keys = try await service.database.keys(accountId: account.id)
+        return KeyListView(keys: keys.map { KeyView($0, current: $0.id == context.apiKeyId) })
+    }
+
+    /// POST /api/v1/account/keys {label?}: a new key, shown this once.
+    @Sendable func createKey(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<KeyCreatedView> {
+        let account = try context.requireAccount()
+        var label: String?
+        let body = try await request.body.collect(upTo: context.maxUploadSize)
+        if body.readableBytes > 0 {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
+                throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"label\": \"my laptop\"}, or empty.")
+            }
+            if let unknown = object.keys.first(where: { $0 != "label" }) {
+                throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". Keys accept only \"label\".")
+            }
+            if let value = object["label"] {
+                guard let text = value as? String, text.count <= 100 else {
+                    throw Problem.badRequest("invalid_field", "\"label\" must be a string of at most 100 characters.")
+                }
+                label = text
+            }
+        }
+        switch try await service.database.createKey(accountId: account.id, label: label, now: service.clock()) {
+        case .success(let (key, secret)):
+            return EditedResponse(status: .created, response: KeyCreatedView(
+                id: key.id, apiKey: secret, prefix: key.prefix, label: key.label, createdAt: key.createdAt,
+                message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+        case .failure(.tooManyKeys(let limit)):
+            throw Problem(.conflict, code: "too_many_keys",
+                          detail: "This account already has \(limit) active API keys. Revoke one you no longer use (DELETE /api/v1/account/keys/{id}) first.",
+                          extensions: ["limit": .int(limit)])
+        case .failure:
+            throw Problem(.notFound, code: "account_not_found", detail: "This account no longer exists.")
+        }
+    }
+
+    /// DELETE /api/v1/account/keys/{id}: revokes the key; it stops working on the next request.
+    @Sendable func revokeKey(_ request: Request, context: AppRequestContext) async throws -> KeyView {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        switch try await service.database.revokeKey(id: id.lowercased(), accountId: account.id, now: service.clock()) {
+        case .success(let key):
+            return KeyView(key, current: key.id == context.apiKeyId)
+        case .failure(.lastActiveKey):
+            throw Problem(.conflict, code: "last_active_key",
+                          detail: "This is the account's only active API key; revoking it would lock the account out. Create a new key with POST /api/v1/account/keys first, then revoke this one.")
+        case .failure:
+            throw Problem(.notFound, code: "key_not_found", title: "Key not found",
+                          detail: "There is no API key \(id) on this account. List your keys with GET /api/v1/account/keys.")
+        }
+    }
+}
+
+/// An API key as its owner sees it: never the secret, only its first characters.
+struct KeyView: ResponseEncodable {
+    var id: String
+    var prefix: String
+    var label: String?
+    var createdAt: Date
+    var lastUsedAt: Date?
+    var revokedAt: Date?
+    /// The key this request was made with.
+    var current: Bool
+
+    init(_ key: APIKey, current: Bool) {
+        id = key.id; prefix = key.prefix; label = key.label; createdAt = key.createdAt
+        lastUsedAt = key.lastUsedAt; revokedAt = key.revokedAt; self.current = current
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, prefix, label, createdAt = "created_at", lastUsedAt = "last_used_at", revokedAt = "revoked_at", current
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(prefix, forKey: .prefix)
+        try c.encode(label, forKey: .label)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(lastUsedAt, forKey: .lastUsedAt)
+        try c.encode(revokedAt, forKey: .revokedAt)
+        try c.encode(current, forKey: .current)
+    }
+}
+
+struct KeyListView: ResponseEncodable {
+    var keys: [KeyView]
+}
+
+struct KeyCreatedView: ResponseEncodable {
+    var id: String
+    var apiKey: String
+    var prefix: String
+    var label: String?
+    var createdAt: Date
+    var message: String
+
+    enum CodingKeys: String, CodingKey { case id, apiKey = "api_key", prefix, label, createdAt = "created_at", message }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(apiKey, forKey: .apiKey)
+        try c.encode(prefix, forKey: .prefix)
+        try c.encode(label, forKey: .label)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(message, forKey: .message)
     }
 }
 

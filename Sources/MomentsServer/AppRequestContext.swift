@@ -7,6 +7,8 @@ public struct AppRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by APIKeyMiddleware on the routes that need a key.
     public var account: Account?
+    /// The id of the API key the request was authenticated with (set with `account`).
+    public var apiKeyId: String?
 
     /// The client's IP address (account-creation limits), when the channel has one.
     public var clientAddress: String?
@@ -14,6 +16,7 @@ public struct AppRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         account = nil
+        apiKeyId = nil
         clientAddress = source.channel.remoteAddress?.ipAddress
     }
 

@@ -63,6 +63,14 @@ struct SubscriptionsController {
             throw Problem(.forbidden, code: "transaction_for_another_account",
                           detail: "This purchase was made for another account (its appAccountToken is not this account's id). Sign in to the account that bought it.")
         }
+        // A test purchase (TestFlight, App Review, Xcode) is free: it unlocks pro only for testers.
+        // Refused here, nothing is recorded (the app can present it again once the account is a
+        // tester); one that arrives by notification is recorded but grants nothing (see entitlement).
+        if Subscription.testEnvironments.contains(tx.environment), !account.tester, !service.database.sandboxForAll {
+            throw Problem(.forbidden, code: "sandbox_purchase_not_allowed",
+                          detail: "This purchase was made in Apple's \(tx.environment) environment (TestFlight or a development build), which unlocks pro only for test accounts. Buy pro in the App Store version of the app, or ask support to mark this account as a tester.",
+                          extensions: ["environment": .string(tx.environment)])
+        }
         switch try await service.database.applyTransaction(Self.facts(tx), accountId: account.id, now: service.clock()) {
         case .failure:
             throw Problem(.forbidden, code: "transaction_for_another_account",

@@ -8,8 +8,9 @@ import MomentsConfig
 /// (SQLite in WAL mode: safe while the server runs).
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "accounts", abstract: "Create and inspect accounts; grant or revoke pro.",
-        subcommands: [Create.self, Show.self, GrantPro.self, Revoke.self, Usage.self])
+        commandName: "accounts", abstract: "Create and inspect accounts; grant or revoke pro; manage API keys, testers and disabled accounts.",
+        subcommands: [Create.self, Show.self, GrantPro.self, Revoke.self, Usage.self, Keys.self, RotateKey.self, RevokeKey.self,
+                      Disable.self, Enable.self, Tester.self])
 
     struct Options: ParsableArguments {
         @Option(help: "Storage folder holding moments.sqlite (default: storage.path / STORAGE_PATH).") var storage: String?
@@ -24,7 +25,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 throw ValidationError("no database at \(path) (start the server once, or create an account first)")
             }
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            return (try AppDatabase(path: path), PlanSettings(reader: config))
+            return (try AppDatabase(path: path, sandboxForAll: AppStoreSettings(reader: config).sandboxForAll), PlanSettings(reader: config))
         }
     }
 
@@ -72,6 +73,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let limit = plan.monthlyHighlights.map(String.init) ?? "unlimited"
             if options.json {
                 printJSON(["account_id": account.id, "label": account.label, "plan": plan.name,
+                           "disabled": account.isDisabled, "tester": account.tester,
                            "entitlement_state": entitlement.state?.rawValue, "entitlement_product": entitlement.subscription?.productId,
                            "expires_at": entitlement.expiresAt.map(AccountsCommand.iso.string), "period": period.name, "used": used,
                            "limit": plan.monthlyHighlights, "resets_at": AccountsCommand.iso.string(from: period.resetsAt)])
@@ -79,6 +81,8 @@ struct AccountsCommand: AsyncParsableCommand {
             }
             print("account   \(account.id)\(account.label.map { "  (\($0))" } ?? "")")
             print("created   \(AccountsCommand.iso.string(from: account.createdAt))")
+            if let disabled = account.disabledAt { print("DISABLED  since \(AccountsCommand.iso.string(from: disabled))") }
+            if account.tester { print("tester    sandbox purchases grant pro") }
             print("plan      \(plan.name)")
             if let sub = entitlement.subscription, let state = entitlement.state {
                 let until = state == .revoked ? "" : " until \(entitlement.expiresAt.map(AccountsCommand.iso.string) ?? "-")"
@@ -142,6 +146,132 @@ struct AccountsCommand: AsyncParsableCommand {
             if entries.isEmpty { print("no usage yet") }
             for e in entries {
                 print("\(AccountsCommand.iso.string(from: e.createdAt))  \(e.period)  \(e.change >= 0 ? "+" : "")\(e.change)  job \(e.jobId)  \(e.reason)")
+            }
+        }
+    }
+
+    struct Keys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The API keys of an account (never the secrets).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            let keys = try await db.keys(accountId: account.id)
+            let iso = AccountsCommand.iso
+            if options.json {
+                let rows = keys.map { key -> [String: Any] in
+                    var row: [String: Any] = ["id": key.id, "prefix": key.prefix, "created_at": iso.string(from: key.createdAt),
+                                              "active": key.isActive]
+                    row["label"] = key.label
+                    row["last_used_at"] = key.lastUsedAt.map(iso.string)
+                    row["revoked_at"] = key.revokedAt.map(iso.string)
+                    return row
+                }
+                if let data = try? JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys]) {
+                    print(String(decoding: data, as: UTF8.self))
+                }
+                return
+            }
+            for key in keys {
+                let state = key.revokedAt.map { "revoked \(iso.string(from: $0))" } ?? "active"
+                let used = key.lastUsedAt.map { "last used \(iso.string(from: $0))" } ?? "never used"
+                print("\(key.id)  \(key.prefix)…  \(state)  created \(iso.string(from: key.createdAt))  \(used)\(key.label.map { "  (\($0))" } ?? "")")
+            }
+        }
+    }
+
+    struct RotateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key", abstract: "Make a new API key and revoke every other key of the account; prints the new key (shown once).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            guard let rotated = try await db.rotateKey(accountId: account.id, now: Date()) else {
+                throw ValidationError("no account \(id)")
+            }
+            let (key, secret, revoked) = rotated
+            if options.json {
+                printJSON(["account_id": account.id, "key_id": key.id, "api_key": secret, "prefix": key.prefix, "revoked": revoked])
+            } else {
+                print("account \(account.id): new key \(key.id)\napi key \(secret)   (shown once; stored only as a hash)")
+                print("\(revoked) older key\(revoked == 1 ? "" : "s") revoked")
+            }
+        }
+    }
+
+    struct RevokeKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-key", abstract: "Revoke one API key of an account (not its last active one: use rotate-key or disable).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+        @Argument(help: "Key id (see `moments accounts keys`).") var keyId: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            switch try await db.revokeKey(id: keyId.lowercased(), accountId: account.id, now: Date()) {
+            case .success(let key):
+                if options.json {
+                    printJSON(["account_id": account.id, "key_id": key.id, "revoked_at": key.revokedAt.map(AccountsCommand.iso.string)])
+                } else {
+                    print("account \(account.id): key \(key.id) (\(key.prefix)…) revoked")
+                }
+            case .failure(.lastActiveKey):
+                throw ValidationError("key \(keyId) is the last active key of account \(account.id); use rotate-key to replace it, or disable the account")
+            case .failure:
+                throw ValidationError("account \(account.id) has no key \(keyId)")
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an account: every request with its keys gets 403, at once.")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            let updated = try await db.setDisabled(accountId: account.id, true, now: Date())
+            if options.json { printJSON(["account_id": account.id, "disabled": true]) } else {
+                print("account \(account.id): disabled since \(updated?.disabledAt.map(AccountsCommand.iso.string) ?? "now")")
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled account again.")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            try await db.setDisabled(accountId: account.id, false, now: Date())
+            if options.json { printJSON(["account_id": account.id, "disabled": false]) } else { print("account \(account.id): enabled") }
+        }
+    }
+
+    struct Tester: AsyncParsableCommand {
+        enum Switch: String, EnumerableFlag { case on, off }
+
+        static let configuration = CommandConfiguration(
+            abstract: "Mark an account as a tester (--on: App Store sandbox/TestFlight purchases grant it pro) or not (--off).")
+        @OptionGroup var options: Options
+        @Argument(help: "Account id.") var id: String
+        @Flag(help: "Tester or not.") var state: Switch
+
+        func run() async throws {
+            let (db, _) = try await options.open()
+            let account = try await AccountsCommand.account(db, id)
+            try await db.setTester(accountId: account.id, state == .on)
+            if options.json { printJSON(["account_id": account.id, "tester": state == .on]) } else {
+                print("account \(account.id): \(state == .on ? "tester (sandbox purchases grant pro)" : "not a tester")")
             }
         }
     }

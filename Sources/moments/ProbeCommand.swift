@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Jobs
+import Logging
 import MediaEngine
 
 struct ProbeCommand: ParsableCommand {
@@ -7,10 +9,20 @@ struct ProbeCommand: ParsableCommand {
 
     @Argument(help: "The video file.") var file: String
     @Flag(help: "Print JSON (snake_case keys).") var json = false
+    @Flag(help: "Probe in an isolated child process (moments job-exec), as the service does with uploads.") var isolated = false
+    @Option(help: "Probe this many times and print the mean time per probe on stderr (measures the cost of isolation).")
+    var `repeat` = 1
 
     func run() throws {
         try runReportingErrors {
-            let info = try Probe.probe(file)
+            var info: MediaInfo?
+            let started = DispatchTime.now()
+            for _ in 0..<max(1, `repeat`) { info = try probeOnce() }
+            if `repeat` > 1 {
+                let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 / Double(`repeat`)
+                FileHandle.standardError.write(Data(String(format: "probe%@: %d runs, %.2f ms each\n", isolated ? " (isolated)" : "", `repeat`, ms).utf8))
+            }
+            guard let info else { return }
             if json {
                 print(try JSON.encode(info))
                 return
@@ -26,6 +38,22 @@ struct ProbeCommand: ParsableCommand {
             for a in info.audio {
                 print("audio:      #\(a.index) \(a.codec), \(a.sampleRate) Hz, \(a.channels) ch (\(a.channelLayout))")
             }
+        }
+    }
+}
+
+extension ProbeCommand {
+    func probeOnce() throws(MediaError) -> MediaInfo {
+        guard isolated else { return try Probe.probe(file) }
+        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
+        switch IsolatedChild.run(.probe(file), settings: settings, wallSeconds: 30, cpuSeconds: 30, cancellation: nil,
+                                 logger: Logger(label: "moments")) {
+        case .answered(let message):
+            if let info = message.probe { return info }
+            throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: "the child answered without a probe")
+        case .failed(let error): throw error
+        case .cancelled: throw MediaError(.cancelled, operation: "isolated probe", path: file, detail: "cancelled")
+        case .abnormal(let reason, _): throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: reason)
         }
     }
 }

@@ -233,11 +233,16 @@ struct AppStoreTests {
             _ = try await present(client, key: aliceKey, jws: chain.sign(renewed))
             #expect(try await plan(client, key: aliceKey) == ("free", "revoked"))
 
-            // The same Apple ID resubscribes from Bob's account (his token, signed later): it moves to Bob.
+            // The same Apple ID resubscribes from Bob's account (his token, signed later): it moves to
+            // Bob, still revoked (a revocation sticks per original transaction until Apple reverses
+            // it or an operator grants pro).
             let resubscribed = StoreKitFixtures.transaction(account: bob, originalId: original, signed: Date())
             #expect(try await present(client, key: bobKey, jws: chain.sign(resubscribed)).status == .ok)
-            #expect(try await plan(client, key: bobKey) == ("pro", "active"))
+            #expect(try await plan(client, key: bobKey) == ("free", "revoked"))
             #expect(try await plan(client, key: aliceKey).0 == "free")
+            try await server.service.database.grantPro(accountId: bob, until: Date().addingTimeInterval(86400), now: Date())
+            #expect(try await present(client, key: bobKey, jws: chain.sign(resubscribed)).status == .ok)
+            #expect(try await plan(client, key: bobKey) == ("pro", "active"))
 
             // Apple's genuine notification for another environment: acknowledged, ignored.
             var xcode = StoreKitFixtures.transaction(account: bob, originalId: original, signed: Date())

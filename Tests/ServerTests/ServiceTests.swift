@@ -66,8 +66,8 @@ struct ServiceTests {
     @Test func apiKeysAreHashed() async throws {
         let server = try TestServer()
         let (account, key) = try await server.service.createAccount(label: "test")
-        let stored = try #require(try await server.service.database.account(id: account.id))
-        #expect(stored.apiKeyHash != key && stored.apiKeyHash.count == 64 && !stored.apiKeyHash.contains(key))
+        let stored = try #require(try await server.service.database.keys(accountId: account.id).first)
+        #expect(stored.hash != key && stored.hash.count == 64 && !stored.hash.contains(key))
         #expect(try await server.service.account(apiKey: key)?.id == account.id)
     }
 

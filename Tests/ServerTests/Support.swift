@@ -96,7 +96,7 @@ struct TestServer {
     let app: any ApplicationProtocol
 
     init(plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
-         _ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
+         sandboxForAll: Bool = false, _ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -107,6 +107,7 @@ struct TestServer {
         logger.logLevel = .warning
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
+        appStore.sandboxForAll = sandboxForAll
         if let appleChain { try appleChain.write(rootTo: appStore.rootCertificates[0]) }
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }

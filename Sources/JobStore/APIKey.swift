@@ -1,0 +1,129 @@
+import Foundation
+import GRDB
+
+/// One API key of an account. The secret is shown once, at creation; the database keeps its
+/// SHA-256 and its first characters (to tell keys apart). A revoked key stays listed, and stops
+/// working on the next request.
+public struct APIKey: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "api_key"
+
+    public var id: String
+    public var accountId: String
+    public var hash: String
+    /// The key's first characters ("mk_" and 7 more).
+    public var prefix: String
+    public var label: String?
+    public var createdAt: Date
+    /// Updated at most about once a minute per key, off the request path.
+    public var lastUsedAt: Date?
+    public var revokedAt: Date?
+
+    public var isActive: Bool { revokedAt == nil }
+
+    /// Active keys an account may hold at once.
+    public static let maxActivePerAccount = 10
+
+    /// A new key for `accountId` and its secret.
+    public static func make(accountId: String, label: String?, now: Date) -> (APIKey, String) {
+        let secret = Account.newAPIKey()
+        let key = APIKey(id: UUID().uuidString.lowercased(), accountId: accountId, hash: Account.hash(apiKey: secret),
+                         prefix: String(secret.prefix(10)), label: label, createdAt: now, lastUsedAt: nil, revokedAt: nil)
+        return (key, secret)
+    }
+}
+
+/// What the key presented with a request is worth, read fresh from the database.
+public enum KeyLookup: Sendable, Equatable {
+    /// An active key of an enabled account.
+    case valid(Account, keyId: String)
+    /// An active key of a disabled account.
+    case disabled(accountId: String)
+    /// A key that was revoked.
+    case revoked
+    /// No such key.
+    case unknown
+}
+
+/// Why a key could not be created or revoked.
+public enum KeyRefusal: Error, Sendable, Equatable {
+    /// No such key for this account (another account's key looks the same).
+    case notFound
+    /// Revoking it would leave the account without an active key.
+    case lastActiveKey
+    /// The account already holds `APIKey.maxActivePerAccount` active keys.
+    case tooManyKeys(limit: Int)
+    case noSuchAccount
+}
+
+extension AppDatabase {
+    /// The key whose SHA-256 is `keyHash`, joined with its account: one indexed lookup with a
+    /// cached statement on the caller's thread (no transaction: one SELECT is atomic), so every
+    /// request sees revocations and disabled accounts at once without costing a write.
+    public func authenticate(keyHash: String) throws -> KeyLookup {
+        try pool.unsafeRead { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT api_key.id, api_key.revokedAt IS NOT NULL, account.disabledAt IS NOT NULL,
+                       account.id, account.plan, account.label, account.createdAt, account.tester
+                FROM api_key JOIN account ON account.id = api_key.accountId WHERE api_key.hash = ?
+                """)
+            guard let row = try Row.fetchOne(statement, arguments: [keyHash]) else { return .unknown }
+            if row[1] as Bool { return .revoked }
+            if row[2] as Bool { return .disabled(accountId: row[3]) }
+            return .valid(Account(id: row[3], plan: row[4], label: row[5], createdAt: row[6], disabledAt: nil, tester: row[7]), keyId: row[0])
+        }
+    }
+
+    /// Records that a key was used, on the database's writer queue (the caller does not wait).
+    public func recordKeyUse(keyId: String, at date: Date) {
+        pool.asyncWriteWithoutTransaction { db in
+            try? db.execute(sql: "UPDATE api_key SET lastUsedAt = ? WHERE id = ? AND (lastUsedAt IS NULL OR lastUsedAt < ?)",
+                            arguments: [date, keyId, date])
+        }
+    }
+
+    /// Every key of the account (active and revoked), oldest first.
+    public func keys(accountId: String) async throws -> [APIKey] {
+        try await pool.read { db in
+            try APIKey.filter(Column("accountId") == accountId).order(Column("createdAt"), Column.rowID).fetchAll(db)
+        }
+    }
+
+    /// A new key for the account; the secret is returned this once.
+    public func createKey(accountId: String, label: String?, now: Date) async throws -> Result<(APIKey, String), KeyRefusal> {
+        try await pool.write { db in
+            guard try Account.exists(db, key: accountId) else { return .failure(.noSuchAccount) }
+            let active = try APIKey.filter(Column("accountId") == accountId && Column("revokedAt") == nil).fetchCount(db)
+            guard active < APIKey.maxActivePerAccount else { return .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)) }
+            let (key, secret) = APIKey.make(accountId: accountId, label: label, now: now)
+            try key.insert(db)
+            return .success((key, secret))
+        }
+    }
+
+    /// Revokes one key of the account. Revoking a revoked key changes nothing; the account's last
+    /// active key is refused, so an account is never locked out (an operator rotates or disables).
+    public func revokeKey(id: String, accountId: String, now: Date) async throws -> Result<APIKey, KeyRefusal> {
+        try await pool.write { db in
+            guard var key = try APIKey.fetchOne(db, key: id), key.accountId == accountId else { return .failure(.notFound) }
+            if key.revokedAt != nil { return .success(key) }
+            let others = try APIKey.filter(Column("accountId") == accountId && Column("revokedAt") == nil && Column("id") != id).fetchCount(db)
+            guard others > 0 else { return .failure(.lastActiveKey) }
+            key.revokedAt = now
+            try key.update(db)
+            return .success(key)
+        }
+    }
+
+    /// An operator's rotation: a new key, and every other active key of the account revoked, in
+    /// one transaction. Nil: no such account.
+    public func rotateKey(accountId: String, label: String? = "rotated", now: Date) async throws -> (key: APIKey, secret: String, revoked: Int)? {
+        try await pool.write { db in
+            guard try Account.exists(db, key: accountId) else { return nil }
+            try db.execute(sql: "UPDATE api_key SET revokedAt = ? WHERE accountId = ? AND revokedAt IS NULL", arguments: [now, accountId])
+            let revoked = db.changesCount
+            let (key, secret) = APIKey.make(accountId: accountId, label: label, now: now)
+            try key.insert(db)
+            return (key, secret, revoked)
+        }
+    }
+}
