@@ -3,8 +3,15 @@ import MediaEngine
 import MediaSynth
 
 #if FUZZING
-// Built with `-sanitize=fuzzer -DFUZZING` (make fuzz): libFuzzer drives the harness. Our own
-// main hands over to libFuzzer's driver, so the target also links without libFuzzer's main.
+// Built with `-sanitize=fuzzer -DFUZZING` (make fuzz): libFuzzer drives the harness. SwiftPM
+// renames this target's main, so libFuzzer's own main runs and calls LLVMFuzzerTestOneInput;
+// where the Swift main is the process's main instead, it hands over to libFuzzer's driver.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    Harness.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+    return 0
+}
+
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
                          _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
@@ -13,10 +20,6 @@ func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
 @main
 struct ProbeFuzz {
     static func main() throws {
-        if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "seed" {
-            try Seeds.write(to: CommandLine.arguments[2])
-            return
-        }
         var argc = CommandLine.argc
         var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
         exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
@@ -73,8 +76,11 @@ enum Seeds {
             let mp4 = "\(scratch)/\(name).mp4"
             try Synth.write(spec, to: mp4)
             try FileManager.default.copyItem(atPath: mp4, toPath: "\(directory)/\(name).mp4")
-            for (container, ext) in [("matroska", "mkv"), ("mpegts", "ts"), ("avi", "avi"), ("flv", "flv")] {
-                do { try Remuxer.remux(mp4, to: "\(directory)/\(name).\(ext)", container: container) } catch {
+            // (AVI would need H.264 in Annex B, which a plain remux does not convert to.)
+            for (container, ext) in [("matroska", "mkv"), ("mpegts", "ts"), ("flv", "flv")] {
+                let output = "\(directory)/\(name).\(ext)"
+                do { try Remuxer.remux(mp4, to: output, container: container) } catch {
+                    try? FileManager.default.removeItem(atPath: output)
                     print("note: no \(ext) seed for \(name): \(error)")
                 }
             }

@@ -238,6 +238,19 @@ struct HostileInputTests {
         #expect(!names.contains { ["hls", "dash", "concat", "image2", "applehttp"].contains($0) })
     }
 
+    @Test("the accepted containers open and decode through the safe path", arguments: [
+        ("matroska", "mkv", "matroska,webm"), ("mpegts", "ts", "mpegts"), ("flv", "flv", "flv"),
+    ]) // (MPEG-PS and AVI would need the H.264 converted to Annex B, which a plain remux does not do)
+    func acceptedContainers(muxer: String, ext: String, demuxer: String) throws {
+        let dir = Scratch()
+        let source = try small(dir, audio: false)
+        let path = dir.path("copy.\(ext)")
+        try Remuxer.remux(source, to: path, container: muxer)
+        let info = try Probe.probe(path)
+        #expect(info.container == demuxer)
+        #expect(try analyse(path).framesDecoded >= 55)
+    }
+
     @Test("bytes in memory go through the same safe open")
     func memorySource() throws {
         let dir = Scratch()
