@@ -14,6 +14,9 @@ final class FormatInput {
     /// The reader FFmpeg reads through (freed after the context is closed).
     private let io: InputIO
 
+    /// Most streams a container may declare.
+    static let maxStreams: Int32 = 64
+
     /// How sure the content sniffing was of the container (0...100; 100 when FFmpeg guessed).
     let probeScore: Int32
 
@@ -38,6 +41,8 @@ final class FormatInput {
         context.pointee.io_open = { _, _, _, _, _ in moments_averror(EPERM) }
         context.pointee.format_whitelist = av_strdup(whitelist)
         context.pointee.protocol_whitelist = av_strdup(ContainerPolicy.inputProtocolWhitelist)
+        // A phone writes a handful of streams; thousands would each get a decoder in find_stream_info.
+        context.pointee.max_streams = FormatInput.maxStreams
         let key = UnsafeMutableRawPointer(context)
         FFmpegLog.register(key)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
