@@ -55,6 +55,12 @@ struct HostileInputTests {
             $0.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1)
         }
         expectMediaError(.tooManyFrames, path: longer) { _ = try analyse(longer) }
+        // The renderer's work is bounded the same way (its loop follows timestamps that never advance).
+        let output = dir.path("o.mp4")
+        expectMediaError(.tooManyFrames, path: longer) {
+            _ = try Renderer.render(RenderRequest(source: longer, segments: [TimeRange(start: 0, end: 1)], output: output))
+        }
+        #expect(!FileManager.default.fileExists(atPath: output))
         #expect(Self.peakResident() < 2 << 30)
     }
 
