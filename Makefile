@@ -6,7 +6,7 @@ SWIFT ?= swift
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
-.PHONY: run test setup build release bench clean
+.PHONY: run test setup build release bench clean fuzz
 
 # Installs the system libraries only when pkg-config cannot find them (sudo when not root).
 setup:
@@ -39,6 +39,24 @@ bench: release
 	scripts/bench-media
 	scripts/bench-analysis
 	scripts/bench-service
+
+# Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
+# build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so
+# coverage guides only through Moments' code). The seed corpus is generated from MediaSynth by the
+# plain build of the same tool; crashes, timeouts and runaway allocations land in .build/fuzz/findings/.
+FUZZ_SECONDS ?= 120
+FUZZ_DIR := .build/fuzz
+fuzz: setup
+	$(SWIFT) build --build-path $(FUZZ_DIR) --product ProbeFuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
+	$(SWIFT) build --product ProbeFuzz
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/findings
+	.build/debug/ProbeFuzz seed $(FUZZ_DIR)/seeds
+	@status=0; $(FUZZ_DIR)/debug/ProbeFuzz $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds -max_total_time=$(FUZZ_SECONDS) \
+		-timeout=20 -rss_limit_mb=3072 -max_len=262144 -detect_leaks=0 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_DIR)/findings/ 2>&1 | tail -n 25 || status=$$?; \
+	findings=$$(ls $(FUZZ_DIR)/findings); \
+	if [ -n "$$findings" ]; then echo "fuzz findings (replay: $(FUZZ_DIR)/debug/ProbeFuzz FILE):"; ls -l $(FUZZ_DIR)/findings; exit 1; \
+	else echo "fuzz: no crash, hang or runaway allocation in $(FUZZ_SECONDS) s (corpus: $$(ls $(FUZZ_DIR)/corpus | wc -l) inputs)"; fi
 
 clean:
 	rm -rf .build

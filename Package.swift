@@ -118,6 +118,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Probe fuzzer: a libFuzzer entry when built with `-sanitize=fuzzer -DFUZZING` (make fuzz);
+        // otherwise a CLI that writes the seed corpus, replays inputs and runs a mutation loop.
+        .executableTarget(
+            name: "ProbeFuzz",
+            dependencies: ["MediaEngine", "MediaSynth"]
+        ),
         .testTarget(
             name: "MediaEngineTests",
             dependencies: ["MediaEngine", "MediaSynth"]

@@ -77,6 +77,9 @@ public final class AudioAnalyzer {
 
     /// Feeds a chunk of samples whose first sample plays at `time`.
     public func consume(_ samples: UnsafeBufferPointer<Float>, time: Double, rate: Int) {
+        // Times come from a file: one no recording has (non-finite, or beyond a day) is dropped
+        // rather than filled with a day of silence. The decoder's limits stop far sooner.
+        guard time.isFinite, time > -86_400, time < 86_400, rate > 0, rate <= 1_000_000 else { return }
         if rate != self.rate || position == 0 {
             self.rate = rate
             tickSamples = max(1, Int(settings.tick * Double(rate)))

@@ -92,9 +92,10 @@ public final class FingerprintCollector {
     private let bins = FrameFeatures.lumaBins + FrameFeatures.chromaBins * FrameFeatures.chromaBins
 
     public init(expectedFrames: Int = 0) {
-        times.reserveCapacity(expectedFrames)
-        hashes.reserveCapacity(expectedFrames)
-        histograms.reserveCapacity(expectedFrames * bins)
+        let reserved = Reservation.frames(expectedFrames)
+        times.reserveCapacity(reserved)
+        hashes.reserveCapacity(reserved)
+        histograms.reserveCapacity(reserved * bins)
     }
 
     public func consume(_ f: FrameFeatures) {

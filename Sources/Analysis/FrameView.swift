@@ -65,3 +65,13 @@ public struct OwnedFrame {
         }
     }
 }
+
+/// How much the analysers reserve up front. A caller's `expectedFrames` comes from a file's header,
+/// which may lie (a 2,000,000,000 timescale turns 10 s into billions of "frames"): reservations
+/// are clamped to a few thousand frames and the arrays grow as frames actually arrive.
+public enum Reservation {
+    public static let maxFrames = 4_096
+
+    /// `expected` clamped to 0...maxFrames.
+    public static func frames(_ expected: Int) -> Int { min(max(0, expected), maxFrames) }
+}

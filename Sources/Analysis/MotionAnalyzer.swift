@@ -43,7 +43,7 @@ public final class MotionAnalyzer {
 
     public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
         self.settings = settings
-        samples.reserveCapacity(expectedFrames)
+        samples.reserveCapacity(Reservation.frames(expectedFrames))
     }
 
     public func consume(_ frame: FrameView) {

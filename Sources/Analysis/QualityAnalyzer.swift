@@ -56,7 +56,7 @@ public final class QualityAnalyzer {
 
     public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
         self.settings = settings
-        samples.reserveCapacity(expectedFrames)
+        samples.reserveCapacity(Reservation.frames(expectedFrames))
     }
 
     public func consume(_ f: FrameFeatures) {

@@ -83,14 +83,22 @@ public final class ShotDetector {
     // Dissolve tracking.
     private var runStart: Int?
 
+    /// Highest frame rate the dissolve ring is sized for.
+    public static let maxRingFrameRate = 240.0
+
     public init(settings: Settings = Settings(), expectedFrames: Int = 0, maxFrameRate: Double = 60) {
         self.settings = settings
-        ringCapacity = max(settings.burstFrames + 2, Int(settings.gradualMaxSeconds * maxFrameRate) + 2)
-        times.reserveCapacity(expectedFrames)
-        scores.reserveCapacity(expectedFrames)
-        returnDistances.reserveCapacity(expectedFrames)
-        isBlack.reserveCapacity(expectedFrames)
-        endsBurst.reserveCapacity(expectedFrames)
+        // The ring spans the longest dissolve at the fastest rate; a header's rate is clamped to
+        // ShotDetector.maxRingFrameRate (the ring also only grows as frames arrive).
+        let rate = maxFrameRate.isFinite ? min(max(1, maxFrameRate), ShotDetector.maxRingFrameRate) : 60
+        let span = max(0, min(settings.gradualMaxSeconds, 60)) * rate
+        ringCapacity = max(settings.burstFrames + 2, Int(span) + 2)
+        let reserved = Reservation.frames(expectedFrames)
+        times.reserveCapacity(reserved)
+        scores.reserveCapacity(reserved)
+        returnDistances.reserveCapacity(reserved)
+        isBlack.reserveCapacity(reserved)
+        endsBurst.reserveCapacity(reserved)
     }
 
     /// Distance between two frames' features, 0...1: the mean of the histogram distance and the

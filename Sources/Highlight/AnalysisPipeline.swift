@@ -10,6 +10,10 @@ public struct AnalysisSettings: Sendable, Codable, Equatable {
     public var audio = AudioAnalyzer.Settings()
     public var quality = QualityAnalyzer.Settings()
     public var candidates = CandidateSettings()
+    /// Bounds on the decoded media (the plan's duration cap goes in `maxDecodedSeconds`); the
+    /// header's duration and frame rate are never trusted for length or work. Part of the cache
+    /// key, so an analysis made under looser limits is not served under tighter ones.
+    public var limits = DecodeLimits()
     public init() {}
 }
 
@@ -36,9 +40,12 @@ public enum AnalysisPipeline {
         options.maxSide = settings.maxSide
         options.skipNonReferenceFrames = settings.skipNonReferenceFrames
         options.audioSampleRate = 16_000
+        options.limits = settings.limits
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
-        let expected = Int(info.duration * max(1, info.video.frameRate)) + 16
+        // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
+        let claimed = max(0, info.duration) * max(1, info.video.frameRate)
+        let expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
         let shots = ShotDetector(settings: settings.shots, expectedFrames: expected, maxFrameRate: max(30, info.video.frameRate))
         let motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
         let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
@@ -70,7 +77,10 @@ public enum AnalysisPipeline {
         let qualitySamples = quality.finish()
         let motionSamples = motion.finish()
         let audioResult = audio.finish()
-        let end = max(info.duration, summary.lastFrameTime ?? 0)
+        // The decoded length: the header's duration only stretches it by up to a frame or so (the
+        // last frame's own duration), never by what a lying header claims.
+        let decodedEnd = summary.lastFrameTime ?? 0
+        let end = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + 1))
         var shotList: [VideoAnalysis.Shot] = []
         var start = 0.0, usableStart = 0.0
         for b in boundaries {

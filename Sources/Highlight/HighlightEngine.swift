@@ -55,6 +55,13 @@ public struct HighlightRequest: Sendable {
     public var weights = ScoreWeights()
     public var selection = SelectionSettings()
 
+    /// Bounds on the decoded source, for the analysis and the render alike (stored in
+    /// `analysis.limits`): set `maxDecodedSeconds` to the plan's duration cap.
+    public var limits: DecodeLimits {
+        get { analysis.limits }
+        set { analysis.limits = newValue }
+    }
+
     public init(source: String) { self.source = source }
 }
 
@@ -113,6 +120,7 @@ public enum HighlightEngine {
             renderRequest.quality = request.quality
             renderRequest.crossfade = crossfade
             renderRequest.preset = request.preset
+            renderRequest.limits = request.limits
             render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
             if let poster = request.posterOutput, let result = render {
                 progress?("poster", 0.97)

@@ -2,19 +2,31 @@ import CFFmpeg
 
 /// Owns an input AVFormatContext (avformat_close_input in deinit). Opening reads the header only;
 /// `findStreamInfo` reads further, so callers can vet header fields (picture size) before that.
+///
+/// Every input is read through Moments' own AVIOContext over one already-open source: FFmpeg is
+/// given no URL to open, any nested open a demuxer attempts (a playlist entry, a manifest's
+/// segment, an MP4 data reference) is refused, and only the demuxers of `ContainerPolicy` may run.
 final class FormatInput {
     let pointer: UnsafeMutablePointer<AVFormatContext>
     let path: String
     /// Kept alive as long as FFmpeg may call the interrupt callback that points at it.
     private let cancellation: CancellationToken?
+    /// The reader FFmpeg reads through (freed after the context is closed).
+    private let io: InputIO
+
+    /// Most streams a container may declare.
+    static let maxStreams: Int32 = 64
 
     /// How sure the content sniffing was of the container (0...100; 100 when FFmpeg guessed).
     let probeScore: Int32
 
-    /// Opens `path`; `format` forces the demuxer (nil: FFmpeg guesses).
-    init(path: String, format: UnsafePointer<AVInputFormat>? = nil, probeScore: Int32 = AVPROBE_SCORE_MAX,
-         cancellation: CancellationToken? = nil) throws(MediaError) {
+    /// Opens `source` with the demuxer `format` (chosen by `sniff`); `whitelist` is the comma
+    /// separated list of demuxer names FFmpeg may use (it refuses `format` when not on it).
+    init(source: InputSource, format: UnsafePointer<AVInputFormat>, probeScore: Int32 = AVPROBE_SCORE_MAX,
+         whitelist: String = ContainerPolicy.formatWhitelist, cancellation: CancellationToken? = nil) throws(MediaError) {
+        let path = source.name
         self.probeScore = probeScore
+        self.io = try InputIO(source: source)
         guard let context = avformat_alloc_context() else {
             throw MediaError(.ffmpeg, operation: "avformat_alloc_context", path: path, detail: "out of memory")
         }
@@ -23,12 +35,20 @@ final class FormatInput {
         if let cancellation {
             context.pointee.interrupt_callback = cancellation.interruptCallback
         }
+        context.pointee.pb = io.pointer
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        // No demuxer opens a second resource: not a file, not a URL, not through any protocol.
+        context.pointee.io_open = { _, _, _, _, _ in moments_averror(EPERM) }
+        context.pointee.format_whitelist = av_strdup(whitelist)
+        context.pointee.protocol_whitelist = av_strdup(ContainerPolicy.inputProtocolWhitelist)
+        // A phone writes a handful of streams; thousands would each get a decoder in find_stream_info.
+        context.pointee.max_streams = FormatInput.maxStreams
         let key = UnsafeMutableRawPointer(context)
         FFmpegLog.register(key)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let rc = avformat_open_input(&opened, path, format, nil)
         guard rc >= 0, let opened else {
-            // avformat_open_input frees the context on failure.
+            // avformat_open_input frees the context on failure (not the custom I/O: `io` does).
             let logged = FFmpegLog.lastError(for: key)
             FFmpegLog.unregister(key)
             throw FormatInput.openError(rc, path: path, logged: logged, cancelled: cancellation?.isCancelled == true)
@@ -40,7 +60,7 @@ final class FormatInput {
     deinit {
         FFmpegLog.unregister(UnsafeMutableRawPointer(pointer))
         var p: UnsafeMutablePointer<AVFormatContext>? = pointer
-        avformat_close_input(&p)
+        avformat_close_input(&p) // leaves `io` (AVFMT_FLAG_CUSTOM_IO) to its owner
     }
 
     var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
@@ -95,14 +115,13 @@ final class FormatInput {
 
     /// Identifies the container from the first bytes alone (the file name's extension is not
     /// consulted, so a text file named .mp4 is not taken for an MP4). nil when nothing matches
-    /// with confidence above `minimumScore`.
-    static func sniff(path: String, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (format: UnsafePointer<AVInputFormat>, score: Int32)? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes + Int(AVPROBE_PADDING_SIZE))
+    /// with confidence above `minimumScore`. Any demuxer may answer here: the caller decides.
+    static func sniff(_ source: InputSource, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (format: UnsafePointer<AVInputFormat>, score: Int32)? {
+        let padded = bytes + Int(AVPROBE_PADDING_SIZE)
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: padded)
         defer { buffer.deallocate() }
-        buffer.initialize(repeating: 0, count: bytes + Int(AVPROBE_PADDING_SIZE))
-        let count = fread(buffer, 1, bytes, file)
+        buffer.initialize(repeating: 0, count: padded)
+        let count = source.read(at: 0, into: buffer, count: bytes)
         guard count > 0 else { return nil }
         var data = AVProbeData(filename: "", buf: buffer, buf_size: Int32(count), mime_type: nil)
         var score: Int32 = 0
@@ -114,6 +133,10 @@ final class FormatInput {
         let text = FFmpegError.string(rc) + ((logged?.isEmpty ?? true) ? "" : "; \(logged!)")
         if cancelled || rc == FFmpegError.exit {
             return MediaError(.cancelled, operation: "avformat_open_input", path: path, detail: "cancelled")
+        }
+        if rc == moments_averror(EPERM) {
+            return MediaError(.unsupportedContainer, operation: "avformat_open_input", path: path,
+                              detail: ContainerPolicy.refusalDetail, code: rc, ffmpegMessage: text)
         }
         if rc == moments_averror(ENOENT) {
             return MediaError(.fileNotFound, operation: "avformat_open_input", path: path,

@@ -44,10 +44,24 @@ final class FormatOutput {
         return stream
     }
 
+    /// A new stream carrying a copy of `parameters` (remuxing: no encoder).
+    func addStream(copying parameters: UnsafePointer<AVCodecParameters>, path: String) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(pointer, nil) else {
+            throw MediaError(.ffmpeg, operation: "avformat_new_stream", path: path, detail: "out of memory")
+        }
+        try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters), "avcodec_parameters_copy", path: path)
+        stream.pointee.codecpar.pointee.codec_tag = 0
+        return stream
+    }
+
     func writeHeader(options: [String: String]) throws(MediaError) {
         var io: UnsafeMutablePointer<AVIOContext>? = nil
         var callback = pointer.pointee.interrupt_callback
-        try check(avio_open2(&io, path, AVIO_FLAG_WRITE, &callback, nil), "avio_open2", path: path, context: logKey)
+        // Outputs are local files only (the path is the server's own; a URL-like path stays a file).
+        var ioOptions: OpaquePointer? = nil
+        av_dict_set(&ioOptions, "protocol_whitelist", ContainerPolicy.outputProtocolWhitelist, 0)
+        defer { av_dict_free(&ioOptions) }
+        try check(avio_open2(&io, path, AVIO_FLAG_WRITE, &callback, &ioOptions), "avio_open2", path: path, context: logKey)
         pointer.pointee.pb = io
         ioOpen = true
         var dictionary: OpaquePointer? = nil

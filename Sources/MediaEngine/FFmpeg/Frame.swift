@@ -80,7 +80,10 @@ public enum MediaTime {
         Double(ts) * Double(timeBase.num) / Double(timeBase.den)
     }
 
+    /// Saturates (a time base from a file may be degenerate): never traps.
     static func timestamp(_ seconds: Double, _ timeBase: AVRational) -> Int64 {
-        Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded())
+        let ticks = (seconds * Double(timeBase.den) / Double(timeBase.num)).rounded()
+        guard ticks.isFinite else { return ticks.isNaN ? 0 : (ticks > 0 ? Int64.max / 2 : Int64.min / 2) }
+        return Int64(max(-9.0e18, min(9.0e18, ticks)))
     }
 }

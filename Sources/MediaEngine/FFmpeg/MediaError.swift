@@ -11,6 +11,16 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
         /// A readable file that is not a video: a still image renamed, or audio only.
         case notVideo = "not_video"
         case unsupportedCodec = "unsupported_codec"
+        /// A container this server does not open: a playlist or manifest (HLS, DASH), a concat
+        /// list, an image sequence, or any format that would read another file.
+        case unsupportedContainer = "unsupported_container"
+        /// The decoded media runs past the longest duration accepted (whatever its header says).
+        case tooLong = "too_long"
+        /// More decoded frames than the frame-rate or frame-count limits allow: a flood of tiny
+        /// frames, or timestamps that do not advance.
+        case tooManyFrames = "too_many_frames"
+        /// Decoded timestamps that jump forward implausibly far (hours in one frame).
+        case badTimestamps = "bad_timestamps"
         /// A header claiming a picture larger than the limits (refused before allocating anything).
         case dimensionsTooLarge = "dimensions_too_large"
         /// The file ends early: e.g. an MP4 whose index (moov) was never written.

@@ -24,6 +24,10 @@ public struct AnalysisOptions: Sendable {
     public var threads = 0
     /// Accept a single still picture (e.g. to look at a poster JPEG).
     public var allowStillImage = false
+    /// Bounds on the decoded media (duration, frames, timestamps, picture size), whatever the
+    /// header claims; exceeding one throws `.tooLong`, `.tooManyFrames`, `.badTimestamps` or
+    /// `.dimensionsTooLarge`.
+    public var limits = DecodeLimits()
 
     public init() {}
 }
@@ -77,19 +81,38 @@ public final class AnalysisDecoder {
     public let width: Int
     public let height: Int
     private let path: String
+    /// Bytes in memory instead of the file at `path`.
+    private let bytes: [UInt8]?
     private let cancellation: CancellationToken?
 
     public init(path: String, options: AnalysisOptions = AnalysisOptions(), cancellation: CancellationToken? = nil) throws(MediaError) {
         self.path = path
+        self.bytes = nil
         self.options = options
         self.cancellation = cancellation
         info = try Probe.probe(path, allowStillImage: options.allowStillImage)
+        (width, height) = AnalysisDecoder.pictureSize(info, options: options)
+    }
+
+    /// A pass over bytes in memory (`name` stands for the file in messages): the probe fuzzer's decode.
+    public init(bytes: [UInt8], name: String = "memory", options: AnalysisOptions = AnalysisOptions(),
+                cancellation: CancellationToken? = nil) throws(MediaError) {
+        self.path = name
+        self.bytes = bytes
+        self.options = options
+        self.cancellation = cancellation
+        info = try Probe.probe(bytes: bytes, name: name, allowStillImage: options.allowStillImage)
+        (width, height) = AnalysisDecoder.pictureSize(info, options: options)
+    }
+
+    private static func pictureSize(_ info: MediaInfo, options: AnalysisOptions) -> (Int, Int) {
         let v = info.video
         let sar = v.sampleAspectRatio.value > 0 ? v.sampleAspectRatio.value : 1
         let w = Double(v.codedWidth) * sar, h = Double(v.codedHeight)
-        let scale = min(1, Double(options.maxSide) / max(w, h))
-        width = max(2, Int((w * scale / 2).rounded()) * 2)
-        height = max(2, Int((h * scale / 2).rounded()) * 2)
+        let scale = min(1, Double(max(2, options.maxSide)) / max(w, h))
+        let width = max(2, Int((w * scale / 2).rounded()) * 2)
+        let height = max(2, Int((h * scale / 2).rounded()) * 2)
+        return (min(width, MediaLimits.maxSide), min(height, MediaLimits.maxSide))
     }
 
     /// Runs the pass. `onFrame` and `onAudio` are called on the calling thread, in time order per
@@ -97,7 +120,12 @@ public final class AnalysisDecoder {
     @discardableResult
     public func run(onFrame: (borrowing AnalysisFrame) -> Void,
                     onAudio: (borrowing AudioChunk) -> Void = { _ in }) throws(MediaError) -> AnalysisSummary {
-        let input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
+        let input: FormatInput
+        if let bytes {
+            input = try Probe.open(InputSource(bytes: bytes, name: path), cancellation: cancellation, allowStillImage: options.allowStillImage)
+        } else {
+            input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
+        }
         let videoStream = try Probe.videoStream(input, allowStillImage: options.allowStillImage)
         let options = self.options
         let threads = options.threads > 0 ? options.threads : min(16, 4 * ProcessInfo.processInfo.activeProcessorCount)
@@ -123,6 +151,7 @@ public final class AnalysisDecoder {
         var summary = AnalysisSummary()
         summary.width = width
         summary.height = height
+        var limiter = DecodeGuard(options.limits, path: path)
         let interval = options.maxFrameRate.map { 1 / max($0, 0.001) }
         var nextTick = -Double.infinity
 
@@ -142,8 +171,9 @@ public final class AnalysisDecoder {
                 summary.framesDecoded += 1
                 if decoded.isDamaged { summary.damagedPackets += 1 }
                 let ts = decoded.bestEffortTimestamp
-                guard ts != MediaTime.noPTS else { continue }
-                let time = MediaTime.seconds(ts, videoTimeBase) - start
+                let stamped = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, videoTimeBase) - start
+                try limiter.videoFrame(time: stamped, width: decoded.width, height: decoded.height)
+                guard let time = stamped else { continue }
                 if let last = summary.lastFrameTime, time <= last { continue } // keep times strictly increasing
                 if let interval {
                     // Ticks every `interval` from the first frame; each takes the first frame at or after it.
@@ -187,13 +217,15 @@ public final class AnalysisDecoder {
             defer { packet.unref() }
             if packet.isCorrupt { summary.damagedPackets += 1 }
             if packet.streamIndex == videoStream.index {
+                let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+                try limiter.videoPacket(time: ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, videoTimeBase) - start)
                 try sendVideo(packet)
             } else if let audio = audioState, packet.streamIndex == audio.streamIndex {
-                try audio.decode(packet, start: start, summary: &summary, onAudio: onAudio)
+                try audio.decode(packet, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
             }
         }
         try sendVideo(nil)
-        try audioState?.decode(nil, start: start, summary: &summary, onAudio: onAudio)
+        try audioState?.decode(nil, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
         try cancellation?.check("analysis decode", path: path)
         return summary
     }
@@ -212,6 +244,8 @@ private final class AudioPath {
     private var capacity: Int
     private let planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
     private var nextTime: Double?
+    /// Largest output chunk accepted from one decoded frame (about a minute at 16 kHz).
+    static let maxChunk = 1 << 20
 
     init(stream: StreamHandle, path: String, rate: Int) throws(MediaError) {
         streamIndex = stream.index
@@ -231,7 +265,7 @@ private final class AudioPath {
         planes.deallocate()
     }
 
-    func decode(_ packet: Packet?, start: Double, summary: inout AnalysisSummary,
+    func decode(_ packet: Packet?, start: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
                 onAudio: (borrowing AudioChunk) -> Void) throws(MediaError) {
         let sent = decoder.send(packet)
         if FFmpegError.isDamage(sent) { summary.damagedPackets += 1; return }
@@ -249,7 +283,7 @@ private final class AudioPath {
                 continue
             }
             if rc == FFmpegError.eof {
-                try emit(nil, time: nextTime ?? 0, summary: &summary, onAudio: onAudio)
+                try emit(nil, time: nextTime ?? 0, summary: &summary, limiter: &limiter, onAudio: onAudio)
                 return
             }
             try check(rc, "avcodec_receive_frame (\(decoder.name))", path: path, context: decoder.logKey)
@@ -261,13 +295,17 @@ private final class AudioPath {
                 // Follow the stream's clock only across real gaps; otherwise keep samples contiguous.
                 if nextTime == nil || abs(stamped - time) > 0.04 { time = stamped }
             }
-            try emit(frame, time: time, summary: &summary, onAudio: onAudio)
+            try emit(frame, time: time, summary: &summary, limiter: &limiter, onAudio: onAudio)
         }
     }
 
-    private func emit(_ input: Frame?, time: Double, summary: inout AnalysisSummary,
+    private func emit(_ input: Frame?, time: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
                       onAudio: (borrowing AudioChunk) -> Void) throws(MediaError) {
         let needed = resampler.outputCapacity(forInput: input?.sampleCount ?? 0)
+        if needed > AudioPath.maxChunk { // a frame claiming minutes of samples: damage, not a buffer to grow
+            summary.damagedPackets += 1
+            return
+        }
         if needed > capacity { // grows rarely (an unusually long frame), never per frame
             buffer.deallocate()
             capacity = needed
@@ -276,6 +314,7 @@ private final class AudioPath {
         planes[0] = UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: UInt8.self)
         let count = try resampler.convert(input, into: planes, capacity: capacity)
         guard count > 0 else { return }
+        try limiter.audio(time: time)
         onAudio(AudioChunk(time: time, sampleRate: rate, samples: UnsafeBufferPointer(start: buffer, count: count)))
         summary.audioSamples += count
         nextTime = time + Double(count) / Double(rate)

@@ -1,6 +1,7 @@
 import CFFmpeg
 
-/// What the linked FFmpeg can read: asked of the libraries at run time, never a hand-written list.
+/// What the server accepts: the containers of `ContainerPolicy` (those the linked FFmpeg has), and
+/// the codecs the linked FFmpeg decodes, asked of the libraries at run time.
 public struct FormatCatalog: Codable, Sendable, Equatable {
     public struct Entry: Codable, Sendable, Equatable {
         public var name: String
@@ -11,8 +12,8 @@ public struct FormatCatalog: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey { case name, longName = "long_name", extensions }
     }
 
-    /// Container formats (demuxers) that read from a file. Image-sequence demuxers are left out:
-    /// a still picture is not a video.
+    /// Container formats (demuxers) accepted for uploads: exactly `ContainerPolicy.demuxers`
+    /// that this FFmpeg build has.
     public var containers: [Entry]
     /// Codecs with a decoder, by kind.
     public var videoCodecs: [Entry]
@@ -23,9 +24,9 @@ public struct FormatCatalog: Codable, Sendable, Equatable {
         var opaque: UnsafeMutableRawPointer?
         while let demuxer = av_demuxer_iterate(&opaque) {
             let format = demuxer.pointee
-            guard format.flags & AVFMT_NOFILE == 0, let cName = format.name else { continue }
+            guard let cName = format.name else { continue }
             let name = String(cString: cName)
-            if name.hasSuffix("_pipe") || name.hasPrefix("image2") { continue }
+            guard ContainerPolicy.accepts(name) else { continue }
             let extensions = format.extensions.map { String(cString: $0).split(separator: ",").map(String.init) } ?? []
             containers.append(Entry(name: name, longName: format.long_name.map { String(cString: $0) } ?? name,
                                     extensions: extensions.isEmpty ? nil : extensions))

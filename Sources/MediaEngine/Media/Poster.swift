@@ -6,8 +6,9 @@ import Foundation
 public enum Poster {
     /// Encodes the frame on screen at `time` (seconds) of `video` to `output`, at most `maxSide`
     /// pixels on its longest side. Written to a temporary file and moved into place.
+    /// The decode from the seek point is held to `limits` (frames, timestamps, picture size).
     public static func write(from video: String, at time: Double, to output: String, maxSide: Int = 1280,
-                             quality: Int = 3) throws(MediaError) {
+                             quality: Int = 3, limits: DecodeLimits = DecodeLimits()) throws(MediaError) {
         // One open: the probe's packet scan is undone by the seek below.
         let size = try Probe.fileSize(video)
         let input = try Probe.open(video, size: size, cancellation: nil)
@@ -21,13 +22,17 @@ public enum Poster {
 
         let packet = try Packet(), frame = try Frame(), chosen = try Frame()
         var have = false, done = false
+        var limiter = DecodeGuard(limits, path: video)
         func take() throws(MediaError) {
             while !done {
                 let rc = decoder.receive(frame)
                 if rc == FFmpegError.again || rc == FFmpegError.eof { return }
                 if rc == FFmpegError.invalidData { continue }
                 try check(rc, "avcodec_receive_frame", path: video, context: decoder.logKey)
-                let t = MediaTime.seconds(frame.bestEffortTimestamp, stream.timeBase) - start
+                let ts = frame.bestEffortTimestamp
+                do { try limiter.videoFrame(time: ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, stream.timeBase) - start,
+                                            width: frame.width, height: frame.height) } catch { frame.unref(); throw error }
+                let t = ts == MediaTime.noPTS ? -Double.infinity : MediaTime.seconds(ts, stream.timeBase) - start
                 if have && t > target + 0.001 { done = true; frame.unref(); return }
                 chosen.unref()
                 av_frame_move_ref(chosen.pointer, frame.pointer)
@@ -38,6 +43,8 @@ public enum Poster {
             guard try input.read(into: packet) else { break }
             defer { packet.unref() }
             guard packet.streamIndex == stream.index else { continue }
+            let pts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+            try limiter.videoPacket(time: pts == MediaTime.noPTS ? nil : MediaTime.seconds(pts, stream.timeBase) - start)
             _ = decoder.send(packet)
             try take()
         }

@@ -5,12 +5,21 @@ import Foundation
 public enum Probe {
     /// Packets read to judge whether the frame rate varies (no decoding).
     public static let frameRateSamplePackets = 240
+    /// Bytes read at most for that judgement (a few seconds of high-bit-rate 4K).
+    public static let frameRateSampleBytes = 64 << 20
 
     /// Describes `path`. `allowStillImage` accepts a single picture (to inspect a poster JPEG).
     public static func probe(_ path: String, allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
         let size = try fileSize(path)
         let input = try open(path, size: size, cancellation: nil, allowStillImage: allowStillImage)
         return try describe(input, fileSize: size, allowStillImage: allowStillImage)
+    }
+
+    /// Describes bytes in memory (`name` stands for the file in messages): the same checks and the
+    /// same safe open as a file (the probe fuzzer's entry).
+    public static func probe(bytes: [UInt8], name: String = "memory", allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
+        let input = try open(InputSource(bytes: bytes, name: name), cancellation: nil, allowStillImage: allowStillImage)
+        return try describe(input, fileSize: Int64(bytes.count), allowStillImage: allowStillImage)
     }
 
     /// Opens `path` for reading after the checks every reader needs: the file exists and is not
@@ -23,10 +32,44 @@ public enum Probe {
         if size == 0 {
             throw MediaError(.emptyFile, operation: "stat", path: path, detail: "the file is empty (0 bytes)")
         }
-        guard let sniffed = FormatInput.sniff(path: path) else {
+        return try open(InputSource(path: path), cancellation: cancellation, allowStillImage: allowStillImage)
+    }
+
+    /// Opens `source` (a file already open, or bytes in memory) through the safe path: the
+    /// container is sniffed from its content and must be one `ContainerPolicy` accepts; FFmpeg
+    /// reads only `source` and can open nothing else.
+    static func open(_ source: InputSource, cancellation: CancellationToken?, allowStillImage: Bool = false) throws(MediaError) -> FormatInput {
+        _ = FFmpegLog.installed
+        let path = source.name
+        if source.size == 0 {
+            throw MediaError(.emptyFile, operation: "stat", path: path, detail: "the file is empty (0 bytes)")
+        }
+        guard let sniffed = FormatInput.sniff(source) else {
             throw MediaError(.notMedia, operation: "av_probe_input_format3", path: path, detail: notMediaDetail)
         }
-        let input = try FormatInput(path: path, format: sniffed.format, probeScore: sniffed.score, cancellation: cancellation)
+        let name = String(cString: sniffed.format.pointee.name)
+        var whitelist = ContainerPolicy.formatWhitelist
+        if !ContainerPolicy.accepts(name) {
+            if ContainerPolicy.isStillImage(name) {
+                guard allowStillImage else {
+                    let kind = sniffed.format.pointee.long_name.map { String(cString: $0) } ?? name
+                    throw MediaError(.notVideo, operation: "check container", path: path,
+                                     detail: "this is a still image (\(kind)), not a video")
+                }
+                whitelist = name
+            } else if ContainerPolicy.audioOnly.contains(name) {
+                throw MediaError(.notVideo, operation: "check container", path: path,
+                                 detail: "this is an audio file (\(name)): it has audio but no video stream")
+            } else if sniffed.score <= AVPROBE_SCORE_EXTENSION {
+                // A weak guess at some raw stream: noise, not a refused container.
+                throw MediaError(.notMedia, operation: "check container", path: path, detail: notMediaDetail)
+            } else {
+                throw MediaError(.unsupportedContainer, operation: "check container", path: path,
+                                 detail: ContainerPolicy.refusalDetail, ffmpegMessage: "demuxer \(name) refused")
+            }
+        }
+        let input = try FormatInput(source: source, format: sniffed.format, probeScore: sniffed.score,
+                                    whitelist: whitelist, cancellation: cancellation)
         try checkDimensions(input)
         try input.findStreamInfo()
         try checkDimensions(input)
@@ -114,7 +157,9 @@ public enum Probe {
         let found = av_find_best_stream(input.pointer, AVMEDIA_TYPE_AUDIO, -1, Int32(video), nil, 0)
         guard found >= 0, let handle = input.stream(index: Int(found)) else { return nil }
         let par = handle.parameters.pointee
-        guard par.sample_rate > 0, par.ch_layout.nb_channels > 0, avcodec_find_decoder(par.codec_id) != nil else { return nil }
+        // A rate or channel count no recorder writes is a lie to size buffers with: no usable audio.
+        guard (1_000...768_000).contains(par.sample_rate), (1...64).contains(par.ch_layout.nb_channels),
+              avcodec_find_decoder(par.codec_id) != nil else { return nil }
         return handle
     }
 
@@ -132,16 +177,19 @@ public enum Probe {
         let start = input.startSeconds
         try checkComplete(input, fileSize: fileSize)
 
+        // The header's claim, for information: lengths and work follow the decoded timestamps.
         var duration = 0.0
         if input.pointer.pointee.duration > 0 {
             duration = Double(input.pointer.pointee.duration) / Double(AV_TIME_BASE)
         } else if st.pointee.duration > 0 {
             duration = MediaTime.seconds(st.pointee.duration, st.pointee.time_base)
         }
+        if !duration.isFinite || duration < 0 { duration = 0 }
 
         let rotation = Self.rotation(of: st)
         var sar = par.sample_aspect_ratio
-        if sar.num <= 0 || sar.den <= 0 { sar = AVRational(num: 1, den: 1) }
+        // No camera stretches pixels more than a few times; a wilder ratio would size the output.
+        if sar.num <= 0 || sar.den <= 0 || !(0.125...8).contains(av_q2d(sar)) { sar = AVRational(num: 1, den: 1) }
         var displayW = Int((Double(par.width) * Double(sar.num) / Double(sar.den)).rounded())
         var displayH = Int(par.height)
         displayW += displayW % 2
@@ -229,13 +277,14 @@ public enum Probe {
         let packet = try Packet()
         var times: [Int64] = []
         times.reserveCapacity(frameRateSamplePackets)
-        var reads = 0
-        while times.count < frameRateSamplePackets, reads < frameRateSamplePackets * 8 {
+        var reads = 0, bytes = 0
+        while times.count < frameRateSamplePackets, reads < frameRateSamplePackets * 8, bytes < frameRateSampleBytes {
             reads += 1
             let more: Bool
             do { more = try input.read(into: packet) } catch { break }
             if !more { break }
             defer { packet.unref() }
+            bytes += Int(max(0, packet.pointer.pointee.size))
             if packet.streamIndex == index, packet.pts != MediaTime.noPTS { times.append(packet.pts) }
         }
         guard times.count >= 3 else { return false }

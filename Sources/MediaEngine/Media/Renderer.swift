@@ -18,6 +18,9 @@ public struct RenderRequest: Sendable {
     public var maxFrameRate = 60.0
     /// Decoder threads; 0 sizes them to the machine.
     public var threads = 0
+    /// Bounds on the decoded source (as in the analysis): no range may end past
+    /// `maxDecodedSeconds`, and each segment's decode is held to the frame and timestamp limits.
+    public var limits = DecodeLimits()
 
     public init(source: String, segments: [TimeRange], output: String) {
         self.source = source
@@ -108,11 +111,18 @@ private final class RenderSession {
     var haveCurrent = false
     var videoDone = false
     var audioCursor: Int?
+    /// The current segment's decode bounds (reset at each segment's seek).
+    var limiter: DecodeGuard
 
     init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
         self.request = request
         self.cancellation = cancellation
         self.progress = progress
+        if let last = request.segments.map(\.end).max(), last > request.limits.maxDecodedSeconds {
+            throw MediaError(.tooLong, operation: "render", path: request.source,
+                             detail: "the edit reaches \(DecodeLimits.describe(seconds: last.rounded(.up))), past the \(DecodeLimits.describe(seconds: request.limits.maxDecodedSeconds)) limit")
+        }
+        limiter = DecodeGuard(request.limits, path: request.source)
         // One open: the probe's packet scan is undone by the seek each segment starts with.
         let size = try Probe.fileSize(request.source)
         input = try Probe.open(request.source, size: size, cancellation: cancellation)
@@ -211,6 +221,7 @@ private final class RenderSession {
         haveCurrent = false
         videoDone = false
         audioCursor = nil
+        limiter = DecodeGuard(request.limits, path: path)
         current.unref()
         joiner.begin(s)
         try input.seek(stream: videoStream.index, to: MediaTime.timestamp(s.range.start + start, videoStream.timeBase))
@@ -237,6 +248,7 @@ private final class RenderSession {
             defer { packet.unref() }
             let index = packet.streamIndex
             if index == videoStream.index {
+                try limiter.videoPacket(time: packetTime(videoStream).isFinite ? packetTime(videoStream) : nil)
                 if preRoll, packetTime(videoStream) >= s.range.start - RenderSession.preRollMargin {
                     video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
                     preRoll = false
@@ -296,8 +308,9 @@ private final class RenderSession {
         defer { frame.unref() }
         if frame.isDamaged { damaged += 1 }
         let ts = frame.bestEffortTimestamp
-        guard ts != MediaTime.noPTS else { return }
-        let time = MediaTime.seconds(ts, videoStream.timeBase) - start
+        let stamped = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, videoStream.timeBase) - start
+        try limiter.videoFrame(time: stamped, width: frame.width, height: frame.height)
+        guard let time = stamped else { return }
         let epsilon = 0.001
         while slot < segment.frames && segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon {
             try emit(haveCurrent ? current : frame)
@@ -362,6 +375,7 @@ private final class RenderSession {
             try check(r, "avcodec_receive_frame (\(audio.name))", path: path, context: audio.logKey)
             defer { audioFrame.unref() }
             let ts = audioFrame.bestEffortTimestamp
+            if ts != MediaTime.noPTS { try limiter.audio(time: MediaTime.seconds(ts, audioStream.timeBase) - start) }
             let needed = resampler.outputCapacity(forInput: audioFrame.sampleCount)
             if needed > audioCapacity { throw MediaError(.ffmpeg, operation: "resample", path: path, detail: "audio frame too long (\(audioFrame.sampleCount) samples)") }
             audioPlanes[0] = UnsafeMutableRawPointer(audioLeft).assumingMemoryBound(to: UInt8.self)
