@@ -30,11 +30,6 @@ public struct AppRequestContext: RequestContext {
         channel.triggerUserOutboundEvent(InviteBodyEvent(), promise: nil)
     }
 
-    /// The request's id (`X-Request-Id`), set by `RequestIDMiddleware`.
-    public var requestID: String? {
-        logger[metadataKey: RequestIDPolicy.metadataKey].map { "\($0)" }
-    }
-
     /// JSON bodies (POST /api/v1/accounts) are small.
     public var maxUploadSize: Int { 64 * 1024 }
 

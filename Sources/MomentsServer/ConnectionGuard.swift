@@ -21,8 +21,6 @@ final class ConnectionCounter: Sendable {
     }
 
     func release() { open.wrappingSubtract(1, ordering: .relaxed) }
-
-    var current: Int { open.load(ordering: .relaxed) }
 }
 
 /// What the HTTP-level handler tells the byte-level guard (user outbound events travel from the

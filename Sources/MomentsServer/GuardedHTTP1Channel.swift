@@ -5,14 +5,12 @@ import NIOCore
 
 /// Hummingbird's HTTP/1 child channel with a `ConnectionGuard` in front of the HTTP decoder (it
 /// needs the raw bytes: a head that never completes produces no HTTP part to time).
-struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     let inner: HTTP1Channel
     let counter: ConnectionCounter
     let headerTimeout: TimeAmount?
-
-    var responder: HTTPChannelHandler.Responder { inner.responder }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let guardHandler = ConnectionGuard(counter: counter, headerTimeout: headerTimeout, logger: logger)

@@ -19,7 +19,8 @@ enum ProblemScrubber {
 
     static func leaks(_ text: String) -> Bool {
         let lower = text.lowercased()
-        if lower.contains("file:") { return true }
+        // file:/… and file://… URLs ("the video file: its content …" is prose).
+        if lower.range(of: #"file:/"#) != nil { return true }
         if ffmpegPhrases.contains(where: lower.contains) { return true }
         // "[mov,mp4,m4a @ 0x55d0c1a0]": an FFmpeg log line's context.
         if lower.range(of: #"@ 0x[0-9a-f]+"#, options: .regularExpression) != nil { return true }

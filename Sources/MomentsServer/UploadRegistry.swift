@@ -67,7 +67,4 @@ final class UploadRegistry: Sendable {
             state.perAccount[ticket.account] = left > 0 ? left : nil
         }
     }
-
-    /// Uploads receiving their bodies (all accounts).
-    var receivingCount: Int { state.withLock { $0.receiving.count } }
 }

@@ -282,12 +282,16 @@ struct TransportLimitTests {
             bodies.append(try await client.upload(key: key, file: noise).text)
             bodies.append(try await client.upload(key: key, file: video.prefix(video.count / 2)).text)
             bodies.append(try await client.upload(key: key, file: Data("not a video".utf8)).text)
+            // An MP4 signature over a broken box structure: FFmpeg itself refuses it.
+            var broken = Data([0, 0, 0, 0x18]) + Data("ftypisom".utf8) + Data([0, 0, 2, 0]) + Data("isommp41".utf8)
+            broken += Data([0, 0, 0, 0x30]) + Data("moov".utf8) + noise.prefix(5000)
+            bodies.append(try await client.upload(key: key, file: broken).text)
             // No Apple root installed: the reason names a file on the server.
             bodies.append(try await client.executeRequest(uri: "/api/v1/webhooks/app-store", method: .post, headers: [:],
                                                           body: ByteBuffer(string: #"{"signedPayload":"x.y.z"}"#)).text)
             bodies.append(try await client.get("/api/v1/nothing/etc/passwd", key: nil).text)
             for body in bodies {
-                #expect(!body.contains(server.scratch.path) && !body.contains("/tmp") && !body.contains("file:"), "\(body)")
+                #expect(!body.contains(server.scratch.path) && !body.contains("/tmp") && !body.contains("file:/"), "\(body)")
                 #expect(!body.lowercased().contains("invalid data found") && !body.lowercased().contains("ffmpeg"), "\(body)")
                 #expect(!body.contains(".cer"), "\(body)")
             }
