@@ -179,7 +179,8 @@ public final class JobRunner: Service, Sendable {
         request.analysisOutput = layout.analysisPath(job.id)
         request.cacheDirectory = layout.cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
-        request.limitDecoding(maxSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        // The plan's length limit holds on decoded timestamps, whatever the header claims.
+        request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
         let budget = timeBudget(job)
         let task = ChildTask.highlight(request)
         let isolation = self.isolation
@@ -319,13 +320,13 @@ public final class JobRunner: Service, Sendable {
         switch error.kind {
         case .unusable:
             return (error.kind.rawValue, "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight.")
-        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge:
+        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge, .unsupportedContainer:
             return (error.kind.rawValue, "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it.")
+        case .tooLong, .tooManyFrames, .badTimestamps:
+            // Limits on decoded data: the detail names the limit in the user's terms.
+            return (error.kind.rawValue, "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it.")
         case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
             return (error.kind.rawValue, unprocessableMessage)
-        default:
-            // Limits on decoded data (length, frame count, timestamps): their detail names the limit.
-            return (error.kind.rawValue, "The video could not be processed: \(error.detail).")
         }
     }
 }

@@ -113,7 +113,7 @@ public final class JobService: Sendable {
         guard let free = layout.freeBytes() else { return }
         if free - expectedBytes < settings.minFreeBytes {
             throw UploadRejection(status: 507, code: "insufficient_storage",
-                detail: "The server is low on disk space (\(free / 1_000_000) MB free, \(settings.minFreeBytes / 1_000_000) MB must stay free) and cannot take this upload now. Try again later.")
+                detail: "The server is low on storage space and cannot take this upload now. Try again later.")
         }
     }
 
@@ -151,13 +151,19 @@ public final class JobService: Sendable {
     /// plan's jobs-at-once limit is reached (429), so nobody uploads a gigabyte to be told no. The
     /// accepting transaction checks both again.
     public func precheck(_ account: Account) async throws -> AccountPlan {
+        try await precheck(account, uploadsInProgress: 0)
+    }
+
+    /// `precheck`, counting `uploadsInProgress` (the account's other bodies being received, not yet
+    /// jobs) against the plan's jobs-at-once with its active jobs.
+    public func precheck(_ account: Account, uploadsInProgress: Int) async throws -> AccountPlan {
         let current = try await accountPlan(account)
         if let limit = current.usage.limit, current.usage.used >= limit {
             throw overQuota(limit: limit, used: current.usage.used, usage: current.usage, plan: current.plan)
         }
         let active = try await database.activeJobs(accountId: account.id)
-        if active.count >= current.plan.concurrentJobs {
-            throw tooManyJobs(limit: current.plan.concurrentJobs, active: active)
+        if active.count + uploadsInProgress >= current.plan.concurrentJobs {
+            throw tooManyJobs(limit: current.plan.concurrentJobs, active: active, uploading: uploadsInProgress)
         }
         if let budget = current.plan.dailyWorkerSeconds {
             let spent = try await database.workerSecondsUsed(accountId: account.id, now: clock())
@@ -194,17 +200,20 @@ public final class JobService: Sendable {
         return UploadRejection(status: 402, code: "quota_exceeded", detail: detail, extras: extras)
     }
 
-    func tooManyJobs(limit: Int, active: [Job]) -> UploadRejection {
+    func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> UploadRejection {
         let now = clock()
         let waits = active.map { job -> Double in
             let elapsed = job.startedAt.map { now.timeIntervalSince($0) } ?? 0
             return Double(job.estimatedSeconds) - elapsed
         }
         let retry = Int(min(600, max(5, waits.min() ?? 30)).rounded(.up))
+        let busy = active.count + uploading
+        var extras: [String: UploadRejection.Value] = ["limit": .int(limit), "active": .int(active.count), "product_id": .string(plans.proProductId)]
+        if uploading > 0 { extras["uploading"] = .int(uploading) }
         return UploadRejection(
             status: 429, code: "too_many_jobs",
-            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(active.count) \(active.count == 1 ? "is" : "are") still in progress. Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").",
-            extras: ["limit": .int(limit), "active": .int(active.count), "product_id": .string(plans.proProductId)],
+            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(busy) \(busy == 1 ? "is" : "are") still in progress\(uploading > 0 ? " (counting uploads still being received)" : ""). Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").",
+            extras: extras,
             retryAfter: retry)
     }
 
@@ -334,6 +343,20 @@ public final class JobService: Sendable {
         public var ok: Bool
         public var detail: String
     }
+
+    /// `readiness()`, answered from the last check when it is younger than `maxAge` seconds, so a
+    /// caller polling /ready does not write to the database and the disk on every call.
+    public func cachedReadiness(maxAge: TimeInterval) async -> [String: Check] {
+        let now = clock()
+        if maxAge > 0, let (at, checks) = readinessCache.withLock({ $0 }), now.timeIntervalSince(at) >= 0, now.timeIntervalSince(at) < maxAge {
+            return checks
+        }
+        let checks = await readiness()
+        readinessCache.withLock { $0 = (now, checks) }
+        return checks
+    }
+
+    private let readinessCache = Mutex<(Date, [String: Check])?>(nil)
 
     /// Database writable, storage writable, free disk above the floor.
     public func readiness() async -> [String: Check] {

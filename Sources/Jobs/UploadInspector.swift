@@ -84,8 +84,10 @@ public struct UploadInspector: Sendable {
         case .unsupportedCodec: what = "The video's codec is not supported."
         case .dimensionsTooLarge: what = "The video's picture is larger than this server accepts (8192 px a side, 36 megapixels)."
         case .truncated: what = "The video file is incomplete (it ends early, e.g. the upload was cut short or the recording was not finished)."
+        case .unsupportedContainer:
+            what = "The uploaded file is a playlist, manifest, list of other files or a container this server does not open."
+        case .tooLong, .tooManyFrames, .badTimestamps: what = "The video cannot be accepted: \(error.detail)."
         case .fileNotFound, .io, .ffmpeg, .cancelled, .invalidRange, .unusable: what = "The video cannot be read."
-        default: what = "The video cannot be accepted: \(error.detail)."
         }
         return UploadRejection(status: 422, code: error.kind.rawValue,
                                detail: what + " Upload an MP4, MOV or another format listed at /api/v1/upload/formats.")

@@ -11,6 +11,21 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `http.publicBaseUrl` / HTTP_PUBLIC_BASE_URL: the origin put in result_url and links
     /// (e.g. https://api.moments.app). Empty: http://HOST:PORT.
     public var publicBaseURL = ""
+    /// `http.maxConnections` / HTTP_MAX_CONNECTIONS: open connections at most; one over the cap is
+    /// closed as soon as it is accepted (0 = no cap).
+    public var maxConnections = 1000
+    /// `http.idleTimeoutSeconds` / HTTP_IDLE_TIMEOUT_SECONDS: a connection with nothing to read or
+    /// write for this long (an idle keep-alive, or a request that stopped arriving) is closed (0 = never).
+    public var idleTimeoutSeconds = 60.0
+    /// `http.headerTimeoutSeconds` / HTTP_HEADER_TIMEOUT_SECONDS: a request head must be complete this
+    /// long after its first byte arrives, or the connection is closed (slowloris; 0 = no limit).
+    public var headerTimeoutSeconds = 10.0
+    /// `http.readyCacheSeconds` / HTTP_READY_CACHE_SECONDS: GET /ready answers from a check at most
+    /// this old, so calling it often writes nothing (0 = check on every call).
+    public var readyCacheSeconds = 5.0
+    /// `http.trustedProxies` / HTTP_TRUSTED_PROXIES (comma-separated): CIDR ranges of reverse proxies
+    /// whose X-Forwarded-For is believed, e.g. ["10.0.0.0/8", "::1/128"]. Empty: the TCP peer is the client.
+    public var trustedProxies: [String] = []
     /// `storage.path` / STORAGE_PATH: database, uploads, results and the analysis cache.
     public var storagePath = "Storage"
     /// `storage.minFreeBytes` / STORAGE_MIN_FREE_BYTES: uploads are refused (507) and /ready fails
@@ -48,6 +63,15 @@ public struct ServiceSettings: Sendable, Equatable {
     public var retryBackoffSeconds = 15.0
     /// `upload.maxBytes` / UPLOAD_MAX_BYTES: largest upload, enforced while it streams (413).
     public var maxUploadBytes: Int64 = 4 << 30
+    /// `upload.maxConcurrent` / UPLOAD_MAX_CONCURRENT: upload bodies received at once by the whole
+    /// server; one more is refused (503 with Retry-After) before its body is read (0 = no cap).
+    public var maxConcurrentUploads = 16
+    /// `upload.minBytesPerSecond` / UPLOAD_MIN_BYTES_PER_SECOND and `upload.stallSeconds` /
+    /// UPLOAD_STALL_SECONDS: a request body that brings fewer than minBytesPerSecond × stallSeconds
+    /// bytes in any stallSeconds window is cut off (connection closed, partial file deleted).
+    /// 0 for either turns the check off.
+    public var minUploadBytesPerSecond = 1024
+    public var uploadStallSeconds = 30.0
     /// `upload.maxDurationSeconds` / UPLOAD_MAX_DURATION_SECONDS: longest accepted video.
     public var maxDurationSeconds = 3600.0
     /// `upload.minTargetDuration` / UPLOAD_MIN_TARGET_DURATION and `upload.maxTargetDuration` /
@@ -67,6 +91,11 @@ public struct ServiceSettings: Sendable, Equatable {
         host = config.string(forKey: "http.host", default: host)
         port = config.int(forKey: "http.port", default: port)
         publicBaseURL = config.string(forKey: "http.publicBaseUrl", default: publicBaseURL)
+        maxConnections = max(0, config.int(forKey: "http.maxConnections", default: maxConnections))
+        idleTimeoutSeconds = max(0, config.double(forKey: "http.idleTimeoutSeconds", default: idleTimeoutSeconds))
+        headerTimeoutSeconds = max(0, config.double(forKey: "http.headerTimeoutSeconds", default: headerTimeoutSeconds))
+        readyCacheSeconds = max(0, config.double(forKey: "http.readyCacheSeconds", default: readyCacheSeconds))
+        trustedProxies = config.stringArray(forKey: "http.trustedProxies", default: trustedProxies)
         storagePath = config.string(forKey: "storage.path", default: storagePath)
         minFreeBytes = Int64(config.int(forKey: "storage.minFreeBytes", default: Int(minFreeBytes)))
         keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)
@@ -82,6 +111,9 @@ public struct ServiceSettings: Sendable, Equatable {
         timeBudgetPerVideoSecond = max(0, config.double(forKey: "jobs.timeBudgetPerVideoSecond", default: timeBudgetPerVideoSecond))
         retryBackoffSeconds = max(0, config.double(forKey: "jobs.retryBackoffSeconds", default: retryBackoffSeconds))
         maxUploadBytes = Int64(config.int(forKey: "upload.maxBytes", default: Int(maxUploadBytes)))
+        maxConcurrentUploads = max(0, config.int(forKey: "upload.maxConcurrent", default: maxConcurrentUploads))
+        minUploadBytesPerSecond = max(0, config.int(forKey: "upload.minBytesPerSecond", default: minUploadBytesPerSecond))
+        uploadStallSeconds = max(0, config.double(forKey: "upload.stallSeconds", default: uploadStallSeconds))
         maxDurationSeconds = config.double(forKey: "upload.maxDurationSeconds", default: maxDurationSeconds)
         minTargetDuration = config.int(forKey: "upload.minTargetDuration", default: minTargetDuration)
         maxTargetDuration = config.int(forKey: "upload.maxTargetDuration", default: maxTargetDuration)

@@ -8,17 +8,20 @@ import Synchronization
 struct AccountsController {
     let service: JobService
     let limiter: CreationLimiter
+    let addresses: ClientAddressResolver
 
     func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/accounts", on: router, use: create)
     }
 
     @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<AccountCreatedResponse> {
-        if let retry = limiter.admit(context.clientAddress ?? "unknown", now: service.clock()) {
+        let client = addresses.client(peer: context.peerAddress, forwardedFor: request.headers[values: .xForwardedFor])
+        if let retry = limiter.admit(client?.limiterKey ?? "unknown", now: service.clock()) {
             throw Problem(.tooManyRequests, code: "too_many_accounts",
                           detail: "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
                           headers: [.retryAfter: String(retry)])
         }
+        context.inviteBody()
         var label: String?
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         if body.readableBytes > 0 {
@@ -42,7 +45,12 @@ struct AccountsController {
     }
 }
 
-/// At most `perHour` accounts per client address in a sliding hour: the free quota is per account,
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+}
+
+/// At most `perHour` accounts per client (an IPv4 address or an IPv6 /64, see
+/// `IPAddress.limiterKey`) in a sliding hour: the free quota is per account,
 /// so unlimited sign-ups would let one client multiply it. (A per-device proof, such as StoreKit's
 /// AppTransaction or App Attest, would bind it more tightly.)
 final class CreationLimiter: Sendable {

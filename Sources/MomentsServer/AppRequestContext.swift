@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import JobStore
+import NIOCore
 
 /// The request context: Hummingbird's core storage plus the authenticated account.
 public struct AppRequestContext: RequestContext {
@@ -10,14 +11,26 @@ public struct AppRequestContext: RequestContext {
     /// The id of the API key the request was authenticated with (set with `account`).
     public var apiKeyId: String?
 
-    /// The client's IP address (account-creation limits), when the channel has one.
-    public var clientAddress: String?
+    /// The TCP peer's IP address, when the channel has one (a proxy's, behind one: see
+    /// `ClientAddressResolver`).
+    public var peerAddress: String?
+
+    /// The connection, to invite a body held back by `Expect: 100-continue`.
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         account = nil
         apiKeyId = nil
-        clientAddress = source.channel.remoteAddress?.ipAddress
+        channel = source.channel
+        peerAddress = source.channel.remoteAddress?.ipAddress
+    }
+
+    /// The request passed the route's checks and its body is about to be read: answers the
+    /// client's `Expect: 100-continue`, if it sent one, with "100 Continue" (see
+    /// `UploadConnectionHandler`). A request refused before this never gets one.
+    func inviteBody() {
+        channel.triggerUserOutboundEvent(InviteBodyEvent(), promise: nil)
     }
 
     /// JSON bodies (POST /api/v1/accounts) are small.

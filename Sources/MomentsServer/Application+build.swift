@@ -1,35 +1,47 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Jobs
 import Logging
 import MomentsConfig
 
-/// Builds the HTTP application on a job service: routes, middleware, and the workers as a service
-/// of the application (they start and stop with it).
+/// Builds the HTTP application on a job service: routes, middleware, the transport limits of
+/// `ServiceSettings` (connections, header and idle timeouts, body rate), and the workers as a
+/// service of the application (they start and stop with it).
 public func buildApplication(service: JobService, logger: Logger) -> (app: some ApplicationProtocol, routes: RouteTable) {
-    let (router, table) = buildRouter(service: service)
-    let maxBody = service.settings.maxUploadBytes + 64 * 1024
+    let (router, table) = buildRouter(service: service, logger: logger)
+    let settings = service.settings
+    let server = HTTPServerBuilder.guardedHTTP1(
+        counter: ConnectionCounter(limit: settings.maxConnections),
+        headerTimeoutSeconds: settings.headerTimeoutSeconds, idleTimeoutSeconds: settings.idleTimeoutSeconds,
+        minBytesPerSecond: settings.minUploadBytesPerSecond, stallSeconds: settings.uploadStallSeconds, logger: logger)
     let app = Application(
         router: router,
-        server: .http1(configuration: .init(additionalChannelHandlers: [UploadConnectionHandler(maxBodyBytes: maxBody)])),
-        configuration: .init(address: .hostname(service.settings.host, port: service.settings.port), serverName: "Moments"),
+        server: server,
+        configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Moments"),
         services: [service.runner],
         logger: logger)
     return (app, table)
 }
 
 /// The router alone (tests drive it with `.router`).
-public func buildRouter(service: JobService) -> (Router<AppRequestContext>, RouteTable) {
+public func buildRouter(service: JobService, logger: Logger? = nil) -> (Router<AppRequestContext>, RouteTable) {
     let router = Router(context: AppRequestContext.self)
     let table = RouteTable()
+    router.add(middleware: RequestIDMiddleware())
     router.add(middleware: ProblemMiddleware())
     let protected = router.group().add(middleware: APIKeyMiddleware(service: service))
 
+    let addresses = ClientAddressResolver(trustedProxies: service.settings.trustedProxies)
+    if !addresses.invalid.isEmpty {
+        logger?.error("http.trustedProxies: entries that are not an address or CIDR range are ignored", metadata: ["entries": "\(addresses.invalid)"])
+    }
     HealthController(service: service).addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
-    AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour))
+    AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
         .addRoutes(to: router, table: table)
-    UploadController(service: service).addRoutes(to: router, protected: protected, table: table)
+    UploadController(service: service, uploads: UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads))
+        .addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
     SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)

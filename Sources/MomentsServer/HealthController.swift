@@ -13,16 +13,16 @@ struct HealthController {
     }
 
     struct HealthResponse: ResponseEncodable { var status: String }
-    struct ReadyResponse: ResponseEncodable { var status: String; var checks: [String: JobService.Check] }
 
-    @Sendable func ready(_ request: Request, context: AppRequestContext) async throws -> Response {
-        let checks = await service.readiness()
+    /// `{"status":"ready"}`, or a 503 that says no more: the failing checks (paths, free space) go
+    /// to the log. Checks run at most every `http.readyCacheSeconds`.
+    @Sendable func ready(_ request: Request, context: AppRequestContext) async throws -> HealthResponse {
+        let checks = await service.cachedReadiness(maxAge: service.settings.readyCacheSeconds)
         let failing = checks.filter { !$0.value.ok }
-        if failing.isEmpty {
-            return try ReadyResponse(status: "ready", checks: checks).response(from: request, context: context)
-        }
-        let detail = failing.keys.sorted().map { "\($0): \(failing[$0]!.detail)" }.joined(separator: "; ")
-        throw Problem(.serviceUnavailable, code: "not_ready", detail: "The server cannot take work now (\(detail)).",
+        if failing.isEmpty { return HealthResponse(status: "ready") }
+        let reasons = failing.keys.sorted().map { "\($0): \(failing[$0]!.detail)" }.joined(separator: "; ")
+        context.logger.warning("not ready", metadata: ["checks": "\(reasons)"])
+        throw Problem(.serviceUnavailable, code: "not_ready", detail: "The server cannot take work now; try again shortly.",
                       headers: [.retryAfter: "30"])
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import _NIOFileSystem
 
@@ -40,8 +41,10 @@ struct MultipartUpload {
     /// Bytes a form may carry besides the file's content (part headers, fields, boundaries).
     static let maxOverheadBytes: Int64 = 64 * 1024
 
+    /// `checkSpace` is called with the bytes written so far before each write to disk. Every exit
+    /// but success deletes the file at `path`.
     static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
-                        checkSpace: () throws -> Void) async throws -> Result {
+                        logger: Logger, checkSpace: (Int64) throws -> Void) async throws -> Result {
         var state = ParseState()
         var scanner = FormDataScanner(boundary: boundary)
 
@@ -63,7 +66,7 @@ struct MultipartUpload {
                                                  "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration and quality.")
                     }
                     if state.pending.readableBytes >= batchBytes {
-                        try checkSpace()
+                        try checkSpace(offset)
                         offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                         state.pending.clear()
                     }
@@ -88,12 +91,14 @@ struct MultipartUpload {
             throw problem
         } catch let error as FileSystemError {
             try? FileManager.default.removeItem(atPath: path)
+            logger.error("upload could not be stored", metadata: ["error": "\(error)"])
             throw Problem(HTTPResponse.Status(code: 507), code: "insufficient_storage",
-                          detail: "The server could not store the upload (\(error.code)). Try again later.")
+                          detail: "The server could not store the upload. Try again later.")
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             // The connection dropped or the body stream broke: the client went away mid-upload.
-            throw Problem.badRequest("upload_interrupted", "The upload ended before the whole body arrived (\(error)). Send it again.")
+            logger.info("upload interrupted", metadata: ["error": "\(error)"])
+            throw Problem.badRequest("upload_interrupted", "The upload ended before the whole body arrived. Send it again.")
         }
     }
 

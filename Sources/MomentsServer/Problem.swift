@@ -34,11 +34,25 @@ public struct Problem: Error, HTTPResponseError, Sendable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var object: [String: ProblemValue] = extensions
+        var detail = self.detail
+        // Last line of defence: nothing about the server's files or its FFmpeg leaves in a body.
+        if ProblemScrubber.leaks(detail) {
+            let cleaned = ProblemScrubber.withoutLeakingAsides(detail)
+            context.logger.warning("problem detail withheld from the client", metadata: ["code": "\(code)", "detail": "\(detail)"])
+            detail = ProblemScrubber.leaks(cleaned) ? ProblemScrubber.generic(status) : cleaned
+        }
+        for (key, value) in object {
+            if case .string(let text) = value, ProblemScrubber.leaks(text) {
+                context.logger.warning("problem member withheld from the client", metadata: ["code": "\(code)", "member": "\(key)", "value": "\(text)"])
+                object[key] = nil
+            }
+        }
         object["type"] = .string(Self.typeBase + code)
         object["title"] = .string(title)
         object["status"] = .int(Int(status.code))
         object["detail"] = .string(detail)
         object["instance"] = .string(request.uri.path)
+        if let id = context.logger[metadataKey: RequestIDPolicy.metadataKey] { object["request_id"] = .string("\(id)") }
         var data = try Self.encoder.encode(object)
         data.append(0x0A)
         var headers = self.headers

@@ -4,8 +4,10 @@ import Hummingbird
 import Logging
 
 /// Turns every error into problem+json: our Problems as they are, Hummingbird's HTTP errors (no
-/// route, wrong method, body too large, undecodable JSON) with a useful detail, anything else into
-/// a 500 that hides internals (they are logged).
+/// route, wrong method, body too large, undecodable JSON) with a useful detail, anything else (and
+/// any 5xx of the framework) into a generic problem that hides internals: they are logged with the
+/// request's id, which the problem carries (`Problem.response` withholds paths and FFmpeg text
+/// from every detail).
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -26,27 +28,34 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let problem as Problem:
             return problem
         case let error as any HTTPResponseError:
-            return problem(for: error, request: request)
+            return problem(for: error, request: request, context: context)
         case let error as DecodingError:
             return Problem.badRequest("invalid_json", "The request body is not the JSON this endpoint expects: \(describe(error))")
         default:
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            return Problem(.internalServerError, code: "internal_error",
-                           detail: "Something went wrong on the server. Please try again; if it keeps happening, report the request's time and path.")
+            return Problem(.internalServerError, code: "internal_error", detail: genericServerError)
         }
     }
 
-    static func problem(for error: any HTTPResponseError, request: Request) -> Problem {
+    static var genericServerError: String {
+        "Something went wrong on the server. Please try again; if it keeps happening, report the request_id of this answer."
+    }
+
+    static func problem(for error: any HTTPResponseError, request: Request, context: Context) -> Problem {
         switch error.status {
         case .notFound:
-            return Problem(.notFound, code: "not_found", detail: "There is no endpoint \(request.method) \(request.uri.path). The API is described at /openapi.json.")
+            return Problem(.notFound, code: "not_found", detail: "There is no endpoint \(request.method) at this path (the `instance` member). The API is described at /openapi.json.")
         case .methodNotAllowed:
-            return Problem(.methodNotAllowed, code: "method_not_allowed", detail: "\(request.method) is not allowed on \(request.uri.path). The API is described at /openapi.json.")
+            return Problem(.methodNotAllowed, code: "method_not_allowed", detail: "\(request.method) is not allowed at this path (the `instance` member). The API is described at /openapi.json.")
         case .contentTooLarge:
             return Problem(.contentTooLarge, code: "body_too_large", detail: "The request body is too large for this endpoint.")
+        case let status where status.code >= 500:
+            // A server-side failure inside the framework: its text is for the log only.
+            context.logger.error("server error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return Problem(status, code: "server_error", detail: genericServerError)
         default:
             let message = (error as? HTTPError)?.body ?? error.status.reasonPhrase
-            return Problem(error.status, code: error.status.code >= 500 ? "server_error" : "bad_request", detail: message)
+            return Problem(error.status, code: "bad_request", detail: message)
         }
     }
 

@@ -16,16 +16,19 @@ struct SubscriptionsController {
         table.add(.post, "/api/v1/webhooks/app-store", on: router, use: notification)
     }
 
-    private func verifier() throws -> AppStoreVerifier {
+    private func verifier(_ context: AppRequestContext) throws -> AppStoreVerifier {
         guard let verifier = service.appStore else {
+            // The reason names files on the server: the log has it.
+            context.logger.error("App Store verification is not configured", metadata: ["reason": "\(service.appStoreUnavailable ?? "no Apple root certificate")"])
             throw Problem(.serviceUnavailable, code: "app_store_unavailable",
-                          detail: "App Store verification is not configured on this server (\(service.appStoreUnavailable ?? "no Apple root certificate")). The operator must install Apple's root certificate; see the README.")
+                          detail: "App Store verification is not configured on this server, so subscriptions cannot be checked now. Try again later.")
         }
         return verifier
     }
 
     /// The one string field of a small JSON body.
     private func field(_ name: String, of request: Request, context: AppRequestContext) async throws -> String {
+        context.inviteBody()
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
             throw Problem.badRequest("invalid_json", "The body must be a JSON object: {\"\(name)\": \"<JWS>\"}.")
@@ -52,7 +55,7 @@ struct SubscriptionsController {
     @Sendable func presentTransaction(_ request: Request, context: AppRequestContext) async throws -> AccountView {
         let account = try context.requireAccount()
         let jws = try await field("signed_transaction", of: request, context: context)
-        let verifier = try verifier()
+        let verifier = try verifier(context)
         let tx: AppStoreTransaction
         do { tx = try await verifier.verifyTransaction(jws) } catch { throw Self.problem(error, what: "transaction") }
         guard tx.productId == service.plans.proProductId else {
@@ -90,7 +93,7 @@ struct SubscriptionsController {
     /// stops retrying), whether it changed something, was a duplicate, or arrived out of order.
     @Sendable func notification(_ request: Request, context: AppRequestContext) async throws -> NotificationResult {
         let jws = try await field("signedPayload", of: request, context: context)
-        let verifier = try verifier()
+        let verifier = try verifier(context)
         let verified: AppStoreVerifier.VerifiedNotification
         do { verified = try await verifier.verifyNotification(jws) } catch { throw Self.problem(error, what: "notification") }
         let (payload, tx, renewal) = (verified.payload, verified.transaction, verified.renewal)

@@ -1,50 +1,138 @@
 import HTTPTypes
+import Logging
 import NIOCore
 import NIOHTTPTypes
 
-/// Connection handling for uploads, in the channel pipeline:
-/// - answers `Expect: 100-continue` (curl sends it for bodies over 1 MB and otherwise waits a
-///   second before sending) with "100 Continue" right away, unless the declared Content-Length is
-///   already over the upload limit: then the client is not invited to send, and gets the 413;
+/// Sent by a route (through `AppRequestContext.inviteBody()`) once it has accepted a request whose
+/// body it is about to read: the handler then answers a pending `Expect: 100-continue`.
+struct InviteBodyEvent: Sendable {}
+
+/// Connection handling for request bodies, in the channel pipeline after HTTP decoding:
+/// - holds back the "100 Continue" a client asks for with `Expect: 100-continue` (curl does for
+///   bodies over 1 MB and otherwise waits a second before sending) until the route has checked the
+///   key, the quota and the size and invites the body; a request refused before that never gets
+///   it, and its connection is closed after the refusal (the client may send the body regardless);
+/// - cuts off a body that arrives slower than `upload.minBytesPerSecond` over any
+///   `upload.stallSeconds` window (the route's stream then ends, and it deletes its partial file);
 /// - closes the connection after a response that says `Connection: close` (an upload refused
-///   mid-stream), instead of reading and discarding the rest of a body that may be gigabytes.
+///   mid-stream), instead of reading and discarding the rest of a body that may be gigabytes;
+/// - tells the byte-level `ConnectionGuard` when a head arrived and a response ended.
 final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    let maxBodyBytes: Int64
+    let minBytesPerSecond: Int
+    let stallWindow: TimeAmount?
+    let logger: Logger
+    private var continuePending = false
     private var closeAfterResponse = false
+    /// A request body is still arriving (head seen, end not yet).
+    private var bodyOpen = false
+    private var windowBytes = 0
+    private var rateTimer: RepeatedTask?
 
-    init(maxBodyBytes: Int64) { self.maxBodyBytes = maxBodyBytes }
+    init(minBytesPerSecond: Int, stallSeconds: Double, logger: Logger) {
+        self.minBytesPerSecond = minBytesPerSecond
+        self.stallWindow = minBytesPerSecond > 0 && stallSeconds > 0 ? .nanoseconds(Int64(stallSeconds * 1e9)) : nil
+        self.logger = logger
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(var head) = unwrapInboundIn(data), head.headerFields[.expect]?.lowercased() == "100-continue" {
-            head.headerFields[.expect] = nil
-            let declared = head.headerFields[.contentLength].flatMap { Int64($0) } ?? 0
-            if declared <= maxBodyBytes {
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
+        switch unwrapInboundIn(data) {
+        case .head(var head):
+            context.triggerUserOutboundEvent(RequestHeadEvent.received, promise: nil)
+            let fields = head.headerFields
+            bodyOpen = fields[.transferEncoding] != nil || (fields[.contentLength].flatMap { Int64($0) } ?? 0) > 0
+            if fields[.expect]?.lowercased() == "100-continue" {
+                head.headerFields[.expect] = nil
+                continuePending = bodyOpen
+                if !continuePending { startRateWatch(context) }
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                return
             }
-            context.fireChannelRead(wrapInboundOut(.head(head)))
-            return
+            continuePending = false
+            startRateWatch(context)
+        case .body(let buffer):
+            windowBytes += buffer.readableBytes
+        case .end:
+            bodyOpen = false
+            stopRateWatch()
         }
         context.fireChannelRead(data)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is InviteBodyEvent else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        if continuePending {
+            continuePending = false
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: promise)
+            startRateWatch(context)
+        } else {
+            promise?.succeed()
+        }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
-            closeAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
+            // A refusal before the body was invited: the client may send it anyway; close rather
+            // than read it.
+            closeAfterResponse = head.headerFields[.connection]?.lowercased() == "close" || continuePending
+            continuePending = false
             context.write(data, promise: promise)
-        case .end where closeAfterResponse:
+        case .end:
+            context.triggerUserOutboundEvent(RequestHeadEvent.answered, promise: nil)
+            guard closeAfterResponse else {
+                context.write(data, promise: promise)
+                return
+            }
             closeAfterResponse = false
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.cascade(to: promise)
             context.writeAndFlush(data, promise: written)
-            written.futureResult.whenComplete { _ in context.close(promise: nil) }
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
         default:
             context.write(data, promise: promise)
         }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { stopRateWatch() }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stopRateWatch()
+        context.fireChannelInactive()
+    }
+
+    /// Every `stallWindow`, the body must have brought `minBytesPerSecond` × window bytes.
+    private func startRateWatch(_ context: ChannelHandlerContext) {
+        guard bodyOpen, rateTimer == nil, let stallWindow else { return }
+        windowBytes = 0
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        let needed = Int(Double(minBytesPerSecond) * Double(stallWindow.nanoseconds) / 1e9)
+        rateTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: stallWindow, delay: stallWindow) { _ in
+            let (handler, context) = loopBound.value
+            guard handler.bodyOpen else {
+                handler.stopRateWatch()
+                return
+            }
+            if handler.windowBytes < needed {
+                handler.logger.info("request body too slow: connection closed",
+                                    metadata: ["bytes_in_window": "\(handler.windowBytes)", "needed": "\(needed)"])
+                handler.stopRateWatch()
+                context.close(promise: nil)
+            }
+            handler.windowBytes = 0
+        }
+    }
+
+    private func stopRateWatch() {
+        rateTimer?.cancel()
+        rateTimer = nil
     }
 }

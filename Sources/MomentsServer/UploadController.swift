@@ -8,6 +8,8 @@ import MediaEngine
 /// POST /api/v1/upload and GET /api/v1/upload/formats.
 struct UploadController {
     let service: JobService
+    /// The uploads being received now (per account, server-wide, disk declared).
+    let uploads: UploadRegistry
 
     static let qualities = ["low", "medium", "high"]
 
@@ -16,24 +18,45 @@ struct UploadController {
         table.add(.get, "/api/v1/upload/formats", on: router, use: formats)
     }
 
+    /// Every refusal that does not need the body comes before the body is invited (a client that
+    /// sent `Expect: 100-continue` gets "100 Continue" only then): the month's quota (402), the
+    /// plan's jobs at once counting the account's uploads in progress (429), the declared size
+    /// (413), the server-wide upload cap (503) and the disk, counting what the other uploads in
+    /// progress have declared and not yet written (507).
     @Sendable func upload(_ request: Request, context: AppRequestContext) async throws -> UploadResponse {
         let account = try context.requireAccount()
         let settings = service.settings
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        let (ticket, others) = uploads.begin(account: account.id)
+        defer { uploads.end(ticket) }
         let current: JobService.AccountPlan
-        do { current = try await service.precheck(account) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
+        do {
+            current = try await service.precheck(account, uploadsInProgress: others)
+        } catch let rejection as UploadRejection {
+            throw Self.problem(rejection)
+        }
         let maxBytes = min(settings.maxUploadBytes, current.plan.maxUploadBytes)
         let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, service: service)
-        let declared = request.headers[.contentLength].flatMap { Int64($0) }
-        if let declared, declared > maxBytes + 64 * 1024 { throw tooLarge }
+        if let declared, declared > maxBytes + MultipartUpload.maxOverheadBytes { throw tooLarge }
+        guard uploads.startReceiving(ticket, declaredBytes: declared ?? 0) else {
+            context.logger.notice("upload refused: server-wide upload cap reached", metadata: ["limit": "\(uploads.maxConcurrent)"])
+            throw Problem(.serviceUnavailable, code: "server_busy",
+                          detail: "The server is receiving as many uploads as it can right now. Try again in a minute.",
+                          headers: [.retryAfter: String(Self.busyRetrySeconds)])
+        }
         do {
-            try service.checkDiskSpace(expectedBytes: declared ?? 0)
+            try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
         } catch {
             throw Self.problem(error)
         }
+        context.inviteBody()
         let path = service.newUploadPath()
-        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: maxBytes, tooLarge: tooLarge) {
-            do { try service.checkDiskSpace(expectedBytes: 0) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
+        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: maxBytes,
+                                                         tooLarge: tooLarge, logger: context.logger) { written in
+            uploads.wrote(ticket, bytes: written)
+            // Every upload in progress, this one included, may still write what it declared.
+            do { try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes()) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
         }
         let targetDuration: Int
         let quality: String
@@ -60,6 +83,9 @@ struct UploadController {
             links: JobLinks(job, baseURL: base),
             quota: QuotaView(usage))
     }
+
+    /// Retry-After of a 503 server_busy.
+    static let busyRetrySeconds = 30
 
     func parameters(_ fields: [String: String]) throws -> (Int, String) {
         let settings = service.settings

@@ -47,8 +47,8 @@ struct ServiceTests {
             #expect(try await client.get("/health", key: nil).json()["status"] as? String == "ok")
             let ready = try await client.get("/ready", key: nil)
             #expect(ready.status == .ok)
-            let checks = try #require(ready.json()["checks"] as? [String: [String: Any]])
-            #expect(Set(checks.keys) == ["database", "storage", "disk"])
+            // Readiness says no more than that: its checks go to the log (see TransportLimitTests).
+            #expect(try ready.json().keys.sorted() == ["status"] && ready.json()["status"] as? String == "ready")
         }
     }
 
@@ -167,8 +167,9 @@ struct ServiceTests {
     }
 }
 
-/// `Expect: 100-continue` (curl sends it for bodies over 1 MB): answered at once, or, when the
-/// declared length is over the limit, answered with the 413 before any body is sent.
+/// `Expect: 100-continue` (curl sends it for bodies over 1 MB): answered once the key, quota and
+/// size checks pass, or, when the declared length is over the limit, answered with the 413 before
+/// any body is sent (refusals never get 100 Continue: see TransportLimitTests).
 @Suite("Expect: 100-continue")
 struct ExpectContinueTests {
     @Test func continueOrRefuseBeforeTheBody() async throws {
