@@ -60,7 +60,7 @@ extension AppDatabase {
     /// cached statement on the caller's thread (no transaction: one SELECT is atomic), so every
     /// request sees revocations and disabled accounts at once without costing a write.
     public func authenticate(keyHash: String) throws -> KeyLookup {
-        try pool.unsafeRead { db in
+        try lookup { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT api_key.id, api_key.revokedAt IS NOT NULL, account.disabledAt IS NOT NULL,
                        account.id, account.plan, account.label, account.createdAt, account.tester

@@ -5,6 +5,11 @@ import GRDB
 /// (WAL: readers never wait for the writer); every consistent change is one write transaction.
 public final class AppDatabase: Sendable {
     public let pool: DatabasePool
+    /// One read-only connection of its own for the synchronous lookups of the hot paths (API key,
+    /// job status), which run on the caller's thread. They must not wait for one of the pool's
+    /// readers: those are held across suspension points by async reads, which need the very
+    /// cooperative threads a synchronous caller would be blocking (a deadlock under load).
+    let lookups: DatabaseQueue
     /// `appStore.sandboxForAll`: App Store sandbox (TestFlight) subscriptions grant pro to every
     /// account, not only to testers. SQL sees it as `moments_sandbox_for_all()` (see `entitlement`).
     public let sandboxForAll: Bool
@@ -23,10 +28,20 @@ public final class AppDatabase: Sendable {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        var lookup = Configuration()
+        lookup.readonly = true
+        lookup.busyMode = .timeout(10)
+        lookups = try DatabaseQueue(path: path, configuration: lookup)
+    }
+
+    /// A synchronous read on the lookup connection: one statement, no transaction around it.
+    func lookup<T>(_ body: (Database) throws -> T) throws -> T {
+        try lookups.unsafeRead(body)
     }
 
     /// Closes the database (checkpointing the WAL). Further use throws.
     public func close() throws {
+        try lookups.close()
         try pool.close()
     }
 

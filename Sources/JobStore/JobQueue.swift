@@ -21,7 +21,7 @@ extension AppDatabase {
     /// frequent request (apps poll it) costs one indexed lookup and no JSON decoding.
     public func jobStatus(id: String, accountId: String) throws -> JobStatusRow? {
         // One SELECT is atomic on its own: no transaction around it (unsafeRead).
-        try pool.unsafeRead { db in
+        try lookup { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT status, progress, message, mediaDeletedAt IS NOT NULL FROM job WHERE id = ? AND accountId = ?
                 """)

@@ -92,8 +92,8 @@ struct CrashRecoveryTests {
         let body = Data(Multipart.body(file: Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })).readableBytesView)
 
         let socket = try RawConnection(port: port)
-        try socket.send(Data("POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: \(Multipart.contentType)\r\nContent-Length: \(body.count)\r\n\r\n".utf8))
-        try socket.send(body.prefix(3 << 20))
+        socket.send("POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: \(Multipart.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
+        socket.send([UInt8](body.prefix(3 << 20)))
         let uploads = storage + "/uploads"
         // The bytes are being written (to an unnamed file that only gets its name once complete).
         try await Task.sleep(for: .seconds(1))
@@ -168,34 +168,4 @@ func freePort() throws -> Int {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// A plain TCP connection to the server on loopback, for requests a client library would not send.
-final class RawConnection {
-    let fd: Int32
-
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { Glibc.close(fd); throw POSIXError(.ECONNREFUSED) }
-    }
-
-    func send(_ data: Data) throws {
-        try data.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if n <= 0 { throw POSIXError(.EPIPE) }
-                offset += n
-            }
-        }
-    }
-
-    func close() { Glibc.close(fd) }
 }
