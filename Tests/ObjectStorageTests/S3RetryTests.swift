@@ -1,0 +1,109 @@
+import Foundation
+import NIOHTTP1
+import Testing
+
+@testable import ObjectStorage
+
+func s3ErrorXML(_ code: String, _ message: String = "message") -> String {
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>\(message)</Message>"
+        + "<RequestId>REQ</RequestId></Error>"
+}
+
+func scriptedClient(_ server: ScriptedHTTPServer, partSize: Int64 = 5 * 1024 * 1024) -> S3Client {
+    S3Client(configuration: S3Configuration(
+        endpoint: server.endpoint, region: "us-east-1", bucket: "media", pathStyle: true,
+        credentials: AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret"),
+        multipartThreshold: partSize, partSize: partSize,
+        retry: S3RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(20))))
+}
+
+@Suite("S3 retries and failure paths (scripted server)")
+struct S3RetryTests {
+    @Test("503 SlowDown and 500 are retried until the request succeeds")
+    func transientErrorsAreRetried() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
+            .init(status: .internalServerError, body: s3ErrorXML("InternalError")),
+            .init(status: .ok, headers: [("ETag", "\"abc\"")]),
+        ])
+        let s3 = scriptedClient(server)
+        let etag = try await s3.putObject(key: "k", bytes: [1, 2, 3])
+        #expect(etag == "\"abc\"")
+        #expect(server.requests.count == 3)
+        #expect(server.requests.allSatisfy { $0.method == .PUT && $0.uri == "/media/k" && $0.bodyBytes == 3 })
+        try await s3.shutdown()
+        try await server.stop()
+    }
+
+    @Test("429 is retried; retries stop after maxAttempts with the last error")
+    func retriesAreBounded() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .tooManyRequests), .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
+            .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
+            .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown", "Please reduce your request rate.")),
+            .init(status: .ok),
+        ])
+        let s3 = scriptedClient(server)
+        let error = await #expect(throws: S3Error.self) { _ = try await s3.headObject(key: "k") }
+        #expect(error?.status == 503)
+        #expect(server.requests.count == 4)
+        try await s3.shutdown()
+        try await server.stop()
+    }
+
+    @Test("4xx is final: one request, the S3 code and message in the error")
+    func clientErrorsAreNotRetried() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .forbidden, body: s3ErrorXML("AccessDenied", "Access Denied")),
+            .init(status: .ok),
+        ])
+        let s3 = scriptedClient(server)
+        let error = await #expect(throws: S3Error.self) { try await s3.putObject(key: "k", bytes: [1]) }
+        #expect(error == S3Error(operation: "PutObject", status: 403, code: "AccessDenied", message: "Access Denied", requestId: "REQ", key: "k"))
+        #expect(server.requests.count == 1)
+        try await s3.shutdown()
+        try await server.stop()
+    }
+
+    @Test("CompleteMultipartUpload answering 200 with an InternalError body is retried")
+    func completeWithErrorBody() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .ok, body: s3ErrorXML("InternalError")),
+            .init(status: .ok, body: "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>"),
+        ])
+        let s3 = scriptedClient(server)
+        let etag = try await s3.completeMultipartUpload(
+            key: "k", uploadId: "U", parts: [.init(partNumber: 1, etag: "\"a\""), .init(partNumber: 2, etag: "\"b\"")])
+        #expect(etag == "\"x-2\"")
+        #expect(server.requests.map(\.uri) == ["/media/k?uploadId=U", "/media/k?uploadId=U"])
+        try await s3.shutdown()
+        try await server.stop()
+    }
+
+    @Test("a multipart upload whose part is refused is aborted, and the error reported")
+    func failedUploadIsAborted() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .ok, body: "<InitiateMultipartUploadResult><Bucket>media</Bucket><Key>big</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"),
+            .init(status: .ok, headers: [("ETag", "\"p1\"")]),
+            .init(status: .badRequest, body: s3ErrorXML("InvalidArgument", "Part number must be an integer")),
+            .init(status: .noContent),
+        ])
+        let s3 = scriptedClient(server)
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try writePatternFile(at: "\(dir)/in.bin", size: 6 * 1024 * 1024)
+
+        let error = await #expect(throws: S3Error.self) { try await s3.upload(fileAt: "\(dir)/in.bin", key: "big") }
+        #expect(error?.code == "InvalidArgument")
+        let requests = server.requests
+        #expect(requests.map(\.method) == [.POST, .PUT, .PUT, .DELETE])
+        #expect(requests.map(\.uri) == [
+            "/media/big?uploads=", "/media/big?partNumber=1&uploadId=UP1", "/media/big?partNumber=2&uploadId=UP1",
+            "/media/big?uploadId=UP1",
+        ])
+        #expect(requests[1].bodyBytes == 5 * 1024 * 1024)
+        #expect(requests[2].bodyBytes == 1024 * 1024)
+        try await s3.shutdown()
+        try await server.stop()
+    }
+}
