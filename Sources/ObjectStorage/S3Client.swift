@@ -362,6 +362,10 @@ public final class S3Client: Sendable {
         accept: @escaping (Int) -> Bool = { (200..<300).contains($0) },
         _ handle: @escaping (HTTPClientResponse) async throws -> T
     ) async throws -> T {
+        if let key, key.isEmpty || key.utf8.count > 1024 {
+            // An empty key would address the bucket itself (DELETE /bucket/ deletes the bucket).
+            throw S3Error(operation: operation, status: 0, code: "InvalidObjectKey", message: "an object key must be 1 to 1024 bytes")
+        }
         let policy = configuration.retry
         var attempt = 1
         while true {
@@ -417,11 +421,12 @@ public final class S3Client: Sendable {
         }
     }
 
-    /// Transient: a retryable S3 status, or the connection failing (refused, reset, timed out).
+    /// Transient: a retryable S3 status, or the connection failing (refused, reset, timed out, a
+    /// response cut short).
     static func isTransient(_ error: any Error) -> Bool {
         switch error {
         case let error as S3Error: error.isRetryable
-        case is HTTPClientError, is NIOConnectionError, is ChannelError, is IOError: true
+        case is HTTPClientError, is NIOConnectionError, is ChannelError, is IOError, is HTTPParserError: true
         default: false
         }
     }

@@ -27,11 +27,11 @@ struct S3RetryTests {
             .init(status: .ok, headers: [("ETag", "\"abc\"")]),
         ])
         let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
         let etag = try await s3.putObject(key: "k", bytes: [1, 2, 3])
         #expect(etag == "\"abc\"")
         #expect(server.requests.count == 3)
         #expect(server.requests.allSatisfy { $0.method == .PUT && $0.uri == "/media/k" && $0.bodyBytes == 3 })
-        try await s3.shutdown()
         try await server.stop()
     }
 
@@ -44,10 +44,10 @@ struct S3RetryTests {
             .init(status: .ok),
         ])
         let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
         let error = await #expect(throws: S3Error.self) { _ = try await s3.headObject(key: "k") }
         #expect(error?.status == 503)
         #expect(server.requests.count == 4)
-        try await s3.shutdown()
         try await server.stop()
     }
 
@@ -58,10 +58,10 @@ struct S3RetryTests {
             .init(status: .ok),
         ])
         let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
         let error = await #expect(throws: S3Error.self) { try await s3.putObject(key: "k", bytes: [1]) }
         #expect(error == S3Error(operation: "PutObject", status: 403, code: "AccessDenied", message: "Access Denied", requestId: "REQ", key: "k"))
         #expect(server.requests.count == 1)
-        try await s3.shutdown()
         try await server.stop()
     }
 
@@ -72,11 +72,11 @@ struct S3RetryTests {
             .init(status: .ok, body: "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>"),
         ])
         let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
         let etag = try await s3.completeMultipartUpload(
             key: "k", uploadId: "U", parts: [.init(partNumber: 1, etag: "\"a\""), .init(partNumber: 2, etag: "\"b\"")])
         #expect(etag == "\"x-2\"")
         #expect(server.requests.map(\.uri) == ["/media/k?uploadId=U", "/media/k?uploadId=U"])
-        try await s3.shutdown()
         try await server.stop()
     }
 
@@ -89,6 +89,7 @@ struct S3RetryTests {
             .init(status: .noContent),
         ])
         let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try writePatternFile(at: "\(dir)/in.bin", size: 6 * 1024 * 1024)
@@ -103,7 +104,45 @@ struct S3RetryTests {
         ])
         #expect(requests[1].bodyBytes == 5 * 1024 * 1024)
         #expect(requests[2].bodyBytes == 1024 * 1024)
-        try await s3.shutdown()
         try await server.stop()
+    }
+
+    @Test("an empty or over-long key is refused before anything is sent (it would address the bucket)")
+    func invalidKeys() async throws {
+        let server = try await ScriptedHTTPServer.start([])
+        let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
+        for key in ["", String(repeating: "k", count: 1025)] {
+            let error = await #expect(throws: S3Error.self) { try await s3.deleteObject(key: key) }
+            #expect(error?.code == "InvalidObjectKey")
+        }
+        #expect(server.requests.isEmpty)
+        try await server.stop()
+    }
+
+    @Test("a download cut short is retried; when every try is cut, the previous file is left untouched")
+    func truncatedDownload() async throws {
+        let cut = ScriptedHTTPServer.Reply(status: .ok, body: "0123456789", declaredLength: 100)
+        let server = try await ScriptedHTTPServer.start([cut, .init(status: .ok, body: "complete body")])
+        let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+
+        let info = try await s3.getObject(key: "k", toFileAt: "\(dir)/out")
+        #expect(info.size == 13)
+        #expect(FileManager.default.contents(atPath: "\(dir)/out") == Data("complete body".utf8))
+        #expect(server.requests.count == 2)
+        try await server.stop()
+
+        let failing = try await ScriptedHTTPServer.start(Array(repeating: cut, count: 8))
+        let s3b = scriptedClient(failing)
+        defer { Task { try? await s3b.shutdown() } }
+        await #expect(throws: (any Error).self) { try await s3b.getObject(key: "k", toFileAt: "\(dir)/out") }
+        #expect(failing.requests.count == 4)
+        #expect(FileManager.default.contents(atPath: "\(dir)/out") == Data("complete body".utf8))
+        await #expect(throws: (any Error).self) { try await s3b.getObject(key: "k", toFileAt: "\(dir)/new") }
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/new"))
+        try await failing.stop()
     }
 }

@@ -11,6 +11,8 @@ final class ScriptedHTTPServer: @unchecked Sendable {
         var status: HTTPResponseStatus
         var headers: [(String, String)] = []
         var body: String = ""
+        /// A Content-Length larger than the body, then the connection closed: a transfer cut short.
+        var declaredLength: Int? = nil
     }
 
     struct Request: Sendable {
@@ -78,10 +80,15 @@ final class ScriptedHTTPServer: @unchecked Sendable {
                 guard let head else { return }
                 let reply = server.next(for: Request(method: head.method, uri: head.uri, bodyBytes: bodyBytes))
                 var headers = HTTPHeaders(reply.headers)
-                headers.replaceOrAdd(name: "content-length", value: String(reply.body.utf8.count))
+                headers.replaceOrAdd(name: "content-length", value: String(reply.declaredLength ?? reply.body.utf8.count))
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: reply.status, headers: headers))), promise: nil)
                 if head.method != .HEAD {
                     context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: reply.body)))), promise: nil)
+                }
+                if reply.declaredLength != nil {
+                    context.flush()
+                    context.close(promise: nil)
+                    return
                 }
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
