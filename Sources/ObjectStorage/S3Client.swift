@@ -302,8 +302,9 @@ public final class S3Client: Sendable {
         return xml + "</CompleteMultipartUpload>"
     }
 
-    /// Uploads a file: one PUT up to `multipartThreshold`, parts of `partSize` above it. A failed or
-    /// cancelled multipart upload is aborted so no parts are left behind. Returns the ETag.
+    /// Uploads a file: one PUT up to `multipartThreshold`, parts of `partSize` above it
+    /// (`uploadConcurrency` at a time). A failed or cancelled multipart upload is aborted so no parts
+    /// are left behind. Returns the ETag.
     @discardableResult
     public func upload(fileAt path: String, key: String, contentType: String? = nil) async throws -> String {
         let size = try await fileSize(path)
@@ -312,13 +313,24 @@ public final class S3Client: Sendable {
         }
         let uploadId = try await createMultipartUpload(key: key, contentType: contentType)
         do {
-            var parts: [S3CompletedPart] = []
-            var offset: Int64 = 0
-            while offset < size {
-                try Task.checkCancellation()
-                let end = min(offset + configuration.partSize, size)
-                parts.append(try await uploadPart(key: key, uploadId: uploadId, partNumber: parts.count + 1, fileAt: path, range: offset..<end))
-                offset = end
+            let partSize = configuration.partSize
+            let partCount = Int((size + partSize - 1) / partSize)
+            let parts = try await withThrowingTaskGroup(of: S3CompletedPart.self) { group in
+                var next = 1
+                var done: [S3CompletedPart] = []
+                while next <= partCount || !group.isEmpty {
+                    // Keep up to `uploadConcurrency` parts in flight; the first failure cancels the rest.
+                    while next <= partCount && next - done.count <= configuration.uploadConcurrency {
+                        let number = next
+                        let range = Int64(number - 1) * partSize..<min(Int64(number) * partSize, size)
+                        group.addTask {
+                            try await self.uploadPart(key: key, uploadId: uploadId, partNumber: number, fileAt: path, range: range)
+                        }
+                        next += 1
+                    }
+                    if let part = try await group.next() { done.append(part) }
+                }
+                return done
             }
             return try await completeMultipartUpload(key: key, uploadId: uploadId, parts: parts)
         } catch {

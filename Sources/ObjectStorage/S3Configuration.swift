@@ -16,6 +16,8 @@ public struct S3Configuration: Sendable, Equatable {
     public var multipartThreshold: Int64
     /// Size of each part of a multipart upload (S3 requires at least 5 MiB except for the last part).
     public var partSize: Int64
+    /// Parts of one multipart upload in flight at once (each streamed from the file).
+    public var uploadConcurrency: Int
     /// Retries of 5xx, 429 and connection failures; never of other 4xx.
     public var retry: S3RetryPolicy
     /// Longest time one request (including streaming its body) may take.
@@ -26,7 +28,7 @@ public struct S3Configuration: Sendable, Equatable {
     public init(
         endpoint: URL, region: String, bucket: String, pathStyle: Bool, credentials: AWSCredentials,
         multipartThreshold: Int64 = S3Configuration.defaultPartSize, partSize: Int64 = S3Configuration.defaultPartSize,
-        retry: S3RetryPolicy = S3RetryPolicy(), requestTimeout: Duration = .seconds(3600)
+        uploadConcurrency: Int = 2, retry: S3RetryPolicy = S3RetryPolicy(), requestTimeout: Duration = .seconds(3600)
     ) {
         self.endpoint = endpoint
         self.region = region
@@ -35,6 +37,7 @@ public struct S3Configuration: Sendable, Equatable {
         self.credentials = credentials
         self.multipartThreshold = multipartThreshold
         self.partSize = max(partSize, 5 * 1024 * 1024)
+        self.uploadConcurrency = max(uploadConcurrency, 1)
         self.retry = retry
         self.requestTimeout = requestTimeout
     }

@@ -13,7 +13,7 @@ func scriptedClient(_ server: ScriptedHTTPServer, partSize: Int64 = 5 * 1024 * 1
     S3Client(configuration: S3Configuration(
         endpoint: server.endpoint, region: "us-east-1", bucket: "media", pathStyle: true,
         credentials: AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret"),
-        multipartThreshold: partSize, partSize: partSize,
+        multipartThreshold: partSize, partSize: partSize, uploadConcurrency: 1,
         retry: S3RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(20))))
 }
 

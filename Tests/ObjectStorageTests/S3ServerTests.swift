@@ -37,7 +37,7 @@ struct TestS3Server {
         let config = S3Configuration(
             endpoint: endpoint, region: "us-east-1", bucket: bucket, pathStyle: true,
             credentials: AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secret ?? secretAccessKey),
-            multipartThreshold: partSize, partSize: partSize,
+            multipartThreshold: partSize, partSize: partSize, uploadConcurrency: 3,
             retry: S3RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(50)))
         let client = S3Client(configuration: config)
         if secret == nil { try await client.createBucket() }
