@@ -130,7 +130,7 @@ public final class S3Client: Sendable {
             payload = .of(Array(xml.utf8))
         }
         do {
-            try await send("CreateBucket", .PUT, key: nil, body: .bytes(body), payload: payload) { _ in }
+            try await send("CreateBucket", .PUT, key: nil, body: .bytes(body), payload: payload) { response in try await discard(response) }
         } catch let error as S3Error where error.code == "BucketAlreadyOwnedByYou" {
             return
         }
@@ -143,7 +143,10 @@ public final class S3Client: Sendable {
         return try await send(
             "PutObject", .PUT, key: key, headers: contentTypeHeader(contentType),
             body: .file(FilePath(path), 0..<size), payload: .unsigned
-        ) { response in try etag(response, "PutObject", key) }
+        ) { response in
+            try await discard(response)
+            return try etag(response, "PutObject", key)
+        }
     }
 
     /// Uploads bytes held in memory (small objects: manifests, JSON). Returns the ETag.
@@ -152,7 +155,10 @@ public final class S3Client: Sendable {
         try await send(
             "PutObject", .PUT, key: key, headers: contentTypeHeader(contentType),
             body: .bytes(ByteBuffer(bytes: bytes)), payload: .of(bytes)
-        ) { response in try etag(response, "PutObject", key) }
+        ) { response in
+            try await discard(response)
+            return try etag(response, "PutObject", key)
+        }
     }
 
     /// Size, ETag, type and date of an object; nil when it does not exist.
@@ -198,7 +204,7 @@ public final class S3Client: Sendable {
 
     /// Deletes an object; deleting one that does not exist is not an error.
     public func deleteObject(key: String) async throws {
-        try await send("DeleteObject", .DELETE, key: key, accept: { [200, 204, 404].contains($0) }) { _ in }
+        try await send("DeleteObject", .DELETE, key: key, accept: { [200, 204, 404].contains($0) }) { response in try await discard(response) }
     }
 
     /// One page of ListObjectsV2.
@@ -259,7 +265,8 @@ public final class S3Client: Sendable {
             "UploadPart", .PUT, key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
             body: .file(FilePath(path), range), payload: .unsigned
         ) { response in
-            S3CompletedPart(partNumber: partNumber, etag: try etag(response, "UploadPart", key))
+            try await discard(response)
+            return S3CompletedPart(partNumber: partNumber, etag: try etag(response, "UploadPart", key))
         }
     }
 
@@ -290,7 +297,7 @@ public final class S3Client: Sendable {
         try await send(
             "AbortMultipartUpload", .DELETE, key: key, query: [("uploadId", uploadId)],
             accept: { [200, 204, 404].contains($0) }
-        ) { _ in }
+        ) { response in try await discard(response) }
     }
 
     /// The body of CompleteMultipartUpload, parts in ascending order.
@@ -486,6 +493,11 @@ private func etag(_ response: HTTPClientResponse, _ operation: String, _ key: St
         throw S3Error(operation: operation, status: Int(response.status.code), code: "InvalidResponse", message: "no ETag", key: key)
     }
     return etag
+}
+
+/// Reads a body nobody needs to its end so the connection can be reused.
+private func discard(_ response: HTTPClientResponse) async throws {
+    for try await _ in response.body {}
 }
 
 private func xmlBody(_ response: HTTPClientResponse, _ operation: String) async throws -> S3XMLNode {
