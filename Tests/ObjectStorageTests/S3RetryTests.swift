@@ -145,4 +145,28 @@ struct S3RetryTests {
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/new"))
         try await failing.stop()
     }
+
+    @Test("a cancelled multipart upload is aborted (the abort itself is not cancelled)")
+    func cancelledUploadIsAborted() async throws {
+        let server = try await ScriptedHTTPServer.start([
+            .init(status: .ok, body: "<InitiateMultipartUploadResult><UploadId>UP2</UploadId></InitiateMultipartUploadResult>"),
+            .init(status: .ok, hang: true),
+            .init(status: .noContent),
+        ])
+        let s3 = scriptedClient(server)
+        defer { Task { try? await s3.shutdown() } }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try writePatternFile(at: "\(dir)/in.bin", size: 6 * 1024 * 1024)
+
+        let upload = Task { try await s3.upload(fileAt: "\(dir)/in.bin", key: "big") }
+        // Wait until the first part has been received (and hangs), then cancel.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while server.requests.count < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        upload.cancel()
+        await #expect(throws: (any Error).self) { try await upload.value }
+        #expect(server.requests.map(\.method) == [.POST, .PUT, .DELETE])
+        #expect(server.requests.last?.uri == "/media/big?uploadId=UP2")
+        try await server.stop()
+    }
 }

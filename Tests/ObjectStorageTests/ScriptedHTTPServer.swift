@@ -13,6 +13,8 @@ final class ScriptedHTTPServer: @unchecked Sendable {
         var body: String = ""
         /// A Content-Length larger than the body, then the connection closed: a transfer cut short.
         var declaredLength: Int? = nil
+        /// No answer at all: the request hangs until the client gives up.
+        var hang = false
     }
 
     struct Request: Sendable {
@@ -79,6 +81,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
             case .end:
                 guard let head else { return }
                 let reply = server.next(for: Request(method: head.method, uri: head.uri, bodyBytes: bodyBytes))
+                if reply.hang { return }
                 var headers = HTTPHeaders(reply.headers)
                 headers.replaceOrAdd(name: "content-length", value: String(reply.declaredLength ?? reply.body.utf8.count))
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: reply.status, headers: headers))), promise: nil)
