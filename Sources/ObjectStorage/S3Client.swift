@@ -6,80 +6,17 @@ import NIOHTTP1
 import NIOPosix
 import _NIOFileSystem
 
-/// Size, ETag, type and date of a stored object (HEAD or GET response headers).
-public struct S3ObjectInfo: Sendable, Equatable {
-    /// Bytes in this response: the whole object, or the requested range of a ranged GET.
-    public var size: Int64
-    /// The ETag as S3 sends it, quotes included.
-    public var etag: String?
-    public var contentType: String?
-    public var lastModified: Date?
-    /// `bytes 5-9/100` for a ranged GET.
-    public var contentRange: String?
-
-    public init(size: Int64, etag: String?, contentType: String?, lastModified: Date?, contentRange: String? = nil) {
-        self.size = size
-        self.etag = etag
-        self.contentType = contentType
-        self.lastModified = lastModified
-        self.contentRange = contentRange
-    }
-}
-
-/// One entry of a listing.
-public struct S3ObjectSummary: Sendable, Equatable {
-    public var key: String
-    public var size: Int64
-    public var etag: String?
-    public var lastModified: Date?
-}
-
-/// One page of ListObjectsV2.
-public struct S3ListPage: Sendable, Equatable {
-    public var objects: [S3ObjectSummary]
-    /// Pass to the next call to continue; nil on the last page.
-    public var nextContinuationToken: String?
-}
-
-/// A part of a multipart upload as `completeMultipartUpload` needs it.
-public struct S3CompletedPart: Sendable, Equatable {
-    public var partNumber: Int
-    public var etag: String
-
-    public init(partNumber: Int, etag: String) {
-        self.partNumber = partNumber
-        self.etag = etag
-    }
-}
-
-/// The `Range` of a GET.
-public enum S3ByteRange: Sendable, Equatable {
-    /// Bytes `first...last`, both included.
-    case bytes(ClosedRange<Int64>)
-    /// From an offset to the end.
-    case from(Int64)
-    /// The last n bytes.
-    case suffix(Int64)
-
-    public var headerValue: String {
-        switch self {
-        case .bytes(let r): "bytes=\(r.lowerBound)-\(r.upperBound)"
-        case .from(let start): "bytes=\(start)-"
-        case .suffix(let n): "bytes=-\(n)"
-        }
-    }
-}
-
-/// A GET whose body is still on the wire: read `body` (an async sequence of `ByteBuffer`) to the end
-/// or drop it; nothing is buffered beyond what NIO holds in flight.
-public struct S3ObjectStream: Sendable {
-    public var info: S3ObjectInfo
-    public var body: HTTPClientResponse.Body
-}
-
 /// A small S3 client (AWS S3, Cloudflare R2, MinIO) on AsyncHTTPClient: objects are streamed from
 /// and to files, never held whole in memory. Requests are signed with SigV4; 5xx, 429 and
 /// connection failures are retried with backoff, other 4xx are not.
+///
+///     let s3 = S3Client(configuration: try S3Configuration.fromEnvironment())
+///     try await s3.upload(fileAt: "/data/out.mp4", key: "highlights/abc.mp4", contentType: "video/mp4")
+///     let url = s3.presignedGetURL(key: "highlights/abc.mp4", expires: .seconds(900))
+///     try await s3.shutdown()   // required when the client created its own HTTPClient
+///
+/// An S3Client that owns its HTTPClient must be shut down before it is released (AsyncHTTPClient
+/// traps in debug builds otherwise); one given a shared HTTPClient leaves it to its owner.
 public final class S3Client: Sendable {
     public let configuration: S3Configuration
     let httpClient: HTTPClient
