@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -104,6 +105,19 @@ let package = Package(
             ],
             resources: [.copy("openapi.json")]
         ),
+        // S3-compatible object storage (AWS S3, Cloudflare R2, MinIO): SigV4 signing and a streaming client.
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "moments",
             dependencies: [
@@ -143,6 +157,19 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        .testTarget(
+            name: "ObjectStorageTests",
+            dependencies: [
+                "ObjectStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            exclude: ["make_sigv4_vectors.py"],
+            resources: [.copy("sigv4_vectors.json")]
         ),
         .testTarget(
             name: "HighlightTests",
