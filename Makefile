@@ -34,7 +34,7 @@ run: release
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests
-	$(SWIFT) test --skip-build --filter ServerTests
+	$(SWIFT) test --skip-build --filter ServerTests --skip ObjectStorageTests
 	@env=$$(scripts/s3-test-server start) && eval "$$env" && \
 		{ $(SWIFT) test --skip-build --filter ObjectStorageTests; rc=$$?; scripts/s3-test-server stop; exit $$rc; }
 
@@ -43,6 +43,7 @@ bench: release
 	scripts/bench-media
 	scripts/bench-analysis
 	scripts/bench-service
+	scripts/bench-isolation
 
 # Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
 # build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so
