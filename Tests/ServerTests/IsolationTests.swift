@@ -62,6 +62,41 @@ struct IsolationTests {
         #expect(server.storedFiles().isEmpty, "\(server.storedFiles())")
     }
 
+    /// A transient failure (the disk was full when the result was written) keeps the input and
+    /// retries: the second attempt delivers, the unit is consumed once, and the failed attempt's
+    /// worker time is not charged (the service's fault, not the video's).
+    @Test func transientFailureRetriesKeepingTheInput() async throws {
+        let scratch = Scratch()
+        let marker = scratch.path("failed-once")
+        let real = IsolationSettings.defaultExecutable()
+        let fake = try Self.fakeChild(in: scratch, onHighlight: """
+            if [ ! -e \(marker) ]; then
+              : > \(marker)
+              echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
+              exit 3
+            fi
+            printf '%s' "$input" | \(real) job-exec; exit $?
+            """)
+        let server = try TestServer { s in
+            s.childExecutable = fake
+            s.retryBackoffSeconds = 1
+        }
+        let video = try await Fixtures.data(.short)
+        try await withServer(server, .live) { client in
+            let (accountId, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            let seen = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            #expect(seen.last?["status"] as? String == "completed", "\(seen.last ?? [:])")
+            #expect(seen.contains { ($0["message"] as? String)?.hasPrefix("Waiting to try again") == true }, "the retry is visible while it waits")
+            let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
+            #expect(detail["attempts"] as? Int == 2, "\(detail)")
+            let ledger = try await server.service.database.ledger(accountId: accountId)
+            #expect(ledger.map(\.change).reduce(0, +) == 1, "charged once: \(ledger)")
+            #expect(ledger.filter { $0.reason.contains("attempt 1") }.isEmpty, "the failed attempt is not charged: \(ledger)")
+        }
+    }
+
     /// A child that never finishes is killed at the job's time budget; the job fails at once
     /// (a deterministic overrun is not retried).
     @Test func hangingChildIsStoppedByTheTimeBudget() async throws {
