@@ -132,20 +132,26 @@ struct AccountsCommand: AsyncParsableCommand {
         @Option(help: "Lines to show.") var limit = 50
 
         func run() async throws {
-            let (db, _) = try await options.open()
+            let (db, plans) = try await options.open()
             let account = try await AccountsCommand.account(db, id)
             let entries = try await db.ledger(accountId: account.id, limit: limit)
             if options.json {
                 let rows = entries.map { ["time": AccountsCommand.iso.string(from: $0.createdAt), "job_id": $0.jobId, "period": $0.period,
-                                          "change": $0.change, "reason": $0.reason] as [String: Any] }
+                                          "change": $0.change, "worker_seconds": $0.workerSeconds, "reason": $0.reason] as [String: Any] }
                 if let data = try? JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys]) {
                     print(String(decoding: data, as: UTF8.self))
                 }
                 return
             }
             if entries.isEmpty { print("no usage yet") }
+            let spent = try await db.workerSecondsUsed(accountId: account.id, now: Date())
+            let pro = try await db.entitlement(accountId: account.id, now: Date()).grantsPro
+            if let budget = (pro ? plans.pro : plans.free).dailyWorkerSeconds {
+                print(String(format: "worker time today: %.0f s of %.0f s", spent, budget))
+            }
             for e in entries {
-                print("\(AccountsCommand.iso.string(from: e.createdAt))  \(e.period)  \(e.change >= 0 ? "+" : "")\(e.change)  job \(e.jobId)  \(e.reason)")
+                let time = e.workerSeconds > 0 ? String(format: "  %.1f s", e.workerSeconds) : ""
+                print("\(AccountsCommand.iso.string(from: e.createdAt))  \(e.period)  \(e.change >= 0 ? "+" : "")\(e.change)\(time)  job \(e.jobId)  \(e.reason)")
             }
         }
     }

@@ -43,7 +43,7 @@ struct AdminCLITests {
         #expect(revoked["plan"] as? String == "free" && revoked["entitlement_state"] as? String == "revoked")
 
         let (usageStatus, usage) = try run(["accounts", "usage", id, "--storage", storage])
-        #expect(usageStatus == 0 && usage.contains("no usage yet"))
+        #expect(usageStatus == 0 && usage.contains("no usage yet") && usage.contains("worker time today: 0 s of 1800 s"), "\(usage)")
         let (missing, message) = try run(["accounts", "show", "00000000-0000-0000-0000-000000000000", "--storage", storage])
         #expect(missing != 0 && message.contains("no account"))
         let (badDate, dateMessage) = try run(["accounts", "grant-pro", id, "--until", "someday", "--storage", storage])

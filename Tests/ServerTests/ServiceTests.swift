@@ -177,39 +177,20 @@ struct ExpectContinueTests {
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let port = try #require(client.port)
-            let small = try await offPool { try Self.exchangeHead(port: port, key: key, contentLength: 500_000) }
+            let small = try await RawConnection.offPool { try Self.exchangeHead(port: port, key: key, contentLength: 500_000) }
             #expect(small.hasPrefix("HTTP/1.1 100 Continue"), "\(small)")
-            let large = try await offPool { try Self.exchangeHead(port: port, key: key, contentLength: 5_000_000) }
+            let large = try await RawConnection.offPool { try Self.exchangeHead(port: port, key: key, contentLength: 5_000_000) }
             #expect(large.hasPrefix("HTTP/1.1 413"), "\(large)")
-        }
-    }
-
-    /// Runs blocking socket I/O on a thread of its own, not on the pool the server's handlers need.
-    private func offPool(_ body: @escaping @Sendable () throws -> String) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
     }
 
     /// Sends only the request head and returns the first bytes the server answers with.
     private static func exchangeHead(port: Int, key: String, contentLength: Int) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        let head = "POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
-            "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\nExpect: 100-continue\r\n\r\n"
-        _ = head.withCString { send(fd, $0, strlen($0), 0) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        return count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : ""
+        let connection = try RawConnection(port: port)
+        defer { connection.close() }
+        connection.send("POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
+            "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\nExpect: 100-continue\r\n\r\n")
+        guard case .data(let bytes) = connection.read(timeout: 30) else { return "" }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

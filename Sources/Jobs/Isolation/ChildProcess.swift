@@ -66,8 +66,10 @@ public enum IsolatedChild {
                                           open_files: settings.openFiles, file_size_bytes: settings.fileSizeBytes,
                                           niceness: settings.niceness)
         let argv = [settings.executable, "job-exec"]
-        // The child gets no environment of ours (no credentials, no configuration): all it needs is the task.
-        let env = ["MOMENTS_CHILD=1", "LC_ALL=C"]
+        // The child gets no environment of ours (no credentials, no configuration): all it needs is
+        // the task, and whether FFmpeg's own warnings are echoed to stderr (then the server's log).
+        var env = ["MOMENTS_CHILD=1", "LC_ALL=C"]
+        if let echo = ProcessInfo.processInfo.environment["MOMENTS_FFMPEG_LOG"] { env.append("MOMENTS_FFMPEG_LOG=\(echo)") }
         let pid = withCStrings(argv) { cargv in
             withCStrings(env) { cenv in
                 moments_spawn_child(settings.executable, cargv, cenv, input[0], output[1], errors[1], limits)
