@@ -184,10 +184,12 @@ public final class JobRunner: Service, Sendable {
         let budget = timeBudget(job)
         let task = ChildTask.highlight(request)
         let isolation = self.isolation
+        // The child sees its own job's folder and the analysis cache, nothing else of the storage.
+        let access = ChildAccess(writable: [layout.jobDirectory(job.id), layout.cacheDirectory])
         let childLog = log
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let outcome = (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
-            IsolatedChild.run(task, settings: isolation, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
+            IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
                               cancellation: token, logger: childLog) { stage, fraction in
                 reporter.report(stage: stage, fraction: fraction)
             }

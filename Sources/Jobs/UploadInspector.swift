@@ -37,7 +37,7 @@ public struct UploadInspector: Sendable {
     public func inspect(_ path: String) async throws(UploadRejection) -> JobInput {
         let (isolation, limit, logger) = (self.isolation, timeLimitSeconds, self.logger)
         let outcome = (try? await EngineThread.run(name: "moments-probe", niceness: 0) {
-            IsolatedChild.run(.probe(path), settings: isolation, wallSeconds: limit, cpuSeconds: UInt64(limit),
+            IsolatedChild.run(.probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit, cpuSeconds: UInt64(limit),
                               cancellation: nil, logger: logger)
         }) ?? .abnormal(reason: "the probe thread failed", timedOut: false)
         switch outcome {

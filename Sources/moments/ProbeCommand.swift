@@ -46,7 +46,8 @@ extension ProbeCommand {
     func probeOnce() throws(MediaError) -> MediaInfo {
         guard isolated else { return try Probe.probe(file) }
         let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
-        switch IsolatedChild.run(.probe(file), settings: settings, wallSeconds: 30, cpuSeconds: 30, cancellation: nil,
+        let path = URL(fileURLWithPath: file).path
+        switch IsolatedChild.run(.probe(path), settings: settings, access: ChildAccess(readable: [path]), wallSeconds: 30, cpuSeconds: 30, cancellation: nil,
                                  logger: Logger(label: "moments")) {
         case .answered(let message):
             if let info = message.probe { return info }

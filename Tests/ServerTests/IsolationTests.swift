@@ -67,7 +67,13 @@ struct IsolationTests {
     /// worker time is not charged (the service's fault, not the video's).
     @Test func transientFailureRetriesKeepingTheInput() async throws {
         let scratch = Scratch()
-        let marker = scratch.path("failed-once")
+        let fakePath = scratch.path("fake-moments")
+        let server = try TestServer { s in
+            s.childExecutable = fakePath
+            s.retryBackoffSeconds = 1
+        }
+        // The marker goes where a job's child may write (it is confined to its job and the cache).
+        let marker = server.layout.cacheDirectory + "/failed-once"
         let real = IsolationSettings.defaultExecutable()
         let fake = try Self.fakeChild(in: scratch, onHighlight: """
             if [ ! -e \(marker) ]; then
@@ -77,10 +83,7 @@ struct IsolationTests {
             fi
             printf '%s' "$input" | \(real) job-exec; exit $?
             """)
-        let server = try TestServer { s in
-            s.childExecutable = fake
-            s.retryBackoffSeconds = 1
-        }
+        #expect(fake == fakePath)
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (accountId, key) = try await client.createAccount()
@@ -136,7 +139,7 @@ struct IsolationTests {
         settings.openFiles = 32
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: settings, wallSeconds: 10, cpuSeconds: 7,
+        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 7,
                                         cancellation: nil, logger: logger)
         guard case .abnormal(let reason, let timedOut) = outcome else {
             Issue.record("expected an abnormal end, got \(outcome)")
@@ -146,6 +149,39 @@ struct IsolationTests {
         #expect(reason.contains("status 9"), "\(reason)")
         #expect(reason.contains("as=524288 core=0 files=32 cpu=7"), "\(reason)")
         #expect(reason.contains("MOMENTS_CHILD=1") && !reason.contains("HOME="), "the child gets no environment of ours: \(reason)")
+    }
+
+    /// The child sees only its own files: it cannot read another account's video or write
+    /// anywhere but its job's folder (Landlock), even if FFmpeg were made to try.
+    @Test func childIsConfinedToItsFiles() throws {
+        try #require(ChildAccess.isEnforced, "this kernel offers no Landlock: children would run unconfined")
+        let scratch = Scratch()
+        let secret = scratch.path("another-account.mp4")
+        try Data("pixels".utf8).write(to: URL(fileURLWithPath: secret))
+        let own = scratch.path("job")
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        let path = scratch.path("try-files")
+        try """
+            #!/bin/sh
+            /bin/cat \(secret) >/dev/null 2>&1 && echo "read-secret:yes" >&2 || echo "read-secret:no" >&2
+            echo x > \(own)/out 2>/dev/null && echo "write-own:yes" >&2 || echo "write-own:no" >&2
+            echo x > \(scratch.path("elsewhere")) 2>/dev/null && echo "write-elsewhere:yes" >&2 || echo "write-elsewhere:no" >&2
+            /bin/ls \(scratch.path("")) >/dev/null 2>&1 && echo "list-storage:yes" >&2 || echo "list-storage:no" >&2
+            exit 9
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let outcome = IsolatedChild.run(.probe(secret), settings: IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0),
+                                        access: ChildAccess(writable: [own]), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: logger)
+        guard case .abnormal(let reason, _) = outcome else {
+            Issue.record("expected an abnormal end, got \(outcome)")
+            return
+        }
+        for expected in ["read-secret:no", "write-own:yes", "write-elsewhere:no", "list-storage:no"] {
+            #expect(reason.contains(expected), "\(expected): \(reason)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("elsewhere")))
     }
 
     /// A real child with too little memory cannot take the server down: the probe is refused

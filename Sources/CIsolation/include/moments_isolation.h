@@ -18,13 +18,29 @@ typedef struct {
     int niceness;
 } moments_child_limits;
 
+/// Filesystem confinement (Landlock, when the kernel has it): besides the system folders (read and
+/// execute) and /dev (read and write), the child may read `readable` and read, create, write and
+/// remove under `writable`; nothing else. TCP bind and connect are denied too (ABI 4+).
+typedef struct {
+    const char *const *readable;
+    int readable_count;
+    const char *const *writable;
+    int writable_count;
+} moments_child_paths;
+
+/// The Landlock ABI version the kernel offers (0: none; the child then runs unconfined).
+int moments_landlock_abi(void);
+
 /// Forks and execs `path` with `argv`/`envp`. In the child, before exec: stdin/stdout/stderr become
 /// `stdin_fd`/`stdout_fd`/`stderr_fd`, every other descriptor is closed, no core dumps
 /// (RLIMIT_CORE 0, PR_SET_DUMPABLE 0 is left to exec), the limits are applied, the child gets its
-/// own process group, and it is sent SIGKILL if the parent thread that started it dies.
+/// own process group, it is sent SIGKILL if the parent thread that started it dies, and it is
+/// confined to `paths` (no new privileges). A confinement that cannot be set up where the kernel
+/// offers Landlock makes the child exit with 125 before exec.
 /// Returns the child's pid, or -errno.
 pid_t moments_spawn_child(const char *path, char *const argv[], char *const envp[],
-                          int stdin_fd, int stdout_fd, int stderr_fd, moments_child_limits limits);
+                          int stdin_fd, int stdout_fd, int stderr_fd, moments_child_limits limits,
+                          moments_child_paths paths);
 
 /// pipe2(fds, O_CLOEXEC): neither end leaks into any other child. Returns 0 or -errno.
 int moments_pipe(int fds[2]);

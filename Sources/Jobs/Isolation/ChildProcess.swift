@@ -29,6 +29,17 @@ public struct IsolationSettings: Sendable, Equatable {
     }
 }
 
+/// What a child may touch on disk besides the system folders: `readable` (read only) and
+/// `writable` (read, create, write, remove beneath). Enforced with Landlock where the kernel has it.
+public struct ChildAccess: Sendable, Equatable {
+    public var readable: [String]
+    public var writable: [String]
+    public init(readable: [String] = [], writable: [String] = []) { self.readable = readable; self.writable = writable }
+
+    /// Whether this kernel confines children (Landlock ABI ≥ 1).
+    public static let isEnforced: Bool = moments_landlock_abi() > 0
+}
+
 /// How a child ended.
 public enum ChildOutcome: Sendable {
     /// It answered (a probe or a highlight result).
@@ -47,7 +58,7 @@ public enum ChildOutcome: Sendable {
 /// cooperative pool. The child dies with that thread (PR_SET_PDEATHSIG), so the caller's thread
 /// must outlive the child, which `run` guarantees by waiting for it.
 public enum IsolatedChild {
-    public static func run(_ task: ChildTask, settings: IsolationSettings, wallSeconds: Double, cpuSeconds: UInt64,
+    public static func run(_ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
                            cancellation: CancellationToken?, logger: Logger,
                            onProgress: (String, Double) -> Void = { _, _ in }) -> ChildOutcome {
         let body: Data
@@ -70,9 +81,22 @@ public enum IsolatedChild {
         // the task, and whether FFmpeg's own warnings are echoed to stderr (then the server's log).
         var env = ["MOMENTS_CHILD=1", "LC_ALL=C"]
         if let echo = ProcessInfo.processInfo.environment["MOMENTS_FFMPEG_LOG"] { env.append("MOMENTS_FFMPEG_LOG=\(echo)") }
+        // The `moments` binary itself may always be run (a wrapper set as the executable may exec it).
+        var readablePaths = access.readable
+        let own = IsolationSettings.defaultExecutable()
+        if own != settings.executable { readablePaths.append(own) }
         let pid = withCStrings(argv) { cargv in
             withCStrings(env) { cenv in
-                moments_spawn_child(settings.executable, cargv, cenv, input[0], output[1], errors[1], limits)
+                withCStrings(readablePaths) { readable in
+                    withCStrings(access.writable) { writable in
+                        let paths = moments_child_paths(
+                            readable: UnsafeRawPointer(readable).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
+                            readable_count: Int32(readablePaths.count),
+                            writable: UnsafeRawPointer(writable).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
+                            writable_count: Int32(access.writable.count))
+                        return moments_spawn_child(settings.executable, cargv, cenv, input[0], output[1], errors[1], limits, paths)
+                    }
+                }
             }
         }
         close(input[0]); close(output[1]); close(errors[1])
@@ -164,6 +188,7 @@ public enum IsolatedChild {
             if code == 0, let answer { return .answered(answer) }
             if code == ChildExit.mediaError, let failure { return .failed(failure.mediaError(path: task.source)) }
             if code == ChildExit.cancelled { return .cancelled }
+            if code == 125 { return .abnormal(reason: "the child could not be confined to its files (Landlock)", timedOut: false) }
             return .abnormal(reason: "the child exited with status \(code) without an answer\(wrote ? "" : " (it did not take the task)")"
                 + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
         }
