@@ -38,6 +38,20 @@ public struct ChildAccess: Sendable, Equatable {
 
     /// Whether this kernel confines children (Landlock ABI ≥ 1).
     public static let isEnforced: Bool = moments_landlock_abi() > 0
+
+    /// Folders of the shared libraries this process has loaded (the child, the same binary, needs
+    /// the same ones, wherever the Swift runtime and FFmpeg are installed), read from /proc/self/maps.
+    static let libraryFolders: [String] = {
+        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return [] }
+        var folders = Set<String>()
+        for line in maps.split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let file = String(line[slash...])
+            guard file.hasSuffix(".so") || file.contains(".so.") else { continue }
+            folders.insert((file as NSString).deletingLastPathComponent)
+        }
+        return folders.sorted()
+    }()
 }
 
 /// How a child ended.
@@ -82,7 +96,7 @@ public enum IsolatedChild {
         var env = ["MOMENTS_CHILD=1", "LC_ALL=C"]
         if let echo = ProcessInfo.processInfo.environment["MOMENTS_FFMPEG_LOG"] { env.append("MOMENTS_FFMPEG_LOG=\(echo)") }
         // The `moments` binary itself may always be run (a wrapper set as the executable may exec it).
-        var readablePaths = access.readable
+        var readablePaths = access.readable + ChildAccess.libraryFolders
         let own = IsolationSettings.defaultExecutable()
         if own != settings.executable { readablePaths.append(own) }
         let pid = withCStrings(argv) { cargv in
