@@ -22,11 +22,13 @@ public struct IsolationSettings: Sendable, Equatable {
 
     /// The `moments` binary to run as the child: this process's own executable when it is
     /// `moments`, else a `moments` beside it (the test runner sits next to it in .build/).
-    public static func defaultExecutable() -> String {
+    public static func defaultExecutable() -> String { ownExecutable }
+
+    private static let ownExecutable: String = {
         let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         if (own as NSString).lastPathComponent == "moments" { return own }
         return ((own as NSString).deletingLastPathComponent as NSString).appendingPathComponent("moments")
-    }
+    }()
 }
 
 /// What a child may touch on disk besides the system folders: `readable` (read only) and
@@ -139,6 +141,7 @@ public enum IsolatedChild {
         var termSentAt: DispatchTime?
         var timedOut = false, cancelled = false
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        let decoder = JSONDecoder()
 
         while !open.isEmpty {
             let now = DispatchTime.now()
@@ -168,7 +171,7 @@ public enum IsolatedChild {
                 }
                 if entry.fd == output[0] {
                     for line in reader.feed(chunk[0..<n]) {
-                        guard let message = try? JSONDecoder().decode(ChildMessage.self, from: line) else {
+                        guard let message = try? decoder.decode(ChildMessage.self, from: line) else {
                             logger.warning("child wrote an unreadable line", metadata: ["bytes": "\(line.count)"])
                             continue
                         }
