@@ -201,19 +201,32 @@ struct IsolationTests {
     /// Cancelling a job stops its child at once (SIGTERM to its process group).
     @Test func cancelStopsTheChild() async throws {
         let scratch = Scratch()
-        let fake = try Self.fakeChild(in: scratch, onHighlight: "exec /bin/sleep 1000")
-        let server = try TestServer { s in s.childExecutable = fake }
+        let fakePath = scratch.path("fake-moments")
+        let server = try TestServer { s in s.childExecutable = fakePath }
+        // The child notes its pid where it may write (its job folder goes with the cancel).
+        let pidFile = server.layout.cacheDirectory + "/child.pid"
+        _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
             _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }
-            try await Task.sleep(for: .milliseconds(300))
-            let started = Date()
+            var pid: pid_t = 0
+            for _ in 0..<100 where pid == 0 {
+                pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(pid > 0 && kill(pid, 0) == 0, "the child is running")
             let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
             #expect(cancelled.status == .ok)
-            #expect(Date().timeIntervalSince(started) < 2.5)
+            // DELETE returns once the worker has stopped the child (or after its 3 s grace).
+            var gone = false
+            for _ in 0..<100 where !gone {
+                gone = kill(pid, 0) != 0 && errno == ESRCH
+                if !gone { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(gone, "the child \(pid) survived the cancel")
             #expect(server.service.runner.runningJobIDs.isEmpty)
         }
     }
