@@ -180,6 +180,15 @@ public final class AppDatabase: Sendable {
             try db.execute(sql: "UPDATE subscription SET revokedAt = updatedAt WHERE state = 'revoked'")
         }
         registerWorkerBudgetMigration(&migrator)
+        migrator.registerMigration("v7 queue leases") { db in
+            try db.alter(table: "job") { t in
+                t.add(column: "leaseOwner", .text)
+                t.add(column: "leaseExpiresAt", .datetime)
+            }
+            // Jobs processing now were claimed before leases existed: a minute to be renewed.
+            try db.execute(sql: "UPDATE job SET leaseExpiresAt = datetime('now', '+60 seconds') WHERE status = 'processing'")
+            try db.create(index: "job_lease", on: "job", columns: ["status", "leaseExpiresAt"])
+        }
         return migrator
     }
 }

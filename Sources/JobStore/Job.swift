@@ -109,6 +109,10 @@ public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRec
     public var runAfter: Date?
     /// Worker time spent on the job so far, over all attempts.
     public var workerSeconds: Double = 0
+    /// The worker holding the job while it is processing, and until when (it renews the lease while
+    /// it works; a rescuer re-queues the job once the lease has expired).
+    public var leaseOwner: String?
+    public var leaseExpiresAt: Date?
 
     public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
                 estimatedSeconds: Int, now: Date) {
@@ -128,5 +132,7 @@ extension Job {
         public static let finishedAt = Column("finishedAt")
         public static let mediaDeletedAt = Column("mediaDeletedAt")
         public static let runAfter = Column("runAfter")
+        public static let leaseOwner = Column("leaseOwner")
+        public static let leaseExpiresAt = Column("leaseExpiresAt")
     }
 }
