@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -118,6 +120,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The store on PostgreSQL (postgres-nio): many API and worker processes on many hosts.
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "JobStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "moments",
             dependencies: [
@@ -170,6 +182,15 @@ let package = Package(
             ],
             exclude: ["make_sigv4_vectors.py"],
             resources: [.copy("sigv4_vectors.json")]
+        ),
+        // Store behaviours run against both engines (SQLite, and PostgreSQL from scripts/pg-test-server).
+        .testTarget(
+            name: "StoreTests",
+            dependencies: [
+                "JobStore", "PostgresStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HighlightTests",

@@ -1,0 +1,160 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema, by versioned migrations recorded in `moments_schema_migration`. They run
+/// in one transaction under a transaction-scoped advisory lock: processes starting at once wait
+/// for each other, and each migration is applied exactly once (or not at all).
+///
+/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v7) with PostgreSQL's types:
+/// timestamptz for instants, jsonb for the job's input, output and segments, bigint counters, and
+/// a `seq` identity on job and api_key standing for SQLite's rowid (insertion order breaks ties).
+enum PostgresMigrations {
+    /// pg_advisory_xact_lock key: "moments" in ASCII.
+    static let lockKey: Int64 = 0x6d6f6d656e7473
+
+    static let all: [(version: Int, name: String, statements: [String])] = [
+        (1, "accounts, keys, jobs, ledger, subscriptions, notifications, heartbeat", [
+            """
+            CREATE TABLE account (
+                id text PRIMARY KEY,
+                plan text NOT NULL DEFAULT 'free',
+                label text,
+                "createdAt" timestamptz NOT NULL,
+                "disabledAt" timestamptz,
+                tester boolean NOT NULL DEFAULT false
+            )
+            """,
+            """
+            CREATE TABLE api_key (
+                id text PRIMARY KEY,
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                hash text NOT NULL UNIQUE,
+                prefix text NOT NULL,
+                label text,
+                "createdAt" timestamptz NOT NULL,
+                "lastUsedAt" timestamptz,
+                "revokedAt" timestamptz
+            )
+            """,
+            #"CREATE INDEX api_key_account ON api_key ("accountId", "createdAt", seq)"#,
+            """
+            CREATE TABLE job (
+                id text PRIMARY KEY,
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                status text NOT NULL,
+                stage text,
+                progress bigint NOT NULL DEFAULT 0,
+                message text NOT NULL,
+                "targetDuration" bigint NOT NULL,
+                quality text NOT NULL,
+                input jsonb NOT NULL,
+                "estimatedSeconds" bigint NOT NULL,
+                attempts bigint NOT NULL DEFAULT 0,
+                "createdAt" timestamptz NOT NULL,
+                "startedAt" timestamptz,
+                "finishedAt" timestamptz,
+                "updatedAt" timestamptz NOT NULL,
+                "processingSeconds" double precision,
+                "errorCode" text,
+                "errorMessage" text,
+                output jsonb,
+                segments jsonb,
+                "mediaDeletedAt" timestamptz,
+                "quotaPeriod" text,
+                "quotaState" text,
+                "outputCap" bigint,
+                "retentionHours" double precision,
+                "maxDurationSeconds" double precision,
+                "abnormalExits" bigint NOT NULL DEFAULT 0,
+                "runAfter" timestamptz,
+                "workerSeconds" double precision NOT NULL DEFAULT 0,
+                "leaseOwner" text,
+                "leaseExpiresAt" timestamptz
+            )
+            """,
+            // The claim: pending jobs by runAfter and age; the fairness terms by account and state.
+            #"CREATE INDEX job_queue ON job (status, "runAfter", "createdAt")"#,
+            #"CREATE INDEX job_account ON job ("accountId", "createdAt")"#,
+            #"CREATE INDEX job_account_status ON job ("accountId", status, "startedAt")"#,
+            #"CREATE INDEX job_lease ON job (status, "leaseExpiresAt")"#,
+            #"CREATE INDEX job_finished ON job ("finishedAt") WHERE "mediaDeletedAt" IS NULL"#,
+            """
+            CREATE TABLE usage_ledger (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                "jobId" text NOT NULL,
+                period text NOT NULL,
+                change bigint NOT NULL,
+                "workerSeconds" double precision NOT NULL DEFAULT 0,
+                reason text NOT NULL,
+                "createdAt" timestamptz NOT NULL
+            )
+            """,
+            #"CREATE INDEX usage_ledger_account_period ON usage_ledger ("accountId", period)"#,
+            #"CREATE INDEX usage_ledger_account_time ON usage_ledger ("accountId", "createdAt")"#,
+            """
+            CREATE TABLE subscription (
+                "originalTransactionId" text PRIMARY KEY,
+                "accountId" text REFERENCES account(id) ON DELETE SET NULL,
+                "productId" text NOT NULL,
+                "expiresAt" timestamptz,
+                "gracePeriodExpiresAt" timestamptz,
+                state text NOT NULL,
+                "lastSignedDate" timestamptz NOT NULL,
+                environment text NOT NULL,
+                source text NOT NULL,
+                "updatedAt" timestamptz NOT NULL,
+                "revokedAt" timestamptz
+            )
+            """,
+            #"CREATE INDEX subscription_account ON subscription ("accountId")"#,
+            """
+            CREATE TABLE app_store_notification (
+                "notificationUUID" text PRIMARY KEY,
+                "notificationType" text NOT NULL,
+                subtype text,
+                "originalTransactionId" text,
+                "signedDate" timestamptz NOT NULL,
+                "receivedAt" timestamptz NOT NULL,
+                applied boolean NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE heartbeat (
+                id bigint PRIMARY KEY,
+                at timestamptz NOT NULL
+            )
+            """,
+        ]),
+    ]
+
+    /// Brings the database to the current schema; returns the versions applied now.
+    @discardableResult
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS moments_schema_migration (
+                    version bigint PRIMARY KEY, name text NOT NULL, "appliedAt" timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            var applied = Set<Int>()
+            for row in try await connection.query("SELECT version FROM moments_schema_migration", logger: logger).collect() {
+                applied.insert(try row.decode(Int.self))
+            }
+            var now: [Int] = []
+            for migration in all where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO moments_schema_migration (version, name) VALUES (\(migration.version), \(migration.name))",
+                                           logger: logger)
+                logger.info("PostgreSQL schema migrated", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                now.append(migration.version)
+            }
+            return now
+        }
+    }
+}

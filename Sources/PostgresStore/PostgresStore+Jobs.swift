@@ -1,0 +1,123 @@
+import Foundation
+import JobStore
+import PostgresNIO
+
+/// Jobs as their owners and the sweeper see them (AppDatabase's JobQueue.swift, read side and
+/// owner's changes).
+extension PostgresStore {
+    public func insertUnmetered(_ job: Job) async throws {
+        try await transaction { connection in
+            try await Rows.insert(job, on: connection, logger: logger)
+            try await Self.notifyQueued(connection, logger: logger)
+        }
+    }
+
+    public func job(id: String, accountId: String) async throws -> Job? {
+        try await rows("SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND \"accountId\" = \(accountId)").first.map(Rows.job)
+    }
+
+    public func jobStatus(id: String, accountId: String) async throws -> JobStatusRow? {
+        guard let row = try await rows("""
+            SELECT status, progress, message, "mediaDeletedAt" IS NOT NULL FROM job WHERE id = \(id) AND "accountId" = \(accountId)
+            """).first else { return nil }
+        let (status, progress, message, deleted) = try row.decode((String, Int, String, Bool).self)
+        guard let state = JobState(rawValue: status) else { return nil }
+        return JobStatusRow(id: id, status: state, progress: progress, message: message, mediaDeleted: deleted)
+    }
+
+    public func job(id: String) async throws -> Job? {
+        try await rows("SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id)").first.map(Rows.job)
+    }
+
+    public func jobs(accountId: String, limit: Int, offset: Int) async throws -> (jobs: [Job], total: Int) {
+        // One snapshot for the page and the total (REPEATABLE READ is what SQLite's read gives).
+        try await transaction { connection in
+            try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
+            let page = try await connection.rows("""
+                SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "accountId" = \(accountId)
+                ORDER BY "createdAt" DESC, seq DESC LIMIT \(limit) OFFSET \(offset)
+                """, logger: logger).map(Rows.job)
+            let total = try await connection.rows("SELECT COUNT(*) FROM job WHERE \"accountId\" = \(accountId)", logger: logger)
+                .first?.decode(Int.self) ?? 0
+            return (page, total)
+        }
+    }
+
+    public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
+        try await transaction { connection in
+            guard var job = try await connection.rows("""
+                SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
+                """, logger: logger).first.map(Rows.job) else { return nil }
+            let previous = job.status
+            if !previous.isFinished {
+                job.status = .cancelled
+                job.leaseOwner = nil
+                job.leaseExpiresAt = nil
+                job.stage = "cancelled"
+                job.message = "Cancelled at your request"
+                job.finishedAt = now
+                job.updatedAt = now
+                try await Self.settleQuota(&job, to: .released, reason: "released: the job was cancelled", now: now,
+                                           on: connection, logger: logger)
+                try await Rows.update(job, on: connection, logger: logger)
+                try await connection.run("SELECT pg_notify(\(Self.cancelChannel), \(job.id))", logger: logger)
+            }
+            return (job, previous)
+        }
+    }
+
+    public func markMediaDeleted(id: String, now: Date) async throws {
+        try await execute("""
+            UPDATE job SET "mediaDeletedAt" = COALESCE("mediaDeletedAt", \(now)), "updatedAt" = \(now) WHERE id = \(id)
+            """)
+    }
+
+    public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int) async throws -> [Job] {
+        try await rows("""
+            SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "finishedAt" IS NOT NULL AND "mediaDeletedAt" IS NULL
+            AND "finishedAt" + COALESCE("retentionHours", \(defaultRetentionHours)) * interval '1 hour' < \(now) LIMIT \(limit)
+            """).map(Rows.job)
+    }
+
+    public func existingJobIDs(_ ids: [String]) async throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return Set(try await rows("SELECT id FROM job WHERE id = ANY(\(ids))").map { try $0.decode(String.self) })
+    }
+
+    public func recentCompletedJobs(limit: Int) async throws -> [Job] {
+        try await rows("""
+            SELECT \(unescaped: Rows.jobColumns) FROM job WHERE status = 'completed' AND "processingSeconds" IS NOT NULL
+            ORDER BY "finishedAt" DESC LIMIT \(limit)
+            """).map(Rows.job)
+    }
+
+    public func activeJobs(accountId: String) async throws -> [Job] {
+        try await rows("""
+            SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "accountId" = \(accountId) AND status IN ('pending', 'processing')
+            """).map(Rows.job)
+    }
+
+    public func unfinishedJobs() async throws -> [Job] {
+        try await rows("""
+            SELECT \(unescaped: Rows.jobColumns) FROM job WHERE status IN ('pending', 'processing') ORDER BY "createdAt", seq
+            """).map(Rows.job)
+    }
+
+    // MARK: Shared
+
+    /// A job became runnable: every process listening learns it when this transaction commits.
+    static func notifyQueued(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run("SELECT pg_notify(\(queuedChannel), '')", logger: logger)
+    }
+
+    /// Settles a job's reserved unit inside the caller's transaction (AppDatabase.settleQuota):
+    /// consumed on delivery, released on failure or cancellation, with `workerSeconds` on the
+    /// same ledger line. Nothing when already settled.
+    static func settleQuota(_ job: inout Job, to state: QuotaState, reason: String, workerSeconds: Double = 0, now: Date,
+                            on connection: PostgresConnection, logger: Logger) async throws {
+        guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return }
+        job.quotaState = state.rawValue
+        try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: period, change: state == .released ? -1 : 0,
+                                     workerSeconds: workerSeconds, reason: reason, now: now, on: connection, logger: logger)
+    }
+}
