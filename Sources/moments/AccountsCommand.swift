@@ -68,7 +68,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let now = Date()
             let entitlement = try await db.entitlement(accountId: account.id, now: now)
             let plan = entitlement.grantsPro ? plans.pro : plans.free
-            let period = AppDatabase.period(of: now)
+            let period = UsagePeriod.month(of: now)
             let used = try await db.usedUnits(accountId: account.id, period: period.name)
             let limit = plan.monthlyHighlights.map(String.init) ?? "unlimited"
             if options.json {

@@ -252,17 +252,17 @@ struct FairnessTests {
         var order: [String] = []
         for _ in 0..<4 {
             now += 1
-            let job = try #require(try await database.claimNextJob(now: now))
+            let job = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now))
             order.append(job.id)
             // Finish it so only the round robin decides the next one.
-            _ = try await database.complete(id: job.id, output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
-                                            processingSeconds: 1, now: now)
+            _ = try await database.complete(id: job.id, worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
+                                            processingSeconds: 1, workerSeconds: 0, now: now)
         }
         #expect(order == ["a0", "b0", "a1", "b1"], "\(order)")
         // A job waiting out a retry backoff is skipped until its time.
-        let retry = try #require(try await database.claimNextJob(now: now + 1))
-        try await database.retryLater(id: retry.id, runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
-        let next = try await database.claimNextJob(now: now + 2)
+        let retry = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 1))
+        try await database.retryLater(id: retry.id, worker: "test", runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
+        let next = try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 2)
         #expect(next?.id != retry.id)
         try database.close()
     }

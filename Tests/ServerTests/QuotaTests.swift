@@ -118,10 +118,10 @@ struct QuotaTests {
         let job = Job(id: "crashy", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date())
         let limits = QuotaLimits(monthly: 3, concurrent: 1, outputCap: 1080, retentionHours: 168)
         _ = try await db.insertReserving(job, now: Date()) { _ in limits }
-        let period = AppDatabase.period(of: Date()).name
+        let period = UsagePeriod.month(of: Date()).name
         for attempt in 1...3 {
-            _ = try await db.claimNextJob(now: Date())
-            _ = try db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
+            _ = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date())
+            _ = try (db as! AppDatabase).recoverInterruptedJobs(maxAttempts: 3, now: Date())
             #expect(try await db.usedUnits(accountId: account.id, period: period) == (attempt < 3 ? 1 : 0))
         }
     }

@@ -80,9 +80,9 @@ struct ServiceTests {
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
         try await db.insertUnmetered(Job(id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
         for attempt in 1...3 {
-            let claimed = try #require(try await db.claimNextJob(now: Date()))
+            let claimed = try #require(try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()))
             #expect(claimed.attempts == attempt)
-            let recovered = try db.recoverInterruptedJobs(maxAttempts: 3, now: Date())
+            let recovered = try (db as! AppDatabase).recoverInterruptedJobs(maxAttempts: 3, now: Date())
             if attempt < 3 {
                 #expect(recovered.requeued == ["a"])
             } else {
@@ -107,7 +107,7 @@ struct ServiceTests {
             for _ in 0..<8 {
                 group.addTask {
                     var mine: [String] = []
-                    while let job = try await db.claimNextJob(now: Date()) { mine.append(job.id) }
+                    while let job = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()) { mine.append(job.id) }
                     return mine
                 }
             }
@@ -125,8 +125,8 @@ struct ServiceTests {
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
         let old = Date().addingTimeInterval(-7200)
         try await db.insertUnmetered(Job(id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: old))
-        _ = try await db.claimNextJob(now: old)
-        _ = try await db.complete(id: "old", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [], processingSeconds: 1, now: old)
+        _ = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: old)
+        _ = try await db.complete(id: "old", worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [], processingSeconds: 1, workerSeconds: 0, now: old)
         try FileManager.default.createDirectory(atPath: layout.jobDirectory("old"), withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: layout.resultPath("old"), contents: Data("x".utf8))
         let orphan = layout.jobDirectory("orphan")
