@@ -1,26 +1,26 @@
 import Foundation
 
-// Public memberwise initialisers for the store's value types, so that an engine outside this
-// module (PostgresStore) can build them from its rows.
+// Builders for the store's value types whose memberwise initialisers are internal, so that an
+// engine outside this module (PostgresStore) can make them from its rows.
 
 extension APIKey {
-    public init(id: String, accountId: String, hash: String, prefix: String, label: String?, createdAt: Date,
-                lastUsedAt: Date?, revokedAt: Date?) {
-        self.id = id; self.accountId = accountId; self.hash = hash; self.prefix = prefix; self.label = label
-        self.createdAt = createdAt; self.lastUsedAt = lastUsedAt; self.revokedAt = revokedAt
+    public static func stored(id: String, accountId: String, hash: String, prefix: String, label: String?, createdAt: Date,
+                              lastUsedAt: Date?, revokedAt: Date?) -> APIKey {
+        APIKey(id: id, accountId: accountId, hash: hash, prefix: prefix, label: label, createdAt: createdAt,
+               lastUsedAt: lastUsedAt, revokedAt: revokedAt)
     }
 }
 
 extension UsageEntry {
-    public init(id: Int64?, accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double = 0,
-                reason: String, createdAt: Date) {
-        self.id = id; self.accountId = accountId; self.jobId = jobId; self.period = period; self.change = change
-        self.workerSeconds = workerSeconds; self.reason = reason; self.createdAt = createdAt
+    public static func stored(id: Int64?, accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double,
+                              reason: String, createdAt: Date) -> UsageEntry {
+        UsageEntry(id: id, accountId: accountId, jobId: jobId, period: period, change: change, workerSeconds: workerSeconds,
+                   reason: reason, createdAt: createdAt)
     }
 }
 
 extension Entitlement {
-    public init(subscription: Subscription?, state: EntitlementState?) {
-        self.subscription = subscription; self.state = state
+    public static func of(_ subscription: Subscription?, state: EntitlementState?) -> Entitlement {
+        Entitlement(subscription: subscription, state: state)
     }
 }

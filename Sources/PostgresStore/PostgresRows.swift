@@ -126,7 +126,7 @@ enum Rows {
 
     static func key(_ row: PostgresRow) throws -> APIKey {
         let r = row.makeRandomAccess()
-        return APIKey(id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
+        return APIKey.stored(id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
                       hash: try r["hash"].decode(String.self), prefix: try r["prefix"].decode(String.self),
                       label: try r["label"].decode(String?.self), createdAt: try r["createdAt"].decode(Date.self),
                       lastUsedAt: try r["lastUsedAt"].decode(Date?.self), revokedAt: try r["revokedAt"].decode(Date?.self))
@@ -143,7 +143,7 @@ enum Rows {
 
     static func ledgerEntry(_ row: PostgresRow) throws -> UsageEntry {
         let r = row.makeRandomAccess()
-        return UsageEntry(id: try r["id"].decode(Int64.self), accountId: try r["accountId"].decode(String.self),
+        return UsageEntry.stored(id: try r["id"].decode(Int64.self), accountId: try r["accountId"].decode(String.self),
                           jobId: try r["jobId"].decode(String.self), period: try r["period"].decode(String.self),
                           change: try r["change"].decode(Int.self), workerSeconds: try r["workerSeconds"].decode(Double.self),
                           reason: try r["reason"].decode(String.self), createdAt: try r["createdAt"].decode(Date.self))

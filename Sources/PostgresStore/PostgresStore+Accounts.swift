@@ -125,7 +125,10 @@ extension PostgresStore {
     }
 
     /// Locks the account row for the rest of the transaction; false when there is no such account.
+    /// `FOR NO KEY UPDATE`: exclusive among the account's lockers (quota, keys) like `FOR UPDATE`,
+    /// but it does not block the foreign-key checks of rows that merely reference the account
+    /// (ledger lines written by a completing worker), which `FOR UPDATE` would.
     static func lockAccount(_ accountId: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        try await connection.run("SELECT id FROM account WHERE id = \(accountId) FOR UPDATE", logger: logger) > 0
+        try await connection.run("SELECT id FROM account WHERE id = \(accountId) FOR NO KEY UPDATE", logger: logger) > 0
     }
 }

@@ -24,7 +24,7 @@ extension PostgresStore {
             let ra = rank[a.effectiveState(at: now)]!, rb = rank[b.effectiveState(at: now)]!
             return ra != rb ? ra < rb : (a.expiresAt ?? .distantPast) < (b.expiresAt ?? .distantPast)
         }
-        return Entitlement(subscription: best, state: best?.effectiveState(at: now))
+        return Entitlement.of(best, state: best?.effectiveState(at: now))
     }
 
     public func entitlement(accountId: String, now: Date) async throws -> Entitlement {

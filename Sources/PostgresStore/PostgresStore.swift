@@ -30,9 +30,11 @@ public final class PostgresStore: MomentsStore {
     }
 
     public init(configuration: PostgresClient.Configuration, sandboxForAll: Bool = false, logger: Logger) async throws {
-        var configuration = configuration
-        configuration.options.maximumConnections = max(configuration.options.maximumConnections, 8)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The client's background log says little the store does not (a failed connection surfaces
+        // as the error of the call that needed it), and warns when a call beats `run()` starting.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .error)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: background)
         let hub = EventHub()
         self.client = client
         self.hub = hub

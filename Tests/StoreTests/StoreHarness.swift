@@ -22,7 +22,7 @@ final class StoreHarness: @unchecked Sendable {
 
     static let logger: Logger = {
         var logger = Logger(label: "StoreTests")
-        logger.logLevel = .warning
+        logger.logLevel = .error
         return logger
     }()
 
@@ -79,7 +79,7 @@ final class StoreHarness: @unchecked Sendable {
             }
             let name = "moments_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
             try await admin(url) { client in
-                try await client.query("CREATE DATABASE \(unescaped: name)").collect()
+                _ = try await client.query("CREATE DATABASE \(unescaped: name)").collect()
             }
             var parts = URLComponents(string: url)!
             parts.path = "/" + name
@@ -88,7 +88,7 @@ final class StoreHarness: @unchecked Sendable {
                 try await PostgresStore(url: databaseURL, logger: StoreHarness.logger)
             }, cleanup: {
                 try await admin(url) { client in
-                    try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)").collect()
+                    _ = try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)").collect()
                 }
             })
         }
