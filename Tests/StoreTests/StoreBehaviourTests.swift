@@ -90,6 +90,65 @@ struct StoreBehaviourTests {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(used == Self.t0 + 7)
+            // An older use never moves it back.
+            store.recordKeyUse(keyId: keyId, at: Self.t0 + 1)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt == Self.t0 + 7)
+
+            // At most maxActivePerAccount active keys.
+            for _ in 1..<APIKey.maxActivePerAccount { _ = try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 8) }
+            #expect(try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 9).map { $0.0 }
+                    == .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)))
+            #expect(try await store.setTester(accountId: account.id, true)?.tester == true)
+            #expect(try await store.account(id: account.id)?.tester == true)
+            #expect(try await store.setTester(accountId: "nobody", true) == nil)
+        }
+    }
+
+    // MARK: Jobs
+
+    @Test(arguments: Engine.allCases)
+    func jobListsStatusAndSweeperQueries(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            var ids: [String] = []
+            for i in 0..<5 { ids.append(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(i))).id) }
+            let foreign = try await Self.accept(store, Self.job(other.id, at: Self.t0 + 10))
+
+            let page = try await store.jobs(accountId: account.id, limit: 2, offset: 1)
+            #expect(page.total == 5 && page.jobs.map(\.id) == [ids[3], ids[2]])
+            #expect(try await store.job(id: foreign.id, accountId: account.id) == nil)
+            let accepted = try #require(try await store.job(id: ids[0], accountId: account.id))
+            #expect(accepted.input == Self.job(account.id).input && accepted.retentionHours == 24 && accepted.message == "Waiting in the queue")
+            #expect(try await store.jobStatus(id: ids[0], accountId: account.id)
+                    == JobStatusRow(id: ids[0], status: .pending, progress: 0, message: "Waiting in the queue", mediaDeleted: false))
+            #expect(try await store.jobStatus(id: ids[0], accountId: other.id) == nil)
+            #expect(try await store.unfinishedJobs().map(\.id) == ids + [foreign.id])
+            #expect(try await store.activeJobs(accountId: other.id).map(\.id) == [foreign.id])
+            #expect(try await store.existingJobIDs([ids[1], "gone", foreign.id]) == [ids[1], foreign.id])
+            #expect(try await store.existingJobIDs([]) == [])
+
+            // The other account's job out of the way (cancelled late: its retention runs out last).
+            _ = try await store.cancel(id: foreign.id, accountId: other.id, now: Self.t0 + 3600 * 30)
+            // Two delivered at different times: the sweeper's retention and the time estimate.
+            let segments = [JobSegment(start: 1, end: 4, score: 0.9, reason: "motion")]
+            let output = JobOutput(duration: 3, size: 10, width: 640, height: 360)
+            for (i, worker) in ["w1", "w2"].enumerated() {
+                let job = try #require(try await store.claimNextJob(worker: worker, leaseSeconds: 60, now: Self.t0 + 100))
+                #expect(try await store.complete(id: job.id, worker: worker, output: output, segments: segments, processingSeconds: 7,
+                                                 workerSeconds: 7, now: Self.t0 + 3600 * Double(i + 1)))
+            }
+            let recent = try await store.recentCompletedJobs(limit: 10)
+            #expect(recent.map(\.id) == [ids[1], ids[0]] && recent[0].segments == segments && recent[0].processingSeconds == 7)
+            // Retention 24 h after finishing: the first expires an hour before the second.
+            let expired = try await store.jobsWithExpiredMedia(now: Self.t0 + 3600 * 25 + 1, defaultRetentionHours: 1, limit: 10)
+            #expect(expired.map(\.id) == [ids[0]])
+            try await store.markMediaDeleted(id: ids[0], now: Self.t0 + 3600 * 26)
+            #expect(try await store.jobStatus(id: ids[0], accountId: account.id)?.mediaDeleted == true)
+            #expect(try await store.jobsWithExpiredMedia(now: Self.t0 + 3600 * 27, defaultRetentionHours: 1, limit: 10).map(\.id) == [ids[1]])
+            try await store.checkWritable(now: Self.t0)
         }
     }
 
@@ -404,6 +463,13 @@ struct StoreBehaviourTests {
             let revoked = try await store.entitlement(accountId: bob.id, now: Self.t0 + 100)
             #expect(revoked.state == .revoked && !revoked.grantsPro)
 
+            // Apple's REFUND_REVERSED lifts it.
+            #expect(try await store.applyNotification(uuid: "n4", type: "REFUND_REVERSED", subtype: nil, signedDate: Self.t0 + 100,
+                                                      tx: Self.tx("otx1", expires: Self.t0 + 5 * month, signed: Self.t0 + 100), effect: .reinstate, now: Self.t0 + 100))
+            #expect(try await store.entitlement(accountId: bob.id, now: Self.t0 + 101).state == .active)
+            #expect(try await store.revokeSubscriptions(accountId: bob.id, now: Self.t0 + 102) == 1)
+            #expect(try await !store.entitlement(accountId: bob.id, now: Self.t0 + 103).grantsPro)
+
             // An operator's grant lifts it (pro until the grant's end).
             try await store.grantPro(accountId: bob.id, until: Self.t0 + 10 * month, now: Self.t0 + 110)
             let granted = try await store.entitlement(accountId: bob.id, now: Self.t0 + 120)
@@ -419,6 +485,15 @@ struct StoreBehaviourTests {
             #expect(try await !store.entitlement(accountId: alice.id, now: Self.t0 + 160).grantsPro)
             try await store.setTester(accountId: alice.id, true)
             #expect(try await store.entitlement(accountId: alice.id, now: Self.t0 + 170).grantsPro)
+
+            // A notification before any transaction: bound to the account its token names; in grace until its end.
+            let (carol, _) = try await store.createAccount(label: "carol", plan: "free", now: Self.t0)
+            #expect(try await store.applyNotification(uuid: "n9", type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signedDate: Self.t0 + 200,
+                                                      tx: Self.tx("otx3", expires: Self.t0 + 100, signed: Self.t0 + 200, token: carol.id.uppercased()),
+                                                      effect: .grace(until: Self.t0 + 86400), now: Self.t0 + 200))
+            let grace = try await store.entitlement(accountId: carol.id, now: Self.t0 + 300)
+            #expect(grace.state == .grace && grace.expiresAt == Self.t0 + 86400)
+            #expect(try await store.entitlement(accountId: carol.id, now: Self.t0 + 86401).state == .expired)
         }
     }
 }
