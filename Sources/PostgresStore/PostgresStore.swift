@@ -26,7 +26,31 @@ public final class PostgresStore: MomentsStore {
     /// Connects to the database at `url` (postgres://user:password@host:5432/database?sslmode=…),
     /// migrates it to the current schema and starts listening for the store's events.
     public convenience init(url: String, sandboxForAll: Bool = false, logger: Logger) async throws {
-        try await self.init(configuration: try PostgresURL.configuration(url), sandboxForAll: sandboxForAll, logger: logger)
+        let parts = try PostgresURL.parse(url)
+        try await Self.probe(parts, logger: logger)
+        try await self.init(configuration: parts.clientConfiguration, sandboxForAll: sandboxForAll, logger: logger)
+    }
+
+    /// One connection made and closed: a server that is down, a wrong password or a missing
+    /// database is reported at once with its reason (the pool would retry for a minute and then
+    /// report only that it gave up).
+    static func probe(_ parts: PostgresURL.Parts, logger: Logger) async throws {
+        do {
+            let connection = try await PostgresConnection.connect(configuration: try parts.connectionConfiguration(), id: 0, logger: logger)
+            try? await connection.close()
+        } catch {
+            throw PostgresStoreError.unavailable("could not connect to PostgreSQL as \(parts.redacted): \(reason(error))")
+        }
+    }
+
+    /// The server's message, or the connection error, without the query or the code location.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            if let underlying = error.underlying { return String(describing: underlying) }
+            return "\(error.code)"
+        }
+        return String(describing: error)
     }
 
     public init(configuration: PostgresClient.Configuration, sandboxForAll: Bool = false, logger: Logger) async throws {

@@ -16,6 +16,44 @@ public struct PostgresURLError: Error, CustomStringConvertible, Sendable, Equata
 /// accepts any certificate protects against nothing an attacker on the path cares about.
 public enum PostgresURL {
     public static func configuration(_ url: String) throws -> PostgresClient.Configuration {
+        try parse(url).clientConfiguration
+    }
+
+    /// What the URL says.
+    struct Parts {
+        enum Security { case disable, prefer(TLSConfiguration), require(TLSConfiguration) }
+        var host: String
+        var port: Int
+        var user: String
+        var password: String?
+        var database: String
+        var security: Security
+
+        var clientConfiguration: PostgresClient.Configuration {
+            let tls: PostgresClient.Configuration.TLS
+            switch security {
+            case .disable: tls = .disable
+            case .prefer(let configuration): tls = .prefer(configuration)
+            case .require(let configuration): tls = .require(configuration)
+            }
+            return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+
+        func connectionConfiguration() throws -> PostgresConnection.Configuration {
+            let tls: PostgresConnection.Configuration.TLS
+            switch security {
+            case .disable: tls = .disable
+            case .prefer(let configuration): tls = .prefer(try NIOSSLContext(configuration: configuration))
+            case .require(let configuration): tls = .require(try NIOSSLContext(configuration: configuration))
+            }
+            return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+
+        /// Where, for messages: never the password.
+        var redacted: String { "\(user)@\(host):\(port)/\(database)" }
+    }
+
+    static func parse(_ url: String) throws -> Parts {
         guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased() else {
             throw PostgresURLError("the database URL is not a URL; expected postgres://user:password@host:5432/database")
         }
@@ -42,18 +80,18 @@ public enum PostgresURL {
             default: throw PostgresURLError("the database URL has an unsupported parameter \"\(item.name)\" (only sslmode is understood)")
             }
         }
-        let tls: PostgresClient.Configuration.TLS
+        let security: Parts.Security
         switch sslmode {
-        case "disable": tls = .disable
-        case "allow", "prefer": tls = .prefer(.makeClientConfiguration())
-        case "require", "verify-full": tls = .require(.makeClientConfiguration())
+        case "disable": security = .disable
+        case "allow", "prefer": security = .prefer(.makeClientConfiguration())
+        case "require", "verify-full": security = .require(.makeClientConfiguration())
         case "verify-ca":
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .noHostnameVerification
-            tls = .require(configuration)
+            security = .require(configuration)
         default:
             throw PostgresURLError("the database URL's sslmode must be disable, prefer, require, verify-ca or verify-full")
         }
-        return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        return Parts(host: host, port: port, user: user, password: password, database: database, security: security)
     }
 }

@@ -32,6 +32,17 @@ struct PostgresEngineTests {
         }
     }
 
+    @Test func unreachableServerFailsAtOnceWithItsReasonAndNoPassword() async {
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await PostgresStore(url: "postgres://moments:hunter2@127.0.0.1:1/moments?sslmode=disable", logger: StoreHarness.logger)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("moments@127.0.0.1:1/moments") && text.contains("refused") && !text.contains("hunter2")
+        }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
     @Test func storesStartingTogetherMigrateOnce() async throws {
         try await StoreHarness.with(.postgresql) { h in
             // Three more processes opening the same database at once: the advisory lock makes them
