@@ -50,13 +50,9 @@ extension PostgresStore {
     // MARK: Keys
 
     public func authenticate(keyHash: String) async throws -> KeyLookup {
-        guard let row = try await rows("""
-            SELECT api_key.id, api_key."revokedAt" IS NOT NULL, account."disabledAt" IS NOT NULL,
-                   account.id, account.plan, account.label, account."createdAt", account.tester
-            FROM api_key JOIN account ON account.id = api_key."accountId" WHERE api_key.hash = \(keyHash)
-            """).first else { return .unknown }
-        let (keyId, revoked, disabled, accountId, plan, label, createdAt, tester) =
-            try row.decode((String, Bool, Bool, String, String, String?, Date, Bool).self)
+        var found: HotStatements.Authenticate.Row?
+        for try await row in try await client.execute(HotStatements.Authenticate(keyHash: keyHash), logger: logger) { found = row }
+        guard let (keyId, revoked, disabled, accountId, plan, label, createdAt, tester) = found else { return .unknown }
         if revoked { return .revoked }
         if disabled { return .disabled(accountId: accountId) }
         return .valid(Account(id: accountId, plan: plan, label: label, createdAt: createdAt, disabledAt: nil, tester: tester), keyId: keyId)

@@ -17,10 +17,9 @@ extension PostgresStore {
     }
 
     public func jobStatus(id: String, accountId: String) async throws -> JobStatusRow? {
-        guard let row = try await rows("""
-            SELECT status, progress, message, "mediaDeletedAt" IS NOT NULL FROM job WHERE id = \(id) AND "accountId" = \(accountId)
-            """).first else { return nil }
-        let (status, progress, message, deleted) = try row.decode((String, Int, String, Bool).self)
+        var found: HotStatements.JobStatus.Row?
+        for try await row in try await client.execute(HotStatements.JobStatus(id: id, accountId: accountId), logger: logger) { found = row }
+        guard let (status, progress, message, deleted) = found else { return nil }
         guard let state = JobState(rawValue: status) else { return nil }
         return JobStatusRow(id: id, status: state, progress: progress, message: message, mediaDeleted: deleted)
     }
