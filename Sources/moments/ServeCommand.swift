@@ -5,6 +5,7 @@ import Jobs
 import Logging
 import MomentsConfig
 import MomentsServer
+import Telemetry
 
 /// `moments serve`: the HTTP service with its workers, until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -32,6 +33,8 @@ struct ServeCommand: AsyncParsableCommand {
         if let storage { settings.storagePath = storage }
         let media = MediaDefaults(reader: config)
 
+        let operations = OperationsSettings(reader: config)
+        LogOutput.bootstrap(json: operations.logFormat == .json)
         var logger = Logger(label: "moments")
         let level = logLevel ?? config.string(forKey: "log.level", default: "info")
         logger.logLevel = Logger.Level(rawValue: level) ?? .info
@@ -46,7 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.notice("Moments listening", metadata: ["url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
                                                       "workers": "\(settings.workers)"])
-        let (app, _) = buildApplication(service: service, logger: logger)
+        let (app, _) = buildApplication(service: service, logger: logger, operations: operations)
         try await app.runService()
         try service.database.close()
         logger.notice("Moments stopped; database closed")

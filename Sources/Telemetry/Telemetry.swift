@@ -1,0 +1,2 @@
+import Prometheus
+import Metrics
