@@ -1,2 +1,0 @@
-import Prometheus
-import Metrics
