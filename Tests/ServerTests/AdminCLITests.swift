@@ -6,7 +6,7 @@ import Testing
 @Suite("Admin CLI")
 struct AdminCLITests {
     func run(_ arguments: [String]) throws -> (Int32, String) {
-        let executable = try #require(CrashRecoveryTests.executable, "build the moments executable first (swift build)")
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
