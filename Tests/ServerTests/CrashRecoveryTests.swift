@@ -6,7 +6,7 @@ import Testing
 
 /// The real `moments serve` process, killed with SIGKILL while it renders, then started again on
 /// the same storage: the job is re-queued (attempt 2) and completes.
-@Suite("Crash recovery", .serialized)
+@Suite("Crash recovery", .serialized, .enabled(if: TestEngine.isEmbedded, "the embedded moments serve, killed and restarted on its own storage; the shared engines: ScaleOutTests"))
 struct CrashRecoveryTests {
     @Test func killedWhileRenderingThenRestarted() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")

@@ -10,7 +10,7 @@ import Testing
 /// with SIGKILL in the middle of a job: its lease runs out, another process's rescuer re-queues
 /// the job, the other worker completes it. Every job completes exactly once and is charged once,
 /// and nothing is left in the bucket or in scratch that no job owns.
-@Suite("Scale out", .serialized)
+@Suite("Scale out", .serialized, .enabled(if: TestEngine.isEmbedded, "starts its own processes on PostgreSQL + S3: run once"))
 struct ScaleOutTests {
     @Test func apiAndTwoWorkersSurviveAKilledWorker() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
