@@ -111,4 +111,40 @@ struct ScaleOutTests {
             #expect(process.terminationReason == .exit)
         }
     }
+
+    /// Two API processes on one PostgreSQL database, one free account (3 highlights a month; jobs
+    /// at once raised so that the month's quota is the limit), 20 uploads racing through both:
+    /// exactly 3 are accepted, the rest get 402, and the account is charged 3.
+    @Test func quotaHoldsAcrossAPIProcesses() async throws {
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
+        let databaseURL = try TestServers.freshDatabase()
+        let scratch = Scratch()
+        let ports = try [freePort(), freePort()]
+        var apis: [Process] = []
+        defer { for api in apis where api.isRunning { api.terminate() } }
+        for (index, port) in ports.enumerated() {
+            apis.append(try ProcessHarness.start(executable, ["serve", "--workers", "0", "--log-level", "warning"], environment: [
+                "DATABASE_URL": databaseURL, "HTTP_PORT": String(port), "STORAGE_PATH": scratch.path("api-\(index)"),
+                "STORAGE_MIN_FREE_BYTES": "1048576", "PLANS_FREE_CONCURRENT_JOBS": "100", "UPLOAD_MAX_CONCURRENT": "0",
+            ]))
+        }
+        for port in ports { try await ProcessHarness.waitUntilUp("http://127.0.0.1:\(port)") }
+        let key = try #require(try await ProcessHarness.request("POST", "http://127.0.0.1:\(ports[0])/api/v1/accounts")["api_key"] as? String)
+        let video = try await Fixtures.data(.tiny)
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            for attempt in 0..<20 {
+                group.addTask {
+                    let answer = try await ProcessHarness.upload(video, to: "http://127.0.0.1:\(ports[attempt % 2])/api/v1/upload", key: key)
+                    return answer["job_id"] is String ? "accepted" : answer["code"] as? String ?? "\(answer)"
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == "accepted" }.count == 3, "\(outcomes)")
+        #expect(outcomes.filter { $0 == "quota_exceeded" }.count == 17, "\(outcomes)")
+        for port in ports {
+            let usage = try await ProcessHarness.request("GET", "http://127.0.0.1:\(port)/api/v1/account", key: key)["usage"] as? [String: Any]
+            #expect(usage?["used"] as? Int == 3, "\(usage ?? [:])")
+        }
+    }
 }
