@@ -135,7 +135,9 @@ struct ScaleOutTests {
             for attempt in 0..<20 {
                 group.addTask {
                     let answer = try await ProcessHarness.upload(video, to: "http://127.0.0.1:\(ports[attempt % 2])/api/v1/upload", key: key)
-                    return answer["job_id"] is String ? "accepted" : answer["code"] as? String ?? "\(answer)"
+                    if answer["job_id"] is String { return "accepted" }
+                    // A problem's type URI ends with its code.
+                    return (answer["type"] as? String).flatMap { $0.split(separator: "/").last.map(String.init) } ?? "\(answer)"
                 }
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }
