@@ -157,6 +157,17 @@ struct ServiceTests {
         #expect(settings.workers == 3 && settings.maxUploadBytes == 1000)
         #expect(settings.storagePath == "/srv/moments" && settings.minFreeBytes == 5)
         #expect(settings.baseURL == "https://api.example.com")
+        // The scale-out keys, by the names PaaS hosts use.
+        let scaled = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [
+            "DATABASE_URL": "postgres://moments:secret@db:5432/moments?sslmode=require", "JOBS_WORKERS": "0", "JOBS_LEASE_SECONDS": "12",
+        ], file: file))
+        #expect(scaled.workers == 0 && scaled.leaseSeconds == 12)
+        let location = StoreLocation(scaled.databaseURL, storagePath: scaled.storagePath)
+        #expect(location == .postgresql(url: "postgres://moments:secret@db:5432/moments?sslmode=require"))
+        #expect(!location.redacted.contains("secret"), "\(location.redacted)")
+        #expect(StoreLocation("", storagePath: "/srv/m") == .sqlite(path: "/srv/m/moments.sqlite"))
+        #expect(StoreLocation("sqlite:/data/m.db", storagePath: "x") == .sqlite(path: "/data/m.db"))
+        #expect(StoreLocation("/data/m.db", storagePath: "x") == .sqlite(path: "/data/m.db"))
         // The shipped Config/moments.json holds the built-in defaults.
         let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped == ServiceSettings())
