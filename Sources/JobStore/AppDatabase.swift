@@ -3,8 +3,13 @@ import GRDB
 
 /// The service's database: accounts and the job queue, in SQLite through GRDB. One DatabasePool
 /// (WAL: readers never wait for the writer); every consistent change is one write transaction.
-public final class AppDatabase: Sendable {
+public final class AppDatabase: MomentsStore {
     public let pool: DatabasePool
+    public var engine: String { "sqlite" }
+    /// One process per database: the server holds the storage lock.
+    public var isExclusive: Bool { true }
+    /// This process's store events (SQLite has no other process to hear from).
+    let broadcaster = StoreEventBroadcaster()
     /// One read-only connection of its own for the synchronous lookups of the hot paths (API key,
     /// job status), which run on the caller's thread. They must not wait for one of the pool's
     /// readers: those are held across suspension points by async reads, which need the very
@@ -39,8 +44,11 @@ public final class AppDatabase: Sendable {
         try lookups.unsafeRead(body)
     }
 
+    public func events() -> AsyncStream<StoreEvent> { broadcaster.subscribe() }
+
     /// Closes the database (checkpointing the WAL). Further use throws.
     public func close() throws {
+        broadcaster.finish()
         try lookups.close()
         try pool.close()
     }

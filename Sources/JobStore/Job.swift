@@ -136,3 +136,15 @@ extension Job {
         public static let leaseExpiresAt = Column("leaseExpiresAt")
     }
 }
+
+extension Job {
+    /// What a job says when it failed because processing was interrupted too often (both engines).
+    public static func interruptedMessage(attempts: Int) -> String {
+        "Processing was interrupted \(attempts) times (the server stopped while working on it); giving up. Please upload the video again."
+    }
+
+    /// What a job re-queued after an interruption says (both engines).
+    public static func requeuedMessage(attempts: Int, maxAttempts: Int) -> String {
+        "Waiting in the queue (processing was interrupted; attempt \(attempts + 1) of \(maxAttempts) next)"
+    }
+}

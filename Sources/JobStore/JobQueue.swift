@@ -8,6 +8,7 @@ extension AppDatabase {
     /// `insertReserving`.
     public func insertUnmetered(_ job: Job) async throws {
         try await pool.write { db in try job.insert(db) }
+        broadcaster.send(.jobQueued)
     }
 
     /// The job if it belongs to `accountId` (another account's job is indistinguishable from none).
@@ -48,7 +49,7 @@ extension AppDatabase {
     /// accounts: the job of the account with the fewest jobs running goes first, then the account
     /// whose last job started longest ago (round robin), then the oldest job. So one account's
     /// backlog never starves the others. Jobs waiting out a retry backoff (`runAfter`) are skipped.
-    public func claimNextJob(now: Date) async throws -> Job? {
+    public func claimNextJob(worker: String, leaseSeconds: Double, now: Date) async throws -> Job? {
         try await pool.write { db in
             guard var job = try Job.fetchOne(db, sql: """
                 SELECT j.* FROM job j
@@ -64,6 +65,8 @@ extension AppDatabase {
             job.startedAt = now
             job.updatedAt = now
             job.runAfter = nil
+            job.leaseOwner = worker
+            job.leaseExpiresAt = now.addingTimeInterval(leaseSeconds)
             job.stage = "starting"
             job.message = job.attempts > 1 ? "Restarting after an interruption" : "Starting"
             try job.update(db)
@@ -75,10 +78,12 @@ extension AppDatabase {
     /// `runAfter` (its attempt stays counted). `abnormal`: its child died (counted apart: the
     /// second such death fails the job for good). `chargeSeconds` go on the ledger.
     @discardableResult
-    public func retryLater(id: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
-        try await pool.write { db in
-            guard var job = try Job.fetchOne(db, key: id), job.status == .processing else { return false }
+    public func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
+        let queued = try await pool.write { db -> Bool in
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
             job.status = .pending
+            job.leaseOwner = nil
+            job.leaseExpiresAt = nil
             job.stage = nil
             job.runAfter = runAfter
             if abnormal { job.abnormalExits += 1 }
@@ -87,34 +92,65 @@ extension AppDatabase {
             job.updatedAt = now
             try job.update(db)
             if chargeSeconds > 0 {
-                try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? Self.period(of: now).name,
+                try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
                                change: 0, workerSeconds: chargeSeconds, reason: "worker time: attempt \(job.attempts) ended (\(reason))",
                                createdAt: now).insert(db)
             }
             return true
         }
+        if queued { broadcaster.send(.jobQueued) }
+        return queued
     }
 
-    /// Records progress of a processing job; progress never decreases. False when the job is no
-    /// longer processing (cancelled), which tells the worker to stop.
+    /// Records progress of a held job; progress never decreases. False when the job is no longer
+    /// held by `worker` (cancelled or rescued), which tells the worker to stop.
     @discardableResult
-    public func updateProgress(id: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool {
+    public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool {
         try await pool.write { db in
             try db.execute(sql: """
                 UPDATE job SET progress = MAX(progress, ?), stage = ?, message = ?, updatedAt = ?
-                WHERE id = ? AND status = 'processing'
-                """, arguments: [min(100, max(0, progress)), stage, message, now, id])
+                WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                """, arguments: [min(100, max(0, progress)), stage, message, now, id, worker])
             return db.changesCount > 0
         }
     }
 
-    /// Completes a processing job. False when it was cancelled meanwhile (the caller then removes
-    /// the result).
-    public func complete(id: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+    /// Extends `worker`'s leases; returns the ids it still holds.
+    public func renewLeases(worker: String, jobIDs: [String], leaseSeconds: Double, now: Date) async throws -> Set<String> {
+        guard !jobIDs.isEmpty else { return [] }
+        return try await pool.write { db in
+            var held = Set<String>()
+            let statement = try db.cachedStatement(sql: """
+                UPDATE job SET leaseExpiresAt = ? WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                """)
+            for id in jobIDs {
+                try statement.execute(arguments: [now.addingTimeInterval(leaseSeconds), id, worker])
+                if db.changesCount > 0 { held.insert(id) }
+            }
+            return held
+        }
+    }
+
+    /// Re-queues (or fails after `maxAttempts`) processing jobs whose lease expired.
+    public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (requeued: [String], failed: [String]) {
+        let result = try await pool.write { db in
+            let expired = try Job.filter(Job.Columns.status == JobState.processing.rawValue
+                && (Job.Columns.leaseExpiresAt == nil || Job.Columns.leaseExpiresAt < now)).fetchAll(db)
+            return try Self.recover(expired, in: db, maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
+        }
+        if !result.requeued.isEmpty { broadcaster.send(.jobQueued) }
+        return result
+    }
+
+    /// Completes a held job. False when it is not held any more (cancelled or rescued meanwhile;
+    /// the caller then removes the result).
+    public func complete(id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
                          workerSeconds: Double = 0, now: Date) async throws -> Bool {
         try await pool.write { db in
-            guard var job = try Job.fetchOne(db, key: id), job.status == .processing else { return false }
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
             job.status = .completed
+            job.leaseOwner = nil
+            job.leaseExpiresAt = nil
             job.progress = 100
             job.stage = "done"
             job.message = "Your highlight is ready"
@@ -134,10 +170,17 @@ extension AppDatabase {
     /// Fails a processing job with a stable code and a sentence for the user. Its unit is released;
     /// `chargeSeconds` of worker time stay charged (0 when the service caused the failure).
     @discardableResult
-    public func fail(id: String, code: String, message: String, chargeSeconds: Double = 0, now: Date) async throws -> Bool {
+    public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double = 0, now: Date) async throws -> Bool {
         try await pool.write { db in
-            guard var job = try Job.fetchOne(db, key: id), job.status == .processing || job.status == .pending else { return false }
+            guard var job = try Job.fetchOne(db, key: id) else { return false }
+            if let worker {
+                guard job.status == .processing, job.leaseOwner == worker else { return false }
+            } else {
+                guard job.status == .processing || job.status == .pending else { return false }
+            }
             job.status = .failed
+            job.leaseOwner = nil
+            job.leaseExpiresAt = nil
             job.stage = "failed"
             job.errorCode = code
             job.errorMessage = message
@@ -156,11 +199,13 @@ extension AppDatabase {
     /// Cancels a pending or processing job of `accountId`. Returns the job after the change and the
     /// state it had before, or nil when there is no such job for this account.
     public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
-        try await pool.write { db in
+        let result = try await pool.write { db -> (job: Job, previous: JobState)? in
             guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db) else { return nil }
             let previous = job.status
             if !previous.isFinished {
                 job.status = .cancelled
+                job.leaseOwner = nil
+                job.leaseExpiresAt = nil
                 job.stage = "cancelled"
                 job.message = "Cancelled at your request"
                 job.finishedAt = now
@@ -170,6 +215,8 @@ extension AppDatabase {
             }
             return (job, previous)
         }
+        if let result, !result.previous.isFinished { broadcaster.send(.jobCancelled(id: id)) }
+        return result
     }
 
     /// Marks a finished job's media deleted (the files are removed by the caller).
@@ -181,58 +228,53 @@ extension AppDatabase {
     }
 
     /// Puts a processing job back in the queue without counting the attempt (graceful shutdown).
-    public func requeue(id: String, now: Date) async throws {
-        try await pool.write { db in
+    public func requeue(id: String, worker: String, now: Date) async throws {
+        let queued = try await pool.write { db -> Bool in
             try db.execute(sql: """
-                UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL,
-                message = 'Waiting in the queue (the server restarted)', updatedAt = ?
-                WHERE id = ? AND status = 'processing'
-                """, arguments: [now, id])
+                UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL, leaseOwner = NULL,
+                leaseExpiresAt = NULL, message = 'Waiting in the queue (the server restarted)', updatedAt = ?
+                WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                """, arguments: [now, id, worker])
+            return db.changesCount > 0
         }
+        if queued { broadcaster.send(.jobQueued) }
     }
 
-    /// At start-up: jobs left processing by a crash go back to the queue, or fail once they have
-    /// been started `maxAttempts` times. Returns (re-queued, failed) ids.
+    /// At start-up of the only process using this database (SQLite behind the storage lock): jobs
+    /// left processing by a crash go back to the queue at once (no lease to wait out), or fail once
+    /// they have been started `maxAttempts` times. Returns (re-queued, failed) ids.
     public func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
         try pool.write { db in
             try Self.recover(try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db), in: db,
-                             maxAttempts: maxAttempts, now: now)
+                             maxAttempts: maxAttempts, backoffSeconds: 0, now: now)
         }
     }
 
-    /// Jobs `processing` in the database, not among `running`, untouched since `updatedBefore`:
-    /// their worker is gone. Re-queued (or failed after `maxAttempts`), like after a crash.
-    public func recoverStaleJobs(except running: Set<String>, updatedBefore: Date, maxAttempts: Int, now: Date) async throws -> [String] {
-        try await pool.write { db in
-            let stale = try Job.filter(Job.Columns.status == JobState.processing.rawValue && Column("updatedAt") < updatedBefore)
-                .fetchAll(db).filter { !running.contains($0.id) }
-            let result = try Self.recover(stale, in: db, maxAttempts: maxAttempts, now: now)
-            return result.requeued + result.failed
-        }
-    }
-
-    private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
-            var requeued: [String] = [], failed: [String] = []
-            for var job in stuck {
-                if job.attempts >= maxAttempts {
-                    job.status = .failed
-                    job.stage = "failed"
-                    job.errorCode = "interrupted"
-                    job.errorMessage = "Processing was interrupted \(job.attempts) times (the server stopped while working on it); giving up. Please upload the video again."
-                    job.message = job.errorMessage!
-                    job.finishedAt = now
-                    try settleQuota(db, job: &job, to: .released, reason: "released: processing was interrupted too often", now: now)
-                    failed.append(job.id)
-                } else {
-                    job.status = .pending
-                    job.stage = nil
-                    job.message = "Waiting in the queue (processing was interrupted; attempt \(job.attempts + 1) of \(maxAttempts) next)"
-                    requeued.append(job.id)
-                }
-                job.updatedAt = now
-                try job.update(db)
+    private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, backoffSeconds: Double, now: Date) throws -> (requeued: [String], failed: [String]) {
+        var requeued: [String] = [], failed: [String] = []
+        for var job in stuck {
+            job.leaseOwner = nil
+            job.leaseExpiresAt = nil
+            if job.attempts >= maxAttempts {
+                job.status = .failed
+                job.stage = "failed"
+                job.errorCode = "interrupted"
+                job.errorMessage = Job.interruptedMessage(attempts: job.attempts)
+                job.message = job.errorMessage!
+                job.finishedAt = now
+                try settleQuota(db, job: &job, to: .released, reason: "released: processing was interrupted too often", now: now)
+                failed.append(job.id)
+            } else {
+                job.status = .pending
+                job.stage = nil
+                if backoffSeconds > 0 { job.runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: job.attempts)) }
+                job.message = Job.requeuedMessage(attempts: job.attempts, maxAttempts: maxAttempts)
+                requeued.append(job.id)
             }
-            return (requeued, failed)
+            job.updatedAt = now
+            try job.update(db)
+        }
+        return (requeued, failed)
     }
 
     /// Finished jobs whose media still exist and whose retention (their own, else
@@ -274,6 +316,19 @@ extension AppDatabase {
         try await pool.read { db in
             try Job.filter([JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status))
                 .order(Job.Columns.createdAt, Column.rowID).fetchAll(db)
+        }
+    }
+
+    public func queueStatistics(now: Date) async throws -> QueueStatistics {
+        try await pool.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'processing'), 0),
+                       MIN(CASE WHEN status = 'pending' AND (runAfter IS NULL OR runAfter <= ?) THEN MAX(createdAt, COALESCE(runAfter, createdAt)) END)
+                FROM job WHERE status IN ('pending', 'processing')
+                """, arguments: [now])
+            let oldest: Date? = row?[2]
+            return QueueStatistics(pending: row?[0] ?? 0, processing: row?[1] ?? 0,
+                                   oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
         }
     }
 

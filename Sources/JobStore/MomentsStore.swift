@@ -145,6 +145,8 @@ public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, Q
     /// every processing job is known to be orphaned and is recovered at once instead of waiting for
     /// its lease to expire.
     var isExclusive: Bool { get }
+    /// App Store sandbox (TestFlight) subscriptions grant pro to every account, not only testers.
+    var sandboxForAll: Bool { get }
     /// A stream of the store's events for as long as the caller iterates it.
     func events() -> AsyncStream<StoreEvent>
     /// Proves the database accepts writes (GET /ready).
@@ -191,4 +193,9 @@ public enum UsagePeriod {
 /// Backoff of a job re-queued after its `attempts`-th start: base·2^(attempts−1), at most an hour.
 public func retryBackoff(base: Double, attempts: Int) -> Double {
     min(3600, base * pow(2, Double(max(0, attempts - 1))))
+}
+
+extension MomentsStore {
+    /// The ledger's newest 100 lines.
+    public func ledger(accountId: String) async throws -> [UsageEntry] { try await ledger(accountId: accountId, limit: 100) }
 }

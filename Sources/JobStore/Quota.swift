@@ -47,25 +47,15 @@ public enum QuotaRefusal: Error, Sendable, Equatable {
 public enum QuotaState: String, Sendable { case reserved, consumed, released }
 
 extension AppDatabase {
-    /// The calendar month (UTC) of `date`, and the instant the next one starts.
-    public static func period(of date: Date) -> (name: String, resetsAt: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month], from: date)
-        let start = calendar.date(from: parts)!
-        let next = calendar.date(byAdding: .month, value: 1, to: start)!
-        return (String(format: "%04d-%02d", parts.year!, parts.month!), next)
-    }
-
     /// Accepts a job in one write transaction that checks the plan's limits: the monthly quota
     /// (one unit is reserved, with a ledger line) and the number of jobs running at once. Two
     /// uploads racing for the last unit cannot both win: SQLite runs one writer at a time.
     /// `limits` is asked inside the transaction, with whether the account is pro at `now`.
     public func insertReserving(_ job: Job, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Job, QuotaRefusal> {
-        try await pool.write { db in
+        let result = try await pool.write { db -> Result<Job, QuotaRefusal> in
             let pro = try Self.entitlement(db, accountId: job.accountId, now: now).grantsPro
             let limits = limits(pro)
-            let period = Self.period(of: now).name
+            let period = UsagePeriod.month(of: now).name
             let used = try Self.used(db, accountId: job.accountId, period: period)
             if let monthly = limits.monthly, used >= monthly {
                 return .failure(.overQuota(limit: monthly, used: used))
@@ -76,7 +66,7 @@ extension AppDatabase {
                 return .failure(.tooManyJobs(limit: limits.concurrent, active: active))
             }
             if let budget = limits.dailyWorkerSeconds {
-                let spent = try Self.workerSecondsUsed(db, accountId: job.accountId, since: Self.day(of: now).start)
+                let spent = try Self.workerSecondsUsed(db, accountId: job.accountId, since: UsagePeriod.day(of: now).start)
                 if spent >= budget { return .failure(.overBudget(limit: budget, used: spent)) }
             }
             var job = job
@@ -90,6 +80,8 @@ extension AppDatabase {
                            reason: "reserved when the job was accepted", createdAt: now).insert(db)
             return .success(job)
         }
+        if case .success = result { broadcaster.send(.jobQueued) }
+        return result
     }
 
     /// Units counted this period: reserved (jobs in flight) and consumed (delivered).

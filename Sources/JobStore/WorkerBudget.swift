@@ -5,14 +5,6 @@ import GRDB
 /// usage ledger) whatever the outcome, except when the service itself caused the failure. A plan's
 /// `dailyWorkerSeconds` caps what one account can make the workers do in a UTC day.
 extension AppDatabase {
-    /// The UTC day of `date`: its start and the next day's start.
-    public static func day(of date: Date) -> (start: Date, next: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let start = calendar.startOfDay(for: date)
-        return (start, calendar.date(byAdding: .day, value: 1, to: start)!)
-    }
-
     static func workerSecondsUsed(_ db: Database, accountId: String, since start: Date) throws -> Double {
         try Double.fetchOne(db, sql: """
             SELECT COALESCE(SUM(workerSeconds), 0) FROM usage_ledger WHERE accountId = ? AND createdAt >= ?
@@ -21,7 +13,7 @@ extension AppDatabase {
 
     /// Worker seconds charged to an account since the start of `now`'s UTC day.
     public func workerSecondsUsed(accountId: String, now: Date) async throws -> Double {
-        try await pool.read { db in try Self.workerSecondsUsed(db, accountId: accountId, since: Self.day(of: now).start) }
+        try await pool.read { db in try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start) }
     }
 
     /// Charges one attempt's worker time without settling the job (a cancel, a shutdown, a retry).
@@ -31,7 +23,7 @@ extension AppDatabase {
             guard var job = try Job.fetchOne(db, key: jobId) else { return }
             job.workerSeconds += seconds
             try job.update(db)
-            try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? Self.period(of: now).name,
+            try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
                            change: 0, workerSeconds: seconds, reason: reason, createdAt: now).insert(db)
         }
     }

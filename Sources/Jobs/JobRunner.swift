@@ -14,10 +14,15 @@ import Telemetry
 public final class JobRunner: Service, Sendable {
     struct Running: Sendable {
         var token: CancellationToken
+        /// The worker holding the job's lease.
+        var worker: String
+        /// Set when the lease was lost (the job was rescued by another process): the worker stops
+        /// and leaves the job's shared media alone, since another worker may hold it now.
+        var leaseLost = false
         var waiters: [Waiter] = []
     }
 
-    let database: AppDatabase
+    let database: any MomentsStore
     let layout: StorageLayout
     let settings: ServiceSettings
     let media: MediaDefaults
@@ -26,12 +31,21 @@ public final class JobRunner: Service, Sendable {
     private let running = Mutex<[String: Running]>([:])
     private let shuttingDown = Atomic<Bool>(false)
     private let doorbells = Mutex<[AsyncStream<Void>.Continuation]>([])
+    /// This process among all the processes sharing the queue: host, pid and a random tag, so a
+    /// lease names the very worker loop holding it.
+    let processTag: String
 
-    public init(database: AppDatabase, layout: StorageLayout, settings: ServiceSettings, media: MediaDefaults,
+    public init(database: any MomentsStore, layout: StorageLayout, settings: ServiceSettings, media: MediaDefaults,
                 logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database; self.layout = layout; self.settings = settings; self.media = media
         self.logger = logger; self.clock = clock
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
     }
+
+    /// The lease owner name of worker loop `index`.
+    func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
 
     var sweeper: Sweeper { Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock) }
 
@@ -39,7 +53,10 @@ public final class JobRunner: Service, Sendable {
     /// folders emptied of everything but the input) or fail after `maxAttempts`; partial uploads
     /// are deleted (no upload can be in flight yet).
     func recoverAtStartup() throws {
-        let recovered = try database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
+        // Only a store this process has to itself knows every processing job is orphaned; a shared
+        // one waits for leases to expire (other processes may be working on them right now).
+        guard database.isExclusive, let sqlite = database as? AppDatabase else { return }
+        let recovered = try sqlite.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
         for id in recovered.failed { layout.removeJobFiles(id) }
         for id in recovered.requeued { layout.removeJobFiles(id, keepingInput: true) }
         JobMetrics.recovered(requeued: recovered.requeued.count, failed: recovered.failed.count)
@@ -52,42 +69,104 @@ public final class JobRunner: Service, Sendable {
     public func run() async throws {
         let workerSlots = WorkerMetrics.started(settings.workers); defer { workerSlots.stopped() }
         await withGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
+            // Worker loops and the sweeper end at shutdown; the helpers around them (poll, store
+            // events, lease renewal, rescuer) are cancelled once those have ended.
+            await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<settings.workers {
                     let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                     doorbells.withLock { $0.append(continuation) }
-                    group.addTask { await self.workerLoop(index, wakeups: stream) }
+                    group.addTask { await self.workerLoop(index, wakeups: stream); return true }
                 }
-                // Polls the queue every second too: a job re-queued by another path is never stranded.
+                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled }); return true }
+                // Polls the queue every second too: a job whose retry backoff ran out, or whose news
+                // was missed, is never stranded.
                 group.addTask {
-                    var ticks = 0
-                    while !self.shuttingDown.load(ordering: .relaxed), !Task.isCancelled {
+                    while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(1))
                         self.notifyNewJob()
-                        ticks += 1
-                        if ticks % 60 == 0 { await self.requeueAbandoned() }
                     }
+                    return false
                 }
-                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled }) }
+                group.addTask { await self.listenToStore(); return false }
+                group.addTask { await self.renewLeasesWhileRunning(); return false }
+                group.addTask { await self.rescueWhileRunning(); return false }
+                var essential = settings.workers + 1
+                while essential > 0, let wasEssential = await group.next() {
+                    if wasEssential { essential -= 1 }
+                }
+                group.cancelAll()
             }
         } onGracefulShutdown: {
             self.beginShutdown()
         }
     }
 
-    /// Watchdog: a job the database shows `processing` that no worker of this process runs, and
-    /// that has not moved for `staleSeconds`, lost its worker (a final write that kept failing):
-    /// it goes back to the queue with its attempt counted.
-    func requeueAbandoned(staleSeconds: TimeInterval = 120) async {
-        let running = Set(runningJobIDs)
+    /// Reacts to the store's events: a job queued wakes the workers; a job cancelled (by an API
+    /// process anywhere) stops the worker of this process running it.
+    func listenToStore() async {
+        for await event in database.events() {
+            switch event {
+            case .jobQueued: notifyNewJob()
+            case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
+            }
+        }
+    }
+
+    /// Renews the leases of the jobs this process runs every third of the lease. A job whose lease
+    /// is no longer held (cancelled, or rescued after this process stalled) is stopped.
+    func renewLeasesWhileRunning() async {
+        let interval = settings.leaseSeconds / 3
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(interval))
+            await renewLeases()
+        }
+    }
+
+    func renewLeases() async {
+        let byWorker = running.withLock { jobs in Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues { $0.map(\.key) } }
+        for (worker, ids) in byWorker {
+            do {
+                let held = try await database.renewLeases(worker: worker, jobIDs: ids, leaseSeconds: settings.leaseSeconds, now: clock())
+                for id in ids where !held.contains(id) {
+                    // Cancelled by its owner: the usual cancel path (files removed, time charged).
+                    // Anything else (re-queued or held by another worker): the lease was lost.
+                    let current = try? await database.job(id: id)
+                    let lost = current.map { !$0.status.isFinished } ?? false
+                    running.withLock { jobs in
+                        guard jobs[id] != nil else { return }
+                        if lost { jobs[id]!.leaseLost = true }
+                        jobs[id]!.token.cancel()
+                    }
+                    if lost { logger.notice("job no longer held by this worker; stopping it", metadata: ["job": "\(id)"]) }
+                }
+            } catch {
+                logger.warning("cannot renew job leases", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Re-queues jobs whose lease expired (their worker or host is gone), on every process: the
+    /// store makes concurrent rescues harmless.
+    func rescueWhileRunning() async {
+        let interval = max(1, settings.leaseSeconds / 2)
+        while !Task.isCancelled {
+            await rescueExpiredLeases()
+            try? await Task.sleep(for: .seconds(interval))
+        }
+    }
+
+    func rescueExpiredLeases() async {
         do {
-            let requeued = try await database.recoverStaleJobs(except: running, updatedBefore: clock().addingTimeInterval(-staleSeconds),
-                                                               maxAttempts: settings.maxAttempts, now: clock())
-            JobMetrics.finished(.rescued, count: requeued.count)
-            if !requeued.isEmpty { logger.warning("re-queued jobs without a worker", metadata: ["jobs": "\(requeued)"]) }
+            let rescued = try await database.rescueExpiredLeases(maxAttempts: settings.maxAttempts,
+                                                                 backoffSeconds: settings.retryBackoffSeconds, now: clock())
+            JobMetrics.recovered(requeued: rescued.requeued.count, failed: rescued.failed.count)
+            if !rescued.requeued.isEmpty || !rescued.failed.isEmpty {
+                logger.warning("rescued jobs whose worker is gone", metadata: ["requeued": "\(rescued.requeued)", "failed": "\(rescued.failed)"])
+            }
+            for id in rescued.failed { layout.removeJobFiles(id) }
         } catch is CancellationError {
         } catch {
-            logger.error("watchdog failed", metadata: ["error": "\(error)"])
+            logger.error("cannot rescue expired jobs", metadata: ["error": "\(error)"])
         }
     }
 
@@ -131,10 +210,12 @@ public final class JobRunner: Service, Sendable {
 
     private func workerLoop(_ index: Int, wakeups: AsyncStream<Void>) async {
         var iterator = wakeups.makeAsyncIterator()
+        let worker = workerName(index)
         while !shuttingDown.load(ordering: .relaxed) {
             do {
-                while !shuttingDown.load(ordering: .relaxed), let job = try await database.claimNextJob(now: clock()) {
-                    await process(job, worker: index)
+                while !shuttingDown.load(ordering: .relaxed),
+                      let job = try await database.claimNextJob(worker: worker, leaseSeconds: settings.leaseSeconds, now: clock()) {
+                    await process(job, worker: worker)
                 }
             } catch {
                 logger.error("cannot claim a job", metadata: ["error": "\(error)"])
@@ -157,14 +238,14 @@ public final class JobRunner: Service, Sendable {
         return settings.timeBudgetSeconds + settings.timeBudgetPerVideoSecond * seconds
     }
 
-    private func process(_ job: Job, worker: Int) async {
+    private func process(_ job: Job, worker: String) async {
         let token = CancellationToken()
-        running.withLock { $0[job.id] = Running(token: token) }
+        running.withLock { $0[job.id] = Running(token: token, worker: worker) }
         // A shutdown or a DELETE between the claim and the registration above would have missed
         // this token: look again. A failed read is not a cancellation (the job then runs).
         if shuttingDown.load(ordering: .relaxed) {
             token.cancel()
-        } else if let current = try? await database.job(id: job.id), current.status != .processing {
+        } else if let current = try? await database.job(id: job.id), current.status != .processing || current.leaseOwner != worker {
             token.cancel()
         }
         let started = clock()
@@ -173,7 +254,7 @@ public final class JobRunner: Service, Sendable {
         log[metadataKey: "job"] = "\(job.id)"
         log.info("job started", metadata: ["worker": "\(worker)", "attempt": "\(job.attempts)"])
 
-        let reporter = ProgressReporter(jobID: job.id, database: database, token: token,
+        let reporter = ProgressReporter(jobID: job.id, worker: worker, database: database, token: token,
                                         interval: .milliseconds(settings.progressIntervalMs), clock: clock)
         let progressTask = Task { await reporter.run() }
         var quality = RenderQuality(rawValue: job.quality) ?? .high
@@ -202,7 +283,13 @@ public final class JobRunner: Service, Sendable {
         }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         progressTask.cancel()
         stages.publishing()
-        await finish(job, outcome: outcome, token: token, started: started, log: log)
+        let leaseLost = running.withLock { $0[job.id]?.leaseLost ?? false }
+        if leaseLost {
+            // Another worker holds the job now: its media are that worker's; nothing to record.
+            log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
+        } else {
+            await finish(job, worker: worker, outcome: outcome, token: token, started: started, log: log)
+        }
         stages.done()
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
@@ -211,14 +298,14 @@ public final class JobRunner: Service, Sendable {
     /// A child that died abnormally this many times fails the job for good.
     static let abnormalExitLimit = 2
 
-    private func finish(_ job: Job, outcome: ChildOutcome, token: CancellationToken, started: Date, log: Logger) async {
+    private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date, log: Logger) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
         do {
             switch outcome {
             case .answered(let message):
                 guard let result = message.result else {
-                    try await failForGood(job, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
+                    try await failForGood(job, worker: worker, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
                                           reason: "the child answered without a result")
                     return
                 }
@@ -235,7 +322,7 @@ public final class JobRunner: Service, Sendable {
                                        width: upright ? render?.height ?? 0 : render?.width ?? 0,
                                        height: upright ? render?.width ?? 0 : render?.height ?? 0)
                 let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
-                if try await retrying({ try await self.database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed,
+                if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: output, segments: segments, processingSeconds: elapsed,
                                                                           workerSeconds: elapsed, now: now) }) {
                     if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
@@ -248,7 +335,7 @@ public final class JobRunner: Service, Sendable {
                 }
             case .cancelled:
                 if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
-                    try await retrying { try await self.database.requeue(id: job.id, now: now) }
+                    try await retrying { try await self.database.requeue(id: job.id, worker: worker, now: now) }
                     log.notice("job stopped by shutdown; back in the queue")
                     JobMetrics.finished(.handedBack)
                 } else {
@@ -259,22 +346,22 @@ public final class JobRunner: Service, Sendable {
                     JobMetrics.finished(.cancelled)
                 }
             case .failed(let error) where Self.isTransient(error):
-                try await retryOrFail(job, reason: "the server could not store the result", abnormal: false, charge: 0,
+                try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
                                       finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
                                       detail: error.description)
             case .failed(let error):
                 // The input's fault: its unit is released, the worker time stays charged.
                 let (code, message) = Self.failure(error)
-                try await failForGood(job, code: code, message: message, charge: elapsed, log: log, reason: error.description)
+                try await failForGood(job, worker: worker, code: code, message: message, charge: elapsed, log: log, reason: error.description)
             case .abnormal(let reason, let timedOut) where timedOut:
-                try await failForGood(job, code: "time_limit",
+                try await failForGood(job, worker: worker, code: "time_limit",
                                       message: "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
                                       charge: elapsed, log: log, reason: reason)
             case .abnormal(let reason, _):
                 if job.abnormalExits + 1 >= Self.abnormalExitLimit {
-                    try await failForGood(job, code: "processing_failed", message: Self.unprocessableMessage, charge: elapsed, log: log, reason: reason)
+                    try await failForGood(job, worker: worker, code: "processing_failed", message: Self.unprocessableMessage, charge: elapsed, log: log, reason: reason)
                 } else {
-                    try await retryOrFail(job, reason: "processing stopped unexpectedly", abnormal: true, charge: elapsed,
+                    try await retryOrFail(job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: elapsed,
                                           finalCode: "processing_failed", finalMessage: Self.unprocessableMessage, log: log, detail: reason)
                 }
             }
@@ -290,25 +377,25 @@ public final class JobRunner: Service, Sendable {
     static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
 
     /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
-    private func failForGood(_ job: Job, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
-        _ = try await retrying { try await self.database.fail(id: job.id, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
+    private func failForGood(_ job: Job, worker: String, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
+        _ = try await retrying { try await self.database.fail(id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
         layout.removeJobFiles(job.id, keepingInput: settings.keepUploads)
         log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
         JobMetrics.finished(.failed)
     }
 
     /// Another attempt later (exponential backoff), keeping the input; after `maxAttempts` the job fails.
-    private func retryOrFail(_ job: Job, reason: String, abnormal: Bool, charge: Double, finalCode: String, finalMessage: String,
+    private func retryOrFail(_ job: Job, worker: String, reason: String, abnormal: Bool, charge: Double, finalCode: String, finalMessage: String,
                              log: Logger, detail: String) async throws {
         guard job.attempts < settings.maxAttempts else {
-            try await failForGood(job, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
+            try await failForGood(job, worker: worker, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
             return
         }
         let delay = min(3600, settings.retryBackoffSeconds * pow(2, Double(max(0, job.attempts - 1))))
         let now = clock()
         layout.removeJobFiles(job.id, keepingInput: true)
         _ = try await retrying {
-            try await self.database.retryLater(id: job.id, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
+            try await self.database.retryLater(id: job.id, worker: worker, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
                                                chargeSeconds: charge, reason: reason, now: now)
         }
         log.warning("job will be retried", metadata: ["in_seconds": "\(Int(delay))", "reason": "\(detail)"])
@@ -317,7 +404,7 @@ public final class JobRunner: Service, Sendable {
 
     /// Runs a job's final database write again (after 0.5, 1, 2, 4, 8 s) when it fails (a busy or
     /// momentarily full database), so a finished job is not left looking `processing`. If every try
-    /// fails, the watchdog re-queues the job later.
+    /// fails, the job's lease runs out and a rescuer re-queues it.
     private func retrying<T: Sendable>(_ write: @Sendable () async throws -> T) async throws -> T {
         var delay = 0.5
         while true {

@@ -10,7 +10,7 @@ import Telemetry
 /// What the HTTP layer asks of the job system: accounts, accepting uploads, reading and cancelling
 /// jobs, readiness. It owns the database, the storage layout and the workers.
 public final class JobService: Sendable {
-    public let database: AppDatabase
+    public let database: any MomentsStore
     public let layout: StorageLayout
     public let settings: ServiceSettings
     public let runner: JobRunner
@@ -24,18 +24,29 @@ public final class JobService: Sendable {
     public let appStore: AppStoreVerifier?
     public let appStoreUnavailable: String?
 
-    /// Creates the storage folders, opens (migrating) the database under `settings.storagePath`,
-    /// recovers jobs a crash interrupted, and loads the Apple root certificates.
+    /// Creates the storage folders, opens the store (`store`, or SQLite under `settings.storagePath`
+    /// when nil; see `StoreLocation`), recovers jobs a crash interrupted, and loads the Apple root
+    /// certificates.
     public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
-                appStore: AppStoreSettings = AppStoreSettings(), logger: Logger,
+                appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil, logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.plans = plans
         (self.appStore, self.appStoreUnavailable) = Self.verifier(appStore)
         if let reason = appStoreUnavailable { logger.notice("App Store verification is off", metadata: ["reason": "\(reason)"]) }
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
-        lock = try StorageLock(layout.path(".lock"))
-        let database = try AppDatabase(path: layout.databasePath, sandboxForAll: appStore.sandboxForAll)
+        let database: any MomentsStore
+        if let store {
+            database = store
+        } else {
+            guard case .sqlite(let path) = StoreLocation(settings.databaseURL, storagePath: settings.storagePath) else {
+                throw StoreLocationError(reason: "a PostgreSQL database is opened by the caller (moments serve/worker)")
+            }
+            database = try AppDatabase(path: path, sandboxForAll: appStore.sandboxForAll)
+        }
+        // One process per storage folder when the store is the embedded SQLite (it has no leases
+        // to tell another process's jobs from orphans); a shared store has no such limit.
+        lock = database.isExclusive ? try StorageLock(layout.path(".lock")) : nil
         self.database = database
         self.layout = layout
         self.settings = settings
@@ -60,8 +71,8 @@ public final class JobService: Sendable {
         }
     }
 
-    /// Held for the life of the service: one process per storage folder.
-    private let lock: StorageLock
+    /// Held for the life of the service: one process per storage folder (SQLite only).
+    private let lock: StorageLock?
 
     /// The containers and codecs the linked FFmpeg reads (computed once).
     public static let formats = FormatCatalog.current()
@@ -69,7 +80,7 @@ public final class JobService: Sendable {
     // MARK: Accounts
 
     public func createAccount(label: String?) async throws -> (Account, String) {
-        try await database.createAccount(label: label, now: clock())
+        try await database.createAccount(label: label, plan: "free", now: clock())
     }
 
     /// What `apiKey` is worth now. Every request reads its key and account from the database (one
@@ -77,10 +88,10 @@ public final class JobService: Sendable {
     /// refused on the very next request: there is no cache to go stale. The key's lastUsedAt is
     /// written at most once per `keyUseInterval` per key by this process, on the database's writer
     /// queue, never waited for.
-    public func authenticate(apiKey: String) throws -> KeyLookup {
+    public func authenticate(apiKey: String) async throws -> KeyLookup {
         // Keys are 46 characters; anything much longer is not one (and is not hashed).
         guard apiKey.utf8.count <= 200 else { return .unknown }
-        let lookup = try database.authenticate(keyHash: Account.hash(apiKey: apiKey))
+        let lookup = try await database.authenticate(keyHash: Account.hash(apiKey: apiKey))
         if case .valid(_, let keyId) = lookup {
             let now = clock()
             let due = keyUses.withLock { recorded -> Bool in
@@ -96,7 +107,7 @@ public final class JobService: Sendable {
 
     /// The account holding the active key `apiKey` (nil when unknown, revoked or disabled).
     public func account(apiKey: String) async throws -> Account? {
-        if case .valid(let account, _) = try authenticate(apiKey: apiKey) { return account }
+        if case .valid(let account, _) = try await authenticate(apiKey: apiKey) { return account }
         return nil
     }
 
@@ -141,7 +152,7 @@ public final class JobService: Sendable {
         let now = clock()
         let entitlement = try await database.entitlement(accountId: account.id, now: now)
         let plan = entitlement.grantsPro ? plans.pro : plans.free
-        let period = AppDatabase.period(of: now)
+        let period = UsagePeriod.month(of: now)
         let used = try await database.usedUnits(accountId: account.id, period: period.name)
         let usage = QuotaUsage(limit: plan.monthlyHighlights, used: used,
                                remaining: plan.monthlyHighlights.map { max(0, $0 - used) }, period: period.name, resetsAt: period.resetsAt)
@@ -176,7 +187,7 @@ public final class JobService: Sendable {
     /// 429 until the next UTC day: the plan's daily worker time is spent.
     func overBudget(limit: Double, used: Double, plan: Plan) -> UploadRejection {
         QuotaMetrics.refused(.dailyBudgetExceeded)
-        let next = AppDatabase.day(of: clock()).next
+        let next = UsagePeriod.day(of: clock()).next
         let retry = max(1, Int(next.timeIntervalSince(clock()).rounded(.up)))
         var detail = "Your \(plan.name) plan's processing time for today (\(Int(limit / 60)) minutes) is used up; it renews at \(ISO8601DateFormatter().string(from: next))."
         var extras: [String: UploadRejection.Value] = ["limit_seconds": .int(Int(limit)), "used_seconds": .int(Int(used.rounded())),
@@ -246,7 +257,7 @@ public final class JobService: Sendable {
             throw error
         }
         let now = clock()
-        let recent = (try? await database.recentCompletedJobs()) ?? []
+        let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []
         let queue = (try? await database.unfinishedJobs()) ?? []
         let estimate = estimator.estimate(input: input, targetDuration: targetDuration, quality: quality, recent: recent,
                                           queue: queue, workers: settings.workers)
@@ -294,8 +305,8 @@ public final class JobService: Sendable {
 
     // MARK: Jobs
 
-    public func jobStatus(id: String, account: Account) throws -> JobStatusRow? {
-        try database.jobStatus(id: id, accountId: account.id)
+    public func jobStatus(id: String, account: Account) async throws -> JobStatusRow? {
+        try await database.jobStatus(id: id, accountId: account.id)
     }
 
     public func job(id: String, account: Account) async throws -> Job? {
@@ -366,8 +377,8 @@ public final class JobService: Sendable {
     public func readiness() async -> [String: Check] {
         var checks: [String: Check] = [:]
         do {
-            try await database.checkWritable()
-            checks["database"] = Check(ok: true, detail: "writable")
+            try await database.checkWritable(now: clock())
+            checks["database"] = Check(ok: true, detail: "\(database.engine) writable")
         } catch {
             checks["database"] = Check(ok: false, detail: "not writable: \(error)")
         }

@@ -10,13 +10,14 @@ final class ProgressReporter: Sendable {
     private struct State { var stage = "starting"; var fraction = 0.0; var written = (stage: "", percent: -1) }
     private let state = Mutex(State())
     let jobID: String
-    let database: AppDatabase
+    let worker: String
+    let database: any MomentsStore
     let token: CancellationToken
     let interval: Duration
     let clock: @Sendable () -> Date
 
-    init(jobID: String, database: AppDatabase, token: CancellationToken, interval: Duration, clock: @escaping @Sendable () -> Date) {
-        self.jobID = jobID; self.database = database; self.token = token; self.interval = interval; self.clock = clock
+    init(jobID: String, worker: String, database: any MomentsStore, token: CancellationToken, interval: Duration, clock: @escaping @Sendable () -> Date) {
+        self.jobID = jobID; self.worker = worker; self.database = database; self.token = token; self.interval = interval; self.clock = clock
     }
 
     /// Called by the engine (any thread): cheap.
@@ -42,7 +43,7 @@ final class ProgressReporter: Sendable {
         }
         guard let (stage, percent) = pending else { return }
         do {
-            let stillRunning = try await database.updateProgress(id: jobID, progress: percent, stage: stage,
+            let stillRunning = try await database.updateProgress(id: jobID, worker: worker, progress: percent, stage: stage,
                                                                  message: Self.message(for: stage), now: clock())
             if !stillRunning { token.cancel() }
         } catch {

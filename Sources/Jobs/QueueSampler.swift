@@ -43,20 +43,3 @@ public final class QueueSampler: Sendable {
         }
     }
 }
-
-extension QueueSampler {
-    /// The service's SQLite store.
-    ///
-    /// Interim, until `AppDatabase` conforms to `QueueRepository`: counted from `unfinishedJobs()`.
-    /// Once it does, this body becomes `self.init(store: database, minInterval: minInterval)`.
-    public convenience init(database: AppDatabase, minInterval: TimeInterval = 2) {
-        self.init(minInterval: minInterval) { now in
-            let jobs = try await database.unfinishedJobs()
-            let pending = jobs.filter { $0.status == .pending }
-            let runnable = pending.filter { ($0.runAfter ?? .distantPast) <= now }
-            let oldest = runnable.map { max($0.createdAt, $0.runAfter ?? $0.createdAt) }.min()
-            return QueueStatistics(pending: pending.count, processing: jobs.count - pending.count,
-                                   oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
-        }
-    }
-}

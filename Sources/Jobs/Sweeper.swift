@@ -6,7 +6,7 @@ import MomentsConfig
 /// Periodic clean-up: results past their retention, uploads kept by a crash, folders that belong to
 /// no job, stale analysis-cache entries.
 struct Sweeper: Sendable {
-    let database: AppDatabase
+    let database: any MomentsStore
     let layout: StorageLayout
     let settings: ServiceSettings
     let logger: Logger
@@ -31,7 +31,7 @@ struct Sweeper: Sendable {
         var removed = 0
         let now = clock()
         do {
-            let expired = try await database.jobsWithExpiredMedia(now: now, defaultRetentionHours: settings.resultRetentionHours)
+            let expired = try await database.jobsWithExpiredMedia(now: now, defaultRetentionHours: settings.resultRetentionHours, limit: 500)
             for job in expired {
                 layout.removeJobFiles(job.id)
                 try await database.markMediaDeleted(id: job.id, now: now)

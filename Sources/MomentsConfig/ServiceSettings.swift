@@ -38,8 +38,17 @@ public struct ServiceSettings: Sendable, Equatable {
     public var resultRetentionHours = 168.0
     /// `storage.sweepIntervalSeconds` / STORAGE_SWEEP_INTERVAL_SECONDS: how often the sweeper runs.
     public var sweepIntervalSeconds = 600.0
-    /// `jobs.workers` / JOBS_WORKERS: jobs processed at the same time.
+    /// `database.url` / DATABASE_URL: the store. Empty: SQLite at `<storage.path>/moments.sqlite`;
+    /// `sqlite:PATH` or a plain path: SQLite there; `postgres://user:password@host:port/db?sslmode=…`:
+    /// PostgreSQL, shared by any number of API and worker processes on any hosts.
+    public var databaseURL = ""
+    /// `jobs.workers` / JOBS_WORKERS: jobs processed at the same time by this process (0: none, an
+    /// API-only process; `moments worker` processes do the work).
     public var workers = 1
+    /// `jobs.leaseSeconds` / JOBS_LEASE_SECONDS: a claimed job's lease. Its worker renews it every
+    /// third of this; once it has expired (the worker's process or host is gone) any process's
+    /// rescuer puts the job back in the queue.
+    public var leaseSeconds = 30.0
     /// `jobs.maxAttempts` / JOBS_MAX_ATTEMPTS: a job interrupted this many times (crashes) fails.
     public var maxAttempts = 3
     /// `jobs.niceness` / JOBS_NICENESS: scheduling niceness of the render threads, so the API stays
@@ -101,7 +110,9 @@ public struct ServiceSettings: Sendable, Equatable {
         keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)
         resultRetentionHours = config.double(forKey: "storage.resultRetentionHours", default: resultRetentionHours)
         sweepIntervalSeconds = config.double(forKey: "storage.sweepIntervalSeconds", default: sweepIntervalSeconds)
-        workers = max(1, config.int(forKey: "jobs.workers", default: workers))
+        databaseURL = config.string(forKey: "database.url", default: databaseURL)
+        workers = max(0, config.int(forKey: "jobs.workers", default: workers))
+        leaseSeconds = max(3, config.double(forKey: "jobs.leaseSeconds", default: leaseSeconds))
         maxAttempts = max(1, config.int(forKey: "jobs.maxAttempts", default: maxAttempts))
         niceness = min(19, max(0, config.int(forKey: "jobs.niceness", default: niceness)))
         progressIntervalMs = max(0, config.int(forKey: "jobs.progressIntervalMs", default: progressIntervalMs))

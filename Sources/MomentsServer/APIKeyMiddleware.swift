@@ -19,7 +19,7 @@ struct APIKeyMiddleware: RouterMiddleware {
             throw Self.unauthorized("invalid_authorization", "The Authorization header must be \"Bearer <api_key>\".")
         }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
-        switch try service.authenticate(apiKey: key) {
+        switch try await service.authenticate(apiKey: key) {
         case .unknown:
             throw Self.unauthorized("invalid_api_key", "The API key is not valid. Check it, or create an account with POST /api/v1/accounts.")
         case .revoked:

@@ -32,7 +32,7 @@ struct JobsController {
     @Sendable func status(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        guard let row = try service.jobStatus(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        guard let row = try await service.jobStatus(id: id, account: account) else { throw Problem.jobNotFound(id) }
         return JobStatusResponse(row, baseURL: service.settings.baseURL)
     }
 

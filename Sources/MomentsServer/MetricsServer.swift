@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import MomentsConfig
+import ServiceLifecycle
 import Telemetry
 
 /// A Hummingbird application (a Service) serving only /metrics and /health.
@@ -25,6 +26,32 @@ public func workerMetricsServer(_ operations: OperationsSettings, host: String, 
                                 refresh: @escaping @Sendable () async -> Void = {}) -> MetricsServer? {
     guard operations.metricsWorkerPort > 0 else { return nil }
     return makeMetricsServer(host: host, port: operations.metricsWorkerPort, token: operations.metricsToken, logger: logger, refresh: refresh)
+}
+
+/// `workerMetricsServer` as a member of the worker's ServiceGroup (nil when off). Metrics are not
+/// essential: a port already taken (two workers on one host with the same `metrics.workerPort`)
+/// is logged as an error and the worker goes on without its metrics server.
+public func workerMetricsService(_ operations: OperationsSettings, host: String, logger: Logger,
+                                 refresh: @escaping @Sendable () async -> Void = {}) -> ServiceGroupConfiguration.ServiceConfiguration? {
+    guard let server = workerMetricsServer(operations, host: host, logger: logger, refresh: refresh) else { return nil }
+    return .init(service: NonEssentialService(base: server, logger: logger, what: "metrics server on port \(operations.metricsWorkerPort)"),
+                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "metrics")
+}
+
+/// Runs `base`; if it fails, logs why and returns (its group goes on).
+struct NonEssentialService: Service {
+    let base: any Service
+    let logger: Logger
+    let what: String
+
+    func run() async {
+        do {
+            try await base.run()
+        } catch {
+            guard !Task.isCancelled else { return }
+            logger.error("the \(what) stopped; the process goes on without it", metadata: ["error": "\(error)"])
+        }
+    }
 }
 
 /// Serves the worker's metrics until the task is cancelled or the process is told to stop.

@@ -37,7 +37,7 @@ struct IsolationTests {
     @Test func crashingChildFailsTheJobAfterTwoDeaths() async throws {
         let scratch = Scratch()
         let fake = try Self.fakeChild(in: scratch, onHighlight: "kill -SEGV $$")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fake
             s.retryBackoffSeconds = 0
         }
@@ -68,7 +68,7 @@ struct IsolationTests {
     @Test func transientFailureRetriesKeepingTheInput() async throws {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fakePath
             s.retryBackoffSeconds = 1
         }
@@ -105,7 +105,7 @@ struct IsolationTests {
     @Test func hangingChildIsStoppedByTheTimeBudget() async throws {
         let scratch = Scratch()
         let fake = try Self.fakeChild(in: scratch, onHighlight: "exec /bin/sleep 1000")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fake
             s.timeBudgetSeconds = 2
             s.timeBudgetPerVideoSecond = 0
@@ -187,7 +187,7 @@ struct IsolationTests {
     /// A real child with too little memory cannot take the server down: the probe is refused
     /// cleanly and the next upload, with enough memory, works.
     @Test func outOfMemoryChildIsContained() async throws {
-        let server = try TestServer { s in s.childMemoryBytes = 64 << 20 }
+        let server = try await TestServer { s in s.childMemoryBytes = 64 << 20 }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -202,7 +202,7 @@ struct IsolationTests {
     @Test func cancelStopsTheChild() async throws {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
-        let server = try TestServer { s in s.childExecutable = fakePath }
+        let server = try await TestServer { s in s.childExecutable = fakePath }
         // The child notes its pid where it may write (its job folder goes with the cancel).
         let pidFile = server.layout.cacheDirectory + "/child.pid"
         _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
@@ -252,17 +252,17 @@ struct FairnessTests {
         var order: [String] = []
         for _ in 0..<4 {
             now += 1
-            let job = try #require(try await database.claimNextJob(now: now))
+            let job = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now))
             order.append(job.id)
             // Finish it so only the round robin decides the next one.
-            _ = try await database.complete(id: job.id, output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
-                                            processingSeconds: 1, now: now)
+            _ = try await database.complete(id: job.id, worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
+                                            processingSeconds: 1, workerSeconds: 0, now: now)
         }
         #expect(order == ["a0", "b0", "a1", "b1"], "\(order)")
         // A job waiting out a retry backoff is skipped until its time.
-        let retry = try #require(try await database.claimNextJob(now: now + 1))
-        try await database.retryLater(id: retry.id, runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
-        let next = try await database.claimNextJob(now: now + 2)
+        let retry = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 1))
+        try await database.retryLater(id: retry.id, worker: "test", runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
+        let next = try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 2)
         #expect(next?.id != retry.id)
         try database.close()
     }
@@ -273,7 +273,7 @@ struct FairnessTests {
         var plans = TestServer.roomyPlans
         plans.free.dailyWorkerSeconds = 60
         let clock = TestClock(QuotaTests.utc("2026-11-23T22:00:00Z"))
-        let server = try TestServer(plans: plans, clock: clock)
+        let server = try await TestServer(plans: plans, clock: clock)
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (accountId, key) = try await client.createAccount()

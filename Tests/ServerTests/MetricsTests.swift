@@ -66,7 +66,7 @@ extension TestClientProtocol {
 struct MetricsTests {
     /// A service whose log lines are JSON objects kept in `sink`.
     static func jsonLoggedService(_ scratch: Scratch, plans: PlanSettings, sink: MemoryLogSink,
-                                  _ configure: (inout ServiceSettings) -> Void = { _ in }) throws -> JobService {
+                                  _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws -> JobService {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -77,7 +77,8 @@ struct MetricsTests {
         logger.logLevel = .info
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
-        return try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, logger: logger)
+        let store = try await TestEngine.current.openStore(settings: &settings, sandboxForAll: false, logger: logger)
+        return try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: store, logger: logger)
     }
 
     /// An upload, status polls until the job is done, a refused upload: /metrics counts each by route
@@ -88,7 +89,7 @@ struct MetricsTests {
         let sink = MemoryLogSink()
         var plans = TestServer.roomyPlans
         plans.free.monthlyHighlights = 1
-        let service = try Self.jsonLoggedService(scratch, plans: plans, sink: sink)
+        let service = try await Self.jsonLoggedService(scratch, plans: plans, sink: sink)
         let (app, _) = buildApplication(service: service, logger: Logger(label: "moments-test") { JSONLogHandler(label: $0, sink: sink) })
         let video = try await Fixtures.data(.tiny)
         try await app.test(.router) { client in
@@ -161,7 +162,7 @@ struct MetricsTests {
 
     /// `metrics.token`: without it /metrics is open; with it, only `Bearer <token>` gets the metrics.
     @Test func tokenIsEnforcedWhenSet() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         var operations = OperationsSettings()
         operations.metricsToken = "metrics-s3cret"
         let (router, table) = buildRouter(service: server.service, operations: operations)
@@ -203,8 +204,10 @@ struct MetricsTests {
         // metrics.workerPort 0 turns the worker's server off.
         var operations = OperationsSettings()
         #expect(workerMetricsServer(operations, host: "127.0.0.1", logger: logger) != nil)
+        #expect(workerMetricsService(operations, host: "127.0.0.1", logger: logger) != nil)
         operations.metricsWorkerPort = 0
         #expect(workerMetricsServer(operations, host: "127.0.0.1", logger: logger) == nil)
+        #expect(workerMetricsService(operations, host: "127.0.0.1", logger: logger) == nil)
     }
 
     /// metrics.token, metrics.workerPort and log.format come from the environment; the shipped
@@ -254,7 +257,7 @@ struct MetricsTests {
     @Test func requestLogsCarryTheRequestID() async throws {
         let scratch = Scratch()
         let sink = MemoryLogSink()
-        let service = try Self.jsonLoggedService(scratch, plans: TestServer.roomyPlans, sink: sink) { $0.minFreeBytes = 1 << 60 }
+        let service = try await Self.jsonLoggedService(scratch, plans: TestServer.roomyPlans, sink: sink) { $0.minFreeBytes = 1 << 60 }
         let (app, _) = buildApplication(service: service, logger: Logger(label: "moments-http") { JSONLogHandler(label: $0, sink: sink) })
         try await app.test(.router) { client in
             let response = try await client.get("/ready", key: nil, headers: [HTTPField.Name("X-Request-Id")!: "metrics-test-42"])

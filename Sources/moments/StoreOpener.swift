@@ -1,0 +1,17 @@
+import Foundation
+import JobStore
+import Jobs
+import Logging
+
+/// Opens the store a `StoreLocation` names: SQLite (creating its folder) or PostgreSQL.
+enum StoreOpener {
+    static func open(_ location: StoreLocation, sandboxForAll: Bool, logger: Logger) async throws -> any MomentsStore {
+        switch location {
+        case .sqlite(let path):
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            return try AppDatabase(path: path, sandboxForAll: sandboxForAll)
+        case .postgresql:
+            throw StoreLocationError(reason: "PostgreSQL support is not built into this binary yet")
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import Jobs
+import Logging
+import MomentsConfig
+import MomentsServer
+import ServiceLifecycle
+import Telemetry
+
+/// `moments worker`: job workers without the HTTP API, on a store shared with the API processes
+/// (PostgreSQL) — any number of them, on any hosts. SIGTERM or SIGINT: running jobs are handed
+/// back to the queue (without counting the attempt) and the process exits.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Process highlight jobs from the shared queue (no HTTP API).",
+        discussion: "Needs a shared database: DATABASE_URL=postgres://… (and, across hosts, shared media storage: STORAGE_BACKEND=s3). Settings come from Config/moments.json and the environment; options given here win.")
+
+    @Option(help: "Jobs processed at the same time (default jobs.workers / JOBS_WORKERS).") var workers: Int?
+    @Option(help: "Local folder for scratch files and the analysis cache (default storage.path / STORAGE_PATH).") var storage: String?
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
+
+    func run() async throws {
+        let context = try await ProcessContext.load(storage: storage, logLevel: logLevel)
+        var settings = context.settings
+        if let workers { settings.workers = workers }
+        guard settings.workers > 0 else { throw ValidationError("--workers must be at least 1") }
+        guard case .postgresql = StoreLocation(settings.databaseURL, storagePath: settings.storagePath) else {
+            context.fail("a worker process shares the queue through PostgreSQL: set DATABASE_URL=postgres://… (with the embedded SQLite, `moments serve` runs the workers itself)")
+        }
+        let service = try await context.openService(settings)
+        let logger = context.logger
+        logger.notice("Moments worker started", metadata: ["workers": "\(settings.workers)", "database": "\(service.database.engine)"])
+        let sampler = QueueSampler(store: service.database)
+        let metrics = workerMetricsService(OperationsSettings(reader: context.config), host: settings.host, logger: logger) { await sampler.refresh() }
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service.runner)] + (metrics.map { [$0] } ?? []),
+                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        try await service.database.close()
+        logger.notice("Moments worker stopped; its jobs were finished or handed back")
+    }
+}
+
+/// What `serve` and `worker` share: configuration, logger, the store and the job service.
+struct ProcessContext {
+    var config: ConfigReader
+    var settings: ServiceSettings
+    var media: MediaDefaults
+    var logger: Logger
+
+    static func load(storage: String?, logLevel: String?) async throws -> ProcessContext {
+        let config: ConfigReader
+        do {
+            config = try await MomentsConfiguration.reader()
+        } catch {
+            FileHandle.standardError.write(Data("moments: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        var settings = ServiceSettings(reader: config)
+        if let storage { settings.storagePath = storage }
+        LogOutput.bootstrap(json: OperationsSettings(reader: config).logFormat == .json)
+        var logger = Logger(label: "moments")
+        let level = logLevel ?? config.string(forKey: "log.level", default: "info")
+        logger.logLevel = Logger.Level(rawValue: level) ?? .info
+        return ProcessContext(config: config, settings: settings, media: MediaDefaults(reader: config), logger: logger)
+    }
+
+    func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("moments: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+
+    /// Opens the store `settings.databaseURL` names and the job service on it.
+    func openService(_ settings: ServiceSettings) async throws -> JobService {
+        let appStore = AppStoreSettings(reader: config)
+        let location = StoreLocation(settings.databaseURL, storagePath: settings.storagePath)
+        do {
+            let store = try await StoreOpener.open(location, sandboxForAll: appStore.sandboxForAll, logger: logger)
+            return try JobService(settings: settings, media: media, plans: PlanSettings(reader: config), appStore: appStore,
+                                  store: store, logger: logger)
+        } catch {
+            fail("cannot open the store (\(location.redacted)) or the storage at \(settings.storagePath): \(error)")
+        }
+    }
+}
