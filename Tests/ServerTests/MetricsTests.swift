@@ -210,6 +210,27 @@ struct MetricsTests {
         #expect(workerMetricsService(operations, host: "127.0.0.1", logger: logger) == nil)
     }
 
+    /// Two workers on one host with the same `metrics.workerPort`: the second logs that its metrics
+    /// server could not start and goes on (the service returns instead of stopping the worker).
+    @Test func takenWorkerPortIsNotFatal() async throws {
+        let sink = MemoryLogSink()
+        var warnings = Logger(label: "moments-test") { JSONLogHandler(label: $0, sink: sink) }
+        warnings.logLevel = .warning
+        let logger = warnings
+        let first = makeMetricsServer(host: "127.0.0.1", port: 0, token: "", logger: logger)
+        try await first.test(.live) { client in
+            var operations = OperationsSettings()
+            operations.metricsWorkerPort = try #require(client.port)
+            let second = try #require(workerMetricsService(operations, host: "127.0.0.1", logger: logger))
+            try await second.service.run()
+            let open = try await client.get("/metrics", key: nil)
+            #expect(open.status == .ok)
+        }
+        let lines = try sink.objects()
+        #expect(lines.contains { ($0["message"] as? String)?.contains("metrics server on port") == true && $0["level"] as? String == "error" },
+                "\(sink.all)")
+    }
+
     /// metrics.token, metrics.workerPort and log.format come from the environment; the shipped
     /// Config/moments.json holds the built-in defaults.
     @Test func operationsKeys() async throws {
