@@ -33,7 +33,7 @@ struct ScaleOutTests {
             "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,
             // A short lease and backoff, so the rescue happens within seconds.
             "JOBS_LEASE_SECONDS": "3", "JOBS_RETRY_BACKOFF_SECONDS": "1",
-            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576",
+            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576", "METRICS_WORKER_PORT": "0",
         ]
         func environment(_ name: String, _ extra: [String: String] = [:]) -> [String: String] {
             shared.merging(["STORAGE_PATH": scratch.path(name)].merging(extra) { $1 }) { $1 }
