@@ -27,16 +27,20 @@ release: setup
 run: release
 	.build/release/moments serve
 
-# Three runs: the media tests do long synchronous work on Swift's cooperative threads (as many as
-# cores), which would starve the live HTTP servers the service tests talk to; the object-storage
-# tests talk to a real S3 server (moto from PyPI, installed and started here on a free loopback
-# port with signature checking on, and stopped after).
+# The media tests run first on their own: they do long synchronous work on Swift's cooperative
+# threads (as many as cores), which would starve the live HTTP servers the service tests talk to.
+# The rest runs with a throw-away PostgreSQL cluster and moto's S3 server (installed when missing,
+# started on free loopback ports, stopped after; see scripts/with-test-servers): the service tests
+# on the embedded engines (SQLite + filesystem), the store and object-storage suites, and the
+# service tests again on the production engines (PostgreSQL + S3).
+SERVICE_TESTS := --filter ServerTests --skip S3ServerTests
 test: setup
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests
-	$(SWIFT) test --skip-build --filter ServerTests --skip ObjectStorageTests
-	@env=$$(scripts/s3-test-server start) && eval "$$env" && \
-		{ $(SWIFT) test --skip-build --filter ObjectStorageTests; rc=$$?; scripts/s3-test-server stop; exit $$rc; }
+	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests --skip StoreTests
+	scripts/with-test-servers bash -c '\
+		$(SWIFT) test --skip-build $(SERVICE_TESTS) && \
+		$(SWIFT) test --skip-build --filter "StoreTests|ObjectStorageTests" && \
+		MOMENTS_TEST_ENGINE=postgresql+s3 $(SWIFT) test --skip-build $(SERVICE_TESTS)'
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl).
 bench: release

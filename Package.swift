@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -81,11 +83,20 @@ let package = Package(
         ),
         // Starting the child processes that parse untrusted media: fork, limits and plumbing in C.
         .target(name: "CIsolation"),
+        // Telemetry: the process-wide Prometheus registry, every metric named once, JSON log lines.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -94,7 +105,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig", "AppStore",
+                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -140,6 +151,7 @@ let package = Package(
                 "MomentsServer",
                 "JobStore",
                 "Jobs",
+                "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
@@ -162,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore", "ObjectStorage", "Telemetry",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),

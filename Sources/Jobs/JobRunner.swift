@@ -6,6 +6,7 @@ import MediaEngine
 import MomentsConfig
 import ServiceLifecycle
 import Synchronization
+import Telemetry
 
 /// The workers: N loops that claim jobs from the durable queue and run the highlight engine, plus
 /// the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
@@ -58,6 +59,7 @@ public final class JobRunner: Service, Sendable {
         let recovered = try sqlite.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
         for id in recovered.failed { layout.removeJobFiles(id) }
         for id in recovered.requeued { layout.removeJobFiles(id, keepingInput: true) }
+        JobMetrics.recovered(requeued: recovered.requeued.count, failed: recovered.failed.count)
         if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
             logger.notice("recovered interrupted jobs", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
@@ -65,6 +67,7 @@ public final class JobRunner: Service, Sendable {
     }
 
     public func run() async throws {
+        let workerSlots = WorkerMetrics.started(settings.workers); defer { workerSlots.stopped() }
         await withGracefulShutdownHandler {
             // Worker loops and the sweeper end at shutdown; the helpers around them (poll, store
             // events, lease renewal, rescuer) are cancelled once those have ended.
@@ -156,6 +159,7 @@ public final class JobRunner: Service, Sendable {
         do {
             let rescued = try await database.rescueExpiredLeases(maxAttempts: settings.maxAttempts,
                                                                  backoffSeconds: settings.retryBackoffSeconds, now: clock())
+            JobMetrics.recovered(requeued: rescued.requeued.count, failed: rescued.failed.count)
             if !rescued.requeued.isEmpty || !rescued.failed.isEmpty {
                 logger.warning("rescued jobs whose worker is gone", metadata: ["requeued": "\(rescued.requeued)", "failed": "\(rescued.failed)"])
             }
@@ -245,6 +249,7 @@ public final class JobRunner: Service, Sendable {
             token.cancel()
         }
         let started = clock()
+        let stages = JobMetrics.started(attempt: job.attempts)
         var log = logger
         log[metadataKey: "job"] = "\(job.id)"
         log.info("job started", metadata: ["worker": "\(worker)", "attempt": "\(job.attempts)"])
@@ -273,9 +278,11 @@ public final class JobRunner: Service, Sendable {
             IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
                               cancellation: token, logger: childLog) { stage, fraction in
                 reporter.report(stage: stage, fraction: fraction)
+                stages.enter(stage)
             }
         }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         progressTask.cancel()
+        stages.publishing()
         let leaseLost = running.withLock { $0[job.id]?.leaseLost ?? false }
         if leaseLost {
             // Another worker holds the job now: its media are that worker's; nothing to record.
@@ -283,6 +290,7 @@ public final class JobRunner: Service, Sendable {
         } else {
             await finish(job, worker: worker, outcome: outcome, token: token, started: started, log: log)
         }
+        stages.done()
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
     }
@@ -318,20 +326,24 @@ public final class JobRunner: Service, Sendable {
                                                                           workerSeconds: elapsed, now: now) }) {
                     if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
+                    JobMetrics.finished(.completed)
                 } else {
                     layout.removeJobFiles(job.id)
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
                     log.info("job cancelled as it completed; result removed")
+                    JobMetrics.finished(.cancelled)
                 }
             case .cancelled:
                 if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
                     try await retrying { try await self.database.requeue(id: job.id, worker: worker, now: now) }
                     log.notice("job stopped by shutdown; back in the queue")
+                    JobMetrics.finished(.handedBack)
                 } else {
                     layout.removeJobFiles(job.id)
                     // A cancel after processing began still costs the worker time it used.
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
                     log.info("job cancelled; files removed")
+                    JobMetrics.finished(.cancelled)
                 }
             case .failed(let error) where Self.isTransient(error):
                 try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
@@ -369,6 +381,7 @@ public final class JobRunner: Service, Sendable {
         _ = try await retrying { try await self.database.fail(id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
         layout.removeJobFiles(job.id, keepingInput: settings.keepUploads)
         log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
+        JobMetrics.finished(.failed)
     }
 
     /// Another attempt later (exponential backoff), keeping the input; after `maxAttempts` the job fails.
@@ -386,6 +399,7 @@ public final class JobRunner: Service, Sendable {
                                                chargeSeconds: charge, reason: reason, now: now)
         }
         log.warning("job will be retried", metadata: ["in_seconds": "\(Int(delay))", "reason": "\(detail)"])
+        JobMetrics.finished(.retried)
     }
 
     /// Runs a job's final database write again (after 0.5, 1, 2, 4, 8 s) when it fails (a busy or

@@ -5,6 +5,7 @@ import MediaEngine
 import MomentsConfig
 import Synchronization
 import AppStore
+import Telemetry
 
 /// What the HTTP layer asks of the job system: accounts, accepting uploads, reading and cancelling
 /// jobs, readiness. It owns the database, the storage layout and the workers.
@@ -185,6 +186,7 @@ public final class JobService: Sendable {
 
     /// 429 until the next UTC day: the plan's daily worker time is spent.
     func overBudget(limit: Double, used: Double, plan: Plan) -> UploadRejection {
+        QuotaMetrics.refused(.dailyBudgetExceeded)
         let next = UsagePeriod.day(of: clock()).next
         let retry = max(1, Int(next.timeIntervalSince(clock()).rounded(.up)))
         var detail = "Your \(plan.name) plan's processing time for today (\(Int(limit / 60)) minutes) is used up; it renews at \(ISO8601DateFormatter().string(from: next))."
@@ -198,6 +200,7 @@ public final class JobService: Sendable {
     }
 
     func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> UploadRejection {
+        QuotaMetrics.refused(.quotaExceeded)
         let resets = ISO8601DateFormatter().string(from: usage.resetsAt)
         var extras: [String: UploadRejection.Value] = ["limit": .int(limit), "used": .int(used), "remaining": .int(max(0, limit - used)),
                                                        "resets_at": .string(resets), "plan": .string(plan.name)]
@@ -212,6 +215,7 @@ public final class JobService: Sendable {
     }
 
     func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> UploadRejection {
+        QuotaMetrics.refused(.tooManyJobs)
         let now = clock()
         let waits = active.map { job -> Double in
             let elapsed = job.startedAt.map { now.timeIntervalSince($0) } ?? 0

@@ -8,8 +8,9 @@ import MomentsConfig
 /// Builds the HTTP application on a job service: routes, middleware, the transport limits of
 /// `ServiceSettings` (connections, header and idle timeouts, body rate), and the workers as a
 /// service of the application (they start and stop with it).
-public func buildApplication(service: JobService, logger: Logger) -> (app: some ApplicationProtocol, routes: RouteTable) {
-    let (router, table) = buildRouter(service: service, logger: logger)
+public func buildApplication(service: JobService, logger: Logger,
+                             operations: OperationsSettings = OperationsSettings()) -> (app: some ApplicationProtocol, routes: RouteTable) {
+    let (router, table) = buildRouter(service: service, logger: logger, operations: operations)
     let settings = service.settings
     let server = HTTPServerBuilder.guardedHTTP1(
         counter: ConnectionCounter(limit: settings.maxConnections),
@@ -25,9 +26,11 @@ public func buildApplication(service: JobService, logger: Logger) -> (app: some 
 }
 
 /// The router alone (tests drive it with `.router`).
-public func buildRouter(service: JobService, logger: Logger? = nil) -> (Router<AppRequestContext>, RouteTable) {
+public func buildRouter(service: JobService, logger: Logger? = nil,
+                        operations: OperationsSettings = OperationsSettings()) -> (Router<AppRequestContext>, RouteTable) {
     let router = Router(context: AppRequestContext.self)
     let table = RouteTable()
+    router.add(middleware: HTTPMetricsMiddleware())
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: ProblemMiddleware())
     let protected = router.group().add(middleware: APIKeyMiddleware(service: service))
@@ -38,6 +41,8 @@ public func buildRouter(service: JobService, logger: Logger? = nil) -> (Router<A
     }
     HealthController(service: service).addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
+    let queueSampler = QueueSampler(store: service.database)
+    MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(to: router, table: table)
     AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
         .addRoutes(to: router, table: table)
     UploadController(service: service, uploads: UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads))

@@ -4,6 +4,7 @@ import Hummingbird
 import Jobs
 import JobStore
 import MediaEngine
+import Telemetry
 
 /// POST /api/v1/upload and GET /api/v1/upload/formats.
 struct UploadController {
@@ -24,6 +25,21 @@ struct UploadController {
     /// (413), the server-wide upload cap (503) and the disk, counting what the other uploads in
     /// progress have declared and not yet written (507).
     @Sendable func upload(_ request: Request, context: AppRequestContext) async throws -> UploadResponse {
+        do {
+            let response = try await receive(request, context: context)
+            UploadMetrics.accepted()
+            return response
+        } catch let problem as Problem {
+            UploadMetrics.refused(code: problem.code)
+            throw problem
+        } catch {
+            UploadMetrics.refused(code: "error")
+            throw error
+        }
+    }
+
+    /// The upload route itself (`upload` counts its outcome).
+    func receive(_ request: Request, context: AppRequestContext) async throws -> UploadResponse {
         let account = try context.requireAccount()
         let settings = service.settings
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
@@ -58,6 +74,7 @@ struct UploadController {
             // Every upload in progress, this one included, may still write what it declared.
             do { try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes()) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
         }
+        uploads.wrote(ticket, bytes: received.fileBytes)
         let targetDuration: Int
         let quality: String
         do {

@@ -1,4 +1,5 @@
 import Synchronization
+import Telemetry
 
 /// The uploads whose bodies are being received right now (not yet jobs): how many per account
 /// (they count against the plan's jobs at once), how many in all (`upload.maxConcurrent`), and the
@@ -38,16 +39,23 @@ final class UploadRegistry: Sendable {
     /// The upload passed the account's checks and will receive a body of `declaredBytes` (0 when
     /// unknown): false when the server-wide cap is reached.
     func startReceiving(_ ticket: Ticket, declaredBytes: Int64) -> Bool {
-        state.withLock { state in
+        let started = state.withLock { state in
             if maxConcurrent > 0 && state.receiving.count >= maxConcurrent { return false }
             state.receiving[ticket.id] = (max(0, declaredBytes), 0)
             return true
         }
+        if started { UploadMetrics.started() }
+        return started
     }
 
     /// The upload has written `bytes` of its file so far.
     func wrote(_ ticket: Ticket, bytes: Int64) {
-        state.withLock { $0.receiving[ticket.id]?.written = bytes }
+        let added = state.withLock { state -> Int64 in
+            guard let before = state.receiving[ticket.id]?.written else { return 0 }
+            state.receiving[ticket.id]?.written = bytes
+            return bytes - before
+        }
+        UploadMetrics.received(bytes: added)
     }
 
     /// Declared bytes not yet written, summed over the uploads in progress (without `excluded`).
@@ -60,11 +68,14 @@ final class UploadRegistry: Sendable {
     }
 
     func end(_ ticket: Ticket) {
-        state.withLock { state in
-            state.receiving[ticket.id] = nil
-            guard state.perAccount[ticket.account] != nil else { return }
-            let left = state.perAccount[ticket.account, default: 1] - 1
-            state.perAccount[ticket.account] = left > 0 ? left : nil
+        let wasReceiving = state.withLock { state -> Bool in
+            let wasReceiving = state.receiving.removeValue(forKey: ticket.id) != nil
+            if state.perAccount[ticket.account] != nil {
+                let left = state.perAccount[ticket.account, default: 1] - 1
+                state.perAccount[ticket.account] = left > 0 ? left : nil
+            }
+            return wasReceiving
         }
+        if wasReceiving { UploadMetrics.ended() }
     }
 }

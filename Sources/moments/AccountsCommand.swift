@@ -2,10 +2,12 @@ import ArgumentParser
 import Configuration
 import Foundation
 import JobStore
+import Jobs
+import Logging
 import MomentsConfig
 
-/// `moments accounts …`: the operator's view of accounts, on the same database as the server
-/// (SQLite in WAL mode: safe while the server runs).
+/// `moments accounts …`: the operator's view of accounts, on the same store as the server
+/// (`DATABASE_URL`: PostgreSQL; else SQLite in WAL mode, safe while the server runs).
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts", abstract: "Create and inspect accounts; grant or revoke pro; manage API keys, testers and disabled accounts.",
@@ -13,23 +15,26 @@ struct AccountsCommand: AsyncParsableCommand {
                       Disable.self, Enable.self, Tester.self])
 
     struct Options: ParsableArguments {
-        @Option(help: "Storage folder holding moments.sqlite (default: storage.path / STORAGE_PATH).") var storage: String?
+        @Option(help: "Storage folder holding moments.sqlite (default: storage.path / STORAGE_PATH; ignored when DATABASE_URL names PostgreSQL).") var storage: String?
         @Flag(help: "Print JSON.") var json = false
 
         /// The database; only `create` may make a new one (a mistyped --storage is an error).
-        func open(creating: Bool = false) async throws -> (AppDatabase, PlanSettings) {
+        func open(creating: Bool = false) async throws -> (any MomentsStore, PlanSettings) {
             let config = try await MomentsConfiguration.reader()
-            let root = storage ?? ServiceSettings(reader: config).storagePath
-            let path = (root as NSString).appendingPathComponent("moments.sqlite")
-            guard creating || FileManager.default.fileExists(atPath: path) else {
+            var settings = ServiceSettings(reader: config)
+            if let storage { settings.storagePath = storage }
+            let location = StoreLocation(settings.databaseURL, storagePath: settings.storagePath)
+            if case .sqlite(let path) = location, !creating, !FileManager.default.fileExists(atPath: path) {
                 throw ValidationError("no database at \(path) (start the server once, or create an account first)")
             }
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            return (try AppDatabase(path: path, sandboxForAll: AppStoreSettings(reader: config).sandboxForAll), PlanSettings(reader: config))
+            var logger = Logger(label: "moments-accounts")
+            logger.logLevel = .warning
+            let store = try await StoreOpener.open(location, sandboxForAll: AppStoreSettings(reader: config).sandboxForAll, logger: logger)
+            return (store, PlanSettings(reader: config))
         }
     }
 
-    static func account(_ db: AppDatabase, _ id: String) async throws -> Account {
+    static func account(_ db: any MomentsStore, _ id: String) async throws -> Account {
         guard let account = try await db.account(id: id.lowercased()) else { throw ValidationError("no account \(id)") }
         return account
     }
@@ -50,7 +55,7 @@ struct AccountsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (db, _) = try await options.open(creating: true)
-            let (account, key) = try await db.createAccount(label: label)
+            let (account, key) = try await db.createAccount(label: label, plan: "free", now: Date())
             if options.json { printJSON(["account_id": account.id, "api_key": key]) } else {
                 print("account \(account.id)\napi key \(key)   (shown once; stored only as a hash)")
             }
@@ -197,7 +202,7 @@ struct AccountsCommand: AsyncParsableCommand {
         func run() async throws {
             let (db, _) = try await options.open()
             let account = try await AccountsCommand.account(db, id)
-            guard let rotated = try await db.rotateKey(accountId: account.id, now: Date()) else {
+            guard let rotated = try await db.rotateKey(accountId: account.id, label: "rotated", now: Date()) else {
                 throw ValidationError("no account \(id)")
             }
             let (key, secret, revoked) = rotated

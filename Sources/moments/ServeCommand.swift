@@ -33,7 +33,7 @@ struct ServeCommand: AsyncParsableCommand {
         let service = try await context.openService(settings)
         logger.notice("Moments listening", metadata: ["url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
                                                       "database": "\(service.database.engine)", "workers": "\(settings.workers)"])
-        let (app, _) = buildApplication(service: service, logger: logger)
+        let (app, _) = buildApplication(service: service, logger: logger, operations: OperationsSettings(reader: context.config))
         try await app.runService()
         try await service.database.close()
         logger.notice("Moments stopped; database closed")

@@ -4,7 +4,9 @@ import Foundation
 import Jobs
 import Logging
 import MomentsConfig
+import MomentsServer
 import ServiceLifecycle
+import Telemetry
 
 /// `moments worker`: job workers without the HTTP API, on a store shared with the API processes
 /// (PostgreSQL) — any number of them, on any hosts. SIGTERM or SIGINT: running jobs are handed
@@ -30,7 +32,10 @@ struct WorkerCommand: AsyncParsableCommand {
         let service = try await context.openService(settings)
         let logger = context.logger
         logger.notice("Moments worker started", metadata: ["workers": "\(settings.workers)", "database": "\(service.database.engine)"])
-        let group = ServiceGroup(services: [service.runner], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let sampler = QueueSampler(store: service.database)
+        let metrics = workerMetricsService(OperationsSettings(reader: context.config), host: settings.host, logger: logger) { await sampler.refresh() }
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service.runner)] + (metrics.map { [$0] } ?? []),
+                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try await service.database.close()
         logger.notice("Moments worker stopped; its jobs were finished or handed back")
@@ -54,6 +59,7 @@ struct ProcessContext {
         }
         var settings = ServiceSettings(reader: config)
         if let storage { settings.storagePath = storage }
+        LogOutput.bootstrap(json: OperationsSettings(reader: config).logFormat == .json)
         var logger = Logger(label: "moments")
         let level = logLevel ?? config.string(forKey: "log.level", default: "info")
         logger.logLevel = Logger.Level(rawValue: level) ?? .info

@@ -3,10 +3,10 @@ import HummingbirdTesting
 import Testing
 
 /// `moments accounts …` on a storage folder, as an operator runs it.
-@Suite("Admin CLI")
+@Suite("Admin CLI", .enabled(if: TestEngine.isEmbedded, "runs the CLI on the embedded database"))
 struct AdminCLITests {
     func run(_ arguments: [String]) throws -> (Int32, String) {
-        let executable = try #require(CrashRecoveryTests.executable, "build the moments executable first (swift build)")
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -64,7 +64,7 @@ struct AdminCLITests {
     /// Keys, rotation, revocation, disabling and testers, run by the operator while the server
     /// answers requests on the same storage: each change holds from the next request on.
     @Test func keysDisableAndTester() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         let storage = server.service.settings.storagePath
         try await withServer(server, .router) { client in
             let (id, oldKey) = try await client.createAccount()

@@ -16,7 +16,7 @@ extension AppStoreTests {
     }
 
     @Test func sandboxPurchasesGrantProOnlyToTesters() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let sandbox = StoreKitFixtures.transaction(account: id, environment: "Sandbox")
@@ -43,7 +43,7 @@ extension AppStoreTests {
     }
 
     @Test func sandboxForAllGrantsEveryone() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain, sandboxForAll: true)
+        let server = try await TestServer(plans: .init(), appleChain: chain, sandboxForAll: true)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let sandbox = StoreKitFixtures.transaction(account: id, environment: "Sandbox")
@@ -55,7 +55,7 @@ extension AppStoreTests {
     /// An operator's revoke, then a renewal of the same original transaction signed later (by the
     /// app and by Apple): it stays revoked. Apple's REFUND_REVERSED reinstates it.
     @Test func revocationSticksUntilReversed() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let original = UUID().uuidString

@@ -34,7 +34,7 @@ struct AppStoreTests {
     }
 
     @Test func verifiedTransactionGrantsPro() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             #expect(try await plan(client, key: key).0 == "free")
@@ -60,7 +60,7 @@ struct AppStoreTests {
     }
 
     @Test func refusedTransactions() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         let now = Date()
         let expiredLeaf = try TestAppleChain(leafValidity: now.addingTimeInterval(-3 * 365 * 86400)...now.addingTimeInterval(-365 * 86400))
         let otherRoot = try TestAppleChain()
@@ -93,7 +93,7 @@ struct AppStoreTests {
     @Test func validationHappensAtSignedDate() async throws {
         let now = Date()
         let oldLeaf = try TestAppleChain(leafValidity: now.addingTimeInterval(-3 * 365 * 86400)...now.addingTimeInterval(-365 * 86400))
-        let server = try TestServer(plans: .init(), appleChain: oldLeaf)
+        let server = try await TestServer(plans: .init(), appleChain: oldLeaf)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let signedWhileValid = StoreKitFixtures.transaction(account: id, expires: now.addingTimeInterval(86400),
@@ -105,7 +105,7 @@ struct AppStoreTests {
     }
 
     @Test func ownershipAndRevocation() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (alice, aliceKey) = try await client.createAccount()
             let (_, bobKey) = try await client.createAccount()
@@ -140,7 +140,7 @@ struct AppStoreTests {
     }
 
     @Test func notificationsKeepTheEntitlementCurrent() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let original = UUID().uuidString
@@ -191,7 +191,7 @@ struct AppStoreTests {
     }
 
     @Test func graceExpiresWithTheClock() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let t0 = Date().addingTimeInterval(-60)
@@ -206,7 +206,7 @@ struct AppStoreTests {
     /// operator's revoke that a client re-post must not undo, a resubscription from another account,
     /// and a genuine notification for another environment.
     @Test func mergingAndOwnershipEdgeCases() async throws {
-        let server = try TestServer(plans: .init(), appleChain: chain)
+        let server = try await TestServer(plans: .init(), appleChain: chain)
         try await withServer(server, .router) { client in
             let (alice, aliceKey) = try await client.createAccount()
             let (bob, bobKey) = try await client.createAccount()
@@ -259,7 +259,7 @@ struct AppStoreTests {
     }
 
     @Test func unconfiguredServerFailsClosed() async throws {
-        let server = try TestServer(plans: .init())
+        let server = try await TestServer(plans: .init())
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let jws = try await chain.sign(StoreKitFixtures.transaction(account: id))

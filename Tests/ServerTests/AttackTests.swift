@@ -33,7 +33,7 @@ struct AttackTests {
     /// Manifests, playlists and concat lists naming another account's highlight: refused at upload
     /// (422), nothing of the victim's video is read or returned.
     @Test func manifestsNamingAnotherAccountsVideo() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         let video = try await Fixtures.data(.short)
         let victimJob = try await withServer(server, .live) { client in
             let (_, victimKey) = try await client.createAccount()
@@ -75,7 +75,7 @@ struct AttackTests {
     /// flood of frames in no time: a clear failure, the server alive, the unit given back.
     @Test(arguments: ["billion-tick timescale", "frame flood"])
     func lyingTimestamps(_ attack: String) async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         let file = try Self.patched(.short) { patch in
             if attack == "frame flood" { patch.retimeVideo(sampleDelta: 1) } else { patch.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1) }
         }
@@ -103,7 +103,7 @@ struct AttackTests {
     @Test func headerClaimingShortIsStoppedAtThePlanLimit() async throws {
         var plans = TestServer.roomyPlans
         plans.free.maxDurationSeconds = 8
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         let file = try Self.patched(.short) { $0.claimDuration(5) }
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()

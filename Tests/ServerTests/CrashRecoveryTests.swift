@@ -6,40 +6,30 @@ import Testing
 
 /// The real `moments serve` process, killed with SIGKILL while it renders, then started again on
 /// the same storage: the job is re-queued (attempt 2) and completes.
-@Suite("Crash recovery", .serialized)
+@Suite("Crash recovery", .serialized, .enabled(if: TestEngine.isEmbedded, "the embedded moments serve, killed and restarted on its own storage; the shared engines: ScaleOutTests"))
 struct CrashRecoveryTests {
-    /// The `moments` executable next to the test bundle (make test builds it first).
-    static var executable: String? {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("moments").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
-
     @Test func killedWhileRenderingThenRestarted() async throws {
-        let executable = try #require(Self.executable, "build the moments executable first (swift build)")
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
         let scratch = Scratch()
         let port = try freePort()
         let base = "http://127.0.0.1:\(port)"
         let environment = ["STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
                            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576"]
 
-        var server = try start(executable, environment: environment)
+        var server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
         defer { if server.isRunning { server.terminate() } }
-        try await waitUntilUp(base)
-        let account = try await request("POST", "\(base)/api/v1/accounts")
+        try await ProcessHarness.waitUntilUp(base)
+        let account = try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")
         let key = try #require(account["api_key"] as? String)
         let video = try await Fixtures.data(.long)
-        let accepted = try await upload(video, to: "\(base)/api/v1/upload", key: key)
+        let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
         let job = try #require(accepted["job_id"] as? String)
 
         // Wait until it is well into the work, then kill -9 (no chance to clean up).
         let deadline = Date().addingTimeInterval(120)
         var status: [String: Any] = [:]
         while Date() < deadline {
-            status = try await request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
+            status = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
             if status["status"] as? String == "processing", (status["progress"] as? Int ?? 0) >= 10 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -48,24 +38,24 @@ struct CrashRecoveryTests {
         server.waitUntilExit()
         let progressBefore = status["progress"] as? Int ?? 0
 
-        server = try start(executable, environment: environment)
-        try await waitUntilUp(base)
+        server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
+        try await ProcessHarness.waitUntilUp(base)
         var last: [String: Any] = [:]
         var progress: [Int] = []
         while Date() < deadline.addingTimeInterval(120) {
-            last = try await request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
+            last = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
             progress.append(last["progress"] as? Int ?? -1)
             if let s = last["status"] as? String, s == "completed" || s == "failed" { break }
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(last["status"] as? String == "completed", "\(last)")
         #expect(progress.allSatisfy { $0 >= progressBefore } && progress == progress.sorted(), "progress went backwards: \(progressBefore) then \(progress)")
-        let detail = try await request("GET", "\(base)/api/v1/jobs/\(job)", key: key)
+        let detail = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job)", key: key)
         #expect(detail["attempts"] as? Int == 2)
-        let (data, response) = try await URLSession.shared.data(for: authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
+        let (data, response) = try await URLSession.shared.data(for: ProcessHarness.authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
         #expect((response as? HTTPURLResponse)?.statusCode == 200 && data.count > 10_000)
         // Two attempts, one charge.
-        let usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        let usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
 
         // SIGTERM: a clean stop.
@@ -77,16 +67,16 @@ struct CrashRecoveryTests {
     /// kill -9 while an upload streams: after the restart nothing of it is left and nothing was
     /// charged; the same upload then goes through and is charged once.
     @Test func killedDuringUploadLosesNothing() async throws {
-        let executable = try #require(Self.executable, "build the moments executable first (swift build)")
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
         let scratch = Scratch()
         let port = try freePort()
         let base = "http://127.0.0.1:\(port)"
         let storage = scratch.path("storage")
         let environment = ["STORAGE_PATH": storage, "HTTP_PORT": String(port), "STORAGE_MIN_FREE_BYTES": "1048576"]
-        var server = try start(executable, environment: environment)
+        var server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
         defer { if server.isRunning { server.terminate() } }
-        try await waitUntilUp(base)
-        let key = try #require(try await request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
+        try await ProcessHarness.waitUntilUp(base)
+        let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
         let video = try await Fixtures.data(.short)
         // 4 MB declared, 3 MB sent, then silence: the server is streaming it to uploads/.
         let body = Data(Multipart.body(file: Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })).readableBytesView)
@@ -101,56 +91,18 @@ struct CrashRecoveryTests {
         server.waitUntilExit()
         socket.close()
 
-        server = try start(executable, environment: environment)
-        try await waitUntilUp(base)
+        server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
+        try await ProcessHarness.waitUntilUp(base)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: uploads)) ?? []).isEmpty, "a partial upload survived the restart")
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: storage + "/jobs")) ?? []).isEmpty)
-        var usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        var usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 0, "\(usage ?? [:])")
-        let accepted = try await upload(video, to: "\(base)/api/v1/upload", key: key)
+        let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
         #expect(accepted["job_id"] is String, "\(accepted)")
-        usage = try await request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
         server.terminate()
         server.waitUntilExit()
-    }
-
-    private func start(_ executable: String, environment: [String: String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--log-level", "warning"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        try process.run()
-        return process
-    }
-
-    private func waitUntilUp(_ base: String) async throws {
-        for _ in 0..<200 {
-            if let (_, response) = try? await URLSession.shared.data(from: URL(string: "\(base)/health")!),
-               (response as? HTTPURLResponse)?.statusCode == 200 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("the server at \(base) did not come up")
-    }
-
-    private func authorized(_ method: String, _ url: String, key: String?) -> URLRequest {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-        return request
-    }
-
-    private func request(_ method: String, _ url: String, key: String? = nil) async throws -> [String: Any] {
-        let (data, _) = try await URLSession.shared.data(for: authorized(method, url, key: key))
-        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
-    }
-
-    private func upload(_ video: Data, to url: String, key: String) async throws -> [String: Any] {
-        var request = authorized("POST", url, key: key)
-        request.setValue(Multipart.contentType, forHTTPHeaderField: "Content-Type")
-        let body = Data(Multipart.body(file: video).readableBytesView)
-        let (data, _) = try await URLSession.shared.upload(for: request, from: body)
-        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 }
 

@@ -37,7 +37,7 @@ struct IsolationTests {
     @Test func crashingChildFailsTheJobAfterTwoDeaths() async throws {
         let scratch = Scratch()
         let fake = try Self.fakeChild(in: scratch, onHighlight: "kill -SEGV $$")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fake
             s.retryBackoffSeconds = 0
         }
@@ -68,7 +68,7 @@ struct IsolationTests {
     @Test func transientFailureRetriesKeepingTheInput() async throws {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fakePath
             s.retryBackoffSeconds = 1
         }
@@ -105,7 +105,7 @@ struct IsolationTests {
     @Test func hangingChildIsStoppedByTheTimeBudget() async throws {
         let scratch = Scratch()
         let fake = try Self.fakeChild(in: scratch, onHighlight: "exec /bin/sleep 1000")
-        let server = try TestServer { s in
+        let server = try await TestServer { s in
             s.childExecutable = fake
             s.timeBudgetSeconds = 2
             s.timeBudgetPerVideoSecond = 0
@@ -187,7 +187,7 @@ struct IsolationTests {
     /// A real child with too little memory cannot take the server down: the probe is refused
     /// cleanly and the next upload, with enough memory, works.
     @Test func outOfMemoryChildIsContained() async throws {
-        let server = try TestServer { s in s.childMemoryBytes = 64 << 20 }
+        let server = try await TestServer { s in s.childMemoryBytes = 64 << 20 }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -202,7 +202,7 @@ struct IsolationTests {
     @Test func cancelStopsTheChild() async throws {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
-        let server = try TestServer { s in s.childExecutable = fakePath }
+        let server = try await TestServer { s in s.childExecutable = fakePath }
         // The child notes its pid where it may write (its job folder goes with the cancel).
         let pidFile = server.layout.cacheDirectory + "/child.pid"
         _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
@@ -273,7 +273,7 @@ struct FairnessTests {
         var plans = TestServer.roomyPlans
         plans.free.dailyWorkerSeconds = 60
         let clock = TestClock(QuotaTests.utc("2026-11-23T22:00:00Z"))
-        let server = try TestServer(plans: plans, clock: clock)
+        let server = try await TestServer(plans: plans, clock: clock)
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (accountId, key) = try await client.createAccount()

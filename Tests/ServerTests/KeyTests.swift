@@ -23,7 +23,7 @@ struct KeyTests {
     }
 
     @Test func createListAndRevokeKeys() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             let (accountId, first) = try await client.createAccount()
             let listed = try await keys(client, key: first)
@@ -77,7 +77,7 @@ struct KeyTests {
     }
 
     @Test func keyRequestsAreChecked() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             try await createKey(client, key: key, body: "[1]").expectProblem(.badRequest, code: "invalid_json")
@@ -94,7 +94,7 @@ struct KeyTests {
     /// A disabled account gets 403 on every authenticated route, with each of its keys; enabled
     /// again, it works at once.
     @Test func disabledAccountIsRefused() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let second = try #require(try await createKey(client, key: key).json()["api_key"] as? String)
@@ -118,7 +118,7 @@ struct KeyTests {
     /// lastUsedAt is recorded off the request path, at most about once a minute per key.
     @Test func lastUseIsRecorded() async throws {
         let clock = TestClock(Date())
-        let server = try TestServer(clock: clock)
+        let server = try await TestServer(clock: clock)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             func lastUsed() async throws -> Date? { try await server.service.database.keys(accountId: id).first?.lastUsedAt }

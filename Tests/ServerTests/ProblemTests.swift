@@ -8,7 +8,7 @@ import Testing
 @Suite("Errors are problem+json")
 struct ProblemTests {
     @Test func authentication() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             try await client.get("/api/v1/jobs", key: nil).expectProblem(.unauthorized, code: "missing_api_key")
             let wrong = try await client.get("/api/v1/jobs", key: "mk_not-a-key")
@@ -22,7 +22,7 @@ struct ProblemTests {
     }
 
     @Test func unknownAndForeignJobs() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, owner) = try await client.createAccount()
@@ -42,7 +42,7 @@ struct ProblemTests {
     }
 
     @Test func malformedUploads() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let video = try await Fixtures.data(.short)
@@ -95,7 +95,7 @@ struct ProblemTests {
 
     /// Text, random bytes, a still image and a truncated MP4 are refused before a job exists.
     @Test func notUsableVideos() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         let video = try await Fixtures.data(.short)
         var random = SystemRandomNumberGenerator()
         let cases: [(String, Data, String)] = [
@@ -115,7 +115,7 @@ struct ProblemTests {
 
     @Test func limits() async throws {
         // A 100 kB limit: the 300+ kB video is refused mid-stream (no Content-Length to go by).
-        let small = try TestServer { $0.maxUploadBytes = 100_000 }
+        let small = try await TestServer { $0.maxUploadBytes = 100_000 }
         let video = try await Fixtures.data(.short)
         #expect(video.count > 200_000)
         try await withServer(small, .router) { client in
@@ -127,14 +127,14 @@ struct ProblemTests {
         }
         #expect(small.storedFiles().isEmpty, "\(small.storedFiles())")
 
-        let tooLong = try TestServer { $0.maxDurationSeconds = 5 }
+        let tooLong = try await TestServer { $0.maxDurationSeconds = 5 }
         try await withServer(tooLong, .router) { client in
             let (_, key) = try await client.createAccount()
             try await client.upload(key: key, file: video).expectProblem(.unprocessableContent, code: "too_long")
         }
         #expect(tooLong.storedFiles().isEmpty)
 
-        let fullDisk = try TestServer { $0.minFreeBytes = Int64.max / 2 }
+        let fullDisk = try await TestServer { $0.minFreeBytes = Int64.max / 2 }
         try await withServer(fullDisk, .router) { client in
             let (_, key) = try await client.createAccount()
             try await client.upload(key: key, file: video).expectProblem(HTTPResponse.Status(code: 507), code: "insufficient_storage")
@@ -145,7 +145,7 @@ struct ProblemTests {
     }
 
     @Test func otherErrors() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             try await client.get("/api/v1/nothing-here", key: nil).expectProblem(.notFound, code: "not_found")
             let (_, key) = try await client.createAccount()

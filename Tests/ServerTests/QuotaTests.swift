@@ -16,7 +16,7 @@ struct QuotaTests {
         var plans = PlanSettings()
         plans.free.concurrentJobs = 10  // only the monthly cap is under test here
         let clock = TestClock(Self.utc("2026-11-30T23:50:00Z"))
-        let server = try TestServer(plans: plans, clock: clock)
+        let server = try await TestServer(plans: plans, clock: clock)
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -49,7 +49,7 @@ struct QuotaTests {
     func concurrentUploadsCannotRace(concurrentJobs: Int, expectedAccepted: Int) async throws {
         var plans = PlanSettings()
         plans.free.concurrentJobs = concurrentJobs
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -79,7 +79,7 @@ struct QuotaTests {
     @Test func releaseOnFailureAndCancel() async throws {
         var plans = PlanSettings()
         plans.free.concurrentJobs = 10
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             func used() async throws -> Int { try await client.get("/api/v1/account", key: key).json()["usage"].flatMap { ($0 as? [String: Any])?["used"] as? Int } ?? -1 }
@@ -110,8 +110,8 @@ struct QuotaTests {
     }
 
     /// A job re-queued after a crash keeps its unit; one that fails after the last attempt gives it back.
-    @Test func crashRecoveryKeepsThenReleasesTheUnit() async throws {
-        let server = try TestServer(plans: .init())
+    @Test(.enabled(if: TestEngine.isEmbedded, "start-up recovery of a store the process has to itself (SQLite); on PostgreSQL, leases: see StoreTests and ScaleOutTests")) func crashRecoveryKeepsThenReleasesTheUnit() async throws {
+        let server = try await TestServer(plans: .init())
         let db = server.service.database
         let (account, _) = try await server.service.createAccount(label: nil)
         let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
@@ -128,7 +128,7 @@ struct QuotaTests {
 
     /// Sign-ups per client address are limited: the quota is per account.
     @Test func accountCreationIsLimitedPerAddress() async throws {
-        let server = try TestServer { $0.accountsPerAddressPerHour = 3 }
+        let server = try await TestServer { $0.accountsPerAddressPerHour = 3 }
         try await withServer(server, .router) { client in
             for _ in 0..<3 { _ = try await client.createAccount() }
             let refused = try await client.executeRequest(uri: "/api/v1/accounts", method: .post, headers: [:], body: nil)
@@ -141,7 +141,7 @@ struct QuotaTests {
     @Test func accountAndPlanLimits() async throws {
         var plans = PlanSettings()
         plans.free.maxUploadBytes = 100_000
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
@@ -161,7 +161,7 @@ struct QuotaTests {
         }
         var short = PlanSettings()
         short.free.maxDurationSeconds = 5
-        let durationServer = try TestServer(plans: short)
+        let durationServer = try await TestServer(plans: short)
         try await withServer(durationServer, .router) { client in
             let (_, key) = try await client.createAccount()
             let problem = try await client.upload(key: key, file: video).expectProblem(.unprocessableContent, code: "too_long")

@@ -96,7 +96,7 @@ struct TestServer {
     let app: any ApplicationProtocol
 
     init(plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
-         sandboxForAll: Bool = false, _ configure: (inout ServiceSettings) -> Void = { _ in }) throws {
+         sandboxForAll: Bool = false, _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -111,7 +111,9 @@ struct TestServer {
         if let appleChain { try appleChain.write(rootTo: appStore.rootCertificates[0]) }
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
-        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, logger: logger, clock: now)
+        let store = try await TestEngine.current.openStore(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: store,
+                                 logger: logger, clock: now)
         let (app, routes) = buildApplication(service: service, logger: logger)
         self.app = app
         self.routes = routes

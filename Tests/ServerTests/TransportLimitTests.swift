@@ -39,7 +39,7 @@ struct TransportLimitTests {
     @Test func noContinueForARefusedRequest() async throws {
         var plans = TestServer.roomyPlans
         plans.free.monthlyHighlights = 0
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
             let (_, key) = try await client.createAccount()
@@ -62,7 +62,7 @@ struct TransportLimitTests {
     @Test func uploadsInFlightCountAsJobs() async throws {
         var plans = TestServer.roomyPlans
         plans.free.concurrentJobs = 1
-        let server = try TestServer(plans: plans)
+        let server = try await TestServer(plans: plans)
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
             let (_, key) = try await client.createAccount()
@@ -86,7 +86,7 @@ struct TransportLimitTests {
 
     /// `upload.maxConcurrent`: bodies received at once by the whole server.
     @Test func serverWideUploadCap() async throws {
-        let server = try TestServer { $0.maxConcurrentUploads = 1 }
+        let server = try await TestServer { $0.maxConcurrentUploads = 1 }
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
             let (_, alice) = try await client.createAccount()
@@ -110,7 +110,7 @@ struct TransportLimitTests {
         try #require(free > 3 << 30, "the test needs 3 GB free")
         // 1 GB above the floor; each upload declares 600 MB (other builders' disk use may move the
         // free space by a few hundred MB either way without changing the outcome).
-        let server = try TestServer { $0.minFreeBytes = free - (1 << 30) }
+        let server = try await TestServer { $0.minFreeBytes = free - (1 << 30) }
         let declared = 600 << 20
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
@@ -133,7 +133,7 @@ struct TransportLimitTests {
     /// `http.maxConnections`: a connection over the cap is closed at once; once one closes, a new
     /// one is served.
     @Test func connectionCap() async throws {
-        let server = try TestServer { $0.maxConnections = 2 }
+        let server = try await TestServer { $0.maxConnections = 2 }
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
             try await RawConnection.offPool {
@@ -165,7 +165,7 @@ struct TransportLimitTests {
     /// `http.headerTimeoutSeconds`: a head that never completes is cut off; a complete request on
     /// an idle keep-alive connection is not (that is the idle timeout's business).
     @Test func headerTimeout() async throws {
-        let server = try TestServer {
+        let server = try await TestServer {
             $0.headerTimeoutSeconds = 1
             $0.idleTimeoutSeconds = 30
         }
@@ -191,7 +191,7 @@ struct TransportLimitTests {
 
     /// `http.idleTimeoutSeconds`: an idle keep-alive connection is closed.
     @Test func idleTimeout() async throws {
-        let server = try TestServer { $0.idleTimeoutSeconds = 1 }
+        let server = try await TestServer { $0.idleTimeoutSeconds = 1 }
         try await withServer(server, .live) { client in
             let port = try Self.port(client)
             try await RawConnection.offPool {
@@ -207,7 +207,7 @@ struct TransportLimitTests {
     /// `upload.minBytesPerSecond` and `upload.stallSeconds`: a body that stalls is cut off and its
     /// partial file deleted; one that keeps the rate is received.
     @Test func stalledBodyIsCutOff() async throws {
-        let server = try TestServer {
+        let server = try await TestServer {
             $0.minUploadBytesPerSecond = 20_000
             $0.uploadStallSeconds = 1
         }
@@ -254,7 +254,7 @@ struct TransportLimitTests {
     /// Every response carries X-Request-Id: the client's when it is short and plain, else a new
     /// one; a problem carries it as request_id.
     @Test func requestIDs() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         try await withServer(server, .router) { client in
             let own = try await client.get("/health", key: nil, headers: [HTTPField.Name("X-Request-Id")!: "trace-42_A"])
             #expect(own.headers[HTTPField.Name("X-Request-Id")!] == "trace-42_A")
@@ -272,7 +272,7 @@ struct TransportLimitTests {
 
     /// Problems name no server path and repeat no FFmpeg text, whatever caused them.
     @Test func problemsRevealNoInternals() async throws {
-        let server = try TestServer()
+        let server = try await TestServer()
         var random = SystemRandomNumberGenerator()
         let noise = Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &random) })
         let video = try await Fixtures.data(.short)
@@ -301,7 +301,7 @@ struct TransportLimitTests {
     /// /ready says only "ready" (or a generic 503), and answers from a recent check
     /// (`http.readyCacheSeconds`) rather than writing to disk on every call.
     @Test func readyRevealsNothingAndIsCached() async throws {
-        let cached = try TestServer { $0.readyCacheSeconds = 60 }
+        let cached = try await TestServer { $0.readyCacheSeconds = 60 }
         try await withServer(cached, .router) { client in
             let ready = try await client.get("/ready", key: nil)
             #expect(ready.status == .ok)
@@ -310,7 +310,7 @@ struct TransportLimitTests {
             try FileManager.default.removeItem(atPath: cached.layout.uploadsDirectory)
             #expect(try await client.get("/ready", key: nil).status == .ok)
         }
-        let uncached = try TestServer { $0.readyCacheSeconds = 0 }
+        let uncached = try await TestServer { $0.readyCacheSeconds = 0 }
         try await withServer(uncached, .router) { client in
             #expect(try await client.get("/ready", key: nil).status == .ok)
             try FileManager.default.removeItem(atPath: uncached.layout.uploadsDirectory)
@@ -341,7 +341,7 @@ struct TransportLimitTests {
     /// Behind a trusted proxy: the client is the right-most untrusted X-Forwarded-For address; an
     /// IPv6 client is counted per /64, an IPv4 one per address.
     @Test func signUpsBehindATrustedProxy() async throws {
-        let server = try TestServer {
+        let server = try await TestServer {
             $0.accountsPerAddressPerHour = 2
             $0.trustedProxies = ["127.0.0.0/8", "::1/128", "10.0.0.0/8"]
         }
@@ -366,7 +366,7 @@ struct TransportLimitTests {
 
     /// Without trusted proxies, X-Forwarded-For is ignored: the TCP peer is the client.
     @Test func forwardedForIsIgnoredFromUntrustedPeers() async throws {
-        let server = try TestServer { $0.accountsPerAddressPerHour = 2 }
+        let server = try await TestServer { $0.accountsPerAddressPerHour = 2 }
         try await withServer(server, .live) { client in
             try await Self.expectSignUp(client, forwardedFor: "203.0.113.1", 201)
             try await Self.expectSignUp(client, forwardedFor: "203.0.113.2", 201)

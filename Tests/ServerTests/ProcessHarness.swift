@@ -1,0 +1,103 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// Real `moments` processes for tests, and the HTTP calls made to them.
+enum ProcessHarness {
+    /// The `moments` executable next to the test bundle (make test builds it first).
+    static var executable: String? {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("moments").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Starts `moments ARGUMENTS` with the test's environment plus `environment`.
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        try process.run()
+        return process
+    }
+
+    static func waitUntilUp(_ base: String) async throws {
+        for _ in 0..<400 {
+            if let (_, response) = try? await URLSession.shared.data(from: URL(string: "\(base)/health")!),
+               (response as? HTTPURLResponse)?.statusCode == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the server at \(base) did not come up")
+    }
+
+    static func authorized(_ method: String, _ url: String, key: String?) -> URLRequest {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    static func request(_ method: String, _ url: String, key: String? = nil) async throws -> [String: Any] {
+        let (data, _) = try await URLSession.shared.data(for: authorized(method, url, key: key))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    static func upload(_ video: Data, to url: String, key: String) async throws -> [String: Any] {
+        var request = authorized("POST", url, key: key)
+        request.setValue(Multipart.contentType, forHTTPHeaderField: "Content-Type")
+        let body = Data(Multipart.body(file: video).readableBytesView)
+        let (data, _) = try await URLSession.shared.upload(for: request, from: body)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+}
+
+/// The servers `make test` starts (scripts/with-test-servers): a PostgreSQL cluster and moto's S3.
+/// A test that needs one fails, saying how to start it, when it is missing.
+enum TestServers {
+    static var postgresURL: String {
+        get throws {
+            guard let url = ProcessInfo.processInfo.environment["MOMENTS_TEST_DATABASE_URL"], !url.isEmpty else {
+                throw MissingTestServer(what: "PostgreSQL", how: "eval \"$(scripts/pg-test-server start)\"")
+            }
+            return url
+        }
+    }
+
+    /// A new, empty database on the test cluster (created with psql); its URL.
+    static func freshDatabase() throws -> String {
+        let admin = try postgresURL
+        let name = "moments_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        psql.arguments = ["psql", admin, "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"]
+        try psql.run()
+        psql.waitUntilExit()
+        guard psql.terminationStatus == 0 else { throw MissingTestServer(what: "PostgreSQL (CREATE DATABASE failed)", how: "scripts/pg-test-server start") }
+        guard var parts = URLComponents(string: admin) else { throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start") }
+        parts.path = "/" + name
+        return parts.string!
+    }
+
+    /// moto's S3: endpoint and credentials.
+    static var s3: (endpoint: String, accessKey: String, secretKey: String) {
+        get throws {
+            let env = ProcessInfo.processInfo.environment
+            guard let endpoint = env["MOMENTS_TEST_S3_ENDPOINT"], let key = env["MOMENTS_TEST_S3_ACCESS_KEY_ID"],
+                  let secret = env["MOMENTS_TEST_S3_SECRET_ACCESS_KEY"] else {
+                throw MissingTestServer(what: "the S3 test server", how: "eval \"$(scripts/s3-test-server start)\"")
+            }
+            return (endpoint, key, secret)
+        }
+    }
+}
+
+struct MissingTestServer: Error, CustomStringConvertible {
+    var what: String
+    var how: String
+    var description: String { "\(what) is not running for the tests: run `\(how)` first (make test does)." }
+}

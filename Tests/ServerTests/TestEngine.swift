@@ -1,0 +1,35 @@
+import Foundation
+import JobStore
+import Jobs
+import Logging
+import MomentsConfig
+import Testing
+
+/// The engines the service tests run on: `MOMENTS_TEST_ENGINE` unset or `sqlite` = the embedded
+/// defaults (SQLite + the filesystem); `postgresql+s3` = the production shape (a fresh PostgreSQL
+/// database per server on the test cluster, media in a fresh S3 bucket on moto). `make test` runs
+/// the service tests once on each.
+enum TestEngine: String {
+    case embedded = "sqlite"
+    case production = "postgresql+s3"
+
+    static let current: TestEngine = {
+        let name = ProcessInfo.processInfo.environment["MOMENTS_TEST_ENGINE"] ?? ""
+        return name.isEmpty ? .embedded : TestEngine(rawValue: name) ?? .embedded
+    }()
+
+    /// True on the embedded engines: for tests of what only they have (the storage lock, start-up
+    /// recovery of a store the process has to itself, files on the local disk).
+    static var isEmbedded: Bool { current == .embedded }
+
+    /// The store a test server uses (nil: the service opens SQLite in its storage folder), and the
+    /// settings that put its media where this engine keeps them.
+    func openStore(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (any MomentsStore)? {
+        switch self {
+        case .embedded:
+            return nil
+        case .production:
+            return try await ProductionTestEngine.openStore(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+        }
+    }
+}
