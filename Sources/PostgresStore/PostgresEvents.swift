@@ -71,7 +71,7 @@ extension PostgresStore {
                 }
             } catch {
                 if Task.isCancelled { break }
-                logger.warning("PostgreSQL event listener failed; connecting again", metadata: ["error": "\(PostgresStore.describe(error))"])
+                logger.warning("PostgreSQL event listener failed; connecting again", metadata: ["error": "\(PostgresStore.reason(error))"])
             }
             if Task.isCancelled { break }
             reconnecting = true

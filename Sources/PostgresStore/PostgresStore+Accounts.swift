@@ -67,7 +67,7 @@ extension PostgresStore {
                     UPDATE api_key SET "lastUsedAt" = \(date) WHERE id = \(keyId) AND ("lastUsedAt" IS NULL OR "lastUsedAt" < \(date))
                     """, logger: logger).collect()
             } catch {
-                logger.debug("could not record a key's use", metadata: ["error": "\(PostgresStore.describe(error))"])
+                logger.debug("could not record a key's use", metadata: ["error": "\(PostgresStore.reason(error))"])
             }
         }
     }

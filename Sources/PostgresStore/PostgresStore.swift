@@ -45,6 +45,10 @@ public final class PostgresStore: MomentsStore {
 
     /// The server's message, or the connection error, without the query or the code location.
     static func reason(_ error: any Error) -> String {
+        if let error = error as? PostgresTransactionError,
+           let cause = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError {
+            return reason(cause)
+        }
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return message }
             if let underlying = error.underlying { return String(describing: underlying) }
@@ -70,7 +74,7 @@ public final class PostgresStore: MomentsStore {
         } catch {
             runTask.cancel()
             await runTask.value
-            throw PostgresStoreError.unavailable("could not prepare the PostgreSQL database: \(Self.describe(error))")
+            throw PostgresStoreError.unavailable("could not prepare the PostgreSQL database (schema migration): \(Self.reason(error))")
         }
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         listenerTask = Task {
@@ -121,11 +125,6 @@ public final class PostgresStore: MomentsStore {
 
     func execute(_ query: PostgresQuery) async throws {
         _ = try await client.query(query, logger: logger).collect()
-    }
-
-    static func describe(_ error: any Error) -> String {
-        // PSQLError's reflection carries the server's message and the query, never the password.
-        String(reflecting: error)
     }
 }
 
