@@ -370,6 +370,30 @@ struct StoreBehaviourTests {
         }
     }
 
+    @Test(arguments: Engine.allCases)
+    func concurrentRescuersRescueEachJobOnce(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let second = try await h.secondInstance()
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            var ids = Set<String>()
+            for i in 0..<12 {
+                let job = try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(i)), limits: Self.limits(monthly: nil, concurrent: 100))
+                _ = try #require(try await store.claimNextJob(worker: "gone", leaseSeconds: 10, now: Self.t0 + 20))
+                ids.insert(job.id)
+            }
+            let results = try await withThrowingTaskGroup(of: [String].self) { group in
+                for rescuer in [store, second, store, second] {
+                    group.addTask { try await rescuer.rescueExpiredLeases(maxAttempts: 3, backoffSeconds: 5, now: Self.t0 + 60).requeued }
+                }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
+            }
+            #expect(results.count == 12 && Set(results) == ids)
+            let jobs = try await store.unfinishedJobs()
+            #expect(jobs.allSatisfy { $0.status == .pending && $0.attempts == 1 && $0.leaseOwner == nil && $0.runAfter == Self.t0 + 65 })
+        }
+    }
+
     // MARK: Events
 
     @Test(arguments: Engine.allCases)
