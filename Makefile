@@ -36,10 +36,10 @@ run: release
 SERVICE_TESTS := --filter ServerTests --skip S3ServerTests
 test: setup
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests --skip StoreTests
+	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\
 		$(SWIFT) test --skip-build $(SERVICE_TESTS) && \
-		$(SWIFT) test --skip-build --filter "StoreTests|ObjectStorageTests" && \
+		$(SWIFT) test --skip-build --filter '^StoreTests\.|ObjectStorageTests' && \
 		MOMENTS_TEST_ENGINE=postgresql+s3 $(SWIFT) test --skip-build $(SERVICE_TESTS)'
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl).

@@ -151,6 +151,7 @@ let package = Package(
                 "MomentsServer",
                 "JobStore",
                 "Jobs",
+                "PostgresStore",
                 "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -174,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore", "ObjectStorage", "Telemetry",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore", "ObjectStorage", "PostgresStore", "Telemetry",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Jobs
 import Logging
+import PostgresStore
 
 /// Opens the store a `StoreLocation` names: SQLite (creating its folder) or PostgreSQL.
 enum StoreOpener {
@@ -10,8 +11,8 @@ enum StoreOpener {
         case .sqlite(let path):
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             return try AppDatabase(path: path, sandboxForAll: sandboxForAll)
-        case .postgresql:
-            throw StoreLocationError(reason: "PostgreSQL support is not built into this binary yet")
+        case .postgresql(let url):
+            return try await PostgresStore(url: url, sandboxForAll: sandboxForAll, logger: logger)
         }
     }
 }
