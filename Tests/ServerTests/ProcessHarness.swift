@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 import Testing
 
 /// Real `moments` processes for tests, and the HTTP calls made to them.
@@ -68,20 +69,31 @@ enum TestServers {
         }
     }
 
-    /// A new, empty database on the test cluster (created with psql); its URL.
+    /// A new, empty database on the test cluster (created with psql); its URL. One at a time:
+    /// PostgreSQL refuses a CREATE DATABASE while another one copies the same template.
     static func freshDatabase() throws -> String {
         let admin = try postgresURL
         let name = "moments_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        let psql = Process()
-        psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        psql.arguments = ["psql", admin, "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"]
-        try psql.run()
-        psql.waitUntilExit()
-        guard psql.terminationStatus == 0 else { throw MissingTestServer(what: "PostgreSQL (CREATE DATABASE failed)", how: "scripts/pg-test-server start") }
+        try creation.withLock { _ in
+            var attempt = 0
+            while true {
+                let psql = Process()
+                psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                psql.arguments = ["psql", admin, "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"]
+                try psql.run()
+                psql.waitUntilExit()
+                if psql.terminationStatus == 0 { return }
+                attempt += 1
+                guard attempt < 5 else { throw MissingTestServer(what: "PostgreSQL (CREATE DATABASE failed)", how: "scripts/pg-test-server start") }
+                usleep(200_000)
+            }
+        }
         guard var parts = URLComponents(string: admin) else { throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start") }
         parts.path = "/" + name
         return parts.string!
     }
+
+    private static let creation = Mutex(())
 
     /// moto's S3: endpoint and credentials.
     static var s3: (endpoint: String, accessKey: String, secretKey: String) {

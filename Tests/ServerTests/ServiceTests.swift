@@ -53,7 +53,7 @@ struct ServiceTests {
     }
 
     /// One server per storage folder: a second one refuses to start.
-    @Test func storageIsLocked() async throws {
+    @Test(.enabled(if: TestEngine.isEmbedded, "the storage lock guards the embedded SQLite only")) func storageIsLocked() async throws {
         let server = try await TestServer()
         var settings = server.service.settings
         settings.port = 0

@@ -105,7 +105,7 @@ struct TransportLimitTests {
 
     /// Declared Content-Lengths reserve disk: two uploads that each fit the free space above the
     /// floor, but not together, cannot both be invited.
-    @Test func declaredBytesReserveDisk() async throws {
+    @Test(.enabled(if: TestEngine.isEmbedded, "engine-independent; the production run creates databases in parallel, which moves the free space it measures")) func declaredBytesReserveDisk() async throws {
         let free = try #require(try FileManager.default.attributesOfFileSystem(forPath: NSTemporaryDirectory())[.systemFreeSize] as? NSNumber).int64Value
         try #require(free > 3 << 30, "the test needs 3 GB free")
         // 1 GB above the floor; each upload declares 600 MB (other builders' disk use may move the
