@@ -83,7 +83,8 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "ObjectStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -92,7 +93,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig", "AppStore",
+                "Jobs", "JobStore", "MomentsConfig", "AppStore", "ObjectStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -150,8 +151,9 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore", "ObjectStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

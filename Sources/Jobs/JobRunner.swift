@@ -18,6 +18,7 @@ public final class JobRunner: Service, Sendable {
 
     let database: AppDatabase
     let layout: StorageLayout
+    let mediaStorage: any MediaStorage
     let settings: ServiceSettings
     let media: MediaDefaults
     let logger: Logger
@@ -26,13 +27,16 @@ public final class JobRunner: Service, Sendable {
     private let shuttingDown = Atomic<Bool>(false)
     private let doorbells = Mutex<[AsyncStream<Void>.Continuation]>([])
 
-    public init(database: AppDatabase, layout: StorageLayout, settings: ServiceSettings, media: MediaDefaults,
+    public init(database: AppDatabase, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil, settings: ServiceSettings, media: MediaDefaults,
                 logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database; self.layout = layout; self.settings = settings; self.media = media
+        self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
     }
 
-    var sweeper: Sweeper { Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock) }
+    var sweeper: Sweeper {
+        Sweeper(database: database, layout: layout, storage: mediaStorage, runningJobIDs: { self.runningJobIDs }, settings: settings, logger: logger, clock: clock)
+    }
 
     /// Before the server takes requests: jobs a crash left `processing` go back to the queue (their
     /// folders emptied of everything but the input) or fail after `maxAttempts`; partial uploads
@@ -173,10 +177,13 @@ public final class JobRunner: Service, Sendable {
         let progressTask = Task { await reporter.run() }
         var quality = RenderQuality(rawValue: job.quality) ?? .high
         if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
-        var request = media.request(source: layout.inputPath(job.id), quality: quality)
-        request.output = layout.resultPath(job.id)
-        request.posterOutput = layout.posterPath(job.id)
-        request.analysisOutput = layout.analysisPath(job.id)
+        // The child sees local files only: the input is fetched to the job's workspace first.
+        let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
+        let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
+        var request = media.request(source: workspace.inputPath, quality: quality)
+        request.output = workspace.resultPath
+        request.posterOutput = workspace.posterPath
+        request.analysisOutput = workspace.analysisPath
         request.cacheDirectory = layout.cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
         // The plan's length limit holds on decoded timestamps, whatever the header claims.
@@ -185,10 +192,10 @@ public final class JobRunner: Service, Sendable {
         let task = ChildTask.highlight(request)
         let isolation = self.isolation
         // The child sees its own job's folder and the analysis cache, nothing else of the storage.
-        let access = ChildAccess(writable: [layout.jobDirectory(job.id), layout.cacheDirectory])
+        let access = ChildAccess(writable: [workspace.directory, layout.cacheDirectory])
         let childLog = log
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let outcome = (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
+        let outcome = prepared == nil ? Self.workspaceFailure : (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
             IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
                               cancellation: token, logger: childLog) { stage, fraction in
                 reporter.report(stage: stage, fraction: fraction)
@@ -196,6 +203,7 @@ public final class JobRunner: Service, Sendable {
         }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         progressTask.cancel()
         await finish(job, outcome: outcome, token: token, started: started, log: log)
+        await mediaStorage.discardWorkspace(jobID: job.id)
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
     }
@@ -214,12 +222,12 @@ public final class JobRunner: Service, Sendable {
                                           reason: "the child answered without a result")
                     return
                 }
-                // On disk before the database says completed: a power loss cannot leave a
-                // "completed" job without its file.
-                for path in [layout.resultPath(job.id), layout.posterPath(job.id), layout.analysisPath(job.id)] {
-                    try? DurableFiles.sync(path)
+                // Stored (on disk, or in the bucket) before the database says completed.
+                guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
+                    try await retryOrFail(job, reason: "the server could not store the result", abnormal: false, charge: 0, finalCode: "io",
+                                          finalMessage: Self.serviceFailureMessage, log: log, detail: "the media storage refused the results")
+                    return
                 }
-                try? DurableFiles.syncDirectory(layout.jobDirectory(job.id))
                 let render = result.render
                 let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
@@ -229,10 +237,10 @@ public final class JobRunner: Service, Sendable {
                 let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
                 if try await retrying({ try await self.database.complete(id: job.id, output: output, segments: segments, processingSeconds: elapsed,
                                                                           workerSeconds: elapsed, now: now) }) {
-                    if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
+                    if !settings.keepUploads { await mediaStorage.removeInput(jobID: job.id) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                 } else {
-                    layout.removeJobFiles(job.id)
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
                     log.info("job cancelled as it completed; result removed")
                 }
@@ -241,7 +249,7 @@ public final class JobRunner: Service, Sendable {
                     try await retrying { try await self.database.requeue(id: job.id, now: now) }
                     log.notice("job stopped by shutdown; back in the queue")
                 } else {
-                    layout.removeJobFiles(job.id)
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
                     // A cancel after processing began still costs the worker time it used.
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
                     log.info("job cancelled; files removed")
@@ -274,13 +282,16 @@ public final class JobRunner: Service, Sendable {
     static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
     static let serviceFailureMessage = "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
 
+    /// The input could not be brought to the worker (the media storage failed): worth another attempt.
+    static let workspaceFailure = ChildOutcome.failed(MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage"))
+
     /// Failures of the service, not of the video: worth another attempt.
     static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
 
     /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
     private func failForGood(_ job: Job, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
         _ = try await retrying { try await self.database.fail(id: job.id, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
-        layout.removeJobFiles(job.id, keepingInput: settings.keepUploads)
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: settings.keepUploads)
         log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
     }
 
@@ -293,7 +304,7 @@ public final class JobRunner: Service, Sendable {
         }
         let delay = min(3600, settings.retryBackoffSeconds * pow(2, Double(max(0, job.attempts - 1))))
         let now = clock()
-        layout.removeJobFiles(job.id, keepingInput: true)
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: true)
         _ = try await retrying {
             try await self.database.retryLater(id: job.id, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
                                                chargeSeconds: charge, reason: reason, now: now)

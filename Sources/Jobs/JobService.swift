@@ -11,6 +11,8 @@ import AppStore
 public final class JobService: Sendable {
     public let database: AppDatabase
     public let layout: StorageLayout
+    /// Where job media live (folders under storage.path, or an S3 bucket: `storage.backend`).
+    public let mediaStorage: any MediaStorage
     public let settings: ServiceSettings
     public let runner: JobRunner
     public let clock: @Sendable () -> Date
@@ -26,7 +28,7 @@ public final class JobService: Sendable {
     /// Creates the storage folders, opens (migrating) the database under `settings.storagePath`,
     /// recovers jobs a crash interrupted, and loads the Apple root certificates.
     public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
-                appStore: AppStoreSettings = AppStoreSettings(), logger: Logger,
+                appStore: AppStoreSettings = AppStoreSettings(), mediaStorage: (any MediaStorage)? = nil, logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.plans = plans
         (self.appStore, self.appStoreUnavailable) = Self.verifier(appStore)
@@ -34,12 +36,14 @@ public final class JobService: Sendable {
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
         lock = try StorageLock(layout.path(".lock"))
+        let mediaStorage = try mediaStorage ?? MediaStorageFactory.make(settings: settings, layout: layout, logger: logger)
+        self.mediaStorage = mediaStorage
         let database = try AppDatabase(path: layout.databasePath, sandboxForAll: appStore.sandboxForAll)
         self.database = database
         self.layout = layout
         self.settings = settings
         self.clock = clock
-        self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
+        self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, logger: logger, clock: clock)
         self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: runner.isolation, logger: logger)
         try runner.recoverAtStartup()
     }
@@ -252,13 +256,9 @@ public final class JobService: Sendable {
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
-            // The upload reaches the disk, and its new name the folder, before the job row commits:
-            // a power loss cannot leave a job without its input.
-            try DurableFiles.sync(path)
-            try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
-            try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
-            try DurableFiles.syncDirectory(layout.jobDirectory(job.id))
-            try DurableFiles.syncDirectory(layout.jobsDirectory)
+            // The input is stored (durably) before the job row commits: a power loss cannot leave
+            // a job without its input.
+            try await storeInput(jobID: job.id, from: path)
             accepted = try await database.insertReserving(job, now: now) { isPro in
                 // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
@@ -268,7 +268,7 @@ public final class JobService: Sendable {
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
-            layout.removeJobFiles(job.id)
+            await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
             throw error
         }
         switch accepted {
@@ -276,7 +276,7 @@ public final class JobService: Sendable {
             runner.notifyNewJob()
             return (inserted, try await accountPlan(account).usage)
         case .failure(let refusal):
-            layout.removeJobFiles(job.id)
+            await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
             switch refusal {
             case .overQuota(let limit, let used):
                 throw overQuota(limit: limit, used: used, usage: current.usage, plan: current.plan)
@@ -308,7 +308,7 @@ public final class JobService: Sendable {
         guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else { return nil }
         switch previous {
         case .pending:
-            if await !runner.stop(jobID: id) { layout.removeJobFiles(id) }
+            if await !runner.stop(jobID: id) { await mediaStorage.removeMedia(jobID: id, keepingInput: false) }
             return job
         case .processing:
             // Its worker removes the files (even one that claimed it a moment ago: it looks at the
@@ -316,7 +316,7 @@ public final class JobService: Sendable {
             await runner.stop(jobID: id)
             return job
         case .completed, .failed, .cancelled:
-            layout.removeJobFiles(id)
+            await mediaStorage.removeMedia(jobID: id, keepingInput: false)
             if job.mediaDeletedAt == nil { try await database.markMediaDeleted(id: id, now: clock()) }
             return try await database.job(id: id) ?? job
         }
@@ -373,6 +373,9 @@ public final class JobService: Sendable {
             checks["storage"] = Check(ok: true, detail: "writable")
         } else {
             checks["storage"] = Check(ok: false, detail: "cannot write under \(layout.root)")
+        }
+        if checks["storage"]?.ok == true, let remote = await mediaStorage.readiness() {
+            checks["storage"] = Check(ok: remote.ok, detail: remote.detail)
         }
         if let free = layout.freeBytes() {
             let ok = free >= settings.minFreeBytes

@@ -38,6 +38,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var resultRetentionHours = 168.0
     /// `storage.sweepIntervalSeconds` / STORAGE_SWEEP_INTERVAL_SECONDS: how often the sweeper runs.
     public var sweepIntervalSeconds = 600.0
+    /// `storage.backend` and `storage.s3.*`: where job media are kept (see MediaStorageSettings).
+    public var mediaStorage = MediaStorageSettings()
     /// `jobs.workers` / JOBS_WORKERS: jobs processed at the same time.
     public var workers = 1
     /// `jobs.maxAttempts` / JOBS_MAX_ATTEMPTS: a job interrupted this many times (crashes) fails.
@@ -101,6 +103,7 @@ public struct ServiceSettings: Sendable, Equatable {
         keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)
         resultRetentionHours = config.double(forKey: "storage.resultRetentionHours", default: resultRetentionHours)
         sweepIntervalSeconds = config.double(forKey: "storage.sweepIntervalSeconds", default: sweepIntervalSeconds)
+        mediaStorage = MediaStorageSettings(reader: config)
         workers = max(1, config.int(forKey: "jobs.workers", default: workers))
         maxAttempts = max(1, config.int(forKey: "jobs.maxAttempts", default: maxAttempts))
         niceness = min(19, max(0, config.int(forKey: "jobs.niceness", default: niceness)))
