@@ -48,9 +48,12 @@ struct Sweeper: Sendable {
             for media in stored where !known.contains(media.jobID) && now.timeIntervalSince(media.modified ?? now) > graceSeconds {
                 await storage.removeMedia(jobID: media.jobID, keepingInput: false)
             }
-            if !settings.keepUploads {
-                for media in stored where media.hasInput && known.contains(media.jobID) {
-                    guard let job = try await database.job(id: media.jobID), job.status.isFinished else { continue }
+            for media in stored where known.contains(media.jobID) {
+                guard let job = try await database.job(id: media.jobID), job.status.isFinished else { continue }
+                if job.mediaDeletedAt != nil {
+                    // Deleted (DELETE, retention) while the storage failed: its files go now.
+                    await storage.removeMedia(jobID: media.jobID, keepingInput: false)
+                } else if media.hasInput && !settings.keepUploads {
                     await storage.removeInput(jobID: media.jobID)
                 }
             }

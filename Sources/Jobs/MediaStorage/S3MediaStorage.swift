@@ -35,7 +35,7 @@ public struct S3MediaStorage: MediaStorage {
     public static let sharedHTTPClient: HTTPClient = {
         var config = HTTPClient.Configuration()
         config.redirectConfiguration = .disallow
-        config.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        config.timeout = .init(connect: .seconds(5), read: .seconds(60))
         config.decompression = .disabled
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: config)
     }()
@@ -87,14 +87,20 @@ public struct S3MediaStorage: MediaStorage {
         try? FileManager.default.removeItem(atPath: scratchPath(jobID))
     }
 
+    /// Deletes the job's known keys (at once: a slow bucket costs one round of retries, not four).
     public func removeMedia(jobID: String, keepingInput: Bool) async {
-        do {
-            let objects = try await client.listObjects(prefix: "\(keyPrefix)jobs/\(jobID)/")
-            for object in objects where !(keepingInput && object.key == key(jobID, .input)) {
-                try await client.deleteObject(key: object.key)
+        let files = MediaFile.allCases.filter { !(keepingInput && $0 == .input) }
+        await withTaskGroup(of: Void.self) { group in
+            for file in files {
+                group.addTask {
+                    do {
+                        try await client.deleteObject(key: key(jobID, file))
+                    } catch {
+                        logger.error("cannot delete a job's object; the sweeper will try again",
+                                     metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
+                    }
+                }
             }
-        } catch {
-            logger.error("cannot delete a job's objects; the sweeper will try again", metadata: ["job": "\(jobID)", "error": "\(error)"])
         }
     }
 
@@ -116,13 +122,14 @@ public struct S3MediaStorage: MediaStorage {
     /// when the object does not exist.
     public func download(jobID: String, file: MediaFile) async throws -> MediaDownload? {
         let key = key(jobID, file)
-        guard let info = try await guarded("look up \(file.rawValue)", jobID, { try await client.headObject(key: key) }) else { return nil }
+        let s3 = client
+        guard let info = try await guarded("look up \(file.rawValue)", jobID, { try await s3.headObject(key: key) }) else { return nil }
         if presignDownloads {
-            return .redirect(client.presignedGetURL(key: key, expires: .seconds(presignSeconds)))
+            return .redirect(s3.presignedGetURL(key: key, expires: .seconds(presignSeconds)))
         }
-        let (client, storage) = (self.client, self)
+        let storage = self
         return .object(StoredObject(size: info.size, etag: info.etag, lastModified: info.lastModified) { range in
-            try await storage.guarded("read \(file.rawValue)", jobID) { try await client.getObject(key: key, range: range) }
+            try await storage.guarded("read \(file.rawValue)", jobID) { try await s3.getObject(key: key, range: range) }
         })
     }
 
