@@ -90,6 +90,14 @@ struct S3TestServer {
     /// Folders left under storage/scratch.
     var scratchFolders: [String] { (try? FileManager.default.contentsOfDirectory(atPath: storage.scratchDirectory)) ?? [] }
 
+    /// Scratch folders still there after `seconds` (the worker removes its folder just after it
+    /// records a failure, so a poll can see the status first).
+    func scratchFoldersLeft(after seconds: Double = 5) async throws -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !scratchFolders.isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        return scratchFolders
+    }
+
     func object(_ key: String) async throws -> Data {
         let path = scratch.path("object-\(UUID().uuidString)")
         try await storage.client.getObject(key: key, toFileAt: path)
@@ -266,6 +274,33 @@ struct S3StorageTests {
             let (_, key) = try await client.createAccount()
             let (job, status) = try await client.uploadAndWait(video, key: key)
             #expect(status == "failed")
+            let left = try await server.scratchFoldersLeft()
+            #expect(left.isEmpty, "scratch left: \(left)")
+            // The input object goes with the failure (deleted just after the status is written).
+            var keys = try await server.keys(ofJob: job)
+            for _ in 0..<50 where !keys.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                keys = try await server.keys(ofJob: job)
+            }
+            #expect(keys == [])
+        }
+    }
+
+    /// A job cancelled while it is processing: its scratch folder and its objects are gone once
+    /// DELETE returns.
+    @Test func cancelledJobLeavesNothing() async throws {
+        let server = try await S3TestServer()
+        let video = try await Fixtures.data(.long)
+        try await server.run { client in
+            let (_, key) = try await client.createAccount()
+            let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            #expect(upload.status == .ok, "\(upload.text)")
+            let job = try #require(try upload.json()["job_id"] as? String)
+            _ = try await client.poll(job: job, key: key, timeout: 60) { ($0["status"] as? String) == "processing" && ($0["progress"] as? Int ?? 0) > 0 }
+            #expect(server.scratchFolders == [job], "the input is fetched to scratch for the child")
+            let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
+            let cancelledStatus = try cancelled.json()["status"] as? String
+            #expect(cancelled.status == .ok && cancelledStatus == "cancelled")
             #expect(server.scratchFolders.isEmpty, "scratch left: \(server.scratchFolders)")
             #expect(try await server.keys(ofJob: job) == [])
         }
