@@ -322,15 +322,7 @@ public final class JobService: Sendable {
         }
     }
 
-    /// Files of a completed job, when they still exist.
-    public func resultFile(_ job: Job) -> String? { existing(layout.resultPath(job.id), job) }
-    public func posterFile(_ job: Job) -> String? { existing(layout.posterPath(job.id), job) }
-    public func analysisFile(_ job: Job) -> String? { existing(layout.analysisPath(job.id), job) }
-
-    private func existing(_ path: String, _ job: Job) -> String? {
-        guard job.status == .completed, job.mediaDeletedAt == nil, FileManager.default.fileExists(atPath: path) else { return nil }
-        return path
-    }
+    // Files of a completed job: `media(_:_:)` (JobService+MediaStorage.swift).
 
     /// Runs one sweeper pass now (the runner also sweeps every `storage.sweepIntervalSeconds`).
     public func sweepNow() async {

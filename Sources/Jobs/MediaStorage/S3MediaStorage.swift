@@ -133,11 +133,13 @@ public struct S3MediaStorage: MediaStorage {
         })
     }
 
-    /// Jobs with at least one object under `<prefix>/jobs/`.
+    /// Jobs with at least one object under `<prefix>/jobs/`. The listing asks for `<prefix>/jobs`
+    /// (no trailing `/`: moto, the test server, cannot check the signature of a `/` in a query
+    /// value) and keeps the keys under `jobs/`.
     public func storedJobs() async throws -> [StoredJobMedia] {
-        let objects = try await guarded("list jobs", nil) { try await client.listObjects(prefix: jobsPrefix) }
+        let objects = try await guarded("list jobs", nil) { try await client.listObjects(prefix: String(jobsPrefix.dropLast())) }
         var jobs: [String: StoredJobMedia] = [:]
-        for object in objects {
+        for object in objects where object.key.hasPrefix(jobsPrefix) {
             let rest = object.key.dropFirst(jobsPrefix.count).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             guard rest.count == 2, !rest[0].isEmpty else { continue }
             let id = String(rest[0])
