@@ -96,7 +96,8 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "Telemetry",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "Telemetry", "ObjectStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -105,7 +106,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry",
+                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -177,6 +178,7 @@ let package = Package(
             dependencies: [
                 "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "AppStore", "ObjectStorage", "PostgresStore", "Telemetry",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

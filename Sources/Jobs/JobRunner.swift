@@ -24,6 +24,7 @@ public final class JobRunner: Service, Sendable {
 
     let database: any MomentsStore
     let layout: StorageLayout
+    let mediaStorage: any MediaStorage
     let settings: ServiceSettings
     let media: MediaDefaults
     let logger: Logger
@@ -35,9 +36,10 @@ public final class JobRunner: Service, Sendable {
     /// lease names the very worker loop holding it.
     let processTag: String
 
-    public init(database: any MomentsStore, layout: StorageLayout, settings: ServiceSettings, media: MediaDefaults,
+    public init(database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil, settings: ServiceSettings, media: MediaDefaults,
                 logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database; self.layout = layout; self.settings = settings; self.media = media
+        self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
@@ -47,7 +49,9 @@ public final class JobRunner: Service, Sendable {
     /// The lease owner name of worker loop `index`.
     func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
 
-    var sweeper: Sweeper { Sweeper(database: database, layout: layout, settings: settings, logger: logger, clock: clock) }
+    var sweeper: Sweeper {
+        Sweeper(database: database, layout: layout, storage: mediaStorage, runningJobIDs: { self.runningJobIDs }, settings: settings, logger: logger, clock: clock)
+    }
 
     /// Before the server takes requests: jobs a crash left `processing` go back to the queue (their
     /// folders emptied of everything but the input) or fail after `maxAttempts`; partial uploads
@@ -259,10 +263,13 @@ public final class JobRunner: Service, Sendable {
         let progressTask = Task { await reporter.run() }
         var quality = RenderQuality(rawValue: job.quality) ?? .high
         if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
-        var request = media.request(source: layout.inputPath(job.id), quality: quality)
-        request.output = layout.resultPath(job.id)
-        request.posterOutput = layout.posterPath(job.id)
-        request.analysisOutput = layout.analysisPath(job.id)
+        // The child sees local files only: the input is fetched to the job's workspace first.
+        let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
+        let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
+        var request = media.request(source: workspace.inputPath, quality: quality)
+        request.output = workspace.resultPath
+        request.posterOutput = workspace.posterPath
+        request.analysisOutput = workspace.analysisPath
         request.cacheDirectory = layout.cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
         // The plan's length limit holds on decoded timestamps, whatever the header claims.
@@ -271,10 +278,10 @@ public final class JobRunner: Service, Sendable {
         let task = ChildTask.highlight(request)
         let isolation = self.isolation
         // The child sees its own job's folder and the analysis cache, nothing else of the storage.
-        let access = ChildAccess(writable: [layout.jobDirectory(job.id), layout.cacheDirectory])
+        let access = ChildAccess(writable: [workspace.directory, layout.cacheDirectory])
         let childLog = log
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let outcome = (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
+        let outcome = prepared == nil ? Self.workspaceFailure : (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
             IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
                               cancellation: token, logger: childLog) { stage, fraction in
                 reporter.report(stage: stage, fraction: fraction)
@@ -290,6 +297,8 @@ public final class JobRunner: Service, Sendable {
         } else {
             await finish(job, worker: worker, outcome: outcome, token: token, started: started, log: log)
         }
+        // Scratch is this process's own, whoever holds the job now.
+        await mediaStorage.discardWorkspace(jobID: job.id)
         stages.done()
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
@@ -309,12 +318,12 @@ public final class JobRunner: Service, Sendable {
                                           reason: "the child answered without a result")
                     return
                 }
-                // On disk before the database says completed: a power loss cannot leave a
-                // "completed" job without its file.
-                for path in [layout.resultPath(job.id), layout.posterPath(job.id), layout.analysisPath(job.id)] {
-                    try? DurableFiles.sync(path)
+                // Stored (on disk, or in the bucket) before the database says completed.
+                guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
+                    try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0, finalCode: "io",
+                                          finalMessage: Self.serviceFailureMessage, log: log, detail: "the media storage refused the results")
+                    return
                 }
-                try? DurableFiles.syncDirectory(layout.jobDirectory(job.id))
                 let render = result.render
                 let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
@@ -324,11 +333,11 @@ public final class JobRunner: Service, Sendable {
                 let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
                 if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: output, segments: segments, processingSeconds: elapsed,
                                                                           workerSeconds: elapsed, now: now) }) {
-                    if !settings.keepUploads { try? FileManager.default.removeItem(atPath: layout.inputPath(job.id)) }
+                    if !settings.keepUploads { await mediaStorage.removeInput(jobID: job.id) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                     JobMetrics.finished(.completed)
                 } else {
-                    layout.removeJobFiles(job.id)
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
                     log.info("job cancelled as it completed; result removed")
                     JobMetrics.finished(.cancelled)
@@ -339,7 +348,7 @@ public final class JobRunner: Service, Sendable {
                     log.notice("job stopped by shutdown; back in the queue")
                     JobMetrics.finished(.handedBack)
                 } else {
-                    layout.removeJobFiles(job.id)
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
                     // A cancel after processing began still costs the worker time it used.
                     try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
                     log.info("job cancelled; files removed")
@@ -373,13 +382,16 @@ public final class JobRunner: Service, Sendable {
     static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
     static let serviceFailureMessage = "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
 
+    /// The input could not be brought to the worker (the media storage failed): worth another attempt.
+    static let workspaceFailure = ChildOutcome.failed(MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage"))
+
     /// Failures of the service, not of the video: worth another attempt.
     static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
 
     /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
     private func failForGood(_ job: Job, worker: String, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
         _ = try await retrying { try await self.database.fail(id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
-        layout.removeJobFiles(job.id, keepingInput: settings.keepUploads)
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: settings.keepUploads)
         log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
         JobMetrics.finished(.failed)
     }
@@ -391,9 +403,9 @@ public final class JobRunner: Service, Sendable {
             try await failForGood(job, worker: worker, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
             return
         }
-        let delay = min(3600, settings.retryBackoffSeconds * pow(2, Double(max(0, job.attempts - 1))))
+        let delay = retryBackoff(base: settings.retryBackoffSeconds, attempts: job.attempts)
         let now = clock()
-        layout.removeJobFiles(job.id, keepingInput: true)
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: true)
         _ = try await retrying {
             try await self.database.retryLater(id: job.id, worker: worker, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
                                                chargeSeconds: charge, reason: reason, now: now)

@@ -12,6 +12,8 @@ import Telemetry
 public final class JobService: Sendable {
     public let database: any MomentsStore
     public let layout: StorageLayout
+    /// Where job media live (folders under storage.path, or an S3 bucket: `storage.backend`).
+    public let mediaStorage: any MediaStorage
     public let settings: ServiceSettings
     public let runner: JobRunner
     public let clock: @Sendable () -> Date
@@ -28,7 +30,8 @@ public final class JobService: Sendable {
     /// when nil; see `StoreLocation`), recovers jobs a crash interrupted, and loads the Apple root
     /// certificates.
     public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
-                appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil, logger: Logger,
+                appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil,
+                mediaStorage: (any MediaStorage)? = nil, logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.plans = plans
         (self.appStore, self.appStoreUnavailable) = Self.verifier(appStore)
@@ -47,11 +50,13 @@ public final class JobService: Sendable {
         // One process per storage folder when the store is the embedded SQLite (it has no leases
         // to tell another process's jobs from orphans); a shared store has no such limit.
         lock = database.isExclusive ? try StorageLock(layout.path(".lock")) : nil
+        let mediaStorage = try mediaStorage ?? MediaStorageFactory.make(settings: settings, layout: layout, logger: logger)
+        self.mediaStorage = mediaStorage
         self.database = database
         self.layout = layout
         self.settings = settings
         self.clock = clock
-        self.runner = JobRunner(database: database, layout: layout, settings: settings, media: media, logger: logger, clock: clock)
+        self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, logger: logger, clock: clock)
         self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: runner.isolation, logger: logger)
         try runner.recoverAtStartup()
     }
@@ -267,13 +272,9 @@ public final class JobService: Sendable {
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
-            // The upload reaches the disk, and its new name the folder, before the job row commits:
-            // a power loss cannot leave a job without its input.
-            try DurableFiles.sync(path)
-            try FileManager.default.createDirectory(atPath: layout.jobDirectory(job.id), withIntermediateDirectories: true)
-            try FileManager.default.moveItem(atPath: path, toPath: layout.inputPath(job.id))
-            try DurableFiles.syncDirectory(layout.jobDirectory(job.id))
-            try DurableFiles.syncDirectory(layout.jobsDirectory)
+            // The input is stored (durably) before the job row commits: a power loss cannot leave
+            // a job without its input.
+            try await storeInput(jobID: job.id, from: path)
             accepted = try await database.insertReserving(job, now: now) { isPro in
                 // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
@@ -283,7 +284,7 @@ public final class JobService: Sendable {
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
-            layout.removeJobFiles(job.id)
+            await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
             throw error
         }
         switch accepted {
@@ -291,7 +292,7 @@ public final class JobService: Sendable {
             runner.notifyNewJob()
             return (inserted, try await accountPlan(account).usage)
         case .failure(let refusal):
-            layout.removeJobFiles(job.id)
+            await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
             switch refusal {
             case .overQuota(let limit, let used):
                 throw overQuota(limit: limit, used: used, usage: current.usage, plan: current.plan)
@@ -323,7 +324,7 @@ public final class JobService: Sendable {
         guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else { return nil }
         switch previous {
         case .pending:
-            if await !runner.stop(jobID: id) { layout.removeJobFiles(id) }
+            if await !runner.stop(jobID: id) { await mediaStorage.removeMedia(jobID: id, keepingInput: false) }
             return job
         case .processing:
             // Its worker removes the files (even one that claimed it a moment ago: it looks at the
@@ -331,21 +332,13 @@ public final class JobService: Sendable {
             await runner.stop(jobID: id)
             return job
         case .completed, .failed, .cancelled:
-            layout.removeJobFiles(id)
+            await mediaStorage.removeMedia(jobID: id, keepingInput: false)
             if job.mediaDeletedAt == nil { try await database.markMediaDeleted(id: id, now: clock()) }
             return try await database.job(id: id) ?? job
         }
     }
 
-    /// Files of a completed job, when they still exist.
-    public func resultFile(_ job: Job) -> String? { existing(layout.resultPath(job.id), job) }
-    public func posterFile(_ job: Job) -> String? { existing(layout.posterPath(job.id), job) }
-    public func analysisFile(_ job: Job) -> String? { existing(layout.analysisPath(job.id), job) }
-
-    private func existing(_ path: String, _ job: Job) -> String? {
-        guard job.status == .completed, job.mediaDeletedAt == nil, FileManager.default.fileExists(atPath: path) else { return nil }
-        return path
-    }
+    // Files of a completed job: `media(_:_:)` (JobService+MediaStorage.swift).
 
     /// Runs one sweeper pass now (the runner also sweeps every `storage.sweepIntervalSeconds`).
     public func sweepNow() async {
@@ -388,6 +381,9 @@ public final class JobService: Sendable {
             checks["storage"] = Check(ok: true, detail: "writable")
         } else {
             checks["storage"] = Check(ok: false, detail: "cannot write under \(layout.root)")
+        }
+        if checks["storage"]?.ok == true, let remote = await mediaStorage.readiness() {
+            checks["storage"] = Check(ok: remote.ok, detail: remote.detail)
         }
         if let free = layout.freeBytes() {
             let ok = free >= settings.minFreeBytes

@@ -8,6 +8,10 @@ import MomentsConfig
 struct Sweeper: Sendable {
     let database: any MomentsStore
     let layout: StorageLayout
+    /// Where job media live (folders under jobs/, or a bucket).
+    let storage: any MediaStorage
+    /// Jobs a worker of this process runs now (their workspaces are left alone).
+    let runningJobIDs: @Sendable () -> [String]
     let settings: ServiceSettings
     let logger: Logger
     let clock: @Sendable () -> Date
@@ -25,7 +29,7 @@ struct Sweeper: Sendable {
         }
     }
 
-    /// One pass. Returns how many job folders had media removed.
+    /// One pass. Returns how many jobs had media removed.
     @discardableResult
     func sweep() async -> Int {
         var removed = 0
@@ -33,21 +37,24 @@ struct Sweeper: Sendable {
         do {
             let expired = try await database.jobsWithExpiredMedia(now: now, defaultRetentionHours: settings.resultRetentionHours, limit: 500)
             for job in expired {
-                layout.removeJobFiles(job.id)
+                await storage.removeMedia(jobID: job.id, keepingInput: false)
                 try await database.markMediaDeleted(id: job.id, now: now)
                 removed += 1
             }
-            let folders = (try? FileManager.default.contentsOfDirectory(atPath: layout.jobsDirectory)) ?? []
-            let known = try await database.existingJobIDs(folders)
-            for folder in folders where !known.contains(folder) && age(layout.jobDirectory(folder), now: now) > graceSeconds {
-                layout.removeJobFiles(folder)
+            // Media of jobs that do not exist (a crash between storing an upload and its row, a
+            // row deleted by hand): gone once older than the grace period.
+            let stored = try await storage.storedJobs()
+            let known = try await database.existingJobIDs(stored.map(\.jobID))
+            for media in stored where !known.contains(media.jobID) && now.timeIntervalSince(media.modified ?? now) > graceSeconds {
+                await storage.removeMedia(jobID: media.jobID, keepingInput: false)
             }
-            if !settings.keepUploads {
-                for id in known {
-                    let input = layout.inputPath(id)
-                    guard FileManager.default.fileExists(atPath: input),
-                          let job = try await database.job(id: id), job.status.isFinished else { continue }
-                    try? FileManager.default.removeItem(atPath: input)
+            for media in stored where known.contains(media.jobID) {
+                guard let job = try await database.job(id: media.jobID), job.status.isFinished else { continue }
+                if job.mediaDeletedAt != nil {
+                    // Deleted (DELETE, retention) while the storage failed: its files go now.
+                    await storage.removeMedia(jobID: media.jobID, keepingInput: false)
+                } else if media.hasInput && !settings.keepUploads {
+                    await storage.removeInput(jobID: media.jobID)
                 }
             }
         } catch is CancellationError {
@@ -55,10 +62,24 @@ struct Sweeper: Sendable {
         } catch {
             logger.error("sweep failed", metadata: ["error": "\(error)"])
         }
+        await removeIdleWorkspaces()
         removeAbandonedUploads(olderThan: graceSeconds)
         pruneCache(olderThan: max(settings.resultRetention, graceSeconds), now: now)
         if removed > 0 { logger.info("sweeper removed expired results", metadata: ["jobs": "\(removed)"]) }
         return removed
+    }
+
+    /// Local workspaces (S3 scratch folders) of jobs no worker is running: left by a crash. A job
+    /// still processing is left alone even when this process does not run it: another process
+    /// sharing this storage folder may (its workspace goes once the job finishes or is rescued).
+    func removeIdleWorkspaces() async {
+        let running = Set(runningJobIDs())
+        for id in storage.workspaceJobIDs() where !running.contains(id) {
+            if let job = try? await database.job(id: id), job.status == .processing { continue }
+            // Re-read: a worker may have claimed the job since `running` was taken.
+            if runningJobIDs().contains(id) { continue }
+            await storage.discardWorkspace(jobID: id)
+        }
     }
 
     /// Partial uploads left by a dropped connection or a crash.

@@ -38,6 +38,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var resultRetentionHours = 168.0
     /// `storage.sweepIntervalSeconds` / STORAGE_SWEEP_INTERVAL_SECONDS: how often the sweeper runs.
     public var sweepIntervalSeconds = 600.0
+    /// `storage.backend` and `storage.s3.*`: where job media are kept (see MediaStorageSettings).
+    public var mediaStorage = MediaStorageSettings()
     /// `database.url` / DATABASE_URL: the store. Empty: SQLite at `<storage.path>/moments.sqlite`;
     /// `sqlite:PATH` or a plain path: SQLite there; `postgres://user:password@host:port/db?sslmode=…`:
     /// PostgreSQL, shared by any number of API and worker processes on any hosts.
@@ -110,6 +112,7 @@ public struct ServiceSettings: Sendable, Equatable {
         keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)
         resultRetentionHours = config.double(forKey: "storage.resultRetentionHours", default: resultRetentionHours)
         sweepIntervalSeconds = config.double(forKey: "storage.sweepIntervalSeconds", default: sweepIntervalSeconds)
+        mediaStorage = MediaStorageSettings(reader: config)
         databaseURL = config.string(forKey: "database.url", default: databaseURL)
         workers = max(0, config.int(forKey: "jobs.workers", default: workers))
         leaseSeconds = max(3, config.double(forKey: "jobs.leaseSeconds", default: leaseSeconds))

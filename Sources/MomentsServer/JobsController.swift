@@ -7,7 +7,7 @@ import Jobs
 /// The job resource: list, detail, status, cancel/delete, and its media (download, poster, analysis).
 struct JobsController {
     let service: JobService
-    let files = FileResponder()
+    let files = MediaResponder()
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/api/v1/jobs", on: group, use: list)
@@ -70,27 +70,27 @@ struct JobsController {
 
     @Sendable func download(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let path = try ready(job, service.resultFile(job))
-        return try await files.respond(request, context: context, path: path, contentType: "video/mp4",
+        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .result) })
+        return try await files.respond(request, context: context, download: download, contentType: "video/mp4",
                                        disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
     }
 
     @Sendable func poster(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let path = try ready(job, service.posterFile(job))
-        return try await files.respond(request, context: context, path: path, contentType: "image/jpeg",
+        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .poster) })
+        return try await files.respond(request, context: context, download: download, contentType: "image/jpeg",
                                        disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
     }
 
     @Sendable func analysis(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let path = try ready(job, service.analysisFile(job))
-        return try await files.respond(request, context: context, path: path, contentType: "application/json", disposition: nil)
+        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .analysis) })
+        return try await files.respond(request, context: context, download: download, contentType: "application/json", disposition: nil)
     }
 
     /// The file of a completed job, or 409 (not completed yet / failed / cancelled) or 410 (deleted).
-    private func ready(_ job: Job, _ path: String?) throws -> String {
-        if let path { return path }
+    private func ready<Media>(_ job: Job, _ media: Media?) throws -> Media {
+        if let media { return media }
         switch job.status {
         case .completed:
             throw Problem(.gone, code: "media_deleted",
