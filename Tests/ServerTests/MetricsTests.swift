@@ -77,8 +77,9 @@ struct MetricsTests {
         logger.logLevel = .info
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
-        let store = try await TestEngine.current.openStore(settings: &settings, sandboxForAll: false, logger: logger)
-        return try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: store, logger: logger)
+        let engines = try await TestEngine.current.open(settings: &settings, sandboxForAll: false, logger: logger)
+        return try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: engines.store,
+                              mediaStorage: engines.media, logger: logger)
     }
 
     /// An upload, status polls until the job is done, a refused upload: /metrics counts each by route

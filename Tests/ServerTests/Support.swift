@@ -111,9 +111,9 @@ struct TestServer {
         if let appleChain { try appleChain.write(rootTo: appStore.rootCertificates[0]) }
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
-        let store = try await TestEngine.current.openStore(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
-        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: store,
-                                 logger: logger, clock: now)
+        let engines = try await TestEngine.current.open(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: engines.store,
+                                 mediaStorage: engines.media, logger: logger, clock: now)
         let (app, routes) = buildApplication(service: service, logger: logger)
         self.app = app
         self.routes = routes

@@ -22,14 +22,15 @@ enum TestEngine: String {
     /// recovery of a store the process has to itself, files on the local disk).
     static var isEmbedded: Bool { current == .embedded }
 
-    /// The store a test server uses (nil: the service opens SQLite in its storage folder), and the
-    /// settings that put its media where this engine keeps them.
-    func openStore(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (any MomentsStore)? {
+    /// The store and media storage a test server uses (nil: the service opens SQLite and the
+    /// folders in its storage path), with the settings that say so.
+    func open(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (store: (any MomentsStore)?, media: (any MediaStorage)?) {
         switch self {
         case .embedded:
-            return nil
+            return (nil, nil)
         case .production:
-            return try await ProductionTestEngine.openStore(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+            let (store, media) = try await ProductionTestEngine.open(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+            return (store, media)
         }
     }
 }
