@@ -33,13 +33,13 @@ run: release
 # started on free loopback ports, stopped after; see scripts/with-test-servers): the service tests
 # on the embedded engines (SQLite + filesystem), the store and object-storage suites, and the
 # service tests again on the production engines (PostgreSQL + S3).
-SERVICE_TESTS := --filter ServerTests --skip S3ServerTests
+SERVICE_TESTS := --filter "^ServerTests\."
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\
 		$(SWIFT) test --skip-build $(SERVICE_TESTS) && \
-		$(SWIFT) test --skip-build --filter '^StoreTests\.|ObjectStorageTests' && \
+		$(SWIFT) test --skip-build --filter "^StoreTests\.|ObjectStorageTests" && \
 		MOMENTS_TEST_ENGINE=postgresql+s3 $(SWIFT) test --skip-build $(SERVICE_TESTS)'
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl).
