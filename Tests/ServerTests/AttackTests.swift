@@ -43,7 +43,7 @@ struct AttackTests {
             return victimJob
         }
         let target = server.layout.resultPath(victimJob)
-        #expect(FileManager.default.fileExists(atPath: target))
+        #expect(try await server.service.mediaStorage.mediaExists(jobID: victimJob, file: .result))
         // Each refused upload closes its connection: the router client sends each on its own.
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()

@@ -70,7 +70,8 @@ struct IsolationTests {
         let fakePath = scratch.path("fake-moments")
         let server = try await TestServer { s in
             s.childExecutable = fakePath
-            s.retryBackoffSeconds = 1
+            // Long enough for the status polls to see the wait even on a loaded machine.
+            s.retryBackoffSeconds = 3
         }
         // The marker goes where a job's child may write (it is confined to its job and the cache).
         let marker = server.layout.cacheDirectory + "/failed-once"
