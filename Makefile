@@ -48,6 +48,7 @@ bench: release
 	scripts/bench-analysis
 	scripts/bench-service
 	scripts/bench-isolation
+	scripts/bench-scaleout
 
 # Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
 # build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so
