@@ -81,20 +81,11 @@ extension AppDatabase {
     public func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
         let queued = try await pool.write { db -> Bool in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
-            job.status = .pending
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            job.stage = nil
-            job.runAfter = runAfter
-            if abnormal { job.abnormalExits += 1 }
-            job.workerSeconds += chargeSeconds
-            job.message = "Waiting to try again (\(reason))"
-            job.updatedAt = now
+            let ledgerReason = job.markRetrying(runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
             try job.update(db)
             if chargeSeconds > 0 {
                 try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
-                               change: 0, workerSeconds: chargeSeconds, reason: "worker time: attempt \(job.attempts) ended (\(reason))",
-                               createdAt: now).insert(db)
+                               change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, createdAt: now).insert(db)
             }
             return true
         }
@@ -148,20 +139,9 @@ extension AppDatabase {
                          workerSeconds: Double = 0, now: Date) async throws -> Bool {
         try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
-            job.status = .completed
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            job.progress = 100
-            job.stage = "done"
-            job.message = "Your highlight is ready"
-            job.output = output
-            job.segments = segments
-            job.processingSeconds = processingSeconds
-            job.finishedAt = now
-            job.updatedAt = now
-            job.workerSeconds += workerSeconds
-            try Self.settleQuota(db, job: &job, to: .consumed, reason: "consumed: the highlight was delivered",
-                                 workerSeconds: workerSeconds, now: now)
+            let settlement = job.markCompleted(output: output, segments: segments, processingSeconds: processingSeconds,
+                                               workerSeconds: workerSeconds, now: now)
+            try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
             return true
         }
@@ -178,19 +158,8 @@ extension AppDatabase {
             } else {
                 guard job.status == .processing || job.status == .pending else { return false }
             }
-            job.status = .failed
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            job.stage = "failed"
-            job.errorCode = code
-            job.errorMessage = message
-            job.message = message
-            job.finishedAt = now
-            job.updatedAt = now
-            job.workerSeconds += chargeSeconds
-            try Self.settleQuota(db, job: &job, to: .released,
-                                 reason: chargeSeconds > 0 ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))",
-                                 workerSeconds: chargeSeconds, now: now)
+            let settlement = job.markFailed(code: code, message: message, chargeSeconds: chargeSeconds, now: now)
+            try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
             return true
         }
@@ -203,14 +172,8 @@ extension AppDatabase {
             guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db) else { return nil }
             let previous = job.status
             if !previous.isFinished {
-                job.status = .cancelled
-                job.leaseOwner = nil
-                job.leaseExpiresAt = nil
-                job.stage = "cancelled"
-                job.message = "Cancelled at your request"
-                job.finishedAt = now
-                job.updatedAt = now
-                try Self.settleQuota(db, job: &job, to: .released, reason: "released: the job was cancelled", now: now)
+                let settlement = job.markCancelled(now: now)
+                try Self.settle(db, job: &job, settlement, now: now)
                 try job.update(db)
             }
             return (job, previous)
@@ -253,25 +216,12 @@ extension AppDatabase {
     private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, backoffSeconds: Double, now: Date) throws -> (requeued: [String], failed: [String]) {
         var requeued: [String] = [], failed: [String] = []
         for var job in stuck {
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            if job.attempts >= maxAttempts {
-                job.status = .failed
-                job.stage = "failed"
-                job.errorCode = "interrupted"
-                job.errorMessage = Job.interruptedMessage(attempts: job.attempts)
-                job.message = job.errorMessage!
-                job.finishedAt = now
-                try settleQuota(db, job: &job, to: .released, reason: "released: processing was interrupted too often", now: now)
+            if let settlement = job.markInterrupted(maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now) {
+                try settle(db, job: &job, settlement, now: now)
                 failed.append(job.id)
             } else {
-                job.status = .pending
-                job.stage = nil
-                if backoffSeconds > 0 { job.runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: job.attempts)) }
-                job.message = Job.requeuedMessage(attempts: job.attempts, maxAttempts: maxAttempts)
                 requeued.append(job.id)
             }
-            job.updatedAt = now
             try job.update(db)
         }
         return (requeued, failed)

@@ -97,12 +97,10 @@ extension AppDatabase {
     /// Settles a job's reserved unit inside the caller's transaction: consumed on delivery,
     /// released on failure or cancellation, charging `workerSeconds` against the day's budget on the
     /// same ledger line. Does nothing when it is already settled.
-    static func settleQuota(_ db: Database, job: inout Job, to state: QuotaState, reason: String,
-                            workerSeconds: Double = 0, now: Date) throws {
-        guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return }
-        job.quotaState = state.rawValue
-        try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period,
-                       change: state == .released ? -1 : 0, workerSeconds: workerSeconds, reason: reason, createdAt: now).insert(db)
+    static func settle(_ db: Database, job: inout Job, _ settlement: QuotaSettlement, now: Date) throws {
+        guard let (period, change) = settlement.apply(to: &job) else { return }
+        try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period, change: change,
+                       workerSeconds: settlement.workerSeconds, reason: settlement.reason, createdAt: now).insert(db)
     }
 
     /// The ledger of an account, newest first.

@@ -49,15 +49,8 @@ extension PostgresStore {
                 """, logger: logger).first.map(Rows.job) else { return nil }
             let previous = job.status
             if !previous.isFinished {
-                job.status = .cancelled
-                job.leaseOwner = nil
-                job.leaseExpiresAt = nil
-                job.stage = "cancelled"
-                job.message = "Cancelled at your request"
-                job.finishedAt = now
-                job.updatedAt = now
-                try await Self.settleQuota(&job, to: .released, reason: "released: the job was cancelled", now: now,
-                                           on: connection, logger: logger)
+                let settlement = job.markCancelled(now: now)
+                try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
                 try await Rows.update(job, on: connection, logger: logger)
                 try await connection.run("SELECT pg_notify(\(Self.cancelChannel), \(job.id))", logger: logger)
             }
@@ -109,14 +102,12 @@ extension PostgresStore {
         try await connection.run("SELECT pg_notify(\(queuedChannel), '')", logger: logger)
     }
 
-    /// Settles a job's reserved unit inside the caller's transaction (AppDatabase.settleQuota):
+    /// Settles a job's reserved unit inside the caller's transaction (like AppDatabase.settle):
     /// consumed on delivery, released on failure or cancellation, with `workerSeconds` on the
     /// same ledger line. Nothing when already settled.
-    static func settleQuota(_ job: inout Job, to state: QuotaState, reason: String, workerSeconds: Double = 0, now: Date,
-                            on connection: PostgresConnection, logger: Logger) async throws {
-        guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return }
-        job.quotaState = state.rawValue
-        try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: period, change: state == .released ? -1 : 0,
-                                     workerSeconds: workerSeconds, reason: reason, now: now, on: connection, logger: logger)
+    static func settle(_ job: inout Job, _ settlement: QuotaSettlement, now: Date, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let (period, change) = settlement.apply(to: &job) else { return }
+        try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: period, change: change,
+                                     workerSeconds: settlement.workerSeconds, reason: settlement.reason, now: now, on: connection, logger: logger)
     }
 }

@@ -49,26 +49,12 @@ extension PostgresStore {
                 """, logger: logger).map(Rows.job)
             var requeued: [String] = [], failed: [String] = []
             for var job in stuck {
-                if job.attempts >= maxAttempts {
-                    job.status = .failed
-                    job.stage = "failed"
-                    job.errorCode = "interrupted"
-                    job.errorMessage = Job.interruptedMessage(attempts: job.attempts)
-                    job.message = job.errorMessage!
-                    job.finishedAt = now
-                    try await Self.settleQuota(&job, to: .released, reason: "released: processing was interrupted too often", now: now,
-                                               on: connection, logger: logger)
+                if let settlement = job.markInterrupted(maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now) {
+                    try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
                     failed.append(job.id)
                 } else {
-                    job.status = .pending
-                    job.stage = nil
-                    if backoffSeconds > 0 { job.runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: job.attempts)) }
-                    job.message = Job.requeuedMessage(attempts: job.attempts, maxAttempts: maxAttempts)
                     requeued.append(job.id)
                 }
-                job.leaseOwner = nil
-                job.leaseExpiresAt = nil
-                job.updatedAt = now
                 try await Rows.update(job, on: connection, logger: logger)
             }
             if !requeued.isEmpty { try await Self.notifyQueued(connection, logger: logger) }
@@ -88,20 +74,9 @@ extension PostgresStore {
                          workerSeconds: Double, now: Date) async throws -> Bool {
         try await transaction { connection in
             guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else { return false }
-            job.status = .completed
-            job.progress = 100
-            job.stage = "done"
-            job.message = "Your highlight is ready"
-            job.output = output
-            job.segments = segments
-            job.processingSeconds = processingSeconds
-            job.finishedAt = now
-            job.updatedAt = now
-            job.workerSeconds += workerSeconds
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            try await Self.settleQuota(&job, to: .consumed, reason: "consumed: the highlight was delivered",
-                                       workerSeconds: workerSeconds, now: now, on: connection, logger: logger)
+            let settlement = job.markCompleted(output: output, segments: segments, processingSeconds: processingSeconds,
+                                               workerSeconds: workerSeconds, now: now)
+            try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
             return true
         }
@@ -117,19 +92,8 @@ extension PostgresStore {
                 found = try await Rows.lockedJob(id: id, on: connection, logger: logger)
             }
             guard var job = found, job.status == .processing || job.status == .pending else { return false }
-            job.status = .failed
-            job.stage = "failed"
-            job.errorCode = code
-            job.errorMessage = message
-            job.message = message
-            job.finishedAt = now
-            job.updatedAt = now
-            job.workerSeconds += chargeSeconds
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
-            try await Self.settleQuota(&job, to: .released,
-                                       reason: chargeSeconds > 0 ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))",
-                                       workerSeconds: chargeSeconds, now: now, on: connection, logger: logger)
+            let settlement = job.markFailed(code: code, message: message, chargeSeconds: chargeSeconds, now: now)
+            try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
             return true
         }
@@ -139,20 +103,11 @@ extension PostgresStore {
     public func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
         try await transaction { connection in
             guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else { return false }
-            job.status = .pending
-            job.stage = nil
-            job.runAfter = runAfter
-            if abnormal { job.abnormalExits += 1 }
-            job.workerSeconds += chargeSeconds
-            job.message = "Waiting to try again (\(reason))"
-            job.updatedAt = now
-            job.leaseOwner = nil
-            job.leaseExpiresAt = nil
+            let ledgerReason = job.markRetrying(runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
             try await Rows.update(job, on: connection, logger: logger)
             if chargeSeconds > 0 {
                 try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
-                                             change: 0, workerSeconds: chargeSeconds,
-                                             reason: "worker time: attempt \(job.attempts) ended (\(reason))", now: now,
+                                             change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, now: now,
                                              on: connection, logger: logger)
             }
             try await Self.notifyQueued(connection, logger: logger)

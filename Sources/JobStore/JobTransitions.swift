@@ -1,0 +1,102 @@
+import Foundation
+
+/// A change to a job's reserved unit that a transition asks its engine to write, in the same
+/// transaction, as one ledger line (nothing when the unit is already settled).
+public struct QuotaSettlement: Sendable, Equatable {
+    public var state: QuotaState
+    public var reason: String
+    public var workerSeconds: Double
+
+    /// The ledger line's change and the job's new quota state, or nil when the job's unit is not
+    /// reserved any more (settled before: nothing to write). Marks the job settled.
+    public func apply(to job: inout Job) -> (period: String, change: Int)? {
+        guard job.quotaState == QuotaState.reserved.rawValue, let period = job.quotaPeriod else { return nil }
+        job.quotaState = state.rawValue
+        return (period, state == .released ? -1 : 0)
+    }
+}
+
+/// The state changes of a job, written once for both engines: each sets every field the new state
+/// implies (status, stage, message, times, lease) and returns the quota settlement to record.
+extension Job {
+    public mutating func markCompleted(output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+                                       workerSeconds: Double, now: Date) -> QuotaSettlement {
+        status = .completed
+        progress = 100
+        stage = "done"
+        message = "Your highlight is ready"
+        self.output = output
+        self.segments = segments
+        self.processingSeconds = processingSeconds
+        finishedAt = now
+        updatedAt = now
+        self.workerSeconds += workerSeconds
+        releaseLease()
+        return QuotaSettlement(state: .consumed, reason: "consumed: the highlight was delivered", workerSeconds: workerSeconds)
+    }
+
+    public mutating func markFailed(code: String, message: String, chargeSeconds: Double, now: Date) -> QuotaSettlement {
+        status = .failed
+        stage = "failed"
+        errorCode = code
+        errorMessage = message
+        self.message = message
+        finishedAt = now
+        updatedAt = now
+        workerSeconds += chargeSeconds
+        releaseLease()
+        let reason = chargeSeconds > 0 ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))"
+        return QuotaSettlement(state: .released, reason: reason, workerSeconds: chargeSeconds)
+    }
+
+    public mutating func markCancelled(now: Date) -> QuotaSettlement {
+        status = .cancelled
+        stage = "cancelled"
+        message = "Cancelled at your request"
+        finishedAt = now
+        updatedAt = now
+        releaseLease()
+        return QuotaSettlement(state: .released, reason: "released: the job was cancelled", workerSeconds: 0)
+    }
+
+    /// Back in the queue after a transient failure, to start after `runAfter` (the attempt stays
+    /// counted). Returns the reason of the ledger line charging `chargeSeconds` (when above 0).
+    public mutating func markRetrying(runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) -> String {
+        status = .pending
+        stage = nil
+        self.runAfter = runAfter
+        if abnormal { abnormalExits += 1 }
+        workerSeconds += chargeSeconds
+        message = "Waiting to try again (\(reason))"
+        updatedAt = now
+        releaseLease()
+        return "worker time: attempt \(attempts) ended (\(reason))"
+    }
+
+    /// A processing job whose worker is gone (a crash, an expired lease): back in the queue (after
+    /// `backoffSeconds`·2^(attempts−1) when above 0), or failed once started `maxAttempts` times.
+    /// Returns the settlement when it failed, nil when it was re-queued.
+    public mutating func markInterrupted(maxAttempts: Int, backoffSeconds: Double, now: Date) -> QuotaSettlement? {
+        releaseLease()
+        updatedAt = now
+        guard attempts < maxAttempts else {
+            status = .failed
+            stage = "failed"
+            errorCode = "interrupted"
+            errorMessage = Job.interruptedMessage(attempts: attempts)
+            message = errorMessage!
+            finishedAt = now
+            return QuotaSettlement(state: .released, reason: "released: processing was interrupted too often", workerSeconds: 0)
+        }
+        status = .pending
+        stage = nil
+        if backoffSeconds > 0 { runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: attempts)) }
+        message = Job.requeuedMessage(attempts: attempts, maxAttempts: maxAttempts)
+        return nil
+    }
+
+    private mutating func releaseLease() {
+        leaseOwner = nil
+        leaseExpiresAt = nil
+    }
+}
