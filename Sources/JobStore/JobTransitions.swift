@@ -95,6 +95,20 @@ extension Job {
         return nil
     }
 
+    /// The job as the accepting transaction stores it: the plan's terms and one reserved unit of
+    /// `period` (the engine writes the matching ledger line, `reservationReason`).
+    public func reserving(_ limits: QuotaLimits, period: String) -> Job {
+        var job = self
+        job.outputCap = limits.outputCap
+        job.retentionHours = limits.retentionHours
+        job.maxDurationSeconds = limits.maxDurationSeconds
+        job.quotaPeriod = period
+        job.quotaState = QuotaState.reserved.rawValue
+        return job
+    }
+
+    public static let reservationReason = "reserved when the job was accepted"
+
     private mutating func releaseLease() {
         leaseOwner = nil
         leaseExpiresAt = nil

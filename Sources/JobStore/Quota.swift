@@ -69,15 +69,10 @@ extension AppDatabase {
                 let spent = try Self.workerSecondsUsed(db, accountId: job.accountId, since: UsagePeriod.day(of: now).start)
                 if spent >= budget { return .failure(.overBudget(limit: budget, used: spent)) }
             }
-            var job = job
-            job.outputCap = limits.outputCap
-            job.retentionHours = limits.retentionHours
-            job.maxDurationSeconds = limits.maxDurationSeconds
-            job.quotaPeriod = period
-            job.quotaState = QuotaState.reserved.rawValue
+            let job = job.reserving(limits, period: period)
             try job.insert(db)
             try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: period, change: 1,
-                           reason: "reserved when the job was accepted", createdAt: now).insert(db)
+                           reason: Job.reservationReason, createdAt: now).insert(db)
             return .success(job)
         }
         if case .success = result { broadcaster.send(.jobQueued) }

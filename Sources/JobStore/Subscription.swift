@@ -153,7 +153,7 @@ extension AppDatabase {
             sub.accountId = accountId
             sub.updatedAt = now
             if tx.signedDate >= sub.lastSignedDate {
-                Self.merge(&sub, expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
+                sub.merge(expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
                 sub.productId = tx.productId
                 sub.environment = tx.environment
                 sub.lastSignedDate = tx.signedDate
@@ -161,32 +161,6 @@ extension AppDatabase {
             }
             try sub.save(db)
             return .success(try Self.entitlement(db, accountId: accountId, now: now))
-        }
-    }
-
-    /// A transaction's news merged into the subscription: revocation sticks; a later expiry
-    /// extends (and ends a grace period); an earlier one never shortens it.
-    static func merge(_ sub: inout Subscription, expiresAt: Date?, revoked: Bool, now: Date) {
-        if revoked {
-            sub.state = .revoked
-            sub.revokedAt = sub.revokedAt ?? now
-            return
-        }
-        if sub.revokedAt != nil {
-            // Revoked: the expiry is remembered, the state is not reinstated.
-            sub.state = .revoked
-            sub.expiresAt = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
-            return
-        }
-        let latest = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
-        if let latest, latest > (sub.expiresAt ?? .distantPast) || sub.state == .revoked || sub.state == .expired {
-            sub.expiresAt = latest
-            if latest > now {
-                sub.state = .active
-                sub.gracePeriodExpiresAt = nil
-            } else if sub.state != .grace {
-                sub.state = .expired
-            }
         }
     }
 
@@ -214,27 +188,7 @@ extension AppDatabase {
                     if let token = tx.appAccountToken, let owner = try Account.fetchOne(db, key: token.lowercased()) {
                         s.accountId = owner.id
                     }
-                    switch effect {
-                    case .extend:
-                        s.state = .active
-                        s.expiresAt = [s.expiresAt, tx.expiresAt].compactMap { $0 }.max()
-                        s.gracePeriodExpiresAt = nil
-                    case .reinstate:
-                        // Apple reversed the refund: the one thing (besides an operator) that lifts a revocation.
-                        s.state = (tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired
-                        s.expiresAt = tx.expiresAt
-                        s.revokedAt = nil
-                    case .grace(let until):
-                        s.state = .grace
-                        s.gracePeriodExpiresAt = until
-                    case .expire:
-                        s.state = .expired
-                    case .revoke:
-                        s.state = .revoked
-                        s.revokedAt = s.revokedAt ?? now
-                    case .none:
-                        break
-                    }
+                    s.apply(effect, tx: tx, now: now)
                     s.productId = tx.productId
                     s.lastSignedDate = signedDate
                     s.source = "notification"
@@ -279,5 +233,60 @@ extension AppDatabase {
 
     public func subscriptions(accountId: String) async throws -> [Subscription] {
         try await pool.read { db in try Subscription.filter(Column("accountId") == accountId).fetchAll(db) }
+    }
+}
+
+/// The rules of a subscription's state, written once for both engines.
+extension Subscription {
+    /// A transaction's news merged in: revocation sticks; a later expiry extends (and ends a grace
+    /// period); an earlier one never shortens it.
+    public mutating func merge(expiresAt newExpiry: Date?, revoked: Bool, now: Date) {
+        if revoked {
+            state = .revoked
+            revokedAt = revokedAt ?? now
+            return
+        }
+        if revokedAt != nil {
+            // Revoked: the expiry is remembered, the state is not reinstated.
+            state = .revoked
+            expiresAt = [expiresAt, newExpiry].compactMap { $0 }.max()
+            return
+        }
+        let latest = [expiresAt, newExpiry].compactMap { $0 }.max()
+        if let latest, latest > (expiresAt ?? .distantPast) || state == .revoked || state == .expired {
+            expiresAt = latest
+            if latest > now {
+                state = .active
+                gracePeriodExpiresAt = nil
+            } else if state != .grace {
+                state = .expired
+            }
+        }
+    }
+
+    /// A notification's effect on the subscription's state (the caller has checked it is newer than
+    /// what was applied and not blocked by a sticky revocation).
+    public mutating func apply(_ effect: NotificationEffect, tx: TransactionFacts, now: Date) {
+        switch effect {
+        case .extend:
+            state = .active
+            expiresAt = [expiresAt, tx.expiresAt].compactMap { $0 }.max()
+            gracePeriodExpiresAt = nil
+        case .reinstate:
+            // Apple reversed the refund: the one thing (besides an operator) that lifts a revocation.
+            state = (tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired
+            expiresAt = tx.expiresAt
+            revokedAt = nil
+        case .grace(let until):
+            state = .grace
+            gracePeriodExpiresAt = until
+        case .expire:
+            state = .expired
+        case .revoke:
+            state = .revoked
+            revokedAt = revokedAt ?? now
+        case .none:
+            break
+        }
     }
 }

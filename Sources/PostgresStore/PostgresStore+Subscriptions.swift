@@ -46,7 +46,7 @@ extension PostgresStore {
             sub.accountId = accountId
             sub.updatedAt = now
             if tx.signedDate >= sub.lastSignedDate {
-                Self.merge(&sub, expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
+                sub.merge(expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
                 sub.productId = tx.productId
                 sub.environment = tx.environment
                 sub.lastSignedDate = tx.signedDate
@@ -54,31 +54,6 @@ extension PostgresStore {
             }
             try await Rows.save(sub, on: connection, logger: logger)
             return .success(try await entitlement(accountId, now: now, on: connection))
-        }
-    }
-
-    /// AppDatabase.merge: revocation sticks; a later expiry extends (and ends a grace period); an
-    /// earlier one never shortens it.
-    static func merge(_ sub: inout Subscription, expiresAt: Date?, revoked: Bool, now: Date) {
-        if revoked {
-            sub.state = .revoked
-            sub.revokedAt = sub.revokedAt ?? now
-            return
-        }
-        if sub.revokedAt != nil {
-            sub.state = .revoked
-            sub.expiresAt = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
-            return
-        }
-        let latest = [sub.expiresAt, expiresAt].compactMap { $0 }.max()
-        if let latest, latest > (sub.expiresAt ?? .distantPast) || sub.state == .revoked || sub.state == .expired {
-            sub.expiresAt = latest
-            if latest > now {
-                sub.state = .active
-                sub.gracePeriodExpiresAt = nil
-            } else if sub.state != .grace {
-                sub.state = .expired
-            }
         }
     }
 
@@ -114,26 +89,7 @@ extension PostgresStore {
                         .first?.decode(String.self) {
                         s.accountId = owner
                     }
-                    switch effect {
-                    case .extend:
-                        s.state = .active
-                        s.expiresAt = [s.expiresAt, tx.expiresAt].compactMap { $0 }.max()
-                        s.gracePeriodExpiresAt = nil
-                    case .reinstate:
-                        s.state = (tx.expiresAt.map { $0 > now } ?? false) ? .active : .expired
-                        s.expiresAt = tx.expiresAt
-                        s.revokedAt = nil
-                    case .grace(let until):
-                        s.state = .grace
-                        s.gracePeriodExpiresAt = until
-                    case .expire:
-                        s.state = .expired
-                    case .revoke:
-                        s.state = .revoked
-                        s.revokedAt = s.revokedAt ?? now
-                    case .none:
-                        break
-                    }
+                    s.apply(effect, tx: tx, now: now)
                     s.productId = tx.productId
                     s.lastSignedDate = signedDate
                     s.source = "notification"

@@ -28,15 +28,10 @@ extension PostgresStore {
                 let spent = try await Self.workerSecondsUsed(job.accountId, since: UsagePeriod.day(of: now).start, on: connection, logger: logger)
                 if spent >= budget { return .failure(.overBudget(limit: budget, used: spent)) }
             }
-            var job = job
-            job.outputCap = limits.outputCap
-            job.retentionHours = limits.retentionHours
-            job.maxDurationSeconds = limits.maxDurationSeconds
-            job.quotaPeriod = period
-            job.quotaState = QuotaState.reserved.rawValue
+            let job = job.reserving(limits, period: period)
             try await Rows.insert(job, on: connection, logger: logger)
             try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: period, change: 1,
-                                         reason: "reserved when the job was accepted", now: now, on: connection, logger: logger)
+                                         reason: Job.reservationReason, now: now, on: connection, logger: logger)
             try await Self.notifyQueued(connection, logger: logger)
             return .success(job)
         }
