@@ -141,23 +141,8 @@ extension AppDatabase {
     public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
         try await pool.write { db in
             let existing = try Subscription.fetchOne(db, key: tx.originalTransactionId)
-            let tokenIsCaller = tx.appAccountToken == accountId
-            if let owner = existing?.accountId, owner != accountId {
-                guard tokenIsCaller, let current = existing, tx.signedDate >= current.lastSignedDate else {
-                    return .failure(.belongsToAnotherAccount)
-                }
-            }
-            var sub = existing ?? Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
-                                                expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
-                                                environment: tx.environment, source: "app", updatedAt: now)
-            sub.accountId = accountId
-            sub.updatedAt = now
-            if tx.signedDate >= sub.lastSignedDate {
-                sub.merge(expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
-                sub.productId = tx.productId
-                sub.environment = tx.environment
-                sub.lastSignedDate = tx.signedDate
-                sub.source = "app"
+            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now) else {
+                return .failure(.belongsToAnotherAccount)
             }
             try sub.save(db)
             return .success(try Self.entitlement(db, accountId: accountId, now: now))
@@ -288,5 +273,32 @@ extension Subscription {
         case .none:
             break
         }
+    }
+}
+
+extension Subscription {
+    /// A verified transaction the app sent for `accountId`, applied to the stored subscription
+    /// (nil: none yet). Ownership: a transaction whose appAccountToken is this account moves the
+    /// subscription here when it is at least as new as what was applied; without a token, the
+    /// subscription belongs to the first account that presented it. State: merged (`merge`).
+    public static func applying(_ tx: TransactionFacts, to existing: Subscription?, accountId: String, now: Date) -> Result<Subscription, SubscriptionRefusal> {
+        if let owner = existing?.accountId, owner != accountId {
+            guard tx.appAccountToken == accountId, let current = existing, tx.signedDate >= current.lastSignedDate else {
+                return .failure(.belongsToAnotherAccount)
+            }
+        }
+        var sub = existing ?? Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
+                                            expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
+                                            environment: tx.environment, source: "app", updatedAt: now)
+        sub.accountId = accountId
+        sub.updatedAt = now
+        if tx.signedDate >= sub.lastSignedDate {
+            sub.merge(expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
+            sub.productId = tx.productId
+            sub.environment = tx.environment
+            sub.lastSignedDate = tx.signedDate
+            sub.source = "app"
+        }
+        return .success(sub)
     }
 }

@@ -34,23 +34,8 @@ extension PostgresStore {
     public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
         try await transaction { connection -> Result<Entitlement, SubscriptionRefusal> in
             let existing = try await lockedSubscription(tx.originalTransactionId, on: connection)
-            let tokenIsCaller = tx.appAccountToken == accountId
-            if let owner = existing?.accountId, owner != accountId {
-                guard tokenIsCaller, let current = existing, tx.signedDate >= current.lastSignedDate else {
-                    return .failure(.belongsToAnotherAccount)
-                }
-            }
-            var sub = existing ?? Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
-                                                expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
-                                                environment: tx.environment, source: "app", updatedAt: now)
-            sub.accountId = accountId
-            sub.updatedAt = now
-            if tx.signedDate >= sub.lastSignedDate {
-                sub.merge(expiresAt: tx.expiresAt, revoked: tx.revoked, now: now)
-                sub.productId = tx.productId
-                sub.environment = tx.environment
-                sub.lastSignedDate = tx.signedDate
-                sub.source = "app"
+            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now) else {
+                return .failure(.belongsToAnotherAccount)
             }
             try await Rows.save(sub, on: connection, logger: logger)
             return .success(try await entitlement(accountId, now: now, on: connection))
