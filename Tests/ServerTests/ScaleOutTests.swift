@@ -149,4 +149,57 @@ struct ScaleOutTests {
             #expect(usage?["used"] as? Int == 3, "\(usage ?? [:])")
         }
     }
+
+    /// A DELETE on the API process reaches the worker process running the job through NOTIFY: the
+    /// worker stops its child and removes its scratch within moments, and nothing is charged.
+    @Test func cancelReachesTheWorkerOnAnotherProcess() async throws {
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
+        let databaseURL = try TestServers.freshDatabase()
+        let s3 = try TestServers.s3
+        let bucket = "cancel-\(UUID().uuidString.prefix(8).lowercased())"
+        let client = S3Client(configuration: S3Configuration(
+            endpoint: URL(string: s3.endpoint)!, region: "us-east-1", bucket: bucket, pathStyle: true,
+            credentials: AWSCredentials(accessKeyId: s3.accessKey, secretAccessKey: s3.secretKey)))
+        defer { Task { try? await client.shutdown() } }
+        try await client.createBucket()
+        let scratch = Scratch()
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)"
+        let shared = [
+            "DATABASE_URL": databaseURL, "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": s3.endpoint, "STORAGE_S3_BUCKET": bucket,
+            "STORAGE_S3_PATH_STYLE": "true", "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,
+            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576", "METRICS_WORKER_PORT": "0",
+        ]
+        let api = try ProcessHarness.start(executable, ["serve", "--workers", "0", "--log-level", "warning"],
+                                           environment: shared.merging(["STORAGE_PATH": scratch.path("api"), "HTTP_PORT": String(port)]) { $1 })
+        defer { if api.isRunning { api.terminate() } }
+        let worker = try ProcessHarness.start(executable, ["worker", "--workers", "1", "--log-level", "warning"],
+                                              environment: shared.merging(["STORAGE_PATH": scratch.path("worker")]) { $1 })
+        defer { if worker.isRunning { worker.terminate() } }
+        try await ProcessHarness.waitUntilUp(base)
+        let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
+        let accepted = try await ProcessHarness.upload(try await Fixtures.data(.long), to: "\(base)/api/v1/upload", key: key)
+        let job = try #require(accepted["job_id"] as? String, "\(accepted)")
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let status = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job)/status", key: key)
+            if status["status"] as? String == "processing", (status["progress"] as? Int ?? 0) >= 10 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let workspace = scratch.path("worker/scratch/\(job)")
+        #expect(FileManager.default.fileExists(atPath: workspace), "the worker works on the job in its scratch")
+        let cancelled = try await ProcessHarness.request("DELETE", "\(base)/api/v1/jobs/\(job)", key: key)
+        #expect(cancelled["status"] as? String == "cancelled", "\(cancelled)")
+        let asked = Date()
+        while FileManager.default.fileExists(atPath: workspace), Date().timeIntervalSince(asked) < 10 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let took = Date().timeIntervalSince(asked)
+        #expect(!FileManager.default.fileExists(atPath: workspace), "the worker did not stop")
+        // NOTIFY, SIGTERM to the child, clean-up: well within the lease renewal (10 s) it would otherwise take.
+        #expect(took < 3, "the worker took \(took) s to stop")
+        let usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        #expect(usage?["used"] as? Int == 0, "\(usage ?? [:])")
+        #expect(try await client.listObjects().filter { $0.key.contains(job) }.isEmpty)
+    }
 }
