@@ -14,30 +14,13 @@ import Testing
 struct ScaleOutTests {
     @Test func apiAndTwoWorkersSurviveAKilledWorker() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
-        let databaseURL = try TestServers.freshDatabase()
-        let s3 = try TestServers.s3
-        let bucket = "scale-\(UUID().uuidString.prefix(8).lowercased())"
-        let client = S3Client(configuration: S3Configuration(
-            endpoint: URL(string: s3.endpoint)!, region: "us-east-1", bucket: bucket, pathStyle: true,
-            credentials: AWSCredentials(accessKeyId: s3.accessKey, secretAccessKey: s3.secretKey)))
-        defer { Task { try? await client.shutdown() } }
-        try await client.createBucket()
-
-        let scratch = Scratch()
-        let port = try freePort()
-        let base = "http://127.0.0.1:\(port)"
-        let shared = [
-            "DATABASE_URL": databaseURL,
-            "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": s3.endpoint, "STORAGE_S3_REGION": "us-east-1",
-            "STORAGE_S3_BUCKET": bucket, "STORAGE_S3_PATH_STYLE": "true",
-            "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,
+        let cluster = try await Cluster(extra: [
             // A short lease and backoff, so the rescue happens within seconds.
             "JOBS_LEASE_SECONDS": "3", "JOBS_RETRY_BACKOFF_SECONDS": "1",
-            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576", "METRICS_WORKER_PORT": "0",
-        ]
-        func environment(_ name: String, _ extra: [String: String] = [:]) -> [String: String] {
-            shared.merging(["STORAGE_PATH": scratch.path(name)].merging(extra) { $1 }) { $1 }
-        }
+        ])
+        let (client, scratch, port, base) = (cluster.bucket, cluster.scratch, cluster.port, cluster.base)
+        defer { Task { try? await client.shutdown() } }
+        func environment(_ name: String, _ extra: [String: String] = [:]) -> [String: String] { cluster.environment(name, extra) }
         let api = try ProcessHarness.start(executable, ["serve", "--workers", "0", "--log-level", "warning"],
                                            environment: environment("api", ["HTTP_PORT": String(port)]))
         defer { if api.isRunning { api.terminate() } }
@@ -154,27 +137,14 @@ struct ScaleOutTests {
     /// worker stops its child and removes its scratch within moments, and nothing is charged.
     @Test func cancelReachesTheWorkerOnAnotherProcess() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
-        let databaseURL = try TestServers.freshDatabase()
-        let s3 = try TestServers.s3
-        let bucket = "cancel-\(UUID().uuidString.prefix(8).lowercased())"
-        let client = S3Client(configuration: S3Configuration(
-            endpoint: URL(string: s3.endpoint)!, region: "us-east-1", bucket: bucket, pathStyle: true,
-            credentials: AWSCredentials(accessKeyId: s3.accessKey, secretAccessKey: s3.secretKey)))
+        let cluster = try await Cluster()
+        let (client, scratch, base) = (cluster.bucket, cluster.scratch, cluster.base)
         defer { Task { try? await client.shutdown() } }
-        try await client.createBucket()
-        let scratch = Scratch()
-        let port = try freePort()
-        let base = "http://127.0.0.1:\(port)"
-        let shared = [
-            "DATABASE_URL": databaseURL, "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": s3.endpoint, "STORAGE_S3_BUCKET": bucket,
-            "STORAGE_S3_PATH_STYLE": "true", "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,
-            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576", "METRICS_WORKER_PORT": "0",
-        ]
         let api = try ProcessHarness.start(executable, ["serve", "--workers", "0", "--log-level", "warning"],
-                                           environment: shared.merging(["STORAGE_PATH": scratch.path("api"), "HTTP_PORT": String(port)]) { $1 })
+                                           environment: cluster.environment("api", ["HTTP_PORT": String(cluster.port)]))
         defer { if api.isRunning { api.terminate() } }
         let worker = try ProcessHarness.start(executable, ["worker", "--workers", "1", "--log-level", "warning"],
-                                              environment: shared.merging(["STORAGE_PATH": scratch.path("worker")]) { $1 })
+                                              environment: cluster.environment("worker"))
         defer { if worker.isRunning { worker.terminate() } }
         try await ProcessHarness.waitUntilUp(base)
         let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
@@ -201,5 +171,40 @@ struct ScaleOutTests {
         let usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 0, "\(usage ?? [:])")
         #expect(try await client.listObjects().filter { $0.key.contains(job) }.isEmpty)
+    }
+}
+
+/// What the process tests share: a fresh database, a fresh bucket (and a client on it), a folder
+/// per process, the API's port, and the environment that points a process at all of them.
+struct Cluster {
+    let databaseURL: String
+    let bucket: S3Client
+    let scratch = Scratch()
+    let port: Int
+    let shared: [String: String]
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    init(extra: [String: String] = [:]) async throws {
+        databaseURL = try TestServers.freshDatabase()
+        let s3 = try TestServers.s3
+        let name = "cluster-\(UUID().uuidString.prefix(8).lowercased())"
+        bucket = S3Client(configuration: S3Configuration(
+            endpoint: URL(string: s3.endpoint)!, region: "us-east-1", bucket: name, pathStyle: true,
+            credentials: AWSCredentials(accessKeyId: s3.accessKey, secretAccessKey: s3.secretKey)))
+        try await bucket.createBucket()
+        port = try freePort()
+        shared = [
+            "DATABASE_URL": databaseURL,
+            "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": s3.endpoint, "STORAGE_S3_REGION": "us-east-1",
+            "STORAGE_S3_BUCKET": name, "STORAGE_S3_PATH_STYLE": "true",
+            "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,
+            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576", "METRICS_WORKER_PORT": "0",
+        ].merging(extra) { $1 }
+    }
+
+    /// The environment of the process named `name` (its own storage folder).
+    func environment(_ name: String, _ extra: [String: String] = [:]) -> [String: String] {
+        shared.merging(["STORAGE_PATH": scratch.path(name)].merging(extra) { $1 }) { $1 }
     }
 }
