@@ -289,7 +289,7 @@ public final class JobService: Sendable {
         }
         switch accepted {
         case .success(let inserted):
-            runner.notifyNewJob()
+            // The store announces the new job (StoreEvent.jobQueued) to the workers of every process.
             return (inserted, try await accountPlan(account).usage)
         case .failure(let refusal):
             await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
