@@ -37,6 +37,7 @@ public final class MotionAnalyzer {
     private var width = 0
     private var height = 0
     private var previousTime: Double?
+    private var restarted = false
     private var predictor = (x: 0, y: 0)
     private var vx: [Float] = []
     private var vy: [Float] = []
@@ -44,6 +45,13 @@ public final class MotionAnalyzer {
     public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
         self.settings = settings
         samples.reserveCapacity(Reservation.frames(expectedFrames))
+    }
+
+    /// Frames were skipped before the next one (the sampled decode plan): motion is not measured
+    /// across the gap.
+    public func restart() {
+        previousTime = nil
+        restarted = !samples.isEmpty
     }
 
     public func consume(_ frame: FrameView) {
@@ -68,7 +76,12 @@ public final class MotionAnalyzer {
             previousTime = frame.time
         }
         guard let last = previousTime, frame.time > last else {
-            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
+            // After a gap the frame is only the reference for the next one: no sample, so the
+            // curve shows no stillness that was never seen.
+            if !restarted {
+                samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
+            }
+            restarted = false
             return
         }
         let dt = Float(frame.time - last)

@@ -1,10 +1,22 @@
 import Analysis
+import Foundation
 import MediaEngine
 
 /// Settings of the whole analysis: the decode pass and every analyser. Part of the cache key.
 public struct AnalysisSettings: Sendable, Codable, Equatable {
     public var maxSide = 256
     public var skipNonReferenceFrames = true
+    /// Skip the deblocking filter in the analysis decode (invisible at analysis size).
+    public var skipLoopFilter = true
+    /// Analyse at most this many frames per second of a full decode; nil: every frame.
+    public var maxFrameRate: Double? = nil
+    /// Sample rate of the mono audio the audio analyser hears.
+    public var audioSampleRate = 16_000
+    /// How the input is decoded: every frame, or keyframes and bursts with refinement around
+    /// possible boundaries (chosen per input by default).
+    public var plan = DecodePlanSettings()
+    /// The sampled plan's screening for possible boundaries.
+    public var screen = BoundaryScreen.Settings()
     public var shots = ShotDetector.Settings()
     public var motion = MotionAnalyzer.Settings()
     public var audio = AudioAnalyzer.Settings()
@@ -31,7 +43,11 @@ public struct CandidateSettings: Sendable, Codable, Equatable {
     public init() {}
 }
 
-/// One decode pass feeding every analyser; returns the analysis with its candidates.
+/// The decode passes feeding every analyser; returns the analysis with its candidates.
+///
+/// Full plan: one pass, every frame to every analyser. Sampled plan: one pass over keyframes and
+/// the bursts after them (motion, quality, fingerprints and the boundary screen), audio complete;
+/// then the screened ranges frame by frame, where `ShotDetector` places the boundaries.
 public enum AnalysisPipeline {
     public static func analyze(_ path: String, settings: AnalysisSettings = AnalysisSettings(),
                                cancellation: CancellationToken? = nil,
@@ -39,48 +55,85 @@ public enum AnalysisPipeline {
         var options = AnalysisOptions()
         options.maxSide = settings.maxSide
         options.skipNonReferenceFrames = settings.skipNonReferenceFrames
-        options.audioSampleRate = 16_000
+        options.skipLoopFilter = settings.skipLoopFilter
+        options.maxFrameRate = settings.maxFrameRate
+        options.audioSampleRate = max(4_000, min(settings.audioSampleRate, 96_000))
         options.limits = settings.limits
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
+        let plan = settings.plan.choice == .full ? DecodePlan.full : settings.plan.plan(for: info, survey: try decoder.surveyGOPs())
         // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
         let claimed = max(0, info.duration) * max(1, info.video.frameRate)
-        let expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
-        let shots = ShotDetector(settings: settings.shots, expectedFrames: expected, maxFrameRate: max(30, info.video.frameRate))
+        var expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
+        if plan.mode == .sampled { expected = min(expected, Int(max(0, info.duration).clamped(to: 0...86_400)) * (plan.burstFrames + 1) + 16) }
+        let shots = ShotDetector(settings: settings.shots, expectedFrames: plan.mode == .full ? expected : 0,
+                                 maxFrameRate: max(30, info.video.frameRate))
         let motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
         let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
         let fingerprints = FingerprintCollector(expectedFrames: expected)
         let audio = AudioAnalyzer(settings: settings.audio)
+        let screen = BoundaryScreen(settings: settings.screen)
         var features = FrameFeatures()
         let duration = max(info.duration, 0.001)
+        let passShare = plan.mode == .full ? 1.0 : 0.8
         var lastReport = -1.0
 
-        let summary = try decoder.run(onFrame: { frame in
+        func onFrame(_ frame: borrowing AnalysisFrame) {
             guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
             let view = FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
                                  chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
                                  chromaStride: frame.chromaStride)
             features.measure(view)
-            shots.consume(features)
+            if plan.mode == .full {
+                shots.consume(features)
+            } else {
+                screen.consume(features, follows: frame.follows, group: frame.group)
+                if !frame.follows { motion.restart() }
+            }
             quality.consume(features)
             fingerprints.consume(features)
             motion.consume(view)
             if let progress, frame.time / duration - lastReport >= 0.01 {
                 lastReport = frame.time / duration
-                progress(min(1, lastReport))
+                progress(min(1, lastReport) * passShare)
             }
-        }, onAudio: { chunk in
+        }
+        let onAudio: (borrowing AudioChunk) -> Void = { chunk in
             audio.consume(chunk.samples, time: chunk.time, rate: chunk.sampleRate)
-        })
+        }
 
-        let boundaries = shots.finish()
+        var summary: AnalysisSummary
+        var boundaries: [ShotBoundary]
+        switch plan.mode {
+        case .full:
+            summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
+            boundaries = shots.finish()
+        case .sampled:
+            summary = try decoder.runSampled(burstFrames: plan.burstFrames, onFrame: onFrame, onAudio: onAudio) { group in
+                screen.addGroup(BoundaryScreen.GOPInfo(keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
+                                                       complete: group.complete))
+            }
+            let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001)
+            if ProcessInfo.processInfo.environment["MOMENTS_DEBUG_PLAN"] != nil {
+                FileHandle.standardError.write(Data("plan: \(plan.reason)\nranges: \(ranges.map { String(format: "%.2f-%.2f", $0.start, $0.end) })\n\(screen.debugDescription)\n".utf8))
+            }
+            let refined = try refine(decoder, ranges: ranges, settings: settings.shots, frameRate: max(30, info.video.frameRate)) { done in
+                progress?(passShare + (1 - passShare) * done)
+            }
+            boundaries = refined.boundaries
+            summary.refinedRanges = ranges.count
+            summary.refinedSeconds = ranges.reduce(0) { $0 + ($1.end - $1.start) }
+            summary.refinedFrames = refined.frames
+            if let last = refined.lastFrameTime { summary.lastFrameTime = max(summary.lastFrameTime ?? last, last) }
+        }
+
         let qualitySamples = quality.finish()
         let motionSamples = motion.finish()
         let audioResult = audio.finish()
         // The decoded length: the header's duration only stretches it by up to a frame or so (the
         // last frame's own duration), never by what a lying header claims.
         let decodedEnd = summary.lastFrameTime ?? 0
-        let end = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + 1))
+        let end = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + (plan.mode == .full ? 1 : 0.1)))
         var shotList: [VideoAnalysis.Shot] = []
         var start = 0.0, usableStart = 0.0
         for b in boundaries {
@@ -98,4 +151,50 @@ public enum AnalysisPipeline {
         progress?(1)
         return analysis
     }
+
+    /// Decodes each screened range frame by frame through its own `ShotDetector`; keeps the
+    /// boundaries each finds away from its ends (where it lacks the frames to judge), in order,
+    /// the stronger of two closer than `minShotSeconds`.
+    static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], settings: ShotDetector.Settings,
+                       frameRate: Double, progress: (Double) -> Void) throws(MediaError)
+        -> (boundaries: [ShotBoundary], frames: Int, lastFrameTime: Double?) {
+        var found: [ShotBoundary] = []
+        var detector: ShotDetector?
+        var current = -1
+        var features = FrameFeatures()
+        let tail = Double(max(1, settings.burstFrames) + 1) / max(1, frameRate)
+        func close() {
+            guard let detector, current >= 0 else { return }
+            let range = ranges[current]
+            found += detector.finish().filter { $0.time > range.start + 1e-6 && ($0.time < range.end - tail || range.end >= ranges.last!.end) }
+        }
+        let summary = try decoder.runRanges(ranges.map { TimeRange(start: $0.start, end: $0.end) }) { frame in
+            if frame.group != current {
+                close()
+                current = frame.group
+                detector = ShotDetector(settings: settings, maxFrameRate: frameRate)
+                progress(Double(current) / Double(max(1, ranges.count)))
+            }
+            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
+            features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
+                                       chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
+                                       chromaStride: frame.chromaStride))
+            detector?.consume(features)
+        }
+        close()
+        found.sort { $0.time < $1.time }
+        var kept: [ShotBoundary] = []
+        for b in found {
+            if let last = kept.last, b.time - last.time < settings.minShotSeconds {
+                if b.score > last.score { kept[kept.count - 1] = b }
+                continue
+            }
+            kept.append(b)
+        }
+        return (kept, summary.framesDecoded, summary.lastFrameTime)
+    }
+}
+
+private extension Double {
+    func clamped(to range: ClosedRange<Double>) -> Double { isFinite ? Swift.min(Swift.max(self, range.lowerBound), range.upperBound) : range.lowerBound }
 }

@@ -30,6 +30,8 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var segments: [SelectedSegment]
     /// Output time of the poster frame, when a highlight was rendered.
     public var posterTime: Double?
+    /// How the input was decoded for the analysis: the plan, frames decoded and analysed, ranges refined.
+    public var decode: AnalysisSummary?
 }
 
 public enum HighlightStyle: String, Sendable, Codable, CaseIterable {
@@ -47,6 +49,10 @@ public struct HighlightRequest: Sendable {
     /// Crossfade length when `style` is `.crossfade`.
     public var crossfadeSeconds = 0.25
     public var preset = "veryfast"
+    /// Seconds of audio fade at each hard join and at the ends of the highlight.
+    public var audioFade = 0.010
+    /// Output frame rate cap.
+    public var maxFrameRate = 60.0
     public var analysisOutput: String?
     public var posterOutput: String?
     /// Where analyses are cached; nil: no cache.
@@ -120,6 +126,8 @@ public enum HighlightEngine {
             renderRequest.quality = request.quality
             renderRequest.crossfade = crossfade
             renderRequest.preset = request.preset
+            renderRequest.audioFade = request.audioFade
+            renderRequest.maxFrameRate = request.maxFrameRate
             renderRequest.limits = request.limits
             render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
             if let poster = request.posterOutput, let result = render {
@@ -152,7 +160,7 @@ public enum HighlightEngine {
                 loudness: loudnessPerSecond(a),
                 sharpness: a.perSecond(a.quality, time: \.time, value: \.sharpness)),
             candidates: scored.map { HighlightReport.CandidateEntry(start: $0.candidate.start, end: $0.candidate.end, score: $0.score, components: $0.components) },
-            segments: segments, posterTime: nil)
+            segments: segments, posterTime: nil, decode: a.summary)
     }
 
     static func loudnessPerSecond(_ a: VideoAnalysis) -> [Float] {

@@ -22,6 +22,8 @@ public struct MediaDefaults: Sendable {
         public var skipLoopFilter = true
         public var maxFrameRate: Double?
         public var audioSampleRate = 16_000
+        /// auto | full | sampled (see DecodePlanSettings).
+        public var decodePlan = "auto"
     }
 
     public struct HighlightDefaults: Sendable {
@@ -48,6 +50,7 @@ public struct MediaDefaults: Sendable {
         analysis.skipLoopFilter = r.bool(forKey: "analysis.skipLoopFilter", default: analysis.skipLoopFilter)
         analysis.maxFrameRate = r.double(forKey: "analysis.maxFrameRate")
         analysis.audioSampleRate = r.int(forKey: "analysis.audioSampleRate", default: analysis.audioSampleRate)
+        analysis.decodePlan = r.string(forKey: "analysis.decodePlan", default: analysis.decodePlan)
         highlight.style = r.string(forKey: "highlight.style", default: highlight.style)
         highlight.crossfadeSeconds = r.double(forKey: "highlight.crossfadeSeconds", default: highlight.crossfadeSeconds)
         weights.motion = r.double(forKey: "weights.motion", default: weights.motion)
@@ -66,6 +69,10 @@ public struct MediaDefaults: Sendable {
         var settings = AnalysisSettings()
         settings.maxSide = analysis.maxSide
         settings.skipNonReferenceFrames = analysis.skipNonReferenceFrames
+        settings.skipLoopFilter = analysis.skipLoopFilter
+        settings.maxFrameRate = analysis.maxFrameRate
+        settings.audioSampleRate = analysis.audioSampleRate
+        settings.plan.choice = DecodePlanSettings.Choice(rawValue: analysis.decodePlan) ?? .auto
         return settings
     }
 
@@ -86,6 +93,8 @@ public struct MediaDefaults: Sendable {
         request.style = style ?? HighlightStyle(rawValue: highlight.style) ?? .cut
         request.crossfadeSeconds = highlight.crossfadeSeconds
         request.preset = render.preset
+        request.audioFade = render.audioFadeSeconds
+        request.maxFrameRate = render.maxFrameRate
         request.analysis = analysisSettings
         request.weights = weights
         return request

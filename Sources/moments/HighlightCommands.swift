@@ -35,6 +35,14 @@ struct AnalyzeCommand: ParsableCommand {
             let r = result.report
             print(String(format: "duration %.2f s, %.3f fps, %d shots, %d candidates%@", r.duration, r.fps, r.shots.count,
                          r.candidates.count, result.cached ? " (cached analysis)" : ""))
+            if let d = r.decode {
+                var line = "decode: \(d.plan ?? "full"), \(d.framesDecoded) frames decoded, \(d.framesAnalysed) analysed"
+                if let groups = d.groups, let ranges = d.refinedRanges {
+                    line += String(format: "; %d keyframe groups, %d ranges (%.1f s, %d frames) decoded again in full",
+                                   groups, ranges, d.refinedSeconds ?? 0, d.refinedFrames ?? 0)
+                }
+                print(line)
+            }
             for b in r.boundaries {
                 print(String(format: "  %-8@ at %8.3f s (frame %d)", b.kind.rawValue, b.time, Int((b.time * r.fps).rounded())))
             }
@@ -76,6 +84,8 @@ struct HighlightCommand: ParsableCommand {
             request.style = HighlightStyle(rawValue: style ?? defaults.highlight.style) ?? .cut
             request.crossfadeSeconds = defaults.highlight.crossfadeSeconds
             request.preset = defaults.render.preset
+            request.audioFade = defaults.render.audioFadeSeconds
+            request.maxFrameRate = defaults.render.maxFrameRate
             request.analysis = defaults.analysisSettings
             request.weights = defaults.weights
             request.selection.targetDuration = targetDuration

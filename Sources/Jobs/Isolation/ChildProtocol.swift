@@ -26,6 +26,8 @@ public struct HighlightSpec: Codable, Sendable {
     var style: HighlightStyle
     var crossfadeSeconds: Double
     var preset: String
+    var audioFade: Double
+    var maxFrameRate: Double
     var analysisOutput: String?
     var posterOutput: String?
     var cacheDirectory: String?
@@ -35,13 +37,14 @@ public struct HighlightSpec: Codable, Sendable {
 
     init(_ r: HighlightRequest) {
         source = r.source; output = r.output; quality = r.quality; style = r.style; crossfadeSeconds = r.crossfadeSeconds
-        preset = r.preset; analysisOutput = r.analysisOutput; posterOutput = r.posterOutput; cacheDirectory = r.cacheDirectory
+        preset = r.preset; audioFade = r.audioFade; maxFrameRate = r.maxFrameRate; analysisOutput = r.analysisOutput; posterOutput = r.posterOutput; cacheDirectory = r.cacheDirectory
         analysis = r.analysis; weights = r.weights; selection = r.selection
     }
 
     var request: HighlightRequest {
         var r = HighlightRequest(source: source)
         r.output = output; r.quality = quality; r.style = style; r.crossfadeSeconds = crossfadeSeconds; r.preset = preset
+        r.audioFade = audioFade; r.maxFrameRate = maxFrameRate
         r.analysisOutput = analysisOutput; r.posterOutput = posterOutput; r.cacheDirectory = cacheDirectory
         r.analysis = analysis; r.weights = weights; r.selection = selection
         return r

@@ -1,0 +1,110 @@
+/// How the analysis decodes an input, chosen per input from what it costs to decode and how its
+/// keyframes are spaced.
+///
+/// - `full`: every frame (less those `AnalysisOptions` skips). Cheap inputs: 1080p30 H.264 and below.
+/// - `sampled`: each keyframe and a short burst of frames after it (motion and flashes are measured
+///   on the burst); shot boundaries are screened coarsely on these samples and only the keyframe
+///   groups around a possible boundary are decoded again in full, which places each boundary on its
+///   exact frame. For expensive inputs (4K, HEVC, 10-bit, 60 fps) with short keyframe groups — what
+///   phones record.
+public struct DecodePlan: Sendable, Codable, Equatable {
+    public enum Mode: String, Sendable, Codable { case full, sampled }
+
+    public var mode: Mode
+    /// Sampled plan: frames decoded after each keyframe.
+    public var burstFrames: Int
+    /// Why this plan (for logs and the benchmark).
+    public var reason: String
+
+    public static let full = DecodePlan(mode: .full, burstFrames: 0, reason: "asked for")
+
+    public init(mode: Mode, burstFrames: Int, reason: String) {
+        self.mode = mode
+        self.burstFrames = burstFrames
+        self.reason = reason
+    }
+}
+
+/// The settings the plan is chosen with. Part of the analysis settings (and so of the cache key).
+public struct DecodePlanSettings: Sendable, Codable, Equatable {
+    public enum Choice: String, Sendable, Codable, CaseIterable { case auto, full, sampled }
+
+    /// `auto` chooses per input; `full` and `sampled` force a plan (`sampled` still decodes in
+    /// full an input whose keyframes are too far apart to sample).
+    public var choice = Choice.auto
+    /// Decode cost from which `auto` samples: megapixels per second of video, weighted by codec
+    /// (H.264 1, VP9 1.6, HEVC 2, AV1 2.5) and by 1.25 above 8 bits. 1080p30 H.264 costs 62,
+    /// 1080p60 H.264 124, 1080p30 HEVC 10-bit 156, 4K30 HEVC 10-bit 622.
+    public var sampleFromCost = 120.0
+    /// Frames decoded after each keyframe in the sampled plan.
+    public var burstFrames = 3
+    /// The sampled plan needs keyframes at least this often (seconds, median of the first groups).
+    public var maxKeyframeInterval = 2.5
+
+    public init() {}
+
+    /// The decode cost of an input, as `sampleFromCost` counts it.
+    public static func cost(_ info: MediaInfo) -> Double {
+        let v = info.video
+        let weight: Double
+        switch v.codec {
+        case "hevc": weight = 2
+        case "av1": weight = 2.5
+        case "vp9": weight = 1.6
+        default: weight = 1
+        }
+        let depth = v.bitDepth > 8 ? 1.25 : 1
+        let rate = v.frameRate.isFinite && v.frameRate > 0 ? min(v.frameRate, 240) : 30
+        return Double(v.codedWidth) * Double(v.codedHeight) * rate / 1e6 * weight * depth
+    }
+
+    /// The plan for an input with `info`, whose first keyframe groups look like `survey`.
+    public func plan(for info: MediaInfo, survey: GOPSurvey) -> DecodePlan {
+        let burst = max(1, min(burstFrames, 30))
+        if choice == .full { return DecodePlan(mode: .full, burstFrames: 0, reason: "full decode asked for") }
+        guard let interval = survey.keyframeInterval, interval <= maxKeyframeInterval else {
+            let seen = survey.keyframeInterval.map { String(format: "keyframes every %.1f s", $0) } ?? "too few keyframes"
+            return DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot sample")
+        }
+        let cost = DecodePlanSettings.cost(info)
+        if choice == .sampled {
+            return DecodePlan(mode: .sampled, burstFrames: burst, reason: "sampling asked for")
+        }
+        guard cost >= sampleFromCost else {
+            return DecodePlan(mode: .full, burstFrames: 0, reason: String(format: "cheap to decode (cost %.0f)", cost))
+        }
+        return DecodePlan(mode: .sampled, burstFrames: burst,
+                          reason: String(format: "costly to decode (cost %.0f), keyframes every %.2f s", cost, interval))
+    }
+}
+
+/// What the first keyframe groups of an input look like (read from packets only, nothing decoded).
+public struct GOPSurvey: Sendable, Codable, Equatable {
+    /// Median seconds between the keyframes seen; nil when fewer than two were seen.
+    public var keyframeInterval: Double?
+    /// Frames are stored out of display order (B-frames).
+    public var reorders = false
+    /// Media seconds the survey covered.
+    public var seconds = 0.0
+
+    public init(keyframeInterval: Double? = nil, reorders: Bool = false, seconds: Double = 0) {
+        self.keyframeInterval = keyframeInterval
+        self.reorders = reorders
+        self.seconds = seconds
+    }
+}
+
+/// One keyframe group as the sampled pass saw it: its packets were read, a few were decoded.
+public struct GOPRecord: Sendable, Equatable {
+    public var index: Int
+    /// Presentation time of its keyframe, in seconds.
+    public var keyTime: Double
+    /// Video packets in the group (the keyframe included).
+    public var packets: Int
+    /// The largest packet after the keyframe over the median of those packets (0 with fewer than
+    /// 4): a frame the encoder had to code mostly anew, as at a cut, stands out in a group of
+    /// predicted frames.
+    public var largestPacketRatio: Double
+    /// Every packet of the group was decoded (nothing to refine but what the samples show).
+    public var complete: Bool
+}
