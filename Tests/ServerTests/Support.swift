@@ -96,7 +96,8 @@ struct TestServer {
     let app: any ApplicationProtocol
 
     init(plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
-         sandboxForAll: Bool = false, _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws {
+         sandboxForAll: Bool = false, media: MediaDefaults = MediaDefaults(),
+         _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -112,7 +113,7 @@ struct TestServer {
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
         let engines = try await TestEngine.current.open(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
-        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: engines.store,
+        service = try JobService(settings: settings, media: media, plans: plans, appStore: appStore, store: engines.store,
                                  mediaStorage: engines.media, logger: logger, clock: now)
         let (app, routes) = buildApplication(service: service, logger: logger)
         self.app = app

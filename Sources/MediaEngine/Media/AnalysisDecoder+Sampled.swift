@@ -55,7 +55,7 @@ extension AnalysisDecoder {
         // Few frames per group are decoded and the decoder is drained after each: frame threads
         // beyond the burst would only decode packets thrown away.
         let threads = options.threads > 0 ? options.threads : max(1, min(burstFrames + 1, ProcessInfo.processInfo.activeProcessorCount))
-        let (input, video, audio) = try open(threads: threads)
+        let (input, video, audio) = try open(threads: threads, everyFrame: true)
         var summary = AnalysisSummary()
         summary.width = width
         summary.height = height
@@ -163,7 +163,7 @@ extension AnalysisDecoder {
         // Every frame of a short range: one frame thread per core keeps both busy on the chain of
         // predicted frames without holding a picture per extra thread.
         let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
-        let (input, video, _) = try open(decodeAudio: false, threads: threads)
+        let (input, video, _) = try open(decodeAudio: false, threads: threads, everyFrame: true)
         let packet = try Packet()
         for (index, range) in ranges.enumerated() {
             var limiter = DecodeGuard(options.limits, path: path)

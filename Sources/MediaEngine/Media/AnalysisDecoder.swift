@@ -187,7 +187,9 @@ public final class AnalysisDecoder {
     }
 
     /// Opens the input and the decoders of one pass.
-    func open(decodeAudio: Bool? = nil, threads: Int? = nil) throws(MediaError) -> (FormatInput, AnalysisVideoPath, AudioPath?) {
+    /// `everyFrame` turns off the options' frame skipping (the sampled plan's bursts and refined
+    /// ranges must be consecutive frames).
+    func open(decodeAudio: Bool? = nil, threads: Int? = nil, everyFrame: Bool = false) throws(MediaError) -> (FormatInput, AnalysisVideoPath, AudioPath?) {
         let input: FormatInput
         if let bytes {
             input = try Probe.open(InputSource(bytes: bytes, name: path), cancellation: cancellation, allowStillImage: options.allowStillImage)
@@ -195,8 +197,13 @@ public final class AnalysisDecoder {
             input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
         }
         let videoStream = try Probe.videoStream(input, allowStillImage: options.allowStillImage)
+        var videoOptions = options
+        if everyFrame {
+            videoOptions.skipNonReferenceFrames = false
+            videoOptions.skipBidirectionalFrames = false
+        }
         let video = try AnalysisVideoPath(stream: videoStream, path: path, start: input.startSeconds, width: width, height: height,
-                                          options: options, threads: threads ?? AnalysisVideoPath.threads(options))
+                                          options: videoOptions, threads: threads ?? AnalysisVideoPath.threads(options))
         var audio: AudioPath? = nil
         if decodeAudio ?? options.decodeAudio, let audioStream = Probe.audioStream(input, video: videoStream.index) {
             audio = try AudioPath(stream: audioStream, path: path, rate: options.audioSampleRate)

@@ -1,0 +1,124 @@
+import Analysis
+import Foundation
+import Highlight
+import MediaEngine
+import MediaSynth
+import Testing
+
+@Suite("Decode plans", .serialized)
+struct DecodePlanTests {
+    private func settings(_ choice: DecodePlanSettings.Choice) -> AnalysisSettings {
+        var s = AnalysisSettings()
+        s.plan.choice = choice
+        return s
+    }
+
+    @Test("the sampled plan finds the same boundaries as the full decode, on the same frames, and decodes far fewer frames",
+          arguments: ["ultrafast", "veryfast"])
+    func sameBoundaries(preset: String) throws {
+        let dir = Scratch()
+        var spec = SynthSpec()
+        spec.width = 480
+        spec.height = 270
+        spec.duration = 24
+        spec.keyframeIntervalSeconds = 1
+        spec.preset = preset
+        spec.cuts = [3.4, 7.0, 15.83]        // inside groups, and on a keyframe
+        spec.flashes = [5.2, 11.5, 19.07]    // not cuts
+        spec.flashFrames = 2
+        let path = dir.path("cuts.mp4")
+        try Synth.write(spec, to: path)
+        let full = try AnalysisPipeline.analyze(path, settings: settings(.full))
+        let sampled = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
+        let frame = 1.0 / 30
+        #expect(full.boundaries.map(\.time).count == 3)
+        for cut in spec.cuts {
+            #expect(sampled.boundaries.contains { $0.kind == .cut && abs($0.time - cut) < frame / 2 }, "cut at \(cut): \(sampled.boundaries.map(\.time))")
+        }
+        #expect(sampled.boundaries.map(\.time) == full.boundaries.map(\.time))
+        #expect(sampled.summary.plan == "sampled")
+        // Six events in 24 s: each costs a group decoded again; still well under every frame.
+        let decoded = sampled.summary.framesDecoded + (sampled.summary.refinedFrames ?? 0)
+        #expect(decoded < 720 * 6 / 10, "decoded \(decoded) of 720")
+        // Every signal covers the whole video.
+        #expect(sampled.motion.contains { $0.time > 22 } && sampled.quality.contains { $0.time > 22 })
+        #expect(abs(sampled.duration - full.duration) < frame)
+        #expect(sampled.shots.count == 4 && sampled.shots.last!.end >= 23.9)
+    }
+
+    @Test("a calm phone-like recording (one cut in 40 s) decodes under a quarter of its frames, the cut on its frame")
+    func calmRecording() throws {
+        let dir = Scratch()
+        var spec = SynthSpec()
+        spec.width = 480
+        spec.height = 270
+        spec.duration = 40
+        spec.keyframeIntervalSeconds = 1
+        spec.cuts = [21.47]
+        let path = dir.path("calm.mp4")
+        try Synth.write(spec, to: path)
+        let a = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
+        #expect(a.boundaries.map(\.time).count == 1 && abs(a.boundaries[0].time - 21.5) < 0.01, "\(a.boundaries)")
+        let decoded = a.summary.framesDecoded + (a.summary.refinedFrames ?? 0)
+        #expect(decoded < 1200 / 4, "decoded \(decoded) of 1200")
+    }
+
+    @Test("a fade through black longer than a keyframe group is one fade boundary in the sampled plan too")
+    func longFade() throws {
+        let dir = Scratch()
+        let (path, _) = try partsVideo(dir, "fade.mp4", duration: 16, [
+            SynthPart(start: 0, kind: .lively, seed: 1),
+            SynthPart(start: 5, kind: .black, seed: 0),
+            SynthPart(start: 8.5, kind: .dull, seed: 2),
+        ])
+        let full = try AnalysisPipeline.analyze(path, settings: settings(.full))
+        let sampled = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
+        #expect(sampled.boundaries.map(\.kind) == full.boundaries.map(\.kind), "\(sampled.boundaries) vs \(full.boundaries)")
+        for (a, b) in zip(sampled.boundaries, full.boundaries) { #expect(abs(a.time - b.time) < 0.04) }
+    }
+
+    @Test("the planted highlight on the sampled plan: lively parts, no defects, every part boundary on its frame")
+    func plantedSampled() throws {
+        let dir = Scratch()
+        let (path, spec) = try plantedVideo(dir)
+        var request = HighlightRequest(source: path)
+        request.analysis = settings(.sampled)
+        request.selection.targetDuration = 12
+        let result = try HighlightEngine.make(request)
+        #expect(result.report.decode?.plan == "sampled")
+        let segments = result.report.segments
+        let total = segments.reduce(0) { $0 + $1.duration }
+        var lively = 0.0, defect = 0.0
+        for s in segments {
+            for step in 0..<100 {
+                let kind = spec.part(at: s.start + s.duration * (Double(step) + 0.5) / 100)!.0.kind
+                if kind == .lively { lively += s.duration / 100 }
+                if kind == .black || kind == .frozen || kind == .blurred { defect += s.duration / 100 }
+            }
+        }
+        #expect(abs(total - 12) <= 0.5)
+        #expect(lively / total >= 0.85, "lively share \(lively / total)")
+        #expect(defect == 0, "defect seconds \(defect)")
+        let starts: [Double] = spec.parts.dropFirst().map(\.start).filter { $0 != 11 && $0 != 15 }
+        let expected: [Int] = starts.map { Int($0 * 30) }
+        for e in expected { #expect(result.report.cuts.contains { abs($0 - e) <= 1 }, "no cut at frame \(e): \(result.report.cuts)") }
+        #expect(result.report.boundaries.contains { $0.kind == .fade && $0.time > 11 && $0.time < 15 })
+    }
+
+    @Test("the analysis settings reach the decoder: audio rate, frame-rate cap, loop filter")
+    func settingsHonoured() throws {
+        let dir = Scratch()
+        let (path, _) = try partsVideo(dir, "talk.mp4", duration: 6, [SynthPart(start: 0, kind: .lively, seed: 3)])
+        var s = settings(.full)
+        s.audioSampleRate = 8_000
+        s.maxFrameRate = 10
+        s.skipLoopFilter = false
+        let a = try AnalysisPipeline.analyze(path, settings: s)
+        #expect(abs(Double(a.summary.audioSamples) - 6 * 8_000) < 800, "\(a.summary.audioSamples) samples")
+        #expect(a.summary.framesAnalysed == 60, "\(a.summary.framesAnalysed) frames analysed")
+        #expect(a.summary.skippedLoopFilter == false)
+        let d = try AnalysisPipeline.analyze(path, settings: settings(.full))
+        #expect(abs(Double(d.summary.audioSamples) - 6 * 16_000) < 1_600)
+        #expect(d.summary.skippedLoopFilter == true && d.summary.framesAnalysed > 100)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import HummingbirdTesting
+import MediaEngine
+import MomentsConfig
+import Testing
+
+/// The `media.analysis.*` and `media.render.*` keys of Config/ change what jobs do (read back from
+/// the job's analysis JSON and its highlight), not only what the CLI does.
+@Suite("Media config reaches jobs", .serialized)
+struct MediaConfigTests {
+    private func job(_ media: MediaDefaults) async throws -> (analysis: [String: Any], highlight: Data) {
+        let server = try await TestServer(media: media)
+        let video = try await Fixtures.data(.short)
+        let (analysis, highlight) = try await withServer(server, .router) { client in
+            let (_, key) = try await client.createAccount()
+            let (job, status) = try await client.uploadAndWait(video, key: key)
+            #expect(status == "completed")
+            let analysis = try await client.get("/api/v1/jobs/\(job)/analysis", key: key)
+            let download = try await client.get("/api/v1/jobs/\(job)/download", key: key)
+            return (Data(analysis.body.readableBytesView), Data(download.body.readableBytesView))
+        }
+        let json = try #require(try JSONSerialization.jsonObject(with: analysis) as? [String: Any])
+        return (json, highlight)
+    }
+
+    @Test("analysis.audioSampleRate, maxFrameRate, skipLoopFilter and decodePlan; render.audioFadeSeconds")
+    func keysReachJobs() async throws {
+        var media = MediaDefaults()
+        media.analysis.audioSampleRate = 8_000
+        media.analysis.maxFrameRate = 10
+        media.analysis.skipLoopFilter = false
+        media.analysis.decodePlan = "full"
+        media.render.audioFadeSeconds = 0.5
+        let tuned = try await job(media)
+        let decode = try #require(tuned.analysis["decode"] as? [String: Any])
+        #expect(decode["plan"] as? String == "full")
+        #expect(decode["skipped_loop_filter"] as? Bool == false)
+        let samples = try #require(decode["audio_samples"] as? Int)
+        #expect(abs(Double(samples) - 12 * 8_000) < 1_600, "\(samples) audio samples at 8 kHz")
+        let analysed = try #require(decode["frames_analysed"] as? Int)
+        #expect(analysed >= 115 && analysed <= 125, "\(analysed) frames analysed at 10 fps")
+
+        var sampled = MediaDefaults()
+        sampled.analysis.decodePlan = "sampled"
+        let plain = try await job(sampled)
+        let plainDecode = try #require(plain.analysis["decode"] as? [String: Any])
+        #expect(plainDecode["plan"] as? String == "sampled")
+        #expect(abs(Double(plainDecode["audio_samples"] as? Int ?? 0) - 12 * 16_000) < 2_400)
+
+        // The fade: the highlight's first 0.1 s is near silence with a 0.5 s fade-in, loud without.
+        #expect(try openingLoudness(tuned.highlight) < 0.5 * openingLoudness(plain.highlight))
+    }
+
+    /// Mean absolute level of the first 0.1 s of a video's sound.
+    private func openingLoudness(_ video: Data) throws -> Double {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fade-\(UUID().uuidString).mp4").path
+        try video.write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var sum = 0.0, count = 0
+        try AnalysisDecoder(path: path).run(onFrame: { _ in }, onAudio: { chunk in
+            for (i, v) in chunk.samples.enumerated() where chunk.time + Double(i) / Double(chunk.sampleRate) < 0.1 {
+                sum += Double(abs(v))
+                count += 1
+            }
+        })
+        return sum / Double(max(1, count))
+    }
+}
