@@ -16,8 +16,8 @@
 /// - black samples with pictures around them (fades), from the last picture before to the first after;
 /// - a whole group when its packet ratio reaches `packetRatio`, when it lasts longer than
 ///   `maxGroupSeconds` (too few samples to judge), and the last group when its end was not sampled.
-/// Each flagged span becomes a range from the keyframe of the group it starts in to `context`
-/// seconds past its end (the detector needs frames after a cut to tell it from a flash);
+/// Each flagged span becomes a range from the keyframe of the group it starts in to
+/// `contextFrames` frames past its end (the detector needs frames after a cut to tell it from a flash);
 /// overlapping ranges are merged.
 public final class BoundaryScreen {
     public struct Settings: Sendable, Codable, Equatable {
@@ -28,8 +28,9 @@ public final class BoundaryScreen {
         public var burstThreshold: Float = 0.15
         public var packetRatio = 6.0
         public var maxGroupSeconds = 3.0
-        /// Seconds decoded past a flagged span.
-        public var context = 0.3
+        /// Frames past a flagged span that the detector sees (to tell a cut from a flash it
+        /// needs `ShotDetector.Settings.burstFrames` after it).
+        public var contextFrames = 4
         /// Luma below which (with little deviation) a sample is black, as `ShotDetector` counts it.
         public var blackLuma: Float = 30
         public var blackDeviation: Float = 10
@@ -98,7 +99,8 @@ public final class BoundaryScreen {
     }
 
     /// The ranges to decode frame by frame, in time order, given where the video ends.
-    public func finish(end: Double) -> [(start: Double, end: Double)] {
+    public func finish(end: Double, frameRate: Double) -> [(start: Double, end: Double)] {
+        let context = Double(max(0, settings.contextFrames)) / max(1, min(frameRate, 240)) + 1e-4
         var spans: [(Double, Double)] = blackSpans
         let gaps = steps.indices.filter { steps[$0].acrossGap }
         for (position, i) in gaps.enumerated() {
@@ -131,7 +133,7 @@ public final class BoundaryScreen {
         var ranges: [(start: Double, end: Double)] = []
         for (from, to) in spans.sorted(by: { $0.0 < $1.0 }) {
             let key = groups.last(where: { $0.keyTime <= from + 1e-6 })?.keyTime ?? groups.first?.keyTime ?? 0
-            let stop = min(end, to + settings.context)
+            let stop = min(end, to + context)
             if let last = ranges.last, key <= last.end + 1e-6 {
                 ranges[ranges.count - 1].end = max(last.end, stop)
             } else {

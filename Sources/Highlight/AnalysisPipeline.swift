@@ -73,6 +73,7 @@ public enum AnalysisPipeline {
         let fingerprints = FingerprintCollector(expectedFrames: expected)
         let audio = AudioAnalyzer(settings: settings.audio)
         let screen = BoundaryScreen(settings: settings.screen)
+        let samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
         var features = FrameFeatures()
         let duration = max(info.duration, 0.001)
         let passShare = plan.mode == .full ? 1.0 : 0.8
@@ -88,6 +89,7 @@ public enum AnalysisPipeline {
                 shots.consume(features)
             } else {
                 screen.consume(features, follows: frame.follows, group: frame.group)
+                samples.append(features, group: frame.group)
                 if !frame.follows { motion.restart() }
             }
             quality.consume(features)
@@ -113,11 +115,13 @@ public enum AnalysisPipeline {
                 screen.addGroup(BoundaryScreen.GOPInfo(keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
                                                        complete: group.complete))
             }
-            let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001)
+            let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
+            let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
             if ProcessInfo.processInfo.environment["MOMENTS_DEBUG_PLAN"] != nil {
                 FileHandle.standardError.write(Data("plan: \(plan.reason)\nranges: \(ranges.map { String(format: "%.2f-%.2f", $0.start, $0.end) })\n\(screen.debugDescription)\n".utf8))
             }
-            let refined = try refine(decoder, ranges: ranges, settings: settings.shots, frameRate: max(30, info.video.frameRate)) { done in
+            let refined = try refine(decoder, ranges: ranges, samples: samples, settings: settings.shots,
+                                     frameRate: max(30, info.video.frameRate)) { done in
                 progress?(passShare + (1 - passShare) * done)
             }
             boundaries = refined.boundaries
@@ -154,21 +158,49 @@ public enum AnalysisPipeline {
 
     /// Decodes each screened range frame by frame through its own `ShotDetector`; keeps the
     /// boundaries each finds away from its ends (where it lacks the frames to judge), in order,
-    /// the stronger of two closer than `minShotSeconds`.
-    static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], settings: ShotDetector.Settings,
-                       frameRate: Double, progress: (Double) -> Void) throws(MediaError)
+    /// the stronger of two closer than `minShotSeconds`. A range that ends inside the sampled
+    /// burst of a later keyframe is decoded only up to that keyframe: the burst's frames, already
+    /// measured, are replayed from `samples` (a keyframe is the costliest frame to decode).
+    static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], samples: FeatureLog,
+                       settings: ShotDetector.Settings, frameRate: Double, progress: (Double) -> Void) throws(MediaError)
         -> (boundaries: [ShotBoundary], frames: Int, lastFrameTime: Double?) {
+        // Where each range's decode stops, and the samples replayed after it.
+        var decodeRanges: [TimeRange] = []
+        var replays: [Range<Int>] = []
+        for range in ranges {
+            var stop = range.end
+            var replay = 0..<0
+            // The last keyframe inside the range whose sampled burst reaches the range's end.
+            if let inside = samples.times.lastIndex(where: { $0 > range.start + 1e-6 && $0 <= range.end }) {
+                let group = samples.groups[inside]
+                var first = inside, last = inside
+                while first > 0 && samples.groups[first - 1] == group { first -= 1 }
+                while last + 1 < samples.count && samples.groups[last + 1] == group { last += 1 }
+                if samples.times[first] > range.start + 1e-6, samples.times[last] >= range.end - 1e-4 {
+                    stop = samples.times[first] - 1e-4
+                    replay = first..<(inside + 1)
+                }
+            }
+            decodeRanges.append(TimeRange(start: range.start, end: max(range.start, stop)))
+            replays.append(replay)
+        }
         var found: [ShotBoundary] = []
         var detector: ShotDetector?
         var current = -1
         var features = FrameFeatures()
         let tail = Double(max(1, settings.burstFrames) + 1) / max(1, frameRate)
         func close() {
-            guard let detector, current >= 0 else { return }
+            guard let d = detector, current >= 0 else { return }
+            for i in replays[current] {
+                samples.load(i, into: &features)
+                d.consume(features)
+            }
             let range = ranges[current]
-            found += detector.finish().filter { $0.time > range.start + 1e-6 && ($0.time < range.end - tail || range.end >= ranges.last!.end) }
+            let isLast = current == ranges.count - 1
+            found += d.finish().filter { $0.time > range.start + 1e-6 && ($0.time < range.end - tail || isLast) }
+            detector = nil
         }
-        let summary = try decoder.runRanges(ranges.map { TimeRange(start: $0.start, end: $0.end) }) { frame in
+        let summary = try decoder.runRanges(decodeRanges) { frame in
             if frame.group != current {
                 close()
                 current = frame.group

@@ -194,6 +194,8 @@ extension AnalysisDecoder {
                 guard packet.streamIndex == video.stream.index else { continue }
                 let time = video.packetTime(packet)
                 try limiter.videoPacket(time: time)
+                // The next keyframe past the end: nothing after it is wanted, so it is not decoded.
+                if packet.isKeyframe, let time, time > range.end + 1e-6 { reachedEnd = true; break }
                 try video.decode(packet, summary: &summary, limiter: &limiter, accept: accept, deliver: onFrame)
                 // Frame threads hold frames back: stop reading well past the end regardless.
                 if let time, time > range.end + 2 { break }

@@ -1,0 +1,44 @@
+/// Keeps the features of many frames in flat buffers (no allocation per frame once grown): the
+/// sampled decode plan's samples, replayed later into a `ShotDetector` after the frames refined
+/// before them, so that no keyframe is decoded twice.
+public final class FeatureLog {
+    private var thumbs: [Float] = []
+    private var histograms: [Float] = []
+    private var scalars: [Float] = []
+    public private(set) var times: [Double] = []
+    public private(set) var groups: [Int] = []
+    private static let scalarCount = 5
+
+    public init(expected: Int = 0) {
+        let n = Reservation.frames(expected)
+        times.reserveCapacity(n)
+        groups.reserveCapacity(n)
+    }
+
+    public var count: Int { times.count }
+
+    public func append(_ f: FrameFeatures, group: Int) {
+        times.append(f.time)
+        groups.append(group)
+        thumbs.append(contentsOf: f.thumb)
+        histograms.append(contentsOf: f.histogram)
+        scalars.append(f.meanLuma)
+        scalars.append(f.lumaDeviation)
+        scalars.append(f.darkFraction)
+        scalars.append(f.brightFraction)
+        scalars.append(f.laplacianVariance)
+    }
+
+    /// Writes entry `index` into `f` (its own storage; no allocation).
+    public func load(_ index: Int, into f: inout FrameFeatures) {
+        f.time = times[index]
+        let t = f.thumb.count, h = f.histogram.count, s = FeatureLog.scalarCount
+        for i in 0..<t { f.thumb[i] = thumbs[index * t + i] }
+        for i in 0..<h { f.histogram[i] = histograms[index * h + i] }
+        f.meanLuma = scalars[index * s]
+        f.lumaDeviation = scalars[index * s + 1]
+        f.darkFraction = scalars[index * s + 2]
+        f.brightFraction = scalars[index * s + 3]
+        f.laplacianVariance = scalars[index * s + 4]
+    }
+}
