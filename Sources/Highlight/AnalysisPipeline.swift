@@ -61,7 +61,8 @@ public enum AnalysisPipeline {
         options.limits = settings.limits
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
-        let plan = settings.plan.choice == .full ? DecodePlan.full : settings.plan.plan(for: info, survey: try decoder.surveyGOPs())
+        let survey = settings.plan.choice == .full ? GOPSurvey() : try decoder.surveyGOPs()
+        let plan = settings.plan.choice == .full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
         // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
         let claimed = max(0, info.duration) * max(1, info.video.frameRate)
         var expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
@@ -111,7 +112,7 @@ public enum AnalysisPipeline {
             summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
             boundaries = shots.finish()
         case .sampled:
-            summary = try decoder.runSampled(burstFrames: plan.burstFrames, onFrame: onFrame, onAudio: onAudio) { group in
+            summary = try decoder.runSampled(burstFrames: plan.burstFrames, reorders: survey.reorders, onFrame: onFrame, onAudio: onAudio) { group in
                 screen.addGroup(BoundaryScreen.GOPInfo(keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
                                                        complete: group.complete))
             }

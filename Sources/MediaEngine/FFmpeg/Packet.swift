@@ -23,3 +23,11 @@ final class Packet {
     var isCorrupt: Bool { pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 }
     func unref() { av_packet_unref(pointer) }
 }
+
+extension Packet {
+    /// Makes this packet another reference to `other`'s data (no copy of refcounted data).
+    func ref(_ other: Packet) throws(MediaError) {
+        av_packet_unref(pointer)
+        try check(av_packet_ref(pointer, other.pointer), "av_packet_ref")
+    }
+}

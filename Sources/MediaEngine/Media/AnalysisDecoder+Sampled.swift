@@ -47,15 +47,22 @@ extension AnalysisDecoder {
 
     /// The sampled pass: every keyframe and the `burstFrames` frames after it are decoded and
     /// analysed; the other packets of the group are only read (their sizes feed `onGroup`). Audio
-    /// is decoded completely. `onGroup` is called once per keyframe group, after its frames.
+    /// is decoded completely. Groups decode on worker threads, one per core, each with its own
+    /// single-threaded decoder; `onFrame`, `onAudio` and `onGroup` are called on the calling
+    /// thread, in time order (`onGroup` once per keyframe group, after its frames). `reorders`
+    /// (from the survey) sends a few more packets per group, as B-frames come out late.
     @discardableResult
-    public func runSampled(burstFrames: Int, onFrame: (borrowing AnalysisFrame) -> Void,
+    public func runSampled(burstFrames: Int, reorders: Bool = false, workers: Int = 0,
+                           onFrame: (borrowing AnalysisFrame) -> Void,
                            onAudio: (borrowing AudioChunk) -> Void = { _ in },
                            onGroup: (GOPRecord) -> Void) throws(MediaError) -> AnalysisSummary {
-        // Few frames per group are decoded and the decoder is drained after each: frame threads
-        // beyond the burst would only decode packets thrown away.
-        let threads = options.threads > 0 ? options.threads : max(1, min(burstFrames + 1, ProcessInfo.processInfo.activeProcessorCount))
-        let (input, video, audio) = try open(threads: threads, everyFrame: true)
+        let (input, videoStream) = try openInput()
+        let audio = try audioPath(input, video: videoStream)
+        let start = input.startSeconds
+        let cores = workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let pool = try GroupDecodeWorkers(stream: videoStream, path: path, start: start, width: width, height: height,
+                                          options: options, workers: cores)
+        defer { pool.stop() }
         var summary = AnalysisSummary()
         summary.width = width
         summary.height = height
@@ -66,87 +73,105 @@ extension AnalysisDecoder {
         let packet = try Packet()
 
         let wanted = max(1, burstFrames) + 1
+        let perGroup = wanted + (reorders ? 4 : 0)
+        var free: [GroupJob] = []
+        for _ in 0..<(2 * cores + 1) { free.append(try GroupJob(packets: perGroup, pictures: wanted, width: width, height: height)) }
+        var pending: [GroupJob] = []
+        var current: GroupJob?
         var group = -1
         var keyTime = 0.0
         var packetsInGroup = 0
-        var sentInGroup = 0
-        var emittedInGroup = 0
-        var skippedSinceEmit = false
         var last: Double?
         var sizes: [Int32] = []
         sizes.reserveCapacity(1024)
         let maxSizes = 4096
+        let timeBase = videoStream.timeBase
 
-        func accept(_ time: Double) -> AnalysisVideoPath.Mark? {
-            guard group >= 0, time >= keyTime - 1e-6, emittedInGroup < wanted else { skippedSinceEmit = true; return nil }
-            if let last, time <= last { return nil }
-            last = time
-            emittedInGroup += 1
-            let mark = AnalysisVideoPath.Mark(follows: !skippedSinceEmit, group: group)
-            skippedSinceEmit = false
-            return mark
+        func deliver(_ job: GroupJob) throws(MediaError) {
+            pool.wait(job)
+            if let error = job.error { throw error }
+            summary.framesDecoded += job.framesDecoded
+            summary.damagedPackets += job.damaged
+            for i in 0..<job.produced {
+                let time = job.times[i]
+                try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
+                if let last, time <= last { continue }
+                last = time
+                let picture = job.pictures[i]
+                let frame = AnalysisFrame(
+                    index: summary.framesAnalysed, time: time, width: width, height: height,
+                    lumaStride: picture.linesize(0),
+                    luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
+                    chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
+                    cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
+                    cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
+                    follows: i > 0 || job.index == 0, group: job.index)
+                onFrame(frame)
+                if summary.firstFrameTime == nil { summary.firstFrameTime = time }
+                summary.lastFrameTime = time
+                summary.framesAnalysed += 1
+            }
+            if let record = job.record { onGroup(record) }
+            summary.groups = job.index + 1
+            free.append(job)
         }
 
-        func endGroup() throws(MediaError) {
-            guard group >= 0 else { return }
-            let complete = sentInGroup == packetsInGroup
-            if sentInGroup > 0 {
-                // Drain what was sent (frame threads hold frames back), then reset: the next
-                // group starts at its keyframe.
-                try video.decode(nil, summary: &summary, limiter: &limiter, accept: accept, deliver: onFrame)
-                video.decoder.flushBuffers()
-            }
-            if !complete { skippedSinceEmit = true }
+        func endGroup() {
+            guard let job = current else { return }
             var ratio = 0.0
             if sizes.count >= 4 {
                 let largest = sizes.max() ?? 0
                 sizes.sort()
-                let median = max(1, sizes[sizes.count / 2])
-                ratio = Double(largest) / Double(median)
+                ratio = Double(largest) / Double(max(1, sizes[sizes.count / 2]))
             }
-            onGroup(GOPRecord(index: group, keyTime: keyTime, packets: packetsInGroup, largestPacketRatio: ratio, complete: complete))
-            summary.groups = group + 1
+            job.record = GOPRecord(index: job.index, keyTime: job.keyTime, packets: packetsInGroup, largestPacketRatio: ratio,
+                                   complete: job.count == packetsInGroup)
+            pool.submit(job)
+            pending.append(job)
+            current = nil
         }
 
         while true {
             try cancellation?.check("analysis decode", path: path)
             let more: Bool
             do { more = try input.read(into: packet) } catch {
-                if error.kind == .cancelled || summary.framesDecoded == 0 && group < 0 { throw error }
+                if error.kind == .cancelled || group < 0 { throw error }
                 summary.endedEarly = true
                 break
             }
             if !more { break }
             defer { packet.unref() }
             if packet.isCorrupt { summary.damagedPackets += 1 }
-            if packet.streamIndex == video.stream.index {
-                let time = video.packetTime(packet)
+            if packet.streamIndex == videoStream.index {
+                let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+                let time = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, timeBase) - start
                 try limiter.videoPacket(time: time)
                 if let time, time.isFinite { summary.lastPacketTime = max(summary.lastPacketTime ?? time, time) }
                 if packet.isKeyframe, let time, group < 0 || time > keyTime {
-                    try endGroup()
+                    endGroup()
+                    if free.isEmpty, !pending.isEmpty { try deliver(pending.removeFirst()) }
                     group += 1
                     keyTime = time
                     packetsInGroup = 0
-                    sentInGroup = 0
-                    emittedInGroup = 0
                     sizes.removeAll(keepingCapacity: true)
+                    let job = free.removeLast()
+                    job.reset(index: group, keyTime: time)
+                    current = job
                 }
-                guard group >= 0 else { continue } // before the first keyframe: nothing decodable
+                guard let job = current else { continue } // before the first keyframe: nothing decodable
                 packetsInGroup += 1
                 if packetsInGroup > 1, sizes.count < maxSizes { sizes.append(packet.pointer.pointee.size) }
-                // The burst's packets; with reordering (B-frames) a few more, until the burst is out.
-                let reorders = video.decoder.pointer.pointee.has_b_frames > 0
-                if sentInGroup < wanted || reorders && emittedInGroup < wanted && sentInGroup < wanted + 8 {
-                    sentInGroup += 1
-                    try video.decode(packet, summary: &summary, limiter: &limiter, accept: accept, deliver: onFrame)
+                if job.count < perGroup {
+                    try job.packets[job.count].ref(packet)
+                    job.count += 1
                 }
             } else if let audio, packet.streamIndex == audio.streamIndex {
-                try audio.decode(packet, start: video.start, summary: &summary, limiter: &limiter, onAudio: onAudio)
+                try audio.decode(packet, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
             }
         }
-        try endGroup()
-        try audio?.decode(nil, start: video.start, summary: &summary, limiter: &limiter, onAudio: onAudio)
+        endGroup()
+        while !pending.isEmpty { try deliver(pending.removeFirst()) }
+        try audio?.decode(nil, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
         try cancellation?.check("analysis decode", path: path)
         return summary
     }

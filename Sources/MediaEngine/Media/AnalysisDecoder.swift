@@ -190,13 +190,7 @@ public final class AnalysisDecoder {
     /// `everyFrame` turns off the options' frame skipping (the sampled plan's bursts and refined
     /// ranges must be consecutive frames).
     func open(decodeAudio: Bool? = nil, threads: Int? = nil, everyFrame: Bool = false) throws(MediaError) -> (FormatInput, AnalysisVideoPath, AudioPath?) {
-        let input: FormatInput
-        if let bytes {
-            input = try Probe.open(InputSource(bytes: bytes, name: path), cancellation: cancellation, allowStillImage: options.allowStillImage)
-        } else {
-            input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
-        }
-        let videoStream = try Probe.videoStream(input, allowStillImage: options.allowStillImage)
+        let (input, videoStream) = try openInput()
         var videoOptions = options
         if everyFrame {
             videoOptions.skipNonReferenceFrames = false
@@ -204,10 +198,24 @@ public final class AnalysisDecoder {
         }
         let video = try AnalysisVideoPath(stream: videoStream, path: path, start: input.startSeconds, width: width, height: height,
                                           options: videoOptions, threads: threads ?? AnalysisVideoPath.threads(options))
-        var audio: AudioPath? = nil
-        if decodeAudio ?? options.decodeAudio, let audioStream = Probe.audioStream(input, video: videoStream.index) {
-            audio = try AudioPath(stream: audioStream, path: path, rate: options.audioSampleRate)
-        }
+        let audio = decodeAudio ?? options.decodeAudio ? try audioPath(input, video: videoStream) : nil
         return (input, video, audio)
+    }
+
+    /// The input, opened, and its video stream.
+    func openInput() throws(MediaError) -> (FormatInput, StreamHandle) {
+        let input: FormatInput
+        if let bytes {
+            input = try Probe.open(InputSource(bytes: bytes, name: path), cancellation: cancellation, allowStillImage: options.allowStillImage)
+        } else {
+            input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
+        }
+        return (input, try Probe.videoStream(input, allowStillImage: options.allowStillImage))
+    }
+
+    /// The audio decoder of the pass, when the options want audio and the input has some.
+    func audioPath(_ input: FormatInput, video: StreamHandle) throws(MediaError) -> AudioPath? {
+        guard options.decodeAudio, let audioStream = Probe.audioStream(input, video: video.index) else { return nil }
+        return try AudioPath(stream: audioStream, path: path, rate: options.audioSampleRate)
     }
 }
