@@ -377,21 +377,31 @@ public enum Synth {
         let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60)))) : p.width / 3
         let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : p.height / 4
         let blurred = part.kind == .blurred
+        // Per-frame tables of the separable terms, then one row at a time (4K-friendly in debug builds).
+        let columns = (0..<p.width).map { x -> Double in
+            let X = Double(x) + shift
+            return blurred ? 20 * sin(X * 0.02 + seed) : 45 * sin(X * fx + seed)
+        }
+        let checkerColumns = (0..<p.width).map { x in Int(Double(x) + shift) / 6 }
+        let diagonal = blurred ? [] : (0..<(p.width + rows)).map { i in 30 * sin((Double(i) + shift) * 0.21 + seed * 0.7) }
+        let row = UnsafeMutablePointer<Double>.allocate(capacity: p.width)
+        defer { row.deallocate() }
         for y in 0..<rows {
-            for x in 0..<p.width {
-                let X = Double(x) + shift, Y = Double(y)
-                var v: Double
-                if blurred {
-                    v = 110 + 20 * sin(X * 0.02 + seed) + 15 * cos(Y * 0.025)
-                } else {
-                    v = 110 + 45 * sin(X * fx + seed) * cos(Y * fy) + 30 * sin((X + Y) * 0.21 + seed * 0.7)
-                        + 20 * (((Int(X) / 6 + y / 6) % 2 == 0) ? 1 : -1)
-                }
-                if !blurred && x >= objectX && x < objectX + 60 && y >= objectY && y < objectY + 60 {
-                    v = (x / 4 + y / 4) % 2 == 0 ? 235 : 40
-                }
-                put(p.y, p.yStride, x, y, Int(v) * scale)
+            let Y = Double(y)
+            let lineStart = p.y + y * p.yStride
+            if blurred {
+                let vertical = 110 + 15 * cos(Y * 0.025)
+                for x in 0..<p.width { put(lineStart, 0, x, 0, Int(vertical + columns[x]) * scale) }
+                continue
             }
+            let vertical = cos(Y * fy), band = y / 6
+            for x in 0..<p.width {
+                row[x] = 110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
+            }
+            if y >= objectY && y < objectY + 60 {
+                for x in max(0, objectX)..<min(p.width, objectX + 60) { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 }
+            }
+            for x in 0..<p.width { put(lineStart, 0, x, 0, Int(row[x]) * scale) }
         }
     }
 
