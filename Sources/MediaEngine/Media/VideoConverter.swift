@@ -1,24 +1,24 @@
 import CFFmpeg
 
 /// Turns decoded source pictures into output pictures: 8-bit yuv420p at the output size. A source
-/// already in that form passes through untouched; anything else (other sizes, 10-bit, full range,
-/// 4:2:2...) goes through one sws conversion. HDR is scaled to the output size first, staying in
-/// 10-bit (one sws call, or none when the size and format already match), then tone-mapped at the
-/// output size straight into the output picture: no full-size RGB picture is ever made.
+/// already in that form passes through untouched; HDR goes through the tone mapper; anything else
+/// (other sizes, 10-bit, full range, 4:2:2...) through one sws conversion.
 final class VideoConverter {
     let width: Int
     let height: Int
     private let scaler: Scaler
-    private let hdr: (scaler: Scaler, scaled: Frame, mapper: ToneMapper)?
+    private let hdr: (toRGB: Scaler, rgb48: Frame, rgb24: Frame, mapper: ToneMapper, fromRGB: Scaler)?
 
     init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?) throws(MediaError) {
         self.width = width
         self.height = height
         scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_BICUBIC)
         if let hdrTransfer {
-            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: SWS_BICUBIC),
-                   try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE),
-                   ToneMapper(transfer: hdrTransfer))
+            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_RGB48LE, flags: SWS_BICUBIC),
+                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB48LE),
+                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB24),
+                   ToneMapper(transfer: hdrTransfer),
+                   Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_POINT))
         } else {
             hdr = nil
         }
@@ -34,18 +34,13 @@ final class VideoConverter {
     func convert(_ source: Frame, into output: Frame) throws(MediaError) {
         try output.makeWritable()
         if let hdr {
-            // Limited-range 10-bit 4:2:0 at the output size: what the tone mapper reads.
-            let ready = source.width == width && source.height == height && source.pixelFormat == AV_PIX_FMT_YUV420P10LE
-                && source.pointer.pointee.color_range != AVCOL_RANGE_JPEG
-            let scaled = ready ? source : hdr.scaled
-            if !ready { try hdr.scaler.scale(source, into: hdr.scaled) }
-            guard let sy = scaled.data(0), let su = scaled.data(1), let sv = scaled.data(2),
-                  let dy = output.data(0), let du = output.data(1), let dv = output.data(2) else {
+            try hdr.toRGB.scale(source, into: hdr.rgb48)
+            guard let s = hdr.rgb48.data(0), let d = hdr.rgb24.data(0) else {
                 throw MediaError(.ffmpeg, operation: "tone map", detail: "picture has no data")
             }
-            hdr.mapper.map(y: sy, u: su, v: sv, strides: (scaled.linesize(0), scaled.linesize(1), scaled.linesize(2)),
-                           into: dy, du, dv, strides: (output.linesize(0), output.linesize(1), output.linesize(2)),
-                           width: width, height: height)
+            hdr.mapper.map(rgb48: UnsafeRawPointer(s).assumingMemoryBound(to: UInt16.self), sourceStride: hdr.rgb48.linesize(0),
+                           rgb24: d, destinationStride: hdr.rgb24.linesize(0), width: width, height: height)
+            try hdr.fromRGB.scale(hdr.rgb24, into: output)
         } else if passesThrough(source) {
             try check(av_frame_copy(output.pointer, source.pointer), "av_frame_copy")
         } else {
