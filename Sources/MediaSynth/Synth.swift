@@ -3,9 +3,18 @@ import MediaEngine
 
 /// Synthesises test videos with known content, encoded by MediaEngine's own writer: shots with
 /// their own colours and motion, hard cuts at chosen times, white flashes, beeps, rotation, variable
-/// frame rate, 10-bit HDR. Every frame carries its index as a barcode (`Barcode`) so a test can
-/// tell exactly which source frame a decoded picture came from.
+/// frame rate, 10-bit HDR (PQ or HLG), H.264 or HEVC, phone-like GOPs (`SynthSpec.phone`). Every
+/// frame carries its index as a barcode (`Barcode`) so a test can tell exactly which source frame a
+/// decoded picture came from.
 public struct SynthSpec: Sendable {
+    /// The HDR transfer function of 10-bit HDR video.
+    public enum HDRTransfer: String, Sendable, CaseIterable {
+        /// SMPTE ST 2084 (HDR10): three bands at 0, 100 and 1000 nits fill the picture.
+        case pq
+        /// ARIB STD-B67 (what phones record): the usual shots, cuts and flashes in HLG codes, plus
+        /// calibration patches (`hlgPatches`) at known HLG levels in the top-left corner.
+        case hlg
+    }
     public var width = 320
     public var height = 240
     public var frameRate = Rational(30, 1)
@@ -24,11 +33,21 @@ public struct SynthSpec: Sendable {
     public var rotation = 0
     /// Frame durations cycle through 1/30, 1/30, 1/15, 1/24 s instead of a constant rate.
     public var variableFrameRate = false
-    /// 10-bit PQ (HDR10) video: three bands at 0, 100 and 1000 nits.
-    public var hdr = false
+    /// 10-bit HDR video with this transfer (BT.2020 primaries and matrix); nil for SDR.
+    public var hdrTransfer: HDRTransfer?
+    /// 10-bit HDR video: setting it true picks PQ (HDR10) unless `hdrTransfer` is already set.
+    public var hdr: Bool {
+        get { hdrTransfer != nil }
+        set { hdrTransfer = newValue ? (hdrTransfer ?? .pq) : nil }
+    }
     /// 10-bit SDR video.
     public var tenBit = false
+    /// H.264 (libx264) or HEVC (libx265, `hvc1`).
+    public var codec = VideoEncoding.Codec.h264
     public var keyframeIntervalSeconds = 2.0
+    /// P-frames only, a keyframe exactly every `keyframeIntervalSeconds`, no scene-cut keyframes
+    /// (the GOP structure of a phone recording).
+    public var fixedGOPWithoutBFrames = false
     public var preset = "ultrafast"
     public var crf = 18
     /// Draw the frame-index barcode (off for content that must not change, such as frozen parts).
@@ -38,6 +57,39 @@ public struct SynthSpec: Sendable {
     public var parts: [SynthPart] = []
 
     public init() {}
+
+    /// A phone recording as an iPhone writes it: HEVC Main10 (libx265) with HLG (BT.2020,
+    /// ARIB STD-B67) by default, P-frames only with a keyframe every second, stored landscape
+    /// `width` x `height` and shown portrait through the display matrix (`rotation`, clockwise),
+    /// AAC stereo. Cuts, flashes, beeps and parts are set on the result as for any spec.
+    /// 4K HEVC is slow to encode: keep 3840x2160 clips to a second or two, and use 1920x1080
+    /// where 4K itself is not what a test is about.
+    public static func phone(width: Int = 3840, height: Int = 2160, frameRate: Int = 60, duration: Double = 1.5,
+                             transfer: HDRTransfer? = .hlg, rotation: Int = 90) -> SynthSpec {
+        var spec = SynthSpec()
+        spec.width = width
+        spec.height = height
+        spec.frameRate = Rational(frameRate, 1)
+        spec.duration = duration
+        spec.rotation = rotation
+        spec.codec = .hevc
+        spec.hdrTransfer = transfer
+        spec.tenBit = true
+        spec.keyframeIntervalSeconds = 1
+        spec.fixedGOPWithoutBFrames = true
+        spec.preset = "ultrafast"
+        spec.crf = 20
+        return spec
+    }
+
+    /// Where HLG video (`hdrTransfer == .hlg`) carries its calibration patches, in stored pixels:
+    /// square patches side by side from the top-left corner, neutral chroma, on every frame but flashes.
+    public var hlgPatches: [SynthPatch] {
+        let side = max(16, height / 8) / 2 * 2
+        return SynthPatch.Level.allCases.enumerated().map { i, level in
+            SynthPatch(level: level, x: i * side, y: 0, size: side)
+        }
+    }
 
     /// Number of frames in the file.
     public var frameCount: Int {
@@ -72,6 +124,37 @@ public struct SynthSpec: Sendable {
         guard let index = parts.lastIndex(where: { $0.start <= time + 1e-9 }) else { return nil }
         return (parts[index], time - parts[index].start)
     }
+}
+
+/// A flat square of a known HLG level in HLG test video (ITU-R BT.2408 reference levels).
+public struct SynthPatch: Sendable, Equatable {
+    public enum Level: String, Sendable, CaseIterable {
+        /// Signal 0: black.
+        case black
+        /// Signal 0.38: an 18 % grey card.
+        case grey
+        /// Signal 0.75: diffuse (reference) white, 203 cd/m² on a 1000 cd/m² display.
+        case diffuseWhite
+        /// Signal 1.0: the brightest highlight (1000 cd/m²).
+        case peak
+
+        /// The HLG signal (0...1).
+        public var signal: Double {
+            switch self {
+            case .black: 0
+            case .grey: 0.38
+            case .diffuseWhite: 0.75
+            case .peak: 1
+            }
+        }
+
+        /// The 10-bit limited-range code.
+        public var code: Int { Int((64 + signal * 876).rounded()) }
+    }
+    public var level: Level
+    public var x: Int
+    public var y: Int
+    public var size: Int
 }
 
 /// A stretch of synthetic content with a known character, for testing what a highlight picks.
@@ -123,11 +206,18 @@ public enum Synth {
         video.keyframeIntervalSeconds = spec.keyframeIntervalSeconds
         video.rotation = spec.rotation
         video.tenBit = spec.hdr || spec.tenBit
-        if spec.hdr { video.color = .hdr10 }
+        video.codec = spec.codec
+        video.fixedGOPWithoutBFrames = spec.fixedGOPWithoutBFrames
+        switch spec.hdrTransfer {
+        case .pq: video.color = .hdr10
+        case .hlg: video.color = .hlg
+        case nil: break
+        }
         if spec.variableFrameRate { video.timeBase = Rational(1, 90_000) }
         let writer = try MediaWriter(path: path, video: video, audio: spec.audio ? AudioEncoding() : nil)
 
         let times = spec.frameTimes
+        let rows = RowBuffers(width: spec.width, bitDepth: video.tenBit ? 10 : 8)
         let sampleRate = 48_000
         var samplesWritten = 0
         var audio = [Float]()
@@ -135,7 +225,7 @@ public enum Synth {
         for (index, time) in times.enumerated() {
             let pts: Int64 = spec.variableFrameRate ? Int64((time * 90_000).rounded()) : Int64(index)
             try writer.writePicture(pts: pts) { planes in
-                draw(spec, frame: index, time: time, into: planes)
+                draw(spec, frame: index, time: time, into: planes, rows: rows)
             }
             guard spec.audio else { continue }
             let next = index + 1 < times.count ? times[index + 1] : spec.duration
@@ -162,9 +252,13 @@ public enum Synth {
     }
 
     /// Draws one frame: a shot-coloured gradient, a square moving 4 px per frame, the barcode.
-    static func draw(_ spec: SynthSpec, frame: Int, time: Double, into p: PicturePlanes) {
+    static func draw(_ spec: SynthSpec, frame: Int, time: Double, into p: PicturePlanes, rows: RowBuffers) {
         let shot = spec.shot(at: time)
         let flash = spec.flashes.contains { time >= $0 - 1e-6 && time < $0 + Double(spec.flashFrames) / spec.frameRate.value - 1e-6 }
+        if spec.part(at: time) == nil && spec.hdrTransfer != .pq {
+            drawShot(spec, frame: frame, shot: shot, flash: flash, into: p, rows: rows)
+            return
+        }
         let maxCode = p.bitDepth == 10 ? 1023 : 255
         let scale = p.bitDepth == 10 ? 4 : 1
         func put(_ base: UnsafeMutableRawPointer, _ stride: Int, _ x: Int, _ y: Int, _ value: Int) {
@@ -221,6 +315,54 @@ public enum Synth {
         }
     }
 
+    /// The shot picture of `draw`, written a row at a time (fast enough for 4K in a debug build):
+    /// the shot's level plus a diagonal texture moving 2 px per frame, a 32 px square moving 4 px
+    /// per frame, HLG calibration patches, the barcode. 10-bit codes are the 8-bit ones times 4
+    /// (in HLG, a flash is the 1000 cd/m² peak and the shots sit in the SDR-like range below
+    /// diffuse white).
+    static func drawShot(_ spec: SynthSpec, frame: Int, shot: Int, flash: Bool, into p: PicturePlanes, rows: RowBuffers) {
+        let scale = p.bitDepth == 10 ? 4 : 1
+        let barHeight = spec.barcode ? max(8, p.height / 12) : 0
+        let top = p.height - barHeight
+        let baseLuma = flash ? 235 : 40 + (shot * 53) % 150
+        // pattern[i] = base + (i % 64) / 4; row y shows pattern[(y + 2 frame) % 64 ...].
+        for i in 0..<(p.width + 64) { rows.pattern.set(i, (baseLuma + (flash ? 0 : (i % 64) / 4)) * scale) }
+        let patches = spec.hdrTransfer == .hlg && !flash ? spec.hlgPatches : []
+        let patchRows = patches.first.map { min($0.size, top) } ?? 0
+        let patchColumns = min(p.width, patches.reduce(0) { max($0, $1.x + $1.size) })
+        for patch in patches {
+            for x in patch.x..<min(p.width, patch.x + patch.size) { rows.patch.set(x, patch.level.code) }
+        }
+        let square = 32, sx = (frame * 4) % max(1, p.width - square), sy = p.height / 3
+        for y in 0..<top {
+            let row = p.y + y * p.yStride
+            rows.pattern.copy(to: row, from: flash ? 0 : (y + frame * 2) % 64, count: p.width)
+            if y < patchRows { rows.patch.copy(to: row, from: 0, count: patchColumns) }
+            if !flash && y >= sy && y < sy + square {
+                for x in sx..<min(p.width, sx + square) { rows.set(row, x, 220 * scale) }
+            }
+        }
+        if spec.barcode {
+            let cell = p.width / Barcode.bits
+            for bit in 0..<Barcode.bits {
+                let on = (frame >> (Barcode.bits - 1 - bit)) & 1 == 1
+                for x in (bit * cell)..<min(p.width, (bit + 1) * cell) { rows.pattern.set(x, (on ? 235 : 16) * scale) }
+            }
+            for x in min(p.width, Barcode.bits * cell)..<p.width { rows.pattern.set(x, 16 * scale) }
+            for y in top..<p.height { rows.pattern.copy(to: p.y + y * p.yStride, from: 0, count: p.width) }
+        }
+        let hdr = spec.hdrTransfer != nil
+        let u = flash || hdr ? 128 : 128 + ((shot * 37) % 96) - 48
+        let v = flash || hdr ? 128 : 128 - ((shot * 61) % 96) + 48
+        let chromaWidth = p.width / 2
+        for (plane, stride, value) in [(p.u, p.uStride, u), (p.v, p.vStride, v)] {
+            for x in 0..<chromaWidth { rows.chroma.set(x, value * scale) }
+            for y in 0..<(p.height / 2) {
+                rows.chroma.copy(to: plane + y * stride, from: 0, count: chromaWidth)
+            }
+        }
+    }
+
     /// A part's picture: a seeded texture of sinusoids; lively parts move it and a large object fast.
     static func drawPart(_ part: SynthPart, local: Double, into p: PicturePlanes, rows: Int,
                          put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int) {
@@ -235,21 +377,31 @@ public enum Synth {
         let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60)))) : p.width / 3
         let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : p.height / 4
         let blurred = part.kind == .blurred
+        // Per-frame tables of the separable terms, then one row at a time (4K-friendly in debug builds).
+        let columns = (0..<p.width).map { x -> Double in
+            let X = Double(x) + shift
+            return blurred ? 20 * sin(X * 0.02 + seed) : 45 * sin(X * fx + seed)
+        }
+        let checkerColumns = (0..<p.width).map { x in Int(Double(x) + shift) / 6 }
+        let diagonal = blurred ? [] : (0..<(p.width + rows)).map { i in 30 * sin((Double(i) + shift) * 0.21 + seed * 0.7) }
+        let row = UnsafeMutablePointer<Double>.allocate(capacity: p.width)
+        defer { row.deallocate() }
         for y in 0..<rows {
-            for x in 0..<p.width {
-                let X = Double(x) + shift, Y = Double(y)
-                var v: Double
-                if blurred {
-                    v = 110 + 20 * sin(X * 0.02 + seed) + 15 * cos(Y * 0.025)
-                } else {
-                    v = 110 + 45 * sin(X * fx + seed) * cos(Y * fy) + 30 * sin((X + Y) * 0.21 + seed * 0.7)
-                        + 20 * (((Int(X) / 6 + y / 6) % 2 == 0) ? 1 : -1)
-                }
-                if !blurred && x >= objectX && x < objectX + 60 && y >= objectY && y < objectY + 60 {
-                    v = (x / 4 + y / 4) % 2 == 0 ? 235 : 40
-                }
-                put(p.y, p.yStride, x, y, Int(v) * scale)
+            let Y = Double(y)
+            let lineStart = p.y + y * p.yStride
+            if blurred {
+                let vertical = 110 + 15 * cos(Y * 0.025)
+                for x in 0..<p.width { put(lineStart, 0, x, 0, Int(vertical + columns[x]) * scale) }
+                continue
             }
+            let vertical = cos(Y * fy), band = y / 6
+            for x in 0..<p.width {
+                row[x] = 110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
+            }
+            if y >= objectY && y < objectY + 60 {
+                for x in max(0, objectX)..<min(p.width, objectX + 60) { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 }
+            }
+            for x in 0..<p.width { put(lineStart, 0, x, 0, Int(row[x]) * scale) }
         }
     }
 
@@ -270,6 +422,46 @@ public enum Synth {
         let y = pow(max(nits, 0) / 10_000, m1)
         let e = pow((c1 + c2 * y) / (1 + c3 * y), m2)
         return Int((64 + e * 876).rounded())
+    }
+}
+
+/// Rows of samples (UInt8 for 8-bit, UInt16 for 10-bit video) built once and copied into many
+/// picture rows.
+final class RowBuffers: @unchecked Sendable {
+    final class Row {
+        let bytesPerSample: Int
+        let storage: UnsafeMutableRawPointer
+        init(count: Int, bytesPerSample: Int) {
+            self.bytesPerSample = bytesPerSample
+            storage = .allocate(byteCount: count * bytesPerSample, alignment: 16)
+            storage.initializeMemory(as: UInt8.self, repeating: 0, count: count * bytesPerSample)
+        }
+        deinit { storage.deallocate() }
+        func set(_ i: Int, _ value: Int) { RowBuffers.store(storage, i, value, bytesPerSample) }
+        func copy(to destination: UnsafeMutableRawPointer, from offset: Int, count: Int) {
+            destination.copyMemory(from: storage + offset * bytesPerSample, byteCount: count * bytesPerSample)
+        }
+    }
+    let bytesPerSample: Int
+    let pattern: Row
+    let patch: Row
+    let chroma: Row
+
+    init(width: Int, bitDepth: Int) {
+        bytesPerSample = bitDepth > 8 ? 2 : 1
+        pattern = Row(count: width + 64, bytesPerSample: bytesPerSample)
+        patch = Row(count: width, bytesPerSample: bytesPerSample)
+        chroma = Row(count: width, bytesPerSample: bytesPerSample)
+    }
+
+    func set(_ row: UnsafeMutableRawPointer, _ x: Int, _ value: Int) { RowBuffers.store(row, x, value, bytesPerSample) }
+
+    static func store(_ base: UnsafeMutableRawPointer, _ i: Int, _ value: Int, _ bytesPerSample: Int) {
+        if bytesPerSample == 2 {
+            base.assumingMemoryBound(to: UInt16.self)[i] = UInt16(min(max(value, 0), 1023))
+        } else {
+            base.assumingMemoryBound(to: UInt8.self)[i] = UInt8(min(max(value, 0), 255))
+        }
     }
 }
 

@@ -34,8 +34,16 @@ public struct ColorTags: Sendable, Equatable {
     }
 }
 
-/// How MediaWriter encodes video: H.264 with libx264.
+/// How MediaWriter encodes video: H.264 with libx264 (what renders write), or HEVC with libx265
+/// (what phones record; MediaSynth uses it for phone-like test media).
 public struct VideoEncoding: Sendable {
+    public enum Codec: String, Sendable, CaseIterable {
+        /// H.264 (libx264); 10-bit gives High 10.
+        case h264
+        /// HEVC (libx265) in an `hvc1`-tagged track, as an iPhone writes it; 10-bit gives Main10.
+        case hevc
+    }
+    public var codec = Codec.h264
     public var width: Int
     public var height: Int
     public var frameRate: Rational
@@ -46,6 +54,9 @@ public struct VideoEncoding: Sendable {
     public var preset = "veryfast"
     public var crf = 20
     public var keyframeIntervalSeconds = 2.0
+    /// P-frames only (no B-frames) with a keyframe exactly every `keyframeIntervalSeconds` and no
+    /// scene-cut keyframes in between: the GOP structure of a phone recording.
+    public var fixedGOPWithoutBFrames = false
     public var color = ColorTags()
     /// Clockwise degrees a player must rotate the picture (written as the display matrix).
     public var rotation = 0
@@ -82,7 +93,7 @@ public struct PicturePlanes {
     public let vStride: Int
 }
 
-/// Encodes pictures and sound to an MP4 (H.264 + AAC, moov at the front). Writes to a hidden
+/// Encodes pictures and sound to an MP4 (H.264 or HEVC + AAC, moov at the front). Writes to a hidden
 /// temporary file beside `path` and renames it into place in `finish()`: if the writer is dropped
 /// before that (an error, a cancel), the temporary file is deleted and nothing is left behind.
 public final class MediaWriter {
@@ -120,16 +131,21 @@ public final class MediaWriter {
         let globalHeader = output.needsGlobalHeader
         let timeBase = settings.timeBase ?? Rational(settings.frameRate.den, settings.frameRate.num)
         let pixelFormat = settings.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
+        let gop = max(1, Int((settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
         video = try CodecContext.encoder(
-            named: "libx264",
-            options: ["preset": settings.preset, "crf": "\(settings.crf)"]
+            named: settings.codec == .hevc ? "libx265" : "libx264",
+            options: MediaWriter.encoderOptions(settings, gop: gop)
         ) { c in
             c.pointee.width = Int32(settings.width)
             c.pointee.height = Int32(settings.height)
             c.pointee.time_base = timeBase.av
             c.pointee.framerate = settings.frameRate.av
             c.pointee.pix_fmt = pixelFormat
-            c.pointee.gop_size = Int32(max(1, (settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
+            c.pointee.gop_size = Int32(gop)
+            if settings.fixedGOPWithoutBFrames {
+                c.pointee.max_b_frames = 0
+                c.pointee.keyint_min = Int32(gop)
+            }
             c.pointee.color_primaries = AVColorPrimaries(rawValue: settings.color.primaries)
             c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: settings.color.transfer)
             c.pointee.colorspace = AVColorSpace(rawValue: settings.color.matrix)
@@ -139,6 +155,11 @@ public final class MediaWriter {
         }
         videoStream = try output.addStream(for: video)
         videoStream.pointee.avg_frame_rate = settings.frameRate.av
+        if settings.codec == .hevc {
+            // Apple's tag (parameter sets in the sample description), as iPhone files have.
+            videoStream.pointee.codecpar.pointee.codec_tag = UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8
+                | UInt32(UInt8(ascii: "c")) << 16 | UInt32(UInt8(ascii: "1")) << 24
+        }
         if settings.rotation % 360 != 0 {
             guard let matrix = av_stream_new_side_data(videoStream, AV_PKT_DATA_DISPLAYMATRIX, 36) else {
                 throw MediaError(.ffmpeg, operation: "av_stream_new_side_data", path: path, detail: "out of memory")
@@ -181,6 +202,25 @@ public final class MediaWriter {
 
     deinit {
         if !finished { unlink(temporaryPath) }
+    }
+
+    /// The encoder's private options: preset, CRF and, for a fixed GOP, the GOP structure spelled
+    /// out in the encoder's own parameters (the generic fields do not reach every x265 setting).
+    static func encoderOptions(_ settings: VideoEncoding, gop: Int) -> [String: String] {
+        var options = ["preset": settings.preset, "crf": "\(settings.crf)"]
+        switch settings.codec {
+        case .h264:
+            if settings.fixedGOPWithoutBFrames {
+                options["x264-params"] = "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=0"
+            }
+        case .hevc:
+            var params = ["log-level=error"]
+            if settings.fixedGOPWithoutBFrames {
+                params += ["keyint=\(gop)", "min-keyint=\(gop)", "scenecut=0", "bframes=0", "open-gop=0"]
+            }
+            options["x265-params"] = params.joined(separator: ":")
+        }
+        return options
     }
 
     var videoTimeBase: AVRational { video.pointer.pointee.time_base }

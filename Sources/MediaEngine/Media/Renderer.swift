@@ -131,6 +131,12 @@ private final class RenderSession {
         audioStream = Probe.audioStream(input, video: videoStream.index)
         start = input.startSeconds
         rotation = info.video.rotation
+        let geometry = OutputGeometry(codedWidth: info.video.codedWidth, codedHeight: info.video.codedHeight,
+                                      sampleAspectRatio: info.video.sampleAspectRatio.value,
+                                      maxShortSide: request.quality.maxShortSide)
+        // The in-loop filters stay on even when downscaling 4K to 1080p: skipping them saves ~19 %
+        // of an HEVC decode but the error builds up along a P-only GOP (measured on 4K HEVC
+        // Main10 at 50 Mbit/s scaled to 1080p: SSIM Y 0.993, chroma 0.92-0.93, worst frame 0.948).
         video = try CodecContext.decoder(for: videoStream, path: request.source, threads: request.threads)
         if let audioStream {
             let decoder = try CodecContext.decoder(for: audioStream, path: request.source, threads: 1)
@@ -147,9 +153,6 @@ private final class RenderSession {
                             sampleRate: 48_000, crossfade: request.crossfade, path: request.source)
         segment = plan.segments[0]
 
-        let geometry = OutputGeometry(codedWidth: info.video.codedWidth, codedHeight: info.video.codedHeight,
-                                      sampleAspectRatio: info.video.sampleAspectRatio.value,
-                                      maxShortSide: request.quality.maxShortSide)
         let par = videoStream.parameters.pointee
         let hdr: ToneMapper.Transfer? = par.color_trc == AVCOL_TRC_SMPTE2084 ? .pq : par.color_trc == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
         converter = try VideoConverter(width: geometry.width, height: geometry.height, hdrTransfer: hdr)
@@ -227,7 +230,9 @@ private final class RenderSession {
         try input.seek(stream: videoStream.index, to: MediaTime.timestamp(s.range.start + start, videoStream.timeBase))
         video.flushBuffers()
         // Pre-roll: frames between the keyframe and the range start are only references for what
-        // follows, so frames nothing refers to are not decoded until just before the start.
+        // follows, so frames nothing refers to are not decoded until just before the start. On a
+        // P-only stream (phones) every frame is a reference: nothing is skipped, and the pre-roll
+        // costs what the seek to the keyframe costs, half a GOP per segment on average.
         video.pointer.pointee.skip_frame = AVDISCARD_NONREF
         var preRoll = true
         audio?.flushBuffers()
