@@ -42,13 +42,15 @@ test: setup
 		$(SWIFT) test --skip-build --filter "^StoreTests\.|ObjectStorageTests" && \
 		MOMENTS_TEST_ENGINE=postgresql+s3 $(SWIFT) test --skip-build $(SERVICE_TESTS)'
 
-# Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl).
+# Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
+# bench-phone libx265 and zscale in the ffmpeg CLI, and curl).
 bench: release
 	scripts/bench-media
 	scripts/bench-analysis
 	scripts/bench-service
 	scripts/bench-isolation
 	scripts/bench-scaleout
+	scripts/bench-phone
 
 # Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
 # build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so
