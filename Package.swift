@@ -42,7 +42,7 @@ let package = Package(
         // Swift media layer: owned wrappers over the C objects, probe, analysis decode, render, poster.
         .target(
             name: "MediaEngine",
-            dependencies: ["CFFmpeg", "CFFmpegLog"]
+            dependencies: ["CFFmpeg", "CFFmpegLog", "CMediaKernels"]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         .target(name: "Analysis"),
@@ -83,6 +83,8 @@ let package = Package(
         ),
         // Starting the child processes that parse untrusted media: fork, limits and plumbing in C.
         .target(name: "CIsolation"),
+        // Per-pixel kernels of the media path (tone mapping), compiled optimised even in debug builds.
+        .target(name: "CMediaKernels", cSettings: [.unsafeFlags(["-O3"])]),
         // Telemetry: the process-wide Prometheus registry, every metric named once, JSON log lines.
         .target(
             name: "Telemetry",

@@ -143,12 +143,6 @@ public final class BoundaryScreen {
         return ranges
     }
 
-    /// The steps and groups, for tuning.
-    public var debugDescription: String {
-        steps.map { String(format: "%@%.2f>%.2f %.3f", $0.acrossGap ? "G " : "  ", $0.from, $0.to, $0.distance) }.joined(separator: "\n")
-            + "\n" + groups.map { String(format: "group %.2f ratio %.2f", $0.keyTime, $0.largestPacketRatio) }.joined(separator: "\n")
-    }
-
     /// Keyframe groups seen.
     public var groupCount: Int { groups.count }
 }

@@ -1,5 +1,4 @@
 import Analysis
-import Foundation
 import MediaEngine
 
 /// Settings of the whole analysis: the decode pass and every analyser. Part of the cache key.
@@ -118,9 +117,6 @@ public enum AnalysisPipeline {
             }
             let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
             let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
-            if ProcessInfo.processInfo.environment["MOMENTS_DEBUG_PLAN"] != nil {
-                FileHandle.standardError.write(Data("plan: \(plan.reason)\nranges: \(ranges.map { String(format: "%.2f-%.2f", $0.start, $0.end) })\n\(screen.debugDescription)\n".utf8))
-            }
             let refined = try refine(decoder, ranges: ranges, samples: samples, settings: settings.shots,
                                      frameRate: max(30, info.video.frameRate)) { done in
                 progress?(passShare + (1 - passShare) * done)

@@ -63,6 +63,20 @@ struct DecodePlanTests {
         #expect(decoded < 1200 / 4, "decoded \(decoded) of 1200")
     }
 
+    @Test("phone video (4K HEVC Main10 HLG, 60 fps, portrait, P-only): the auto plan samples it and still puts the cut on its frame")
+    func phoneVideo() throws {
+        let dir = Scratch()
+        var spec = SynthSpec.phone(width: 3840, height: 2160, frameRate: 60, duration: 2.5)
+        spec.cuts = [1.3]
+        let path = dir.path("phone.mp4")
+        try Synth.write(spec, to: path)
+        let a = try AnalysisPipeline.analyze(path, settings: AnalysisSettings())
+        #expect(a.summary.plan == "sampled", "auto plan: \(String(describing: a.summary.plan))")
+        #expect(a.boundaries.count == 1 && abs((a.boundaries.first?.time ?? 0) - 1.3) < 0.5 / 60, "\(a.boundaries)")
+        #expect(a.width == 2160 && a.height == 3840, "portrait: \(a.width)x\(a.height)")
+        #expect(a.summary.framesDecoded < 20, "sampled \(a.summary.framesDecoded) of 150 frames")
+    }
+
     @Test("a fade through black longer than a keyframe group is one fade boundary in the sampled plan too")
     func longFade() throws {
         let dir = Scratch()

@@ -1,3 +1,4 @@
+import CMediaKernels
 import Foundation
 
 /// Converts HDR pictures (BT.2020 primaries, PQ or HLG transfer) to SDR BT.709 for 8-bit output.
@@ -14,14 +15,23 @@ final class ToneMapper {
     /// Assumed mastering peak for PQ content; HLG's nominal display peak.
     static let peakNits = 1000.0
 
-    private let toLinear: [Float]      // 16-bit code -> linear, 1.0 = reference white
-    private let toGamma: [UInt8]       // linear 0...1 in 4096 steps -> 8-bit BT.1886 code
-    private static let gammaSteps = 4096
+    // The kernel's tables (moments_tone_tables): non-linear value -> linear, luminance -> gain,
+    // linear -> 8-bit code. The whole curve is looked up: no transcendental maths per pixel.
+    private let kernelLinear: UnsafeMutablePointer<Float>
+    private let kernelGain: UnsafeMutablePointer<Float>
+    private let kernelGamma: UnsafeMutablePointer<UInt8>
+    private let kernelGrey: UnsafeMutablePointer<Float>
+    /// Linear luminance covered by the gain table: PQ's 10 000 nits.
+    static let gainMax: Float = Float(10_000 / referenceWhite)
 
     init(transfer: Transfer) {
-        var table = [Float](repeating: 0, count: 65_536)
-        for code in 0..<65_536 {
-            let e = Double(code) / 65_535
+        let steps = Int(MOMENTS_TONE_STEPS), gainSteps = Int(MOMENTS_GAIN_STEPS)
+        kernelLinear = .allocate(capacity: steps)
+        kernelGamma = .allocate(capacity: steps)
+        kernelGain = .allocate(capacity: gainSteps)
+        kernelGrey = .allocate(capacity: 1024)
+        for i in 0..<steps {
+            let e = Double(i) / Double(steps - 1)
             let nits: Double
             switch transfer {
             case .pq:
@@ -33,13 +43,47 @@ final class ToneMapper {
                 let scene = e <= 0.5 ? e * e / 3 : (exp((e - c) / a) + b) / 12
                 nits = ToneMapper.peakNits * pow(scene, 1.2)
             }
-            table[code] = Float(nits / ToneMapper.referenceWhite)
+            kernelLinear[i] = Float(nits / ToneMapper.referenceWhite)
+            // BT.1886 (gamma 2.4) encoding of linear light.
+            kernelGamma[i] = UInt8(min(255, max(0, (pow(e, 1 / 2.4) * 255).rounded())))
         }
-        toLinear = table
-        toGamma = (0..<ToneMapper.gammaSteps).map { i in
-            let v = pow(Double(i) / Double(ToneMapper.gammaSteps - 1), 1 / 2.4)
-            return UInt8(min(255, max(0, (v * 255).rounded())))
+        let peak = Float(ToneMapper.peakNits / ToneMapper.referenceWhite)
+        for i in 0..<gainSteps {
+            let l = Float(i) / Float(gainSteps - 1) * ToneMapper.gainMax
+            kernelGain[i] = l > 1e-6 ? ToneMapper.curve(l, peak: peak) / l : 1
         }
+        // A neutral grey of each 10-bit Y' code through the same curve, to 8-bit limited-range Y'.
+        for code in 0..<1024 {
+            let e = min(1, max(0, (Double(code) - 64) / 876))
+            let linear = kernelLinear[Int(e * Double(steps - 1))]
+            let mapped = linear > 1e-6 ? ToneMapper.curve(linear, peak: peak) : linear
+            let gamma = Double(kernelGamma[Int(Double(min(1, max(0, mapped))) * Double(steps - 1))])
+            kernelGrey[code] = Float(16 + gamma * 219 / 255)
+        }
+    }
+
+    deinit {
+        kernelLinear.deallocate()
+        kernelGain.deallocate()
+        kernelGamma.deallocate()
+        kernelGrey.deallocate()
+    }
+
+    /// Maps a 10-bit BT.2020 yuv420p picture to an 8-bit BT.709 yuv420p picture of the same size,
+    /// or of half its width and height (`halve`: each output sample the mean of 2x2).
+    func map(yuv420p10 source: Frame, into output: Frame, halve: Bool = false) throws(MediaError) {
+        guard let y = source.data(0), let u = source.data(1), let v = source.data(2),
+              let oy = output.data(0), let ou = output.data(1), let ov = output.data(2) else {
+            throw MediaError(.ffmpeg, operation: "tone map", detail: "picture has no data")
+        }
+        var tables = moments_tone_tables(linear: kernelLinear, gain: kernelGain, gain_max: ToneMapper.gainMax, gamma: kernelGamma,
+                                         grey: kernelGrey)
+        func words(_ p: UnsafeMutablePointer<UInt8>) -> UnsafePointer<UInt16> {
+            UnsafePointer(UnsafeRawPointer(p).assumingMemoryBound(to: UInt16.self))
+        }
+        moments_tonemap_420p10_to_420p(words(y), source.linesize(0) / 2, words(u), words(v), source.linesize(1) / 2,
+                                       oy, output.linesize(0), ou, ov, output.linesize(1),
+                                       Int32(output.width), Int32(output.height), halve ? 1 : 0, &tables)
     }
 
     /// The tone curve on linear luminance (1.0 = reference white); returns 0...1.
@@ -48,34 +92,5 @@ final class ToneMapper {
         let span = 1 - knee
         let x = (l - knee) / max(peak - knee, 1e-3) * 4 // reaches ~98 % of white at the peak
         return knee + span * (1 - exp(-x))
-    }
-
-    /// Maps packed RGB48 (full range, little-endian) to packed RGB24, `width` x `height`.
-    func map(rgb48 source: UnsafePointer<UInt16>, sourceStride: Int, rgb24 destination: UnsafeMutablePointer<UInt8>,
-             destinationStride: Int, width: Int, height: Int) {
-        let peak = Float(ToneMapper.peakNits / ToneMapper.referenceWhite)
-        let steps = Float(ToneMapper.gammaSteps - 1)
-        toLinear.withUnsafeBufferPointer { lin in
-            toGamma.withUnsafeBufferPointer { gam in
-                for y in 0..<height {
-                    let s = UnsafeRawPointer(source).advanced(by: y * sourceStride).assumingMemoryBound(to: UInt16.self)
-                    let d = destination.advanced(by: y * destinationStride)
-                    for x in 0..<width {
-                        let r = lin[Int(UInt16(littleEndian: s[3 * x]))]
-                        let g = lin[Int(UInt16(littleEndian: s[3 * x + 1]))]
-                        let b = lin[Int(UInt16(littleEndian: s[3 * x + 2]))]
-                        let l = 0.2627 * r + 0.6780 * g + 0.0593 * b
-                        let k: Float = l > 1e-6 ? ToneMapper.curve(l, peak: peak) / l : 1
-                        // BT.2020 -> BT.709 primaries, in linear light.
-                        let r7 = (1.6605 * r - 0.5876 * g - 0.0728 * b) * k
-                        let g7 = (-0.1246 * r + 1.1329 * g - 0.0083 * b) * k
-                        let b7 = (-0.0182 * r - 0.1006 * g + 1.1187 * b) * k
-                        d[3 * x] = gam[Int(min(max(r7, 0), 1) * steps)]
-                        d[3 * x + 1] = gam[Int(min(max(g7, 0), 1) * steps)]
-                        d[3 * x + 2] = gam[Int(min(max(b7, 0), 1) * steps)]
-                    }
-                }
-            }
-        }
     }
 }

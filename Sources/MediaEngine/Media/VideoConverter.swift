@@ -7,18 +7,17 @@ final class VideoConverter {
     let width: Int
     let height: Int
     private let scaler: Scaler
-    private let hdr: (toRGB: Scaler, rgb48: Frame, rgb24: Frame, mapper: ToneMapper, fromRGB: Scaler)?
+    /// HDR: scaled to the output size first, staying in 10 bits, then tone-mapped there.
+    private let hdr: (toOutputSize: Scaler, scaled: Frame, mapper: ToneMapper)?
 
     init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?) throws(MediaError) {
         self.width = width
         self.height = height
         scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_BICUBIC)
         if let hdrTransfer {
-            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_RGB48LE, flags: SWS_BICUBIC),
-                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB48LE),
-                   try Frame(width: width, height: height, format: AV_PIX_FMT_RGB24),
-                   ToneMapper(transfer: hdrTransfer),
-                   Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_POINT))
+            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: SWS_BICUBIC),
+                   try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE),
+                   ToneMapper(transfer: hdrTransfer))
         } else {
             hdr = nil
         }
@@ -34,13 +33,15 @@ final class VideoConverter {
     func convert(_ source: Frame, into output: Frame) throws(MediaError) {
         try output.makeWritable()
         if let hdr {
-            try hdr.toRGB.scale(source, into: hdr.rgb48)
-            guard let s = hdr.rgb48.data(0), let d = hdr.rgb24.data(0) else {
-                throw MediaError(.ffmpeg, operation: "tone map", detail: "picture has no data")
+            if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == 2 * width && source.height == 2 * height {
+                // 4K -> 1080p (landscape or portrait): the halving is done in the tone mapper's pass.
+                try hdr.mapper.map(yuv420p10: source, into: output, halve: true)
+            } else if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == width && source.height == height {
+                try hdr.mapper.map(yuv420p10: source, into: output)
+            } else {
+                try hdr.toOutputSize.scale(source, into: hdr.scaled)
+                try hdr.mapper.map(yuv420p10: hdr.scaled, into: output)
             }
-            hdr.mapper.map(rgb48: UnsafeRawPointer(s).assumingMemoryBound(to: UInt16.self), sourceStride: hdr.rgb48.linesize(0),
-                           rgb24: d, destinationStride: hdr.rgb24.linesize(0), width: width, height: height)
-            try hdr.fromRGB.scale(hdr.rgb24, into: output)
         } else if passesThrough(source) {
             try check(av_frame_copy(output.pointer, source.pointer), "av_frame_copy")
         } else {
