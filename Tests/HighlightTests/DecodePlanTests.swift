@@ -91,10 +91,19 @@ struct DecodePlanTests {
         for (a, b) in zip(sampled.boundaries, full.boundaries) { #expect(abs(a.time - b.time) < 0.04) }
     }
 
-    @Test("the planted highlight on the sampled plan: lively parts, no defects, every part boundary on its frame")
-    func plantedSampled() throws {
+    @Test("the planted highlight on the sampled plan: lively parts, no defects, every part boundary on its frame",
+          arguments: ["h264", "hevc10"])
+    func plantedSampled(codec: String) throws {
         let dir = Scratch()
-        let (path, spec) = try plantedVideo(dir)
+        let (path, spec) = try plantedVideo(dir) { spec in
+            guard codec == "hevc10" else { return }
+            // As a phone stores it: HEVC Main10, P-frames only, a keyframe every second.
+            spec.codec = .hevc
+            spec.tenBit = true
+            spec.fixedGOPWithoutBFrames = true
+            spec.keyframeIntervalSeconds = 1
+            spec.preset = "ultrafast"
+        }
         var request = HighlightRequest(source: path)
         request.analysis = settings(.sampled)
         request.selection.targetDuration = 12

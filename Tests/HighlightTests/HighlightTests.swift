@@ -27,7 +27,7 @@ func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [Synt
 }
 
 /// 60 s: lively parts among dull, black, frozen and blurred ones, and a repeat of the first lively part.
-func plantedVideo(_ dir: Scratch) throws -> (path: String, spec: SynthSpec) {
+func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ in }) throws -> (path: String, spec: SynthSpec) {
     var spec = SynthSpec()
     spec.width = 320
     spec.height = 180
@@ -48,6 +48,7 @@ func plantedVideo(_ dir: Scratch) throws -> (path: String, spec: SynthSpec) {
         SynthPart(start: 51, kind: .lively, seed: 9),
         SynthPart(start: 56, kind: .dull, seed: 10),
     ]
+    configure(&spec)
     let path = dir.path("planted.mp4")
     try Synth.write(spec, to: path)
     return (path, spec)
