@@ -281,6 +281,9 @@ struct FairnessTests {
             let first = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(first.status == .ok)
             let job = try #require(try first.json()["job_id"] as? String)
+            // Finished before the clock moves: a job still running at midnight would charge its
+            // whole (test-clock) time to the next day.
+            _ = try await client.poll(job: job, key: key) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
             try await server.service.database.chargeWorkerTime(jobId: job, seconds: 61, reason: "test", now: clock.now)
             let refused = try await client.upload(key: key, file: video)
             let problem = try refused.expectProblem(.tooManyRequests, code: "daily_budget_exceeded")
