@@ -87,6 +87,17 @@ struct S3TestServer {
         try await keys().filter { $0.hasPrefix(storage.jobsPrefix + id + "/") }
     }
 
+    /// The job's keys once its input object is gone (the worker deletes it just after it records
+    /// the job's end, so a poll can see the status first); up to 5 s.
+    func settledKeys(ofJob id: String) async throws -> [String] {
+        var keys = try await keys(ofJob: id)
+        for _ in 0..<50 where keys.contains(where: { $0.hasSuffix("/input") }) {
+            try await Task.sleep(for: .milliseconds(100))
+            keys = try await self.keys(ofJob: id)
+        }
+        return keys
+    }
+
     /// Folders left under storage/scratch.
     var scratchFolders: [String] { (try? FileManager.default.contentsOfDirectory(atPath: storage.scratchDirectory)) ?? [] }
 
@@ -171,7 +182,7 @@ struct S3StorageTests {
             let (job, status) = try await client.uploadAndWait(video, key: key)
             #expect(status == "completed")
             // Results in the bucket under the prefix; the input removed after processing (keepUploads false).
-            let keys = try await server.keys(ofJob: job)
+            let keys = try await server.settledKeys(ofJob: job)
             #expect(keys == ["analysis.json", "highlight.mp4", "poster.jpg"].map { "tenant-a/jobs/\(job)/\($0)" }, "\(keys)")
             #expect(server.scratchFolders.isEmpty, "scratch left: \(server.scratchFolders)")
             #expect(!FileManager.default.fileExists(atPath: server.service.layout.jobDirectory(job)))
@@ -249,7 +260,7 @@ struct S3StorageTests {
             let (_, key) = try await client.createAccount()
             let (job, status) = try await client.uploadAndWait(video, key: key)
             #expect(status == "completed")
-            #expect(try await server.keys(ofJob: job).count == 3)
+            #expect(try await server.settledKeys(ofJob: job).count == 3)
             try await server.storage.client.putObject(key: "jobs/no-such-job/highlight.mp4", bytes: Array("orphan".utf8))
             let ghost = server.storage.scratchPath("ghost-job")
             try FileManager.default.createDirectory(atPath: ghost, withIntermediateDirectories: true)
