@@ -257,11 +257,14 @@ public final class ShotDetector {
             if result.contains(where: { $0.kind == .cut && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
             result.append(g)
         }
-        result.sort { $0.time < $1.time }
-        // Keep the stronger of two boundaries closer than minShotSeconds.
+        return ShotDetector.keepStrongest(result, minShotSeconds: settings.minShotSeconds)
+    }
+
+    /// `boundaries` in time order, keeping the stronger of two closer than `minShotSeconds`.
+    public static func keepStrongest(_ boundaries: [ShotBoundary], minShotSeconds: Double) -> [ShotBoundary] {
         var kept: [ShotBoundary] = []
-        for b in result {
-            if let last = kept.last, b.time - last.time < settings.minShotSeconds {
+        for b in boundaries.sorted(by: { $0.time < $1.time }) {
+            if let last = kept.last, b.time - last.time < minShotSeconds {
                 if b.score > last.score { kept[kept.count - 1] = b }
                 continue
             }

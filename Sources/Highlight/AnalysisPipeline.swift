@@ -211,16 +211,7 @@ public enum AnalysisPipeline {
             detector?.consume(features)
         }
         close()
-        found.sort { $0.time < $1.time }
-        var kept: [ShotBoundary] = []
-        for b in found {
-            if let last = kept.last, b.time - last.time < settings.minShotSeconds {
-                if b.score > last.score { kept[kept.count - 1] = b }
-                continue
-            }
-            kept.append(b)
-        }
-        return (kept, summary.framesDecoded, summary.lastFrameTime)
+        return (ShotDetector.keepStrongest(found, minShotSeconds: settings.minShotSeconds), summary.framesDecoded, summary.lastFrameTime)
     }
 }
 
