@@ -97,16 +97,8 @@ extension AnalysisDecoder {
                 try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
                 if let last, time <= last { continue }
                 last = time
-                let picture = job.pictures[i]
-                let frame = AnalysisFrame(
-                    index: summary.framesAnalysed, time: time, width: width, height: height,
-                    lumaStride: picture.linesize(0),
-                    luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
-                    chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
-                    cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
-                    cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
-                    follows: i > 0 || job.index == 0, group: job.index)
-                onFrame(frame)
+                onFrame(AnalysisFrame(picture: job.pictures[i], index: summary.framesAnalysed, time: time,
+                                      follows: i > 0 || job.index == 0, group: job.index))
                 if summary.firstFrameTime == nil { summary.firstFrameTime = time }
                 summary.lastFrameTime = time
                 summary.framesAnalysed += 1

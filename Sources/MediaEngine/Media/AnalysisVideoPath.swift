@@ -81,18 +81,23 @@ final class AnalysisVideoPath {
             try limiter.videoFrame(time: stamped, width: decoded.width, height: decoded.height)
             guard let time = stamped, let mark = accept(time) else { continue }
             try scaler.scale(decoded, into: picture)
-            let frame = AnalysisFrame(
-                index: summary.framesAnalysed, time: time, width: width, height: height,
-                lumaStride: picture.linesize(0),
-                luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
-                chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
-                cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
-                cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
-                follows: mark.follows, group: mark.group)
-            deliver(frame)
+            deliver(AnalysisFrame(picture: picture, index: summary.framesAnalysed, time: time, follows: mark.follows, group: mark.group))
             if summary.firstFrameTime == nil { summary.firstFrameTime = time }
             summary.lastFrameTime = max(summary.lastFrameTime ?? time, time)
             summary.framesAnalysed += 1
         }
+    }
+}
+
+extension AnalysisFrame {
+    /// A view of a small yuv420p picture the pass owns.
+    init(picture: Frame, index: Int, time: Double, follows: Bool, group: Int) {
+        let width = picture.width, height = picture.height
+        self.init(index: index, time: time, width: width, height: height, lumaStride: picture.linesize(0),
+                  luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
+                  chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
+                  cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
+                  cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
+                  follows: follows, group: group)
     }
 }
