@@ -3,6 +3,7 @@
 #   make test   set up what is missing, build, and run the tests
 SHELL := /bin/bash
 SWIFT ?= swift
+export SWIFT
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
@@ -36,11 +37,11 @@ run: release
 SERVICE_TESTS := --filter "^ServerTests\."
 test: setup
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
+	scripts/swift-test --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\
-		$(SWIFT) test --skip-build $(SERVICE_TESTS) && \
-		$(SWIFT) test --skip-build --filter "^StoreTests\.|ObjectStorageTests" && \
-		MOMENTS_TEST_ENGINE=postgresql+s3 $(SWIFT) test --skip-build $(SERVICE_TESTS)'
+		scripts/swift-test $(SERVICE_TESTS) && \
+		scripts/swift-test --filter "^StoreTests\.|ObjectStorageTests" && \
+		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(SERVICE_TESTS)'
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
 # bench-phone libx265 and zscale in the ffmpeg CLI, and curl).
