@@ -117,7 +117,7 @@ public enum AnalysisPipeline {
             }
             let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
             let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
-            let refined = try refine(decoder, ranges: ranges, samples: samples, settings: settings.shots,
+            let refined = try refine(decoder, ranges: ranges, samples: samples, settings: settings.shots, screen: settings.screen,
                                      frameRate: max(30, info.video.frameRate)) { done in
                 progress?(passShare + (1 - passShare) * done)
             }
@@ -155,53 +155,87 @@ public enum AnalysisPipeline {
 
     /// Decodes each screened range frame by frame through its own `ShotDetector`; keeps the
     /// boundaries each finds away from its ends (where it lacks the frames to judge), in order,
-    /// the stronger of two closer than `minShotSeconds`. A range that ends inside the sampled
-    /// burst of a later keyframe is decoded only up to that keyframe: the burst's frames, already
-    /// measured, are replayed from `samples` (a keyframe is the costliest frame to decode).
+    /// the stronger of two closer than `minShotSeconds`.
+    ///
+    /// Two savings, both on a range that ends at (the burst of) the next sampled keyframe:
+    /// - the decode stops before that keyframe when its sampled burst reaches (to within a frame)
+    ///   the range's end: the burst's frames, already measured, are replayed from `samples` (a
+    ///   keyframe is the costliest frame to decode);
+    /// - a range that holds one keyframe group stops as soon as `screen.settleFrames` frames in a
+    ///   row look like that next keyframe (distance below `screen.gapThreshold`, the screen's own
+    ///   "nothing happened across this gap"): whatever the range was flagged for is behind them,
+    ///   and the rest of the group is a gap the screen would not have flagged.
     static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], samples: FeatureLog,
-                       settings: ShotDetector.Settings, frameRate: Double, progress: (Double) -> Void) throws(MediaError)
+                       settings: ShotDetector.Settings, screen: BoundaryScreen.Settings, frameRate: Double,
+                       progress: (Double) -> Void) throws(MediaError)
         -> (boundaries: [ShotBoundary], frames: Int, lastFrameTime: Double?) {
-        // Where each range's decode stops, and the samples replayed after it.
+        let frame = 1 / max(1, frameRate)
+        // Where each range's decode stops, the samples replayed after it, and the keyframe sample
+        // its frames may settle on.
         var decodeRanges: [TimeRange] = []
         var replays: [Range<Int>] = []
+        var settleOn: [Int?] = []
         for range in ranges {
             var stop = range.end
             var replay = 0..<0
+            var target: Int?
             // The last keyframe inside the range whose sampled burst reaches the range's end.
             if let inside = samples.times.lastIndex(where: { $0 > range.start + 1e-6 && $0 <= range.end }) {
                 let group = samples.groups[inside]
                 var first = inside, last = inside
                 while first > 0 && samples.groups[first - 1] == group { first -= 1 }
                 while last + 1 < samples.count && samples.groups[last + 1] == group { last += 1 }
-                if samples.times[first] > range.start + 1e-6, samples.times[last] >= range.end - 1e-4 {
+                if samples.times[first] > range.start + 1e-6, samples.times[last] >= range.end - 1.5 * frame {
                     stop = samples.times[first] - 1e-4
-                    replay = first..<(inside + 1)
+                    replay = first..<(last + 1)
+                    // One group before it in the range (no other keyframe between the range's start
+                    // and this one): the frames may settle on this keyframe.
+                    var i = first - 1, otherKeyframe = false
+                    while i > 0, samples.times[i] > range.start + 1e-6, !otherKeyframe {
+                        otherKeyframe = samples.groups[i] != samples.groups[i - 1]
+                        i -= 1
+                    }
+                    if screen.settleFrames > 0, !otherKeyframe { target = first }
                 }
             }
             decodeRanges.append(TimeRange(start: range.start, end: max(range.start, stop)))
             replays.append(replay)
+            settleOn.append(target)
         }
         var found: [ShotBoundary] = []
         var detector: ShotDetector?
         var current = -1
         var features = FrameFeatures()
-        let tail = Double(max(1, settings.burstFrames) + 1) / max(1, frameRate)
+        var target = FrameFeatures()
+        var settled = 0
+        var settledAt: Double?
+        let settleFrames = max(settings.burstFrames + 1, screen.settleFrames)
+        let tail = Double(max(1, settings.burstFrames) + 1) * frame
         func close() {
             guard let d = detector, current >= 0 else { return }
-            for i in replays[current] {
-                samples.load(i, into: &features)
-                d.consume(features)
-            }
             let range = ranges[current]
             let isLast = current == ranges.count - 1
-            found += d.finish().filter { $0.time > range.start + 1e-6 && ($0.time < range.end - tail || isLast) }
+            if let settledAt {
+                // Stopped early: a boundary is judged once `burstFrames` frames after it were seen.
+                let seen = settledAt - Double(settings.burstFrames) * frame + 1e-4
+                found += d.finish().filter { $0.time > range.start + 1e-6 && $0.time <= seen }
+            } else {
+                for i in replays[current] {
+                    samples.load(i, into: &features)
+                    d.consume(features)
+                }
+                found += d.finish().filter { $0.time > range.start + 1e-6 && ($0.time < range.end - tail || isLast) }
+            }
             detector = nil
         }
-        let summary = try decoder.runRanges(decodeRanges) { frame in
+        let summary = try decoder.runRanges(decodeRanges, isFinished: { $0 == current && settledAt != nil }) { frame in
             if frame.group != current {
                 close()
                 current = frame.group
                 detector = ShotDetector(settings: settings, maxFrameRate: frameRate)
+                settled = 0
+                settledAt = nil
+                if let t = settleOn[current] { samples.load(t, into: &target) }
                 progress(Double(current) / Double(max(1, ranges.count)))
             }
             guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
@@ -209,6 +243,11 @@ public enum AnalysisPipeline {
                                        chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
                                        chromaStride: frame.chromaStride))
             detector?.consume(features)
+            if settleOn[current] != nil {
+                let near = ShotDetector.distance(features, target, limit: screen.gapThreshold) < screen.gapThreshold
+                settled = near ? settled + 1 : 0
+                if settled >= settleFrames { settledAt = frame.time }
+            }
         }
         close()
         return (ShotDetector.keepStrongest(found, minShotSeconds: settings.minShotSeconds), summary.framesDecoded, summary.lastFrameTime)

@@ -63,6 +63,31 @@ struct DecodePlanTests {
         #expect(decoded < 1200 / 4, "decoded \(decoded) of 1200")
     }
 
+    @Test("a refined range stops once its frames look like the next keyframe: the cut on its frame, the rest of the group not decoded")
+    func refinementStopsOnceSettled() throws {
+        let dir = Scratch()
+        var spec = SynthSpec()
+        spec.width = 480
+        spec.height = 270
+        spec.duration = 6
+        spec.keyframeIntervalSeconds = 1
+        spec.cuts = [3.3] // frame 99: the 10th of the group that starts at 3.0 s
+        let path = dir.path("settle.mp4")
+        try Synth.write(spec, to: path)
+        var whole = settings(.sampled)
+        whole.screen.settleFrames = 0
+        let early = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
+        let late = try AnalysisPipeline.analyze(path, settings: whole)
+        for a in [early, late] {
+            #expect(a.boundaries.count == 1 && abs(a.boundaries[0].time - 3.3) < 0.01, "\(a.boundaries)")
+            #expect(a.summary.refinedRanges == 2, "the cut's group and the last one: \(a.summary)")
+        }
+        // The cut's group: to 4 frames past the cut instead of its 30 frames (the last group's
+        // frames are decoded either way).
+        let saved = (late.summary.refinedFrames ?? 0) - (early.summary.refinedFrames ?? 0)
+        #expect(saved >= 15, "early \(String(describing: early.summary.refinedFrames)), whole \(String(describing: late.summary.refinedFrames))")
+    }
+
     @Test("phone video (4K HEVC Main10 HLG, 60 fps, portrait, P-only): the auto plan samples it and still puts the cut on its frame")
     func phoneVideo() throws {
         let dir = Scratch()

@@ -172,7 +172,10 @@ extension AnalysisDecoder {
     /// video only. Frames carry the range's index as `group`; the first of each range does not
     /// `follow`.
     @discardableResult
-    public func runRanges(_ ranges: [TimeRange], onFrame: (borrowing AnalysisFrame) -> Void) throws(MediaError) -> AnalysisSummary {
+    /// `isFinished(i)` is asked before each frame of range `i` is decoded for delivery: true ends
+    /// that range there (its caller has seen all it needs of it).
+    public func runRanges(_ ranges: [TimeRange], isFinished: (Int) -> Bool = { _ in false },
+                          onFrame: (borrowing AnalysisFrame) -> Void) throws(MediaError) -> AnalysisSummary {
         var summary = AnalysisSummary()
         summary.width = width
         summary.height = height
@@ -191,7 +194,7 @@ extension AnalysisDecoder {
             var done = false
             var last: Double?
             func accept(_ time: Double) -> AnalysisVideoPath.Mark? {
-                if time > range.end + 1e-6 { done = true; return nil }
+                if time > range.end + 1e-6 || (!first && isFinished(index)) { done = true; return nil }
                 guard time >= range.start - 1e-6, last.map({ time > $0 }) ?? true else { return nil }
                 last = time
                 defer { first = false }
