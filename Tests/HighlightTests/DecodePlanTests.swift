@@ -46,17 +46,23 @@ struct DecodePlanTests {
         #expect(sampled.shots.count == 4 && sampled.shots.last!.end >= 23.9)
     }
 
-    @Test("a calm phone-like recording (one cut in 40 s) decodes under a quarter of its frames, the cut on its frame")
-    func calmRecording() throws {
-        let dir = Scratch()
+    /// A small calm recording with a keyframe every second and hard cuts at `cuts`.
+    private func calmVideo(_ dir: Scratch, _ name: String, duration: Double, cuts: [Double]) throws -> String {
         var spec = SynthSpec()
         spec.width = 480
         spec.height = 270
-        spec.duration = 40
+        spec.duration = duration
         spec.keyframeIntervalSeconds = 1
-        spec.cuts = [21.47]
-        let path = dir.path("calm.mp4")
+        spec.cuts = cuts
+        let path = dir.path(name)
         try Synth.write(spec, to: path)
+        return path
+    }
+
+    @Test("a calm phone-like recording (one cut in 40 s) decodes under a quarter of its frames, the cut on its frame")
+    func calmRecording() throws {
+        let dir = Scratch()
+        let path = try calmVideo(dir, "calm.mp4", duration: 40, cuts: [21.47])
         let a = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
         #expect(a.boundaries.map(\.time).count == 1 && abs(a.boundaries[0].time - 21.5) < 0.01, "\(a.boundaries)")
         let decoded = a.summary.framesDecoded + (a.summary.refinedFrames ?? 0)
@@ -66,14 +72,8 @@ struct DecodePlanTests {
     @Test("a refined range stops once its frames look like the next keyframe: the cut on its frame, the rest of the group not decoded")
     func refinementStopsOnceSettled() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.width = 480
-        spec.height = 270
-        spec.duration = 6
-        spec.keyframeIntervalSeconds = 1
-        spec.cuts = [3.3] // frame 99: the 10th of the group that starts at 3.0 s
-        let path = dir.path("settle.mp4")
-        try Synth.write(spec, to: path)
+        // The cut on frame 99: the 10th of the group that starts at 3.0 s.
+        let path = try calmVideo(dir, "settle.mp4", duration: 6, cuts: [3.3])
         var whole = settings(.sampled)
         whole.screen.settleFrames = 0
         let early = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
