@@ -31,8 +31,9 @@ public final class BoundaryScreen {
         /// Frames past a flagged span that the detector sees (to tell a cut from a flash it
         /// needs `ShotDetector.Settings.burstFrames` after it).
         public var contextFrames = 4
-        /// A refined range holding one keyframe group stops once this many frames in a row look
-        /// like the next keyframe (distance below `gapThreshold`); at least `ShotDetector`'s
+        /// A refined range holding one keyframe group stops once this many frames in a row are
+        /// steady (per-frame change below `ShotDetector`'s `gradualFrameThreshold`) and look like
+        /// the next keyframe (distance below `gapThreshold`); at least `ShotDetector`'s
         /// `burstFrames` + 1, so a boundary before them is judged. 0 turns the early stop off.
         public var settleFrames = 4
         /// Luma below which (with little deviation) a sample is black, as `ShotDetector` counts it.

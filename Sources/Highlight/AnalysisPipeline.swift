@@ -162,9 +162,11 @@ public enum AnalysisPipeline {
     ///   the range's end: the burst's frames, already measured, are replayed from `samples` (a
     ///   keyframe is the costliest frame to decode);
     /// - a range that holds one keyframe group stops as soon as `screen.settleFrames` frames in a
-    ///   row look like that next keyframe (distance below `screen.gapThreshold`, the screen's own
-    ///   "nothing happened across this gap"): whatever the range was flagged for is behind them,
-    ///   and the rest of the group is a gap the screen would not have flagged.
+    ///   row are steady (each changed less than `gradualFrameThreshold` from the one before, so
+    ///   no dissolve is still under way) and look like that next keyframe (distance below
+    ///   `screen.gapThreshold`, the screen's own "nothing happened across this gap"): whatever the
+    ///   range was flagged for is behind them, and the rest of the group is a gap the screen would
+    ///   not have flagged.
     static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], samples: FeatureLog,
                        settings: ShotDetector.Settings, screen: BoundaryScreen.Settings, frameRate: Double,
                        progress: (Double) -> Void) throws(MediaError)
@@ -243,8 +245,11 @@ public enum AnalysisPipeline {
                                        chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
                                        chromaStride: frame.chromaStride))
             detector?.consume(features)
-            if settleOn[current] != nil {
-                let near = ShotDetector.distance(features, target, limit: screen.gapThreshold) < screen.gapThreshold
+            if settleOn[current] != nil, let d = detector {
+                // Steady (no gradual transition still running, which the detector judges only
+                // once it ends) and like the keyframe that ends the range.
+                let steady = (d.scores.last ?? 1) <= settings.gradualFrameThreshold
+                let near = steady && ShotDetector.distance(features, target, limit: screen.gapThreshold) < screen.gapThreshold
                 settled = near ? settled + 1 : 0
                 if settled >= settleFrames { settledAt = frame.time }
             }

@@ -72,8 +72,11 @@ struct DecodePlanTests {
     @Test("a refined range stops once its frames look like the next keyframe: the cut on its frame, the rest of the group not decoded")
     func refinementStopsOnceSettled() throws {
         let dir = Scratch()
-        // The cut on frame 99: the 10th of the group that starts at 3.0 s.
-        let path = try calmVideo(dir, "settle.mp4", duration: 6, cuts: [3.3])
+        // A cut on frame 99, inside the keyframe group 2-4 s, from a lively scene to one standing still.
+        let (path, _) = try partsVideo(dir, "settle.mp4", duration: 10, [
+            SynthPart(start: 0, kind: .lively, seed: 1),
+            SynthPart(start: 3.3, kind: .dull, seed: 2),
+        ])
         var whole = settings(.sampled)
         whole.screen.settleFrames = 0
         let early = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
@@ -82,7 +85,7 @@ struct DecodePlanTests {
             #expect(a.boundaries.count == 1 && abs(a.boundaries[0].time - 3.3) < 0.01, "\(a.boundaries)")
             #expect(a.summary.refinedRanges == 2, "the cut's group and the last one: \(a.summary)")
         }
-        // The cut's group: to 4 frames past the cut instead of its 30 frames (the last group's
+        // The cut's group: to 4 frames past the cut instead of its 60 frames (the last group's
         // frames are decoded either way).
         let saved = (late.summary.refinedFrames ?? 0) - (early.summary.refinedFrames ?? 0)
         #expect(saved >= 15, "early \(String(describing: early.summary.refinedFrames)), whole \(String(describing: late.summary.refinedFrames))")
