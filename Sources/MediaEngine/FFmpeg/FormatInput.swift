@@ -123,7 +123,10 @@ final class FormatInput {
         buffer.initialize(repeating: 0, count: padded)
         let count = source.read(at: 0, into: buffer, count: bytes)
         guard count > 0 else { return nil }
-        var data = AVProbeData(filename: "", buf: buffer, buf_size: Int32(count), mime_type: nil)
+        // No name (the extension must not count): a static empty C string, valid for the whole call.
+        let noName: StaticString = ""
+        var data = AVProbeData(filename: UnsafeRawPointer(noName.utf8Start).assumingMemoryBound(to: CChar.self),
+                               buf: buffer, buf_size: Int32(count), mime_type: nil)
         var score: Int32 = 0
         guard let format = av_probe_input_format3(&data, 1, &score), score > minimumScore else { return nil }
         return (format, score)
