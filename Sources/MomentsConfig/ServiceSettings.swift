@@ -26,6 +26,10 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `http.trustedProxies` / HTTP_TRUSTED_PROXIES (comma-separated): CIDR ranges of reverse proxies
     /// whose X-Forwarded-For is believed, e.g. ["10.0.0.0/8", "::1/128"]. Empty: the TCP peer is the client.
     public var trustedProxies: [String] = []
+    /// `http.eventsHeartbeatSeconds` / HTTP_EVENTS_HEARTBEAT_SECONDS: a job's event stream
+    /// (GET /api/v1/jobs/{id}/events) sends a comment line when nothing else was sent for this
+    /// long, so proxies and clients keep the connection open.
+    public var eventsHeartbeatSeconds = 15.0
     /// `storage.path` / STORAGE_PATH: database, uploads, results and the analysis cache.
     public var storagePath = "Storage"
     /// `storage.minFreeBytes` / STORAGE_MIN_FREE_BYTES: uploads are refused (507) and /ready fails
@@ -107,6 +111,7 @@ public struct ServiceSettings: Sendable, Equatable {
         headerTimeoutSeconds = max(0, config.double(forKey: "http.headerTimeoutSeconds", default: headerTimeoutSeconds))
         readyCacheSeconds = max(0, config.double(forKey: "http.readyCacheSeconds", default: readyCacheSeconds))
         trustedProxies = config.stringArray(forKey: "http.trustedProxies", default: trustedProxies)
+        eventsHeartbeatSeconds = max(0.1, config.double(forKey: "http.eventsHeartbeatSeconds", default: eventsHeartbeatSeconds))
         storagePath = config.string(forKey: "storage.path", default: storagePath)
         minFreeBytes = Int64(config.int(forKey: "storage.minFreeBytes", default: Int(minFreeBytes)))
         keepUploads = config.bool(forKey: "storage.keepUploads", default: keepUploads)

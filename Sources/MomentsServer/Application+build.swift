@@ -48,6 +48,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     UploadController(service: service, uploads: UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads))
         .addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
+    JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
     SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)
     return (router, table)

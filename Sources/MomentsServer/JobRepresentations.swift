@@ -64,6 +64,13 @@ struct JobStatusResponse: ResponseGenerator {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var out = ByteBuffer()
         out.reserveCapacity(256)
+        write(to: &out)
+        out.writeStaticString("\n")
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
+    }
+
+    /// The JSON object, on one line (the events stream's `data:` carries it too).
+    func write(to out: inout ByteBuffer) {
         out.writeStaticString("{\"job_id\":")
         JSONText.write(jobId, to: &out)
         out.writeStaticString(",\"message\":")
@@ -74,8 +81,7 @@ struct JobStatusResponse: ResponseGenerator {
         if let resultUrl { JSONText.write(resultUrl, to: &out) } else { out.writeStaticString("null") }
         out.writeStaticString(",\"status\":")
         JSONText.write(status.rawValue, to: &out)
-        out.writeStaticString("}\n")
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
+        out.writeStaticString("}")
     }
 
     init(_ job: Job, baseURL: String) {
