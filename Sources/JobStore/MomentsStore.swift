@@ -138,7 +138,8 @@ public enum StoreEvent: Sendable, Equatable {
 }
 
 /// The whole store.
-public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository {
+public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
+                              UploadRepository {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up

@@ -172,9 +172,11 @@ public final class JobService: Sendable {
     }
 
     /// `precheck`, counting `uploadsInProgress` (the account's other bodies being received, not yet
-    /// jobs) against the plan's jobs-at-once with its active jobs.
+    /// jobs) and its resumable uploads still receiving against the plan's jobs-at-once with its
+    /// active jobs.
     public func precheck(_ account: Account, uploadsInProgress: Int) async throws -> AccountPlan {
         let current = try await accountPlan(account)
+        let uploadsInProgress = uploadsInProgress + (try await database.receivingUploads(accountId: account.id, now: clock()))
         if let limit = current.usage.limit, current.usage.used >= limit {
             throw overQuota(limit: limit, used: current.usage.used, usage: current.usage, plan: current.plan)
         }

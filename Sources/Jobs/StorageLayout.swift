@@ -12,6 +12,8 @@ public struct StorageLayout: Sendable {
     public var uploadsDirectory: String { path("uploads") }
     public var jobsDirectory: String { path("jobs") }
     public var cacheDirectory: String { path("cache/analysis") }
+    /// Resumable uploads' bytes until their last byte arrives (`UploadStaging`).
+    public var resumableDirectory: String { path("resumable") }
 
     public func jobDirectory(_ id: String) -> String { path("jobs/\(id)") }
     public func inputPath(_ id: String) -> String { path("jobs/\(id)/input") }
@@ -23,7 +25,7 @@ public struct StorageLayout: Sendable {
 
     /// Creates the folders.
     public func prepare() throws {
-        for dir in [root, uploadsDirectory, jobsDirectory, cacheDirectory] {
+        for dir in [root, uploadsDirectory, jobsDirectory, cacheDirectory, resumableDirectory] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
     }

@@ -87,6 +87,9 @@ public struct ServiceSettings: Sendable, Equatable {
     /// 0 for either turns the check off.
     public var minUploadBytesPerSecond = 1024
     public var uploadStallSeconds = 30.0
+    /// `upload.resumableExpiryHours` / UPLOAD_RESUMABLE_EXPIRY_HOURS: a resumable upload (tus, IETF)
+    /// that received no byte for this long expires: its bytes are deleted (Upload-Expires).
+    public var resumableExpiryHours = 24.0
     /// `upload.maxDurationSeconds` / UPLOAD_MAX_DURATION_SECONDS: longest accepted video.
     public var maxDurationSeconds = 3600.0
     /// `upload.minTargetDuration` / UPLOAD_MIN_TARGET_DURATION and `upload.maxTargetDuration` /
@@ -133,6 +136,7 @@ public struct ServiceSettings: Sendable, Equatable {
         maxConcurrentUploads = max(0, config.int(forKey: "upload.maxConcurrent", default: maxConcurrentUploads))
         minUploadBytesPerSecond = max(0, config.int(forKey: "upload.minBytesPerSecond", default: minUploadBytesPerSecond))
         uploadStallSeconds = max(0, config.double(forKey: "upload.stallSeconds", default: uploadStallSeconds))
+        resumableExpiryHours = max(0.001, config.double(forKey: "upload.resumableExpiryHours", default: resumableExpiryHours))
         maxDurationSeconds = config.double(forKey: "upload.maxDurationSeconds", default: maxDurationSeconds)
         minTargetDuration = config.int(forKey: "upload.minTargetDuration", default: minTargetDuration)
         maxTargetDuration = config.int(forKey: "upload.maxTargetDuration", default: maxTargetDuration)

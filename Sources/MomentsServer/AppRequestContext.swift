@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import JobStore
 import NIOCore
@@ -31,6 +32,16 @@ public struct AppRequestContext: RequestContext {
     /// `UploadConnectionHandler`). A request refused before this never gets one.
     func inviteBody() {
         channel.triggerUserOutboundEvent(InviteBodyEvent(), promise: nil)
+    }
+
+    /// Writes an informational (1xx) response now, before the final one (see `UploadConnectionHandler`).
+    func sendInformational(_ head: HTTPResponse) {
+        channel.triggerUserOutboundEvent(InformationalResponseEvent(head: head), promise: nil)
+    }
+
+    /// Closes the connection (a newer append took over this request's upload).
+    func closeConnection() {
+        channel.close(promise: nil)
     }
 
     /// JSON bodies (POST /api/v1/accounts) are small.

@@ -10,7 +10,8 @@ import MomentsConfig
 /// service of the application (they start and stop with it).
 public func buildApplication(service: JobService, logger: Logger,
                              operations: OperationsSettings = OperationsSettings()) -> (app: some ApplicationProtocol, routes: RouteTable) {
-    let (router, table) = buildRouter(service: service, logger: logger, operations: operations)
+    let resumable = ResumableUploads(service: service, logger: logger)
+    let (router, table) = buildRouter(service: service, logger: logger, operations: operations, resumable: resumable)
     let settings = service.settings
     let server = HTTPServerBuilder.guardedHTTP1(
         counter: ConnectionCounter(limit: settings.maxConnections),
@@ -20,14 +21,15 @@ public func buildApplication(service: JobService, logger: Logger,
         router: router,
         server: server,
         configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Moments"),
-        services: [service.runner],
+        services: [service.runner, ResumableUploadSweeper(uploads: resumable, intervalSeconds: settings.sweepIntervalSeconds)],
         logger: logger)
     return (app, table)
 }
 
 /// The router alone (tests drive it with `.router`).
 public func buildRouter(service: JobService, logger: Logger? = nil,
-                        operations: OperationsSettings = OperationsSettings()) -> (Router<AppRequestContext>, RouteTable) {
+                        operations: OperationsSettings = OperationsSettings(),
+                        resumable: ResumableUploads? = nil) -> (Router<AppRequestContext>, RouteTable) {
     let router = Router(context: AppRequestContext.self)
     let table = RouteTable()
     router.add(middleware: HTTPMetricsMiddleware())
@@ -45,8 +47,10 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(to: router, table: table)
     AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
         .addRoutes(to: router, table: table)
-    UploadController(service: service, uploads: UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads))
-        .addRoutes(to: router, protected: protected, table: table)
+    let uploads = UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads)
+    UploadController(service: service, uploads: uploads).addRoutes(to: router, protected: protected, table: table)
+    let resumable = resumable ?? ResumableUploads(service: service, logger: logger ?? Logger(label: "moments"))
+    ResumableUploadController(service: service, uploads: uploads, resumable: resumable).addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
     JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)

@@ -7,6 +7,12 @@ import NIOHTTPTypes
 /// body it is about to read: the handler then answers a pending `Expect: 100-continue`.
 struct InviteBodyEvent: Sendable {}
 
+/// Sent by a route to write an informational (1xx) response before its final one: the IETF
+/// resumable upload's "104 Upload Resumption Supported" carrying the upload's Location.
+struct InformationalResponseEvent: Sendable {
+    var head: HTTPResponse
+}
+
 /// Connection handling for request bodies, in the channel pipeline after HTTP decoding:
 /// - holds back the "100 Continue" a client asks for with `Expect: 100-continue` (curl does for
 ///   bodies over 1 MB and otherwise waits a second before sending) until the route has checked the
@@ -64,6 +70,10 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        if let informational = event as? InformationalResponseEvent {
+            context.writeAndFlush(wrapOutboundOut(.head(informational.head)), promise: promise)
+            return
+        }
         guard event is InviteBodyEvent else {
             context.triggerUserOutboundEvent(event, promise: promise)
             return

@@ -36,6 +36,15 @@ final class UploadRegistry: Sendable {
         }
     }
 
+    /// Registers an append to a resumable upload (the account's resumable uploads are counted from
+    /// the database, not here).
+    func beginAppend() -> Ticket {
+        state.withLock { state in
+            state.nextID += 1
+            return Ticket(id: state.nextID, account: "")
+        }
+    }
+
     /// The upload passed the account's checks and will receive a body of `declaredBytes` (0 when
     /// unknown): false when the server-wide cap is reached.
     func startReceiving(_ ticket: Ticket, declaredBytes: Int64) -> Bool {

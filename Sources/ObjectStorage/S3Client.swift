@@ -86,6 +86,18 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// Uploads `range` of a file in one request, streamed from disk (a resumable upload's part).
+    @discardableResult
+    public func putObject(key: String, fileAt path: String, range: Range<Int64>, contentType: String? = nil) async throws -> String {
+        try await send(
+            "PutObject", .PUT, key: key, headers: contentTypeHeader(contentType),
+            body: .file(FilePath(path), range), payload: .unsigned
+        ) { response in
+            try await discard(response)
+            return try etag(response, "PutObject", key)
+        }
+    }
+
     /// Uploads bytes held in memory (small objects: manifests, JSON). Returns the ETag.
     @discardableResult
     public func putObject(key: String, bytes: [UInt8], contentType: String? = nil) async throws -> String {

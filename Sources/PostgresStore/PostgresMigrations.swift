@@ -129,6 +129,32 @@ enum PostgresMigrations {
             )
             """,
         ]),
+        // Version 2 is the webhooks' (outbox); versions are applied in order, whichever lands first.
+        (3, "resumable uploads", [
+            """
+            CREATE TABLE resumable_upload (
+                id text PRIMARY KEY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                flavor text NOT NULL,
+                length bigint,
+                "offset" bigint NOT NULL DEFAULT 0,
+                filename text,
+                "targetDuration" integer NOT NULL,
+                quality text NOT NULL,
+                state text NOT NULL,
+                "jobId" text,
+                "errorCode" text,
+                "errorMessage" text,
+                "createdAt" timestamptz NOT NULL,
+                "updatedAt" timestamptz NOT NULL,
+                "expiresAt" timestamptz NOT NULL,
+                holder text,
+                "heldUntil" timestamptz
+            )
+            """,
+            #"CREATE INDEX resumable_upload_account ON resumable_upload ("accountId", state)"#,
+            #"CREATE INDEX resumable_upload_expiry ON resumable_upload (state, "expiresAt")"#,
+        ]),
     ]
 
     /// Brings the database to the current schema; returns the versions applied now.

@@ -383,14 +383,15 @@ struct TransportLimitTests {
             "HTTP_MAX_CONNECTIONS": "7", "HTTP_IDLE_TIMEOUT_SECONDS": "12", "HTTP_HEADER_TIMEOUT_SECONDS": "3",
             "HTTP_READY_CACHE_SECONDS": "9", "HTTP_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8", "HTTP_EVENTS_HEARTBEAT_SECONDS": "20",
             "UPLOAD_MAX_CONCURRENT": "4", "UPLOAD_MIN_BYTES_PER_SECOND": "2048", "UPLOAD_STALL_SECONDS": "15",
+            "UPLOAD_RESUMABLE_EXPIRY_HOURS": "2",
         ], file: "/nonexistent/moments.json")
         let settings = ServiceSettings(reader: reader)
         #expect(settings.maxConnections == 7 && settings.idleTimeoutSeconds == 12 && settings.headerTimeoutSeconds == 3)
         #expect(settings.readyCacheSeconds == 9 && settings.trustedProxies == ["10.0.0.0/8", "fd00::/8"])
-        #expect(settings.eventsHeartbeatSeconds == 20)
+        #expect(settings.eventsHeartbeatSeconds == 20 && settings.resumableExpiryHours == 2)
         #expect(settings.maxConcurrentUploads == 4 && settings.minUploadBytesPerSecond == 2048 && settings.uploadStallSeconds == 15)
         let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped.trustedProxies == [] && shipped.maxConnections == 1000 && shipped.headerTimeoutSeconds == 10)
-        #expect(shipped.eventsHeartbeatSeconds == 15)
+        #expect(shipped.eventsHeartbeatSeconds == 15 && shipped.resumableExpiryHours == 24)
     }
 }

@@ -1,0 +1,236 @@
+import Foundation
+import GRDB
+
+/// Where a resumable upload is (tus 1.0 or the IETF draft, one resource `/api/v1/uploads/{id}`).
+public enum ResumableUploadState: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    /// Taking bytes (appends, HEAD).
+    case receiving
+    /// Every byte is in and became a job (`jobId`).
+    case completed
+    /// Every byte is in but the file was refused (not a video, too long, over quota): `errorCode`.
+    case failed
+    /// Deleted by its owner (tus termination, IETF cancellation).
+    case terminated
+    /// Abandoned: no byte arrived for the expiry period; its bytes were deleted.
+    case expired
+
+    /// No more bytes will be taken.
+    public var isFinished: Bool { self != .receiving }
+}
+
+/// One resumable upload: what is known of it lives here (offset, declared length, parameters),
+/// so it survives a restart and any API host can serve it. The bytes live in the upload staging
+/// area (a local file, and in S3 deployments parts in the bucket); `offset` counts only bytes made
+/// durable there.
+public struct ResumableUpload: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "resumable_upload"
+
+    public var id: String
+    public var accountId: String
+    /// "tus" or "ietf" (the protocol of the creating request; both may append).
+    public var flavor: String
+    /// The declared total size; nil while deferred (tus creation-defer-length, IETF without
+    /// Upload-Complete ?1 and no Upload-Length).
+    public var length: Int64?
+    /// Bytes received and stored durably.
+    public var offset: Int64
+    public var filename: String?
+    public var targetDuration: Int
+    public var quality: String
+    public var state: ResumableUploadState
+    public var jobId: String?
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// Abandoned after this instant (moved forward by every append).
+    public var expiresAt: Date
+    /// The request appending now (one at a time), and until when its hold lasts unless renewed.
+    public var holder: String?
+    public var heldUntil: Date?
+
+    public init(id: String, accountId: String, flavor: String, length: Int64?, filename: String?, targetDuration: Int,
+                quality: String, now: Date, expiresAt: Date) {
+        self.id = id; self.accountId = accountId; self.flavor = flavor; self.length = length; self.offset = 0
+        self.filename = filename; self.targetDuration = targetDuration; self.quality = quality; self.state = .receiving
+        self.createdAt = now; self.updatedAt = now; self.expiresAt = expiresAt
+    }
+
+    /// Every declared byte is in.
+    public var isComplete: Bool { length.map { offset >= $0 } ?? false }
+}
+
+/// What taking an upload for an append found.
+public enum UploadHold: Sendable, Equatable {
+    /// The caller holds it now (its state as of the hold).
+    case held(ResumableUpload)
+    /// Another request holds it (appending now); its state.
+    case busy(ResumableUpload)
+    /// No such upload for this account.
+    case missing
+}
+
+/// Resumable uploads: one row each, changed one transaction at a time, appends serialised by a
+/// hold (holder + heldUntil) that the appending request renews and releases.
+public protocol UploadRepository: Sendable {
+    func createUpload(_ upload: ResumableUpload) async throws
+    /// The upload if it belongs to `accountId` (another account's is indistinguishable from none).
+    func upload(id: String, accountId: String) async throws -> ResumableUpload?
+    func upload(id: String) async throws -> ResumableUpload?
+    /// Holds a receiving upload for `holder` until `until`, unless another holder's hold is live.
+    func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws -> UploadHold
+    /// Records the durable offset (and a length declared late) while held; moves the expiry to
+    /// `expiresAt` and the hold to `heldUntil`. False: not held by `holder` any more.
+    func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date, now: Date) async throws -> Bool
+    /// Lets go of the hold (the upload stays receiving).
+    func releaseUpload(id: String, holder: String, now: Date) async throws
+    /// Ends a held upload: completed with its job, or failed with a code and a sentence. False: not held.
+    func finishUpload(id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
+                      errorMessage: String?, now: Date) async throws -> Bool
+    /// The owner's DELETE: a receiving upload becomes terminated (even while an append holds it;
+    /// the append notices when it records its offset). Returns the upload before the change.
+    func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload?
+    /// Receiving uploads whose expiry passed (the sweeper marks them expired and deletes their bytes).
+    func expiredUploads(now: Date, limit: Int) async throws -> [ResumableUpload]
+    /// Marks a receiving upload expired. False: it was not receiving or not expired any more.
+    func expireUpload(id: String, now: Date) async throws -> Bool
+    /// Deletes rows of uploads finished before `before` (their bytes are already gone).
+    func purgeFinishedUploads(before: Date) async throws -> Int
+    /// The account's uploads still receiving (they count as jobs in flight).
+    func receivingUploads(accountId: String, now: Date) async throws -> Int
+    /// Which of `ids` are uploads still receiving (staged bytes of any other are orphans).
+    func receivingUploadIDs(_ ids: [String]) async throws -> Set<String>
+}
+
+// MARK: SQLite
+
+extension AppDatabase {
+    static func registerResumableUploadMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v9 resumable uploads") { db in
+            try db.create(table: "resumable_upload") { t in
+                t.primaryKey("id", .text)
+                t.column("accountId", .text).notNull().references("account", onDelete: .cascade)
+                t.column("flavor", .text).notNull()
+                t.column("length", .integer)
+                t.column("offset", .integer).notNull().defaults(to: 0)
+                t.column("filename", .text)
+                t.column("targetDuration", .integer).notNull()
+                t.column("quality", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("jobId", .text)
+                t.column("errorCode", .text)
+                t.column("errorMessage", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+                t.column("expiresAt", .datetime).notNull()
+                t.column("holder", .text)
+                t.column("heldUntil", .datetime)
+            }
+            try db.create(index: "resumable_upload_account", on: "resumable_upload", columns: ["accountId", "state"])
+            try db.create(index: "resumable_upload_expiry", on: "resumable_upload", columns: ["state", "expiresAt"])
+        }
+    }
+
+    public func createUpload(_ upload: ResumableUpload) async throws {
+        try await pool.write { db in try upload.insert(db) }
+    }
+
+    public func upload(id: String, accountId: String) async throws -> ResumableUpload? {
+        try await pool.read { db in
+            try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db)
+        }
+    }
+
+    public func upload(id: String) async throws -> ResumableUpload? {
+        try await pool.read { db in try ResumableUpload.fetchOne(db, key: id) }
+    }
+
+    public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws -> UploadHold {
+        try await pool.write { db in
+            guard var upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db) else {
+                return .missing
+            }
+            if upload.state == .receiving, upload.holder != nil, let held = upload.heldUntil, held > now { return .busy(upload) }
+            guard upload.state == .receiving else { return .held(upload) }
+            upload.holder = holder
+            upload.heldUntil = until
+            try upload.update(db)
+            return .held(upload)
+        }
+    }
+
+    public func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE resumable_upload SET offset = ?, length = COALESCE(length, ?), heldUntil = ?, expiresAt = ?, updatedAt = ?
+                WHERE id = ? AND holder = ? AND state = 'receiving'
+                """, arguments: [offset, length, heldUntil, expiresAt, now, id, holder])
+            return db.changesCount > 0
+        }
+    }
+
+    public func releaseUpload(id: String, holder: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE resumable_upload SET holder = NULL, heldUntil = NULL WHERE id = ? AND holder = ?",
+                           arguments: [id, holder])
+        }
+    }
+
+    public func finishUpload(id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
+                             errorMessage: String?, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE resumable_upload SET state = ?, jobId = ?, errorCode = ?, errorMessage = ?, holder = NULL, heldUntil = NULL, updatedAt = ?
+                WHERE id = ? AND holder = ? AND state = 'receiving'
+                """, arguments: [state, jobId, errorCode, errorMessage, now, id, holder])
+            return db.changesCount > 0
+        }
+    }
+
+    public func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload? {
+        try await pool.write { db in
+            guard let upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db) else { return nil }
+            if upload.state == .receiving {
+                try db.execute(sql: "UPDATE resumable_upload SET state = 'terminated', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
+                               arguments: [now, id])
+            }
+            return upload
+        }
+    }
+
+    public func expiredUploads(now: Date, limit: Int) async throws -> [ResumableUpload] {
+        try await pool.read { db in
+            try ResumableUpload.filter(Column("state") == "receiving" && Column("expiresAt") < now).limit(limit).fetchAll(db)
+        }
+    }
+
+    public func expireUpload(id: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ?
+                WHERE id = ? AND state = 'receiving' AND expiresAt < ?
+                """, arguments: [now, id, now])
+            return db.changesCount > 0
+        }
+    }
+
+    public func purgeFinishedUploads(before: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM resumable_upload WHERE state != 'receiving' AND updatedAt < ?", arguments: [before])
+            return db.changesCount
+        }
+    }
+
+    public func receivingUploads(accountId: String, now: Date) async throws -> Int {
+        try await pool.read { db in
+            try ResumableUpload.filter(Column("accountId") == accountId && Column("state") == "receiving" && Column("expiresAt") >= now).fetchCount(db)
+        }
+    }
+
+    public func receivingUploadIDs(_ ids: [String]) async throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try await pool.read { db in
+            Set(try String.fetchAll(db, ResumableUpload.select(Column("id")).filter(ids.contains(Column("id")) && Column("state") == "receiving")))
+        }
+    }
+}

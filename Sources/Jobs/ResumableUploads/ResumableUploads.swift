@@ -1,0 +1,437 @@
+import Crypto
+import Foundation
+import JobStore
+import Logging
+import NIOCore
+import Synchronization
+import _NIOFileSystem
+
+/// Resumable uploads, whatever the protocol (tus 1.0 or the IETF draft; the HTTP layer maps
+/// headers to these calls): creating one (the same checks as a plain upload, on the declared
+/// length), appending bytes at the recorded offset, and turning the complete file into a job
+/// exactly as `POST /upload` does.
+///
+/// One append at a time per upload: an append holds the upload (a hold in the database, renewed
+/// while bytes arrive, so it works across API hosts). A new append to an upload held by a stale
+/// append of this process stops the stale one (it keeps the bytes it has) and takes over, as the
+/// IETF draft advises for a client that reconnected; one held on another host is refused (423).
+public final class ResumableUploads: Sendable {
+    let service: JobService
+    public let staging: UploadStaging
+    let logger: Logger
+    /// Appends running in this process, by upload id: their holder and how to stop them.
+    private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void)]>([:])
+
+    /// `upload.resumableExpiryHours`: an upload that received no byte for this long is deleted.
+    public var expirySeconds: Double { service.settings.resumableExpiryHours * 3600 }
+    /// A hold lasts this long unless renewed (an appending host that died frees it within this).
+    static let holdSeconds = 30.0
+    /// While bytes arrive without a checksum to verify, they are made durable and recorded at
+    /// least this often (bytes and seconds): a dropped connection or a crash loses at most this much.
+    static let commitBytes: Int64 = 16 << 20
+    static let commitSeconds = 2.0
+    /// Bytes gathered before one write to the staging file.
+    static let batchBytes = 1 << 20
+
+    /// The staging folder is made by `StorageLayout.prepare`.
+    public init(service: JobService, logger: Logger) {
+        self.service = service
+        self.staging = UploadStaging(layout: service.layout, storage: service.mediaStorage, logger: logger)
+        self.logger = logger
+    }
+
+    var store: any MomentsStore { service.database }
+    var now: Date { service.clock() }
+
+    // MARK: Creation
+
+    public struct Creation: Sendable {
+        public var flavor: String
+        public var length: Int64?
+        public var filename: String?
+        public var targetDuration: Int
+        public var quality: String
+
+        public init(flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String) {
+            self.flavor = flavor; self.length = length; self.filename = filename; self.targetDuration = targetDuration; self.quality = quality
+        }
+    }
+
+    /// The largest file the account may upload now (server and plan).
+    public func maxBytes(_ plan: JobService.AccountPlan) -> Int64 { min(service.settings.maxUploadBytes, plan.plan.maxUploadBytes) }
+
+    /// Creates an upload after the checks of a plain upload: quota (402), jobs at once counting the
+    /// account's uploads still receiving (429), daily budget, the declared length against the plan
+    /// (413, via `tooLarge`) and the disk (507).
+    public func create(_ creation: Creation, account: Account, tooLarge: (JobService.AccountPlan) -> Error) async throws -> (ResumableUpload, JobService.AccountPlan) {
+        let plan = try await service.precheck(account)
+        if let length = creation.length {
+            if length > maxBytes(plan) { throw tooLarge(plan) }
+            try service.checkDiskSpace(expectedBytes: length)
+        }
+        let now = self.now
+        let upload = ResumableUpload(id: UUID().uuidString.lowercased(), accountId: account.id, flavor: creation.flavor,
+                                     length: creation.length, filename: creation.filename, targetDuration: creation.targetDuration,
+                                     quality: creation.quality, now: now, expiresAt: now.addingTimeInterval(expirySeconds))
+        try await staging.prepare(id: upload.id, offset: 0)
+        do {
+            try await store.createUpload(upload)
+        } catch {
+            await staging.remove(id: upload.id)
+            throw error
+        }
+        return (upload, plan)
+    }
+
+    // MARK: Appending
+
+    /// A checksum the client sent for an append's bytes (tus checksum extension).
+    public struct Checksum: Sendable {
+        public enum Algorithm: String, Sendable, CaseIterable { case sha1, sha256, md5 }
+        public var algorithm: Algorithm
+        public var digest: [UInt8]
+
+        public init(algorithm: Algorithm, digest: [UInt8]) { self.algorithm = algorithm; self.digest = digest }
+    }
+
+    public struct Append: Sendable {
+        /// The offset the client believes the upload is at (tus/IETF Upload-Offset).
+        public var offset: Int64
+        /// A length declared with this append (deferred length, or IETF's final append).
+        public var length: Int64?
+        /// The client says this append ends the upload (IETF Upload-Complete: ?1).
+        public var completes: Bool
+        public var checksum: Checksum?
+        /// The body's Content-Length, when sent.
+        public var contentLength: Int64?
+
+        public init(offset: Int64, length: Int64? = nil, completes: Bool = false, checksum: Checksum? = nil, contentLength: Int64? = nil) {
+            self.offset = offset; self.length = length; self.completes = completes; self.checksum = checksum; self.contentLength = contentLength
+        }
+    }
+
+    public enum Outcome: Sendable {
+        /// Bytes recorded; more expected.
+        case partial(ResumableUpload)
+        /// The last byte arrived and the file became a job.
+        case completed(ResumableUpload, Job, JobService.QuotaUsage)
+    }
+
+    /// The upload as its owner sees it (nil: none for this account).
+    public func upload(id: String, account: Account) async throws -> ResumableUpload? {
+        try await store.upload(id: id, accountId: account.id)
+    }
+
+    /// Appends `body` at `append.offset`. `wrote` is told the bytes written so far by this append
+    /// (disk accounting); `stop` ends this append's request (closes its connection) when a newer
+    /// append takes over. Refusals are `UploadRejection`s: 404 unknown, 410 finished, 409 offset
+    /// mismatch (extras "offset"), 423 held elsewhere, 413 past the length or the plan's limit,
+    /// 460 checksum mismatch (the append's bytes discarded), 400 length conflicts.
+    public func append<Body: AsyncSequence>(
+        id: String, account: Account, _ append: Append, body: Body,
+        tooLarge: (JobService.AccountPlan) -> Error,
+        stop: @escaping @Sendable () -> Void,
+        wrote: (Int64) throws -> Void
+    ) async throws -> Outcome where Body.Element == ByteBuffer {
+        let holder = UUID().uuidString.lowercased()
+        let upload = try await takeHold(id: id, account: account, holder: holder)
+        running.withLock { $0[id] = (holder, stop) }
+        defer { running.withLock { if $0[id]?.holder == holder { $0[id] = nil } } }
+        return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
+    }
+
+    /// Holds the upload for `holder`: a stale append of this process is stopped first (up to 5 s).
+    func takeHold(id: String, account: Account, holder: String) async throws -> ResumableUpload {
+        let deadline = Date().addingTimeInterval(5)
+        var stopped = false
+        while true {
+            switch try await store.holdUpload(id: id, accountId: account.id, holder: holder,
+                                              until: now.addingTimeInterval(Self.holdSeconds), now: now) {
+            case .missing:
+                throw Self.notFound
+            case .held(let upload):
+                guard upload.state == .receiving else { throw Self.finished(upload) }
+                return upload
+            case .busy(let upload):
+                if !stopped, let stop = running.withLock({ $0[id]?.stop }) {
+                    logger.info("a new append takes over a resumable upload from a stale one", metadata: ["upload": "\(id)"])
+                    stop()
+                    stopped = true
+                }
+                guard stopped, Date() < deadline else {
+                    throw UploadRejection(status: 423, code: "upload_locked",
+                                          detail: "Another request is still sending bytes to this upload. Wait for it to end (or drop it), then ask for the offset (HEAD) and continue.",
+                                          extras: ["offset": .int(Int(upload.offset))], retryAfter: Int(Self.holdSeconds))
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    private func appendHeld<Body: AsyncSequence>(
+        _ held: ResumableUpload, holder: String, account: Account, _ append: Append, body: Body,
+        tooLarge: (JobService.AccountPlan) -> Error,
+        wrote: (Int64) throws -> Void
+    ) async throws -> Outcome where Body.Element == ByteBuffer {
+        var upload = held
+        let id = upload.id
+        var released = false
+        defer {
+            if !released {
+                let store = self.store, now = self.now
+                Task { try? await store.releaseUpload(id: id, holder: holder, now: now) }
+            }
+        }
+        guard append.offset == upload.offset else {
+            throw UploadRejection(status: 409, code: "offset_mismatch",
+                                  detail: "The upload is at byte \(upload.offset), not \(append.offset). Ask for the offset (HEAD) and send from there.",
+                                  extras: ["offset": .int(Int(upload.offset))])
+        }
+        if let declared = append.length {
+            if let length = upload.length, length != declared {
+                throw UploadRejection(status: 400, code: "length_mismatch",
+                                      detail: "The upload's length is \(length) bytes; it cannot change to \(declared).")
+            }
+            if declared < upload.offset {
+                throw UploadRejection(status: 400, code: "length_mismatch",
+                                      detail: "The declared length (\(declared) bytes) is less than the bytes already received (\(upload.offset)).")
+            }
+        }
+        let plan = try await service.accountPlan(account)
+        let limit = min(maxBytes(plan), append.length ?? upload.length ?? .max)
+        if let length = append.length ?? upload.length, length > maxBytes(plan) { throw tooLarge(plan) }
+        if let contentLength = append.contentLength, upload.offset + contentLength > limit {
+            throw upload.length != nil || append.length != nil
+                ? UploadRejection(status: 413, code: "past_length", detail: "The bytes sent go past the upload's declared length (\(limit) bytes).")
+                : tooLarge(plan)
+        }
+        try await staging.prepare(id: id, offset: upload.offset)
+
+        let start = upload.offset
+        var position = start
+        var committed = start
+        var lastCommit = Date()
+        var hasher = append.checksum.map { Hasher($0.algorithm) }
+        var interrupted = false
+        var pending = ByteBuffer()
+        pending.reserveCapacity(Self.batchBytes + 64 * 1024)
+        let handle = try await staging.openForAppend(id: id)
+        do {
+            func flush() async throws {
+                guard pending.readableBytes > 0 else { return }
+                let count = try await handle.write(contentsOf: pending.readableBytesView, toAbsoluteOffset: position)
+                position += Int64(count)
+                pending.clear()
+                try wrote(position - start)
+            }
+            func commit() async throws {
+                try await flush()
+                guard position > committed else { return }
+                try await handle.synchronize()
+                try await staging.publish(id: id, range: committed..<position)
+                let now = self.now
+                guard try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: nil,
+                                                         heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                         expiresAt: now.addingTimeInterval(expirySeconds), now: now) else {
+                    throw Self.gone
+                }
+                committed = position
+                lastCommit = Date()
+            }
+            do {
+                for try await var chunk in body {
+                    if position + Int64(pending.readableBytes) + Int64(chunk.readableBytes) > limit {
+                        throw upload.length != nil || append.length != nil
+                            ? UploadRejection(status: 413, code: "past_length", detail: "The bytes sent go past the upload's declared length (\(limit) bytes).")
+                            : tooLarge(plan)
+                    }
+                    hasher?.update(chunk.readableBytesView)
+                    pending.writeBuffer(&chunk)
+                    if pending.readableBytes >= Self.batchBytes { try await flush() }
+                    if hasher == nil, position - committed >= Self.commitBytes || Date().timeIntervalSince(lastCommit) >= Self.commitSeconds {
+                        try await commit()
+                    }
+                }
+            } catch let rejection as UploadRejection {
+                throw rejection
+            } catch {
+                // The connection dropped, the body broke, or a newer append closed it: keep
+                // what arrived (unless a checksum can no longer be verified).
+                interrupted = true
+                logger.info("resumable upload append interrupted", metadata: ["upload": "\(id)", "error": "\(error)"])
+            }
+            if let contentLength = append.contentLength, position + Int64(pending.readableBytes) - start < contentLength { interrupted = true }
+            if let checksum = append.checksum, var hasher {
+                if interrupted {
+                    try? await handle.close()
+                    throw UploadRejection(status: 400, code: "upload_interrupted",
+                                          detail: "The append ended before its bytes arrived, so its checksum cannot be verified; nothing of it was kept. Ask for the offset (HEAD) and send again.")
+                }
+                guard hasher.finish() == checksum.digest else {
+                    try? await handle.close()
+                    throw UploadRejection(status: 460, code: "checksum_mismatch",
+                                          detail: "The bytes received do not match the Upload-Checksum sent with them; they were discarded. Send them again from offset \(start).",
+                                          extras: ["offset": .int(Int(start))])
+                }
+            }
+            try await commit()
+            try await handle.close()
+        } catch {
+            try? await handle.close()
+            throw error
+        }
+        upload.offset = position
+        if let declared = append.length { upload.length = declared }
+        if append.completes {
+            if let length = upload.length, length != position, !interrupted {
+                throw UploadRejection(status: 400, code: "length_mismatch",
+                                      detail: "The upload was declared as \(length) bytes but ended at \(position).")
+            }
+            if upload.length == nil && !interrupted { upload.length = position }
+        }
+        if upload.length != nil, upload.offset >= (upload.length ?? .max), !interrupted {
+            if append.length != nil || upload.length != nil {
+                _ = try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: upload.length,
+                                                       heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                       expiresAt: now.addingTimeInterval(expirySeconds), now: now)
+            }
+            released = true
+            return try await complete(upload, holder: holder, account: account)
+        }
+        if let declared = append.length {
+            _ = try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: declared,
+                                                   heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                   expiresAt: now.addingTimeInterval(expirySeconds), now: now)
+        }
+        released = true
+        try await store.releaseUpload(id: id, holder: holder, now: now)
+        return .partial(upload)
+    }
+
+    /// Every byte is in: the file becomes a job through the plain upload's acceptance (probe in the
+    /// isolated child, plan limits, quota reserved in the job's transaction). A refusal ends the
+    /// upload as failed (its bytes deleted, nothing charged) and is thrown.
+    private func complete(_ upload: ResumableUpload, holder: String, account: Account) async throws -> Outcome {
+        var upload = upload
+        let path = staging.path(upload.id)
+        do {
+            try await staging.prepare(id: upload.id, offset: upload.offset)
+            let plan = try await service.accountPlan(account)
+            let (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: upload.targetDuration,
+                                                              quality: upload.quality, plan: plan)
+            _ = try await store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
+                                             errorMessage: nil, now: now)
+            await staging.remove(id: upload.id)
+            upload.state = .completed
+            upload.jobId = job.id
+            return .completed(upload, job, usage)
+        } catch {
+            let rejection = error as? UploadRejection
+            let code = rejection?.code ?? "upload_failed"
+            let message = rejection?.detail ?? "The upload could not be turned into a job. Try again later."
+            _ = try? await store.finishUpload(id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
+                                              errorMessage: message, now: now)
+            await staging.remove(id: upload.id)
+            throw error
+        }
+    }
+
+    // MARK: Termination and expiry
+
+    /// DELETE: a receiving upload is terminated and its bytes deleted (an append in progress in
+    /// this process is stopped). Nil: no such upload for this account.
+    public func terminate(id: String, account: Account) async throws -> ResumableUpload? {
+        guard let upload = try await store.terminateUpload(id: id, accountId: account.id, now: now) else { return nil }
+        if upload.state == .receiving {
+            running.withLock { $0[id]?.stop }?()
+            await staging.remove(id: id)
+        }
+        return upload
+    }
+
+    /// Expired uploads' bytes deleted, their rows marked expired; finished rows older than a week
+    /// deleted; staged files of uploads no longer receiving removed. Returns how many expired.
+    @discardableResult
+    public func sweep() async -> Int {
+        var expired = 0
+        let now = self.now
+        do {
+            for upload in try await store.expiredUploads(now: now, limit: 500) where try await store.expireUpload(id: upload.id, now: now) {
+                await staging.remove(id: upload.id)
+                expired += 1
+            }
+            _ = try await store.purgeFinishedUploads(before: now.addingTimeInterval(-7 * 86400))
+            let local = staging.stagedIDs()
+            let live = try await store.receivingUploadIDs(local)
+            for id in local where !live.contains(id) {
+                // Created a moment ago and not yet recorded? Rows are written right after the file.
+                let path = staging.path(id)
+                let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date ?? now
+                if now.timeIntervalSince(modified) > 60 { await staging.remove(id: id) }
+            }
+            if let parts = staging.parts {
+                let stored = try await parts.storedIDs()
+                let liveParts = try await store.receivingUploadIDs(Array(stored))
+                for id in stored where !liveParts.contains(id) {
+                    if let row = try await store.upload(id: id), row.state == .receiving { continue }
+                    await parts.remove(id: id, logger: logger)
+                }
+            }
+        } catch {
+            logger.error("resumable upload sweep failed", metadata: ["error": "\(error)"])
+        }
+        if expired > 0 { logger.info("expired resumable uploads deleted", metadata: ["uploads": "\(expired)"]) }
+        return expired
+    }
+
+    public static let notFound = UploadRejection(status: 404, code: "upload_not_found",
+                                          detail: "There is no such upload. Create one with POST /api/v1/uploads.")
+    public static let gone = UploadRejection(status: 410, code: "upload_gone",
+                                      detail: "This upload was cancelled or has expired; its bytes are deleted. Start a new upload.")
+
+    public static func finished(_ upload: ResumableUpload) -> UploadRejection {
+        switch upload.state {
+        case .completed:
+            UploadRejection(status: 409, code: "upload_complete",
+                            detail: "This upload is complete; its job is \(upload.jobId ?? "").",
+                            extras: ["offset": .int(Int(upload.offset)), "job_id": .string(upload.jobId ?? "")])
+        case .failed:
+            UploadRejection(status: 410, code: upload.errorCode ?? "upload_failed",
+                            detail: upload.errorMessage ?? "This upload was refused. Start a new upload.")
+        case .terminated, .expired, .receiving:
+            gone
+        }
+    }
+}
+
+/// The running digest of an append's bytes.
+struct Hasher {
+    private enum State { case sha1(Insecure.SHA1), sha256(SHA256), md5(Insecure.MD5) }
+    private var state: State
+
+    init(_ algorithm: ResumableUploads.Checksum.Algorithm) {
+        switch algorithm {
+        case .sha1: state = .sha1(Insecure.SHA1())
+        case .sha256: state = .sha256(SHA256())
+        case .md5: state = .md5(Insecure.MD5())
+        }
+    }
+
+    mutating func update(_ bytes: ByteBufferView) {
+        bytes.withUnsafeBytes { raw in
+            switch state {
+            case .sha1(var h): h.update(bufferPointer: raw); state = .sha1(h)
+            case .sha256(var h): h.update(bufferPointer: raw); state = .sha256(h)
+            case .md5(var h): h.update(bufferPointer: raw); state = .md5(h)
+            }
+        }
+    }
+
+    mutating func finish() -> [UInt8] {
+        switch state {
+        case .sha1(let h): Array(h.finalize())
+        case .sha256(let h): Array(h.finalize())
+        case .md5(let h): Array(h.finalize())
+        }
+    }
+}

@@ -1,0 +1,373 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Jobs
+import JobStore
+import NIOCore
+import Telemetry
+
+/// Resumable uploads at `/api/v1/uploads`: tus 1.0 (core, creation, creation-with-upload,
+/// creation-defer-length, termination, expiration, checksum, OPTIONS discovery) and the IETF
+/// draft "Resumable Uploads for HTTP" that iOS URLSession speaks (interop versions 3–8: 104 Upload
+/// Resumption Supported, Upload-Complete / Upload-Incomplete, Upload-Offset), on one resource
+/// `/api/v1/uploads/{id}`. A creating POST that speaks neither is a plain upload of the raw body.
+/// When the last byte arrives the file becomes a job exactly as `POST /api/v1/upload` makes one.
+struct ResumableUploadController {
+    let service: JobService
+    let uploads: UploadRegistry
+    let resumable: ResumableUploads
+
+    func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.options, "/api/v1/uploads", on: router, use: options)
+        table.add(.post, "/api/v1/uploads", on: protected, use: create)
+        table.add(.head, "/api/v1/uploads/:id", on: protected, use: head)
+        table.add(.patch, "/api/v1/uploads/:id", on: protected, use: patch)
+        table.add(.delete, "/api/v1/uploads/:id", on: protected, use: delete)
+        table.add(.get, "/api/v1/uploads/:id", on: protected, use: show)
+    }
+
+    // MARK: Discovery
+
+    @Sendable func options(_ request: Request, context: AppRequestContext) async throws -> Response {
+        Response(status: .noContent, headers: [
+            .tusResumable: ResumableProtocol.tusVersion, .tusVersion: ResumableProtocol.tusVersion,
+            .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(service.settings.maxUploadBytes),
+            .tusChecksumAlgorithm: ResumableProtocol.checksumAlgorithms,
+        ])
+    }
+
+    // MARK: Creation
+
+    @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let proto = ResumableProtocol.of(request.headers)
+        do {
+            let response = try await creating(request, context: context, proto: proto)
+            UploadMetrics.accepted()
+            return response
+        } catch {
+            let problem = Self.problem(error, proto: proto)
+            UploadMetrics.refused(code: (problem as? Problem)?.code ?? "error")
+            throw problem
+        }
+    }
+
+    func creating(_ request: Request, context: AppRequestContext, proto: ResumableProtocol) async throws -> Response {
+        let account = try context.requireAccount()
+        let headers = request.headers
+        var length: Int64?
+        var fields: [String: String] = [:]
+        var filename: String?
+        let contentLength = try Self.size(headers[.contentLength], "Content-Length")
+        var body = contentLength.map { $0 > 0 } ?? (headers[.transferEncoding] != nil)
+        var completes = false
+        switch proto {
+        case .tus:
+            try Self.checkTusVersion(headers)
+            if headers[.uploadDeferLength] != nil {
+                guard headers[.uploadDeferLength] == "1", headers[.uploadLength] == nil else {
+                    throw Problem.badRequest("invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
+                }
+            } else {
+                guard let declared = try Self.size(headers[.uploadLength], "Upload-Length") else {
+                    throw Problem.badRequest("missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
+                }
+                length = declared
+            }
+            guard let metadata = ResumableProtocol.tusMetadata(headers[.uploadMetadata]) else {
+                throw Problem.badRequest("invalid_metadata", "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
+            }
+            fields = metadata
+            filename = metadata["filename"]
+            // creation-with-upload: data only with its content type (anything else is no data).
+            body = body && headers[.contentType]?.lowercased() == "application/offset+octet-stream"
+        case .ietf(let version):
+            fields = Self.queryFields(request)
+            completes = ResumableProtocol.ietfComplete(headers, version: version) ?? true
+            if let declared = try Self.size(headers[.uploadLength], "Upload-Length") { length = declared }
+            if completes, let contentLength {
+                if let declared = length, declared != contentLength {
+                    throw Problem.badRequest("length_mismatch", "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload.")
+                }
+                length = contentLength
+            }
+        case .plain:
+            // A raw body, the whole file (an IETF client of a version we do not know lands here).
+            fields = Self.queryFields(request)
+            completes = true
+            length = contentLength
+            body = true
+        }
+        let (targetDuration, quality) = try UploadController(service: service, uploads: uploads).parameters(fields)
+        let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: length, filename: filename,
+                                                 targetDuration: targetDuration, quality: quality)
+        let (upload, _) = try await resumable.create(creation, account: account) { plan in
+            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
+        }
+        context.logger.info("resumable upload created", metadata: ["upload": "\(upload.id)", "protocol": "\(proto)"])
+        // Relative (RFC 9110 §10.2.2): right behind any proxy or host name the client used.
+        let location = "/api/v1/uploads/\(upload.id)"
+        if case .ietf(let version) = proto {
+            // Before any byte is read: the client now knows where to resume if the connection drops.
+            context.sendInformational(HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"), headerFields: [
+                .location: location, .uploadDraftInteropVersion: String(version),
+            ]))
+        }
+        guard body else {
+            var fields: HTTPFields = [.location: location, .uploadOffset: "0"]
+            fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            return Response(status: .created, headers: fields)
+        }
+        let append = ResumableUploads.Append(offset: 0, length: nil, completes: completes, checksum: nil, contentLength: contentLength)
+        let outcome = try await appending(upload.id, append, request: request, context: context)
+        switch outcome {
+        case .partial(let upload):
+            var fields: HTTPFields = [.location: location, .uploadOffset: String(upload.offset)]
+            fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            return Response(status: .created, headers: fields)
+        case .completed(let upload, let job, let usage):
+            var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
+            response.status = .created
+            response.headers[.location] = location
+            response.headers[.uploadOffset] = String(upload.offset)
+            response.headers.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            return response
+        }
+    }
+
+    // MARK: Offset
+
+    @Sendable func head(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let proto = ResumableProtocol.of(request.headers)
+        do {
+            let account = try context.requireAccount()
+            if proto == .tus { try Self.checkTusVersion(request.headers) }
+            guard let upload = try await resumable.upload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
+            if upload.state == .terminated || upload.state == .expired { throw Self.problem(ResumableUploads.goneRejection, proto: proto) }
+            var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
+            fields.append(contentsOf: Self.protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
+            if proto == .tus {
+                fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
+                    ("filename", upload.filename), ("target_duration", String(upload.targetDuration)), ("quality", upload.quality),
+                ])
+            }
+            if let job = upload.jobId { fields[.momentsJobId] = job }
+            return Response(status: proto == .tus ? .ok : .noContent, headers: fields)
+        } catch {
+            throw Self.problem(error, proto: proto)
+        }
+    }
+
+    // MARK: Append
+
+    @Sendable func patch(_ request: Request, context: AppRequestContext) async throws -> Response {
+        var proto = ResumableProtocol.of(request.headers)
+        do {
+            let account = try context.requireAccount()
+            let id = try Self.id(context)
+            let headers = request.headers
+            if proto == .plain {
+                // No protocol header: the upload's own protocol decides how the append reads.
+                guard let upload = try await resumable.upload(id: id, account: account) else { throw ResumableUploads.notFoundProblem }
+                proto = upload.flavor == "tus" ? .tus : .ietf(version: 6)
+                if proto == .tus { try Self.checkTusVersion(headers) }
+            }
+            guard let offset = try Self.size(headers[.uploadOffset], "Upload-Offset") else {
+                throw Problem.badRequest("missing_upload_offset", "An append needs Upload-Offset: the offset the upload is at (ask with HEAD).")
+            }
+            var append = ResumableUploads.Append(offset: offset, contentLength: try Self.size(headers[.contentLength], "Content-Length"))
+            switch proto {
+            case .tus:
+                try Self.checkTusVersion(headers)
+                guard headers[.contentType]?.lowercased() == "application/offset+octet-stream" else {
+                    throw Problem(.unsupportedMediaType, code: "invalid_content_type", detail: "A tus append sends Content-Type: application/offset+octet-stream.")
+                }
+                append.length = try Self.size(headers[.uploadLength], "Upload-Length")
+                append.checksum = try ResumableProtocol.tusChecksum(headers[.uploadChecksum])
+            case .ietf(let version):
+                append.completes = ResumableProtocol.ietfComplete(headers, version: version) ?? false
+                append.length = try Self.size(headers[.uploadLength], "Upload-Length")
+                if append.completes, append.length == nil, let contentLength = append.contentLength { append.length = offset + contentLength }
+            case .plain:
+                break
+            }
+            let outcome = try await appending(id, append, request: request, context: context)
+            switch outcome {
+            case .partial(let upload):
+                var fields: HTTPFields = [.uploadOffset: String(upload.offset)]
+                fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+                return Response(status: .noContent, headers: fields)
+            case .completed(let upload, let job, let usage):
+                var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
+                response.headers[.uploadOffset] = String(upload.offset)
+                response.headers.append(contentsOf: Self.protocolFields(upload, proto: proto))
+                return response
+            }
+        } catch {
+            throw Self.problem(error, proto: proto)
+        }
+    }
+
+    /// Runs an append with the server-wide upload cap and the disk floor of a plain upload.
+    func appending(_ id: String, _ append: ResumableUploads.Append, request: Request, context: AppRequestContext) async throws -> ResumableUploads.Outcome {
+        let account = try context.requireAccount()
+        let ticket = uploads.beginAppend()
+        defer { uploads.end(ticket) }
+        guard uploads.startReceiving(ticket, declaredBytes: append.contentLength ?? 0) else {
+            throw Problem(.serviceUnavailable, code: "server_busy",
+                          detail: "The server is receiving as many uploads as it can right now. Try again in a minute; the upload keeps what it has.",
+                          headers: [.retryAfter: String(UploadController.busyRetrySeconds)])
+        }
+        try service.checkDiskSpace(expectedBytes: (append.contentLength ?? 0) + uploads.outstandingBytes(excluding: ticket))
+        context.inviteBody()
+        let channel = context.channel
+        return try await resumable.append(id: id, account: account, append, body: request.body, tooLarge: { plan in
+            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
+        }, stop: { channel.close(promise: nil) }, wrote: { written in
+            uploads.wrote(ticket, bytes: written)
+            try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
+        })
+    }
+
+    // MARK: Termination, state
+
+    @Sendable func delete(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let proto = ResumableProtocol.of(request.headers)
+        do {
+            let account = try context.requireAccount()
+            if proto == .tus { try Self.checkTusVersion(request.headers) }
+            guard try await resumable.terminate(id: try Self.id(context), account: account) != nil else { throw ResumableUploads.notFoundProblem }
+            return Response(status: .noContent, headers: proto == .tus ? [.tusResumable: ResumableProtocol.tusVersion] : [:])
+        } catch {
+            throw Self.problem(error, proto: proto)
+        }
+    }
+
+    struct UploadView: ResponseEncodable {
+        var id: String
+        var offset: Int64
+        var length: Int64?
+        var complete: Bool
+        var state: String
+        var jobId: String?
+        var statusUrl: String?
+        var expiresAt: Date?
+        var createdAt: Date
+        var error: ErrorView?
+        struct ErrorView: Codable { var code: String; var message: String }
+        enum CodingKeys: String, CodingKey {
+            case id, offset, length, complete, state, jobId = "job_id", statusUrl = "status_url", expiresAt = "expires_at"
+            case createdAt = "created_at", error
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id); try c.encode(offset, forKey: .offset); try c.encode(length, forKey: .length)
+            try c.encode(complete, forKey: .complete); try c.encode(state, forKey: .state); try c.encode(jobId, forKey: .jobId)
+            try c.encodeIfPresent(statusUrl, forKey: .statusUrl); try c.encodeIfPresent(expiresAt, forKey: .expiresAt)
+            try c.encode(createdAt, forKey: .createdAt); try c.encodeIfPresent(error, forKey: .error)
+        }
+    }
+
+    @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> UploadView {
+        let account = try context.requireAccount()
+        let id = try Self.id(context)
+        guard let upload = try await resumable.upload(id: id, account: account) else { throw ResumableUploads.notFoundProblem }
+        let base = service.settings.baseURL
+        return UploadView(id: upload.id, offset: upload.offset, length: upload.length, complete: upload.isComplete || upload.state == .completed,
+                          state: upload.state.rawValue, jobId: upload.jobId,
+                          statusUrl: upload.jobId.map { "\(base)/api/v1/jobs/\($0)/status" },
+                          expiresAt: upload.state == .receiving ? upload.expiresAt : nil, createdAt: upload.createdAt,
+                          error: upload.errorCode.map { UploadView.ErrorView(code: $0, message: upload.errorMessage ?? "") })
+    }
+
+    // MARK: Helpers
+
+    /// The plain upload's answer (job id, links, quota) for the request that delivered the last byte.
+    func jobResponse(_ job: Job, usage: JobService.QuotaUsage, bytes: Int64, request: Request, context: AppRequestContext) throws -> Response {
+        let base = service.settings.baseURL
+        let body = UploadResponse(
+            jobId: job.id,
+            message: "Upload received (\(UploadController.megabytes(bytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(job.estimatedSeconds) s.",
+            estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
+            links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
+        var response = try context.responseEncoder.encode(body, from: request, context: context)
+        response.headers[.momentsJobId] = job.id
+        return response
+    }
+
+    /// Headers every response about an upload carries in its protocol.
+    static func protocolFields(_ upload: ResumableUpload, proto: ResumableProtocol) -> HTTPFields {
+        var fields: HTTPFields = [:]
+        switch proto {
+        case .tus:
+            fields[.tusResumable] = ResumableProtocol.tusVersion
+            if let length = upload.length { fields[.uploadLength] = String(length) } else { fields[.uploadDeferLength] = "1" }
+            if upload.state == .receiving { fields[.uploadExpires] = ResumableProtocol.httpDate(upload.expiresAt) }
+        case .ietf(let version):
+            let (name, value) = ResumableProtocol.ietfCompleteField(upload.state == .completed || upload.isComplete, version: version)
+            fields[name] = value
+            fields[.uploadDraftInteropVersion] = String(version)
+            if version >= 7, let length = upload.length { fields[.uploadLength] = String(length) }
+        case .plain:
+            break
+        }
+        return fields
+    }
+
+    static func checkTusVersion(_ headers: HTTPFields) throws {
+        guard headers[.tusResumable] == ResumableProtocol.tusVersion else {
+            throw Problem(.preconditionFailed, code: "unsupported_tus_version",
+                          detail: "This server speaks tus \(ResumableProtocol.tusVersion); send Tus-Resumable: \(ResumableProtocol.tusVersion).",
+                          headers: [.tusVersion: ResumableProtocol.tusVersion])
+        }
+    }
+
+    static func id(_ context: AppRequestContext) throws -> String {
+        let id = try context.parameters.require("id")
+        guard id.utf8.count <= 64, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || $0 == 45 }) else {
+            throw ResumableUploads.notFoundProblem
+        }
+        return id
+    }
+
+    static func size(_ text: String?, _ name: String) throws -> Int64? {
+        guard let value = ResumableProtocol.size(text) else {
+            throw Problem.badRequest("invalid_header", "\(name) must be a non-negative whole number of bytes.")
+        }
+        return value
+    }
+
+    /// target_duration and quality from the query (IETF and plain creation).
+    static func queryFields(_ request: Request) -> [String: String] {
+        var fields: [String: String] = [:]
+        for name in ["target_duration", "quality"] {
+            if let value = request.uri.queryParameters.get(name) { fields[name] = value }
+        }
+        return fields
+    }
+
+    /// Every refusal as a problem, with the headers its protocol's clients read: tus's
+    /// Tus-Resumable, and the upload's offset on a 409 (both protocols) and a 460.
+    static func problem(_ error: any Error, proto: ResumableProtocol) -> any Error {
+        var problem: Problem
+        switch error {
+        case let rejection as UploadRejection:
+            problem = UploadController.problem(rejection)
+            if rejection.status == 460 { problem.status = .init(code: 460, reasonPhrase: "Checksum Mismatch"); problem.title = "Checksum Mismatch" }
+            if rejection.status == 423 { problem.status = .init(code: 423, reasonPhrase: "Locked"); problem.title = "Locked" }
+            if case .int(let offset)? = rejection.extras["offset"] { problem.headers[.uploadOffset] = String(offset) }
+        case let p as Problem:
+            problem = p
+        default:
+            return error
+        }
+        if proto == .tus { problem.headers[.tusResumable] = ResumableProtocol.tusVersion }
+        return problem
+    }
+}
+
+extension ResumableUploads {
+    static let notFoundProblem = Problem(.notFound, code: "upload_not_found", title: "Upload not found",
+                                         detail: "There is no such upload for this API key. Create one with POST /api/v1/uploads.")
+    static var goneRejection: UploadRejection { gone }
+}

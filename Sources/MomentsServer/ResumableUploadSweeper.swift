@@ -1,0 +1,16 @@
+import Jobs
+import ServiceLifecycle
+
+/// Runs in every API process (the processes that hold uploads' bytes): expires abandoned
+/// resumable uploads and removes staged bytes no upload needs, every `storage.sweepIntervalSeconds`.
+struct ResumableUploadSweeper: Service {
+    let uploads: ResumableUploads
+    let intervalSeconds: Double
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            await uploads.sweep()
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(max(1, intervalSeconds))) }
+        }
+    }
+}
