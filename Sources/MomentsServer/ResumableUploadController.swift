@@ -141,7 +141,7 @@ struct ResumableUploadController {
         do {
             let account = try context.requireAccount()
             if proto == .tus { try Self.checkTusVersion(request.headers) }
-            guard let upload = try await resumable.upload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
+            guard let upload = try await resumable.settledUpload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
             if upload.state == .terminated || upload.state == .expired { throw Self.problem(ResumableUploads.goneRejection, proto: proto) }
             var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
             fields.append(contentsOf: Self.protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))

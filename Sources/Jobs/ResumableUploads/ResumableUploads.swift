@@ -122,6 +122,19 @@ public final class ResumableUploads: Sendable {
         try await store.upload(id: id, accountId: account.id)
     }
 
+    /// The upload for an offset request (HEAD): when an append of this process is still running
+    /// on it (a client resuming a moment after its connection dropped, before the server has
+    /// recorded what arrived), waits up to `settleSeconds` for it to end, so the offset is the truth.
+    public func settledUpload(id: String, account: Account) async throws -> ResumableUpload? {
+        let deadline = Date().addingTimeInterval(Self.settleSeconds)
+        while running.withLock({ $0[id] != nil }), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try await upload(id: id, account: account)
+    }
+
+    static let settleSeconds = 1.0
+
     /// Appends `body` at `append.offset`. `wrote` is told the bytes written so far by this append
     /// (disk accounting); `stop` ends this append's request (closes its connection) when a newer
     /// append takes over. Refusals are `UploadRejection`s: 404 unknown, 410 finished, 409 offset
