@@ -439,7 +439,7 @@ struct TuspyTests {
             let result = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
             let size = try #require(result["size"] as? Int)
             let resumed = try #require(result["resumed_from"] as? Int)
-            #expect(resumed > 0 && resumed <= size * 6 / 10 + 1, "resumed from \(resumed) of \(size)")
+            #expect(resumed > 0 && resumed <= size * 6 / 10 + 1, "resumed from \(resumed) of \(size): \(output)")
             #expect(result["offset"] as? Int == size)
             let url = try #require(result["url"] as? String)
             let path = try #require(URL(string: url)?.path)

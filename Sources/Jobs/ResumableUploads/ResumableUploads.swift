@@ -20,7 +20,7 @@ public final class ResumableUploads: Sendable {
     public let staging: UploadStaging
     let logger: Logger
     /// Appends running in this process, by upload id: their holder and how to stop them.
-    private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void)]>([:])
+    private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void, finishing: Bool)]>([:])
 
     /// `upload.resumableExpiryHours`: an upload that received no byte for this long is deleted.
     public var expirySeconds: Double { service.settings.resumableExpiryHours * 3600 }
@@ -124,16 +124,25 @@ public final class ResumableUploads: Sendable {
 
     /// The upload for an offset request (HEAD): when an append of this process is still running
     /// on it (a client resuming a moment after its connection dropped, before the server has
-    /// recorded what arrived), waits up to `settleSeconds` for it to end, so the offset is the truth.
+    /// recorded what arrived), waits for it to end (up to `settleSeconds`, or `finishingSettleSeconds` once its body has ended), so the offset is the truth.
     public func settledUpload(id: String, account: Account) async throws -> ResumableUpload? {
-        let deadline = Date().addingTimeInterval(Self.settleSeconds)
-        while running.withLock({ $0[id] != nil }), Date() < deadline {
+        let start = Date()
+        while let finishing = running.withLock({ $0[id]?.finishing }),
+              Date().timeIntervalSince(start) < (finishing ? Self.finishingSettleSeconds : Self.settleSeconds) {
             try await Task.sleep(for: .milliseconds(20))
         }
         return try await upload(id: id, account: account)
     }
 
-    static let settleSeconds = 1.0
+    /// How long a HEAD waits for an append still receiving, and for one whose body has ended and
+    /// that is storing what it got (with the s3 backend that includes the part's upload).
+    static let settleSeconds = 3.0
+    static let finishingSettleSeconds = 15.0
+
+    /// The append of `holder` has all the bytes it will get and is recording them.
+    private func markFinishing(_ id: String, holder: String) {
+        running.withLock { if $0[id]?.holder == holder { $0[id]?.finishing = true } }
+    }
 
     /// Appends `body` at `append.offset`. `wrote` is told the bytes written so far by this append
     /// (disk accounting); `stop` ends this append's request (closes its connection) when a newer
@@ -148,7 +157,7 @@ public final class ResumableUploads: Sendable {
     ) async throws -> Outcome where Body.Element == ByteBuffer {
         let holder = UUID().uuidString.lowercased()
         let upload = try await takeHold(id: id, account: account, holder: holder)
-        running.withLock { $0[id] = (holder, stop) }
+        running.withLock { $0[id] = (holder, stop, false) }
         defer { running.withLock { if $0[id]?.holder == holder { $0[id] = nil } } }
         return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
     }
@@ -273,6 +282,7 @@ public final class ResumableUploads: Sendable {
                 interrupted = true
                 logger.info("resumable upload append interrupted", metadata: ["upload": "\(id)", "error": "\(error)"])
             }
+            markFinishing(id, holder: holder)
             if let contentLength = append.contentLength, position + Int64(pending.readableBytes) - start < contentLength { interrupted = true }
             if let checksum = append.checksum, var hasher {
                 if interrupted {
