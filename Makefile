@@ -7,7 +7,7 @@ export SWIFT
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
-.PHONY: run test setup build release bench clean fuzz
+.PHONY: run test test-tools setup build release bench clean fuzz
 
 # Installs the system libraries only when pkg-config cannot find them (sudo when not root).
 setup:
@@ -35,7 +35,13 @@ run: release
 # on the embedded engines (SQLite + filesystem), the store and object-storage suites, and the
 # service tests again on the production engines (PostgreSQL + S3).
 SERVICE_TESTS := --filter "^ServerTests\."
-test: setup
+# tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client.
+test-tools:
+	@python3 -c 'import tusclient' 2>/dev/null || { echo "Installing tuspy with pip"; \
+		python3 -m pip install --quiet tuspy 2>/dev/null || python3 -m pip install --quiet --break-system-packages tuspy; }
+	@command -v curl >/dev/null 2>&1 || { SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get install -y -qq curl; }
+
+test: setup test-tools
 	$(SWIFT) build --build-tests
 	scripts/swift-test --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\

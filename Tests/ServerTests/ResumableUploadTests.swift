@@ -213,6 +213,47 @@ struct ResumableUploadTests {
         }
     }
 
+    /// One append at a time: a second PATCH while a stale one of this server still holds the
+    /// upload stops it (its bytes are kept) and is told the real offset (409); while an append on
+    /// another API host holds it, a PATCH is refused with 423 and HEAD still answers.
+    @Test func concurrentAppendsAreSerialised() async throws {
+        let server = try await Self.queueOnlyServer()
+        let video = try await Fixtures.data(.short)
+        try await withServer(server, .live) { client in
+            let wire = try Wire(client)
+            let (account, key) = try await client.createAccount()
+            let location = try await create(wire, key: key, length: video.count)
+            let half = video.count / 2
+            let port = wire.port
+            let stale = try await RawConnection.offPool { () -> RawConnection in
+                let connection = try RawConnection(port: port)
+                connection.send("PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n" +
+                                "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(video.count)\r\n\r\n")
+                connection.send([UInt8](video.prefix(half)))
+                Thread.sleep(forTimeInterval: 0.5)
+                return connection
+            }
+            let second = try await patch(wire, location, key: key, offset: 0, video)
+            #expect(second.status == 409, "\(second.text)")
+            #expect(second.header("Upload-Offset") == String(half), "the stale append's bytes are kept")
+            let closed = try await RawConnection.offPool { stale.secondsUntilClosed(timeout: 5) }
+            #expect(closed != nil, "the stale request's connection is closed")
+
+            let id = String(location.split(separator: "/").last!)
+            let now = Date()
+            let held = try await server.service.database.holdUpload(id: id, accountId: account, holder: "another-host",
+                                                                    until: now.addingTimeInterval(30), now: now)
+            guard case .held = held else { Issue.record("could not hold the upload: \(held)"); return }
+            let locked = try await patch(wire, location, key: key, offset: half, video.suffix(from: half))
+            #expect(locked.status == 423, "\(locked.text)")
+            #expect(locked.header("Retry-After") != nil)
+            #expect(try await offset(wire, location, key: key) == half)
+            try await server.service.database.releaseUpload(id: id, holder: "another-host", now: Date())
+            let rest = try await patch(wire, location, key: key, offset: half, video.suffix(from: half))
+            #expect(rest.status == 200, "\(rest.text)")
+        }
+    }
+
     /// Creating an upload counts against the plan's jobs at once (a second one, or a plain upload,
     /// is refused with 429 while it receives), the declared length against the plan's size (413);
     /// a file that is not a video fails at the end with nothing charged and nothing left.
