@@ -91,8 +91,7 @@ struct S3UploadParts: Sendable {
     /// Appends the parts covering `from..<to` to `handle` (whose file is `from` bytes long). A file
     /// that ends inside a part is cut back to that part's start first.
     func fetch(id: String, from: Int64, to: Int64, into handle: WriteFileHandle) async throws {
-        let listed = try await client.listObjects(prefix: prefix + id + "/")
-        let offsets = listed.compactMap { Int64($0.key.split(separator: "/").last ?? "") }.sorted()
+        let offsets = try await partKeys(id).compactMap { Int64($0.split(separator: "/").last ?? "") }.sorted()
         guard let start = offsets.last(where: { $0 <= from }) else { throw UploadStagingError.lost }
         if start < from { try await handle.resize(to: .bytes(start)) }
         var position = start
@@ -108,10 +107,18 @@ struct S3UploadParts: Sendable {
         try await handle.synchronize()
     }
 
+    /// The keys of an upload's parts. Listed under the slash-free prefix and filtered here: a
+    /// `/` in a ListObjectsV2 prefix is signed as %2F (as AWS specifies), which some S3-compatible
+    /// servers (moto) re-encode differently and refuse; AWS, R2 and MinIO accept either.
+    func partKeys(_ id: String) async throws -> [String] {
+        let mine = prefix + id + "/"
+        return try await client.listObjects(prefix: String(prefix.dropLast())).map(\.key).filter { $0.hasPrefix(mine) }
+    }
+
     func remove(id: String, logger: Logger) async {
         do {
-            for object in try await client.listObjects(prefix: prefix + id + "/") {
-                try await client.deleteObject(key: object.key)
+            for key in try await partKeys(id) {
+                try await client.deleteObject(key: key)
             }
         } catch {
             logger.warning("could not delete a resumable upload's parts; the sweeper retries", metadata: ["upload": "\(id)", "error": "\(error)"])
@@ -120,7 +127,8 @@ struct S3UploadParts: Sendable {
 
     /// Upload ids with parts in the bucket.
     func storedIDs() async throws -> Set<String> {
-        Set(try await client.listObjects(prefix: prefix).compactMap { object -> String? in
+        Set(try await client.listObjects(prefix: String(prefix.dropLast())).compactMap { object -> String? in
+            guard object.key.hasPrefix(prefix) else { return nil }
             let rest = object.key.dropFirst(prefix.count)
             return rest.split(separator: "/").first.map(String.init)
         })
