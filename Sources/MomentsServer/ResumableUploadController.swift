@@ -33,6 +33,9 @@ struct ResumableUploadController {
             .tusResumable: ResumableProtocol.tusVersion, .tusVersion: ResumableProtocol.tusVersion,
             .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(service.settings.maxUploadBytes),
             .tusChecksumAlgorithm: ResumableProtocol.checksumAlgorithms,
+            // The IETF draft's discovery (versions 6+).
+            .acceptPatch: "application/partial-upload, application/offset+octet-stream",
+            .uploadLimit: "max-size=\(service.settings.maxUploadBytes)",
         ])
     }
 
@@ -108,13 +111,13 @@ struct ResumableUploadController {
         let location = "/api/v1/uploads/\(upload.id)"
         if case .ietf(let version) = proto {
             // Before any byte is read: the client now knows where to resume if the connection drops.
-            context.sendInformational(HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"), headerFields: [
-                .location: location, .uploadDraftInteropVersion: String(version),
-            ]))
+            var fields: HTTPFields = [.location: location, .uploadDraftInteropVersion: String(version)]
+            if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
+            context.sendInformational(HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"), headerFields: fields))
         }
         guard body else {
             var fields: HTTPFields = [.location: location, .uploadOffset: "0"]
-            fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            fields.append(contentsOf: protocolFields(upload, proto: proto))
             return Response(status: .created, headers: fields)
         }
         let append = ResumableUploads.Append(offset: 0, length: nil, completes: completes, checksum: nil, contentLength: contentLength)
@@ -122,14 +125,14 @@ struct ResumableUploadController {
         switch outcome {
         case .partial(let upload):
             var fields: HTTPFields = [.location: location, .uploadOffset: String(upload.offset)]
-            fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            fields.append(contentsOf: protocolFields(upload, proto: proto))
             return Response(status: .created, headers: fields)
         case .completed(let upload, let job, let usage):
             var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
             response.status = .created
             response.headers[.location] = location
             response.headers[.uploadOffset] = String(upload.offset)
-            response.headers.append(contentsOf: Self.protocolFields(upload, proto: proto))
+            response.headers.append(contentsOf: protocolFields(upload, proto: proto))
             return response
         }
     }
@@ -144,7 +147,7 @@ struct ResumableUploadController {
             guard let upload = try await resumable.settledUpload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
             if upload.state == .terminated || upload.state == .expired { throw Self.problem(ResumableUploads.goneRejection, proto: proto) }
             var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
-            fields.append(contentsOf: Self.protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
+            fields.append(contentsOf: protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
             if proto == .tus {
                 fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
                     ("filename", upload.filename), ("target_duration", String(upload.targetDuration)), ("quality", upload.quality),
@@ -184,7 +187,11 @@ struct ResumableUploadController {
                 append.length = try Self.size(headers[.uploadLength], "Upload-Length")
                 append.checksum = try ResumableProtocol.tusChecksum(headers[.uploadChecksum])
             case .ietf(let version):
-                append.completes = ResumableProtocol.ietfComplete(headers, version: version) ?? false
+                // Versions 3-6: an append without the flag is the last one; 7+: the flag is required.
+                guard let completes = ResumableProtocol.ietfComplete(headers, version: version) ?? (version <= 6 ? true : nil) else {
+                    throw Problem.badRequest("missing_upload_complete", "An append needs Upload-Complete: ?1 on the last part, ?0 before it.")
+                }
+                append.completes = completes
                 append.length = try Self.size(headers[.uploadLength], "Upload-Length")
                 if append.completes, append.length == nil, let contentLength = append.contentLength { append.length = offset + contentLength }
             case .plain:
@@ -194,12 +201,12 @@ struct ResumableUploadController {
             switch outcome {
             case .partial(let upload):
                 var fields: HTTPFields = [.uploadOffset: String(upload.offset)]
-                fields.append(contentsOf: Self.protocolFields(upload, proto: proto))
+                fields.append(contentsOf: protocolFields(upload, proto: proto))
                 return Response(status: .noContent, headers: fields)
             case .completed(let upload, let job, let usage):
                 var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
                 response.headers[.uploadOffset] = String(upload.offset)
-                response.headers.append(contentsOf: Self.protocolFields(upload, proto: proto))
+                response.headers.append(contentsOf: protocolFields(upload, proto: proto))
                 return response
             }
         } catch {
@@ -296,7 +303,7 @@ struct ResumableUploadController {
     }
 
     /// Headers every response about an upload carries in its protocol.
-    static func protocolFields(_ upload: ResumableUpload, proto: ResumableProtocol) -> HTTPFields {
+    func protocolFields(_ upload: ResumableUpload, proto: ResumableProtocol) -> HTTPFields {
         var fields: HTTPFields = [:]
         switch proto {
         case .tus:
@@ -307,11 +314,24 @@ struct ResumableUploadController {
             let (name, value) = ResumableProtocol.ietfCompleteField(upload.state == .completed || upload.isComplete, version: version)
             fields[name] = value
             fields[.uploadDraftInteropVersion] = String(version)
-            if version >= 7, let length = upload.length { fields[.uploadLength] = String(length) }
+            if version >= 6, let length = upload.length { fields[.uploadLength] = String(length) }
+            if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
         case .plain:
             break
         }
         return fields
+    }
+
+    /// The draft's `Upload-Limit` (versions 6+): the largest upload, and how long this one stays
+    /// without a new byte (`expires` in version 6, `max-age` after).
+    func uploadLimit(_ upload: ResumableUpload, version: Int) -> String? {
+        guard version >= 6 else { return nil }
+        var limit = "max-size=\(service.settings.maxUploadBytes)"
+        if upload.state == .receiving {
+            let seconds = max(0, Int(upload.expiresAt.timeIntervalSince(service.clock()).rounded(.down)))
+            limit += version == 6 ? ", expires=\(seconds)" : ", max-age=\(seconds)"
+        }
+        return limit
     }
 
     static func checkTusVersion(_ headers: HTTPFields) throws {
@@ -362,6 +382,8 @@ struct ResumableUploadController {
             return error
         }
         if proto == .tus { problem.headers[.tusResumable] = ResumableProtocol.tusVersion }
+        // The draft answers an append to a completed upload with 400 (completed-upload).
+        if proto.isIETF && problem.code == "upload_complete" { problem.status = .badRequest; problem.title = "Bad Request" }
         return problem
     }
 }

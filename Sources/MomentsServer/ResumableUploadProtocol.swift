@@ -128,4 +128,5 @@ extension HTTPField.Name {
     static let uploadDraftInteropVersion = Self("Upload-Draft-Interop-Version")!
     static let uploadLimit = Self("Upload-Limit")!
     static let momentsJobId = Self("Moments-Job-Id")!
+    static let acceptPatch = Self("Accept-Patch")!
 }

@@ -238,7 +238,10 @@ struct ResumableUploadTests {
             }
             let second = try await patch(wire, location, key: key, offset: 0, video)
             #expect(second.status == 409, "\(second.text)")
-            #expect(second.header("Upload-Offset") == String(half), "the stale append's bytes are kept")
+            // What reached the server before the stale request was closed is kept (the rest of
+            // what the client sent may still have been in the socket's buffers).
+            let kept = try #require(second.header("Upload-Offset").flatMap { Int($0) })
+            #expect(kept > 0 && kept <= half, "the stale append's bytes are kept: \(kept) of \(half)")
             let closed = try await RawConnection.offPool { stale.secondsUntilClosed(timeout: 5) }
             #expect(closed != nil, "the stale request's connection is closed")
 
@@ -247,12 +250,12 @@ struct ResumableUploadTests {
             let held = try await server.service.database.holdUpload(id: id, accountId: account, holder: "another-host",
                                                                     until: now.addingTimeInterval(30), now: now)
             guard case .held = held else { Issue.record("could not hold the upload: \(held)"); return }
-            let locked = try await patch(wire, location, key: key, offset: half, video.suffix(from: half))
+            let locked = try await patch(wire, location, key: key, offset: kept, video.suffix(from: kept))
             #expect(locked.status == 423, "\(locked.text)")
             #expect(locked.header("Retry-After") != nil)
-            #expect(try await offset(wire, location, key: key) == half)
+            #expect(try await offset(wire, location, key: key) == kept)
             try await server.service.database.releaseUpload(id: id, holder: "another-host", now: Date())
-            let rest = try await patch(wire, location, key: key, offset: half, video.suffix(from: half))
+            let rest = try await patch(wire, location, key: key, offset: kept, video.suffix(from: kept))
             #expect(rest.status == 200, "\(rest.text)")
         }
     }
@@ -379,6 +382,7 @@ struct IETFResumableUploadTests {
             let interim = try #require(informational, "104 Upload Resumption Supported before the body")
             #expect(interim.status == 104)
             #expect(interim.header("Upload-Draft-Interop-Version") == String(version))
+            #expect((interim.header("Upload-Limit") != nil) == (version >= 6), "Upload-Limit from version 6 (required in 8)")
             let location = try #require(interim.header("Location"))
             #expect(location.hasPrefix("/api/v1/uploads/"))
             let ietf = [("Upload-Draft-Interop-Version", String(version))]

@@ -20,7 +20,7 @@ public final class ResumableUploads: Sendable {
     public let staging: UploadStaging
     let logger: Logger
     /// Appends running in this process, by upload id: their holder and how to stop them.
-    private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void, finishing: Bool)]>([:])
+    private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void)]>([:])
 
     /// `upload.resumableExpiryHours`: an upload that received no byte for this long is deleted.
     public var expirySeconds: Double { service.settings.resumableExpiryHours * 3600 }
@@ -122,27 +122,25 @@ public final class ResumableUploads: Sendable {
         try await store.upload(id: id, accountId: account.id)
     }
 
-    /// The upload for an offset request (HEAD): when an append of this process is still running
-    /// on it (a client resuming a moment after its connection dropped, before the server has
-    /// recorded what arrived), waits for it to end (up to `settleSeconds`, or `finishingSettleSeconds` once its body has ended), so the offset is the truth.
+    /// The upload for an offset request (HEAD). A client asks for the offset when it resumes, so
+    /// an append of this process still running on the upload is stale (its connection dropped
+    /// before the server noticed, or the client gave up on it): it is stopped, as the IETF draft
+    /// advises, and the answer waits (up to `settleSeconds`) until it has recorded what it got, so
+    /// the offset is the truth. An append held on another host is not waited for.
     public func settledUpload(id: String, account: Account) async throws -> ResumableUpload? {
-        let start = Date()
-        while let finishing = running.withLock({ $0[id]?.finishing }),
-              Date().timeIntervalSince(start) < (finishing ? Self.finishingSettleSeconds : Self.settleSeconds) {
+        guard let upload = try await upload(id: id, account: account) else { return nil }
+        guard let stop = running.withLock({ $0[id]?.stop }) else { return upload }
+        stop()
+        let deadline = Date().addingTimeInterval(Self.settleSeconds)
+        while running.withLock({ $0[id] != nil }), Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        return try await upload(id: id, account: account)
+        return try await self.upload(id: id, account: account)
     }
 
-    /// How long a HEAD waits for an append still receiving, and for one whose body has ended and
-    /// that is storing what it got (with the s3 backend that includes the part's upload).
-    static let settleSeconds = 3.0
-    static let finishingSettleSeconds = 15.0
-
-    /// The append of `holder` has all the bytes it will get and is recording them.
-    private func markFinishing(_ id: String, holder: String) {
-        running.withLock { if $0[id]?.holder == holder { $0[id]?.finishing = true } }
-    }
+    /// How long an offset request waits for a stopped append to record its bytes (with the s3
+    /// backend that includes storing the part in the bucket).
+    static let settleSeconds = 15.0
 
     /// Appends `body` at `append.offset`. `wrote` is told the bytes written so far by this append
     /// (disk accounting); `stop` ends this append's request (closes its connection) when a newer
@@ -157,7 +155,7 @@ public final class ResumableUploads: Sendable {
     ) async throws -> Outcome where Body.Element == ByteBuffer {
         let holder = UUID().uuidString.lowercased()
         let upload = try await takeHold(id: id, account: account, holder: holder)
-        running.withLock { $0[id] = (holder, stop, false) }
+        running.withLock { $0[id] = (holder, stop) }
         defer { running.withLock { if $0[id]?.holder == holder { $0[id] = nil } } }
         return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
     }
@@ -282,7 +280,6 @@ public final class ResumableUploads: Sendable {
                 interrupted = true
                 logger.info("resumable upload append interrupted", metadata: ["upload": "\(id)", "error": "\(error)"])
             }
-            markFinishing(id, holder: holder)
             if let contentLength = append.contentLength, position + Int64(pending.readableBytes) - start < contentLength { interrupted = true }
             if let checksum = append.checksum, var hasher {
                 if interrupted {
