@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import JobStore
 import Jobs
+import Logging
 import MomentsConfig
 import Synchronization
 import Testing
@@ -13,30 +14,38 @@ import Testing
 /// dispatcher's signed POSTs and retries, the delivery log, and the private-target rule.
 @Suite("Webhooks")
 struct WebhookTests {
-    /// A local endpoint: records every request and answers 500 to the first `failures` of them, 200 after.
+    /// A local endpoint: records every request and answers 500 to the first `failures` of them,
+    /// 200 after (or what `respond` says for the n-th request, from 1).
     final class Receiver: Sendable {
         struct Hit: Sendable {
+            var path: String
             var headers: HTTPFields
             var body: Data
         }
 
         let hits = Mutex<[Hit]>([])
-        let failures: Int
+        let respond: @Sendable (Int) -> Response
 
-        init(failures: Int) { self.failures = failures }
+        init(failures: Int) {
+            respond = { count in Response(status: count <= failures ? .internalServerError : .ok) }
+        }
+
+        init(respond: @escaping @Sendable (Int) -> Response) { self.respond = respond }
 
         var received: [Hit] { hits.withLock { $0 } }
 
         /// Runs `body` with the receiver listening on a free loopback port; passes its URL.
         func run<T: Sendable>(_ body: @Sendable (String) async throws -> T) async throws -> T {
             let router = Router()
-            router.post("/hook") { request, _ -> Response in
-                let data = Data((try await request.body.collect(upTo: 1 << 20)).readableBytesView)
-                let count = self.hits.withLock { hits -> Int in
-                    hits.append(Hit(headers: request.headers, body: data))
-                    return hits.count
+            for path in ["/hook", "/elsewhere"] {
+                router.post(RouterPath(path)) { request, _ -> Response in
+                    let data = Data((try await request.body.collect(upTo: 1 << 20)).readableBytesView)
+                    let count = self.hits.withLock { hits -> Int in
+                        hits.append(Hit(path: request.uri.path, headers: request.headers, body: data))
+                        return hits.count
+                    }
+                    return self.respond(count)
                 }
-                return Response(status: count <= self.failures ? .internalServerError : .ok)
             }
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
             return try await app.test(.live) { client in
@@ -189,16 +198,8 @@ struct WebhookTests {
             // Before the application (and its job runner, which runs the dispatcher) starts: the
             // account, its endpoint and a job that fails, written straight to the store.
             let store = server.service.database
-            let (account, key) = try await server.service.createAccount(label: nil)
-            let accountId = account.id
-            let secret = try await store.setWebhookEndpoint(accountId: accountId, url: url, secret: WebhookEndpoint.newSecret(), now: Date()).secret
-            let input = JobInput(size: 1000, duration: 2, container: "mov,mp4,m4a,3gp,3g2,mj2", videoCodec: "h264", audioCodec: nil,
-                                 width: 160, height: 90, rotation: 0, frameRate: 30)
-            let job = Job(id: UUID().uuidString.lowercased(), accountId: accountId, targetDuration: 5, quality: "medium", input: input,
-                          estimatedSeconds: 5, now: Date())
-            try await store.insertUnmetered(job)
-            #expect(try await store.fail(id: job.id, worker: nil, code: "test_failure", message: "Failed for the test.", chargeSeconds: 0, now: Date()))
-            let written = try await store.webhookDeliveries(jobId: job.id, accountId: accountId)
+            let (accountId, key, secret, jobId) = try await Self.failedJob(server, url: url)
+            let written = try await store.webhookDeliveries(jobId: jobId, accountId: accountId)
             #expect(written.count == 1 && written.first?.delivery.status == .pending && written.first?.attempts.isEmpty == true)
             // A dispatcher takes it and is gone before recording anything.
             let taken = try await store.claimDueWebhooks(worker: "gone-host/1/dead#webhooks", leaseSeconds: 1, limit: 10, now: Date())
@@ -206,7 +207,7 @@ struct WebhookTests {
             #expect(taken.first?.endpoint?.secret == secret)
 
             try await withServer(server, .live) { client in
-                let log = try await Self.deliveries(client, job: job.id, key: key) { $0.first?["status"] as? String == "delivered" }
+                let log = try await Self.deliveries(client, job: jobId, key: key) { $0.first?["status"] as? String == "delivered" }
                 #expect(log.first?["type"] as? String == "job.failed")
                 #expect((log.first?["attempts"] as? [[String: Any]])?.count == 1)
                 let hit = try #require(receiver.received.first)
@@ -214,6 +215,85 @@ struct WebhookTests {
                 let data = try Self.body(hit)["data"] as? [String: Any]
                 #expect(data?["status"] as? String == "failed" && data?["error_code"] as? String == "test_failure")
             }
+        }
+    }
+
+    /// An account with an endpoint at `url` and a job of it that failed, written straight to the
+    /// store (no check of the URL, no application running): one delivery in the outbox.
+    static func failedJob(_ server: TestServer, url: String, now: Date = Date()) async throws -> (accountId: String, key: String, secret: String, job: String) {
+        let store = server.service.database
+        let (account, key) = try await server.service.createAccount(label: nil)
+        let secret = try await store.setWebhookEndpoint(accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(), now: now).secret
+        let input = JobInput(size: 1000, duration: 2, container: "mov,mp4,m4a,3gp,3g2,mj2", videoCodec: "h264", audioCodec: nil,
+                             width: 160, height: 90, rotation: 0, frameRate: 30)
+        let job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium", input: input,
+                      estimatedSeconds: 5, now: now)
+        try await store.insertUnmetered(job)
+        #expect(try await store.fail(id: job.id, worker: nil, code: "test_failure", message: "Failed for the test.", chargeSeconds: 0, now: now))
+        return (account.id, key, secret, job.id)
+    }
+
+    /// A 3xx is a failed attempt: the Location is not followed, and the delivery is tried again later.
+    @Test func redirectsAreNotFollowed() async throws {
+        let server = try await Self.server(workers: 0)
+        let receiver = Receiver { _ in Response(status: .temporaryRedirect, headers: [.location: "/elsewhere"]) }
+        try await receiver.run { url in
+            let (_, key, _, job) = try await Self.failedJob(server, url: url)
+            try await withServer(server, .live) { client in
+                let log = try await Self.deliveries(client, job: job, key: key) { (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 2 }
+                let attempts = try #require(log.first?["attempts"] as? [[String: Any]])
+                #expect(log.first?["status"] as? String == "pending" && log.first?["next_attempt_at"] is String)
+                #expect(attempts.allSatisfy { $0["status_code"] as? Int == 307 && ($0["error"] as? String)?.contains("redirect") == true }, "\(attempts)")
+            }
+            #expect(receiver.received.allSatisfy { $0.path == "/hook" }, "the redirect's target was never asked")
+        }
+    }
+
+    /// The address is checked again before every attempt (DNS may have changed since the
+    /// endpoint was registered): a dispatcher without allowPrivateTargets sends nothing to a
+    /// loopback endpoint and logs why.
+    @Test func deliveryChecksTheAddressAgain() async throws {
+        let server = try await TestServer { s in s.workers = 0 }
+        let receiver = Receiver(failures: 0)
+        try await receiver.run { url in
+            // https: the address check comes before any connection (which would fail on this
+            // plain-http receiver anyway).
+            let (accountId, _, _, job) = try await Self.failedJob(server, url: url.replacingOccurrences(of: "http://", with: "https://"))
+            var logger = Logger(label: "moments-test")
+            logger.logLevel = .critical
+            let dispatcher = WebhookDispatcher(database: server.service.database, settings: server.service.settings.webhooks,
+                                               baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+            #expect(await dispatcher.deliverDue() == 1)
+            let log = try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId)
+            let attempt = try #require(log.first?.attempts.first)
+            #expect(attempt.statusCode == nil && attempt.error?.contains("loopback") == true, "\(attempt)")
+            #expect(log.first?.delivery.status == .pending, "tried again later (the address may change back)")
+            #expect(receiver.received.isEmpty)
+        }
+    }
+
+    /// A delivery that never gets a 2xx is given up 24 hours after its event.
+    @Test func givesUpAfter24Hours() async throws {
+        let clock = TestClock(Date())
+        let server = try await TestServer(clock: clock) { s in
+            s.workers = 0
+            s.webhooks.allowPrivateTargets = true
+            s.webhooks.retryBackoffSeconds = 0.3
+            s.webhooks.pollSeconds = 0.2
+        }
+        let receiver = Receiver { _ in Response(status: .serviceUnavailable) }
+        try await receiver.run { url in
+            let (_, key, _, job) = try await Self.failedJob(server, url: url, now: clock.now)
+            try await withServer(server, .live) { client in
+                // The test clock stands still: the retry comes due only when it is moved on.
+                _ = try await Self.deliveries(client, job: job, key: key) { (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1 }
+                clock.now = clock.now.addingTimeInterval(24.5 * 3600)
+                let log = try await Self.deliveries(client, job: job, key: key) { $0.first?["status"] as? String == "failed" }
+                let attempts = try #require(log.first?["attempts"] as? [[String: Any]])
+                #expect(attempts.count == 2 && attempts.allSatisfy { $0["status_code"] as? Int == 503 }, "\(attempts)")
+                #expect(log.first?["next_attempt_at"] is NSNull && log.first?["delivered_at"] is NSNull)
+            }
+            #expect(receiver.received.count == 2)
         }
     }
 
@@ -317,6 +397,18 @@ struct WebhookTests {
                         "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8"] {
             #expect(WebhookTargets.classify(address) == nil, "\(address) is public")
         }
+    }
+
+    /// An http URL is sent to the address that was checked (no second DNS answer), with the
+    /// URL's own Host; https keeps its name (the certificate is checked against it).
+    @Test func httpTargetsArePinnedToTheCheckedAddress() async throws {
+        let target = try await WebhookTargets.check("http://localhost:8080/a/b?c=d", allowPrivate: true)
+        #expect(target.addresses.allSatisfy { WebhookTargets.classify($0) == "loopback" } && !target.addresses.isEmpty)
+        let pinned = try #require(target.addresses.first)
+        #expect(target.requestURL == "http://\(pinned.contains(":") ? "[\(pinned)]" : pinned):8080/a/b?c=d")
+        #expect(target.hostHeader == "localhost:8080")
+        let secure = try await WebhookTargets.check("https://127.0.0.1/x", allowPrivate: true)
+        #expect(secure.requestURL == "https://127.0.0.1/x" && secure.hostHeader == nil)
     }
 
     /// Retries back off exponentially (capped at an hour) and stop 24 h after the event.
