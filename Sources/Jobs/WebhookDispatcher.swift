@@ -4,6 +4,7 @@ import JobStore
 import Logging
 import MomentsConfig
 import NIOCore
+import Telemetry
 
 /// Delivers the webhook outbox: claims due deliveries (leased, so dispatchers in several processes
 /// share the work), checks the endpoint's address again (DNS may have changed since it was
@@ -137,7 +138,13 @@ public final class WebhookDispatcher: Sendable {
                                      error: failure, durationMs: durationMs)
         do {
             let held = try await database.recordWebhookAttempt(attempt, worker: worker, outcome: outcome, now: clock())
-            if !held { logger.notice("webhook delivery no longer held by this dispatcher", metadata: ["delivery": "\(delivery.id)"]) }
+            if held {
+                switch outcome {
+                case .delivered: WebhookMetrics.attempted(.delivered)
+                case .retry: WebhookMetrics.attempted(.retried)
+                case .gaveUp: WebhookMetrics.attempted(.gaveUp)
+                }
+            } else { logger.notice("webhook delivery no longer held by this dispatcher", metadata: ["delivery": "\(delivery.id)"]) }
             if outcome == .gaveUp {
                 logger.warning("webhook delivery given up", metadata: ["delivery": "\(delivery.id)", "job": "\(delivery.jobId)",
                                                                        "attempts": "\(attempt.number)"])

@@ -162,6 +162,10 @@ struct WebhookTests {
                     #expect(data["result_url"] as? String == "\(server.service.settings.baseURL)/api/v1/jobs/\(job)/download")
                 }
                 #expect(Set(hits.map(\.body)).count == 1, "every attempt carries the same event")
+                let (_, metrics) = try await client.metrics()
+                #expect((metrics.value("moments_webhook_attempts_total", ["outcome": "retried"]) ?? 0) >= 1, "\(metrics.text)")
+                #expect((metrics.value("moments_webhook_attempts_total", ["outcome": "delivered"]) ?? 0) >= 1)
+                #expect(metrics.value("moments_webhook_attempts_total", ["outcome": "gave_up"]) != nil)
             }
         }
     }
