@@ -68,8 +68,8 @@ public final class WebhookDispatcher: Sendable {
                     await self.deliverDue()
                 }
             }
-            await group.next()
-            group.cancelAll()
+            // Every child runs until the task is cancelled (the store's event stream may end
+            // first, when the store closes: polling goes on).
         }
     }
 

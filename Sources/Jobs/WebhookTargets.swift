@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,7 +9,8 @@ import Darwin
 /// Why a webhook URL is refused, in words for its owner (the HTTP layer shows `detail`; the
 /// dispatcher logs it as the attempt's error).
 public struct WebhookTargetRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// invalid_webhook_url, webhook_https_required, webhook_private_target, webhook_unresolvable
+    /// invalid_webhook_url, webhook_https_required, webhook_private_target, webhook_unresolvable,
+    /// webhook_lookup_busy (transient: too many lookups at once)
     public var code: String
     public var detail: String
     public var description: String { detail }
@@ -39,6 +41,9 @@ public enum WebhookTargets {
         let addresses: [String]
         do {
             addresses = try await resolve(host)
+        } catch ResolutionError.busy {
+            throw WebhookTargetRefusal(code: "webhook_lookup_busy",
+                                       detail: "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
         } catch {
             throw WebhookTargetRefusal(code: "webhook_unresolvable",
                                        detail: "The host \(host) of the webhook URL does not resolve to an address. Check the URL's spelling and DNS.")
@@ -91,15 +96,30 @@ public enum WebhookTargets {
         return (components, host)
     }
 
+    /// Lookups running now, and the most allowed at once: each holds a thread (getaddrinfo
+    /// blocks, up to the resolver's timeout), so a burst of registrations cannot pile them up.
+    static let lookups = Mutex<Int>(0)
+    public static let maxConcurrentLookups = 32
+
     /// The addresses `host` resolves to, as text. getaddrinfo blocks: it runs on a thread of its
     /// own, never on the cooperative pool.
     public static func resolve(_ host: String) async throws -> [String] {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try resolveBlocking(host) }) }.start()
+        let admitted = lookups.withLock { count -> Bool in
+            guard count < maxConcurrentLookups else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { throw ResolutionError.busy }
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let result = Result { try resolveBlocking(host) }
+                lookups.withLock { $0 -= 1 }
+                continuation.resume(with: result)
+            }.start()
         }
     }
 
-    struct ResolutionError: Error {}
+    enum ResolutionError: Error { case failed, busy }
 
     static func resolveBlocking(_ host: String) throws -> [String] {
         var hints = addrinfo()
@@ -110,7 +130,7 @@ public enum WebhookTargets {
         hints.ai_socktype = SOCK_STREAM
         #endif
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { throw ResolutionError() }
+        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { throw ResolutionError.failed }
         defer { freeaddrinfo(first) }
         var addresses: [String] = []
         var cursor: UnsafeMutablePointer<addrinfo>? = first

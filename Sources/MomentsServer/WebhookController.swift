@@ -34,6 +34,9 @@ struct WebhookController {
         do {
             _ = try await WebhookTargets.check(url, allowPrivate: allowPrivate)
         } catch {
+            if error.code == "webhook_lookup_busy" {
+                throw Problem(.serviceUnavailable, code: error.code, detail: error.detail, headers: [.retryAfter: "5"])
+            }
             throw Problem.badRequest(error.code, error.detail)
         }
         let endpoint = try await service.database.setWebhookEndpoint(accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(),
