@@ -197,6 +197,7 @@ public final class AppDatabase: MomentsStore {
             try db.execute(sql: "UPDATE job SET leaseExpiresAt = datetime('now', '+60 seconds') WHERE status = 'processing'")
             try db.create(index: "job_lease", on: "job", columns: ["status", "leaseExpiresAt"])
         }
+        registerWebhookMigration(&migrator)
         registerResumableUploadMigration(&migrator)
         return migrator
     }

@@ -130,6 +130,7 @@ extension AppDatabase {
             return try Self.recover(expired, in: db, maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
         }
         if !result.requeued.isEmpty { broadcaster.send(.jobQueued) }
+        if !result.failed.isEmpty { broadcaster.send(.webhookQueued) }
         return result
     }
 
@@ -137,21 +138,24 @@ extension AppDatabase {
     /// the caller then removes the result).
     public func complete(id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
                          workerSeconds: Double = 0, now: Date) async throws -> Bool {
-        try await pool.write { db in
+        let completed = try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
             let settlement = job.markCompleted(output: output, segments: segments, processingSeconds: processingSeconds,
                                                workerSeconds: workerSeconds, now: now)
             try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
+            try Self.enqueueWebhook(db, job: job, now: now)
             return true
         }
+        if completed { broadcaster.send(.webhookQueued) }
+        return completed
     }
 
     /// Fails a processing job with a stable code and a sentence for the user. Its unit is released;
     /// `chargeSeconds` of worker time stay charged (0 when the service caused the failure).
     @discardableResult
     public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double = 0, now: Date) async throws -> Bool {
-        try await pool.write { db in
+        let failed = try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id) else { return false }
             if let worker {
                 guard job.status == .processing, job.leaseOwner == worker else { return false }
@@ -161,8 +165,11 @@ extension AppDatabase {
             let settlement = job.markFailed(code: code, message: message, chargeSeconds: chargeSeconds, now: now)
             try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
+            try Self.enqueueWebhook(db, job: job, now: now)
             return true
         }
+        if failed { broadcaster.send(.webhookQueued) }
+        return failed
     }
 
     /// Cancels a pending or processing job of `accountId`. Returns the job after the change and the
@@ -175,10 +182,14 @@ extension AppDatabase {
                 let settlement = job.markCancelled(now: now)
                 try Self.settle(db, job: &job, settlement, now: now)
                 try job.update(db)
+                try Self.enqueueWebhook(db, job: job, now: now)
             }
             return (job, previous)
         }
-        if let result, !result.previous.isFinished { broadcaster.send(.jobCancelled(id: id)) }
+        if let result, !result.previous.isFinished {
+            broadcaster.send(.jobCancelled(id: id))
+            broadcaster.send(.webhookQueued)
+        }
         return result
     }
 
@@ -223,6 +234,7 @@ extension AppDatabase {
                 requeued.append(job.id)
             }
             try job.update(db)
+            if job.status == .failed { try enqueueWebhook(db, job: job, now: now) }
         }
         return (requeued, failed)
     }

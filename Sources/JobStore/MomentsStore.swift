@@ -135,11 +135,13 @@ public enum StoreEvent: Sendable, Equatable {
     case jobQueued
     /// A job was cancelled by its owner.
     case jobCancelled(id: String)
+    /// A webhook delivery was written to the outbox (a job reached a final state).
+    case webhookQueued
 }
 
 /// The whole store.
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
-                              UploadRepository {
+                              UploadRepository, WebhookRepository {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up

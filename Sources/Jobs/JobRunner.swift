@@ -44,7 +44,12 @@ public final class JobRunner: Service, Sendable {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
+        webhooks = WebhookDispatcher(database: database, settings: settings.webhooks, baseURL: settings.baseURL,
+                                     worker: "\(processTag)#webhooks", logger: logger, clock: clock)
     }
+
+    /// Delivers the webhook outbox while the runner runs (in `serve` and `worker` processes alike).
+    public let webhooks: WebhookDispatcher
 
     /// The lease owner name of worker loop `index`.
     func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
@@ -74,7 +79,7 @@ public final class JobRunner: Service, Sendable {
         let workerSlots = WorkerMetrics.started(settings.workers); defer { workerSlots.stopped() }
         await withGracefulShutdownHandler {
             // Worker loops and the sweeper end at shutdown; the helpers around them (poll, store
-            // events, lease renewal, rescuer) are cancelled once those have ended.
+            // events, lease renewal, rescuer, webhook dispatcher) are cancelled once those have ended.
             await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<settings.workers {
                     let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -94,6 +99,7 @@ public final class JobRunner: Service, Sendable {
                 group.addTask { await self.listenToStore(); return false }
                 group.addTask { await self.renewLeasesWhileRunning(); return false }
                 group.addTask { await self.rescueWhileRunning(); return false }
+                group.addTask { await self.webhooks.run(); return false }
                 var essential = settings.workers + 1
                 while essential > 0, let wasEssential = await group.next() {
                     if wasEssential { essential -= 1 }
@@ -112,6 +118,7 @@ public final class JobRunner: Service, Sendable {
             switch event {
             case .jobQueued: notifyNewJob()
             case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
+            case .webhookQueued: break // the webhook dispatcher listens for these itself
             }
         }
     }

@@ -103,6 +103,9 @@ public struct ServiceSettings: Sendable, Equatable {
     /// address per hour (0 = no limit).
     public var accountsPerAddressPerHour = 10
 
+    /// `webhooks.*`: signed webhooks (see WebhookSettings).
+    public var webhooks = WebhookSettings()
+
     public init() {}
 
     public init(reader config: ConfigReader) {
@@ -142,6 +145,7 @@ public struct ServiceSettings: Sendable, Equatable {
         maxTargetDuration = config.int(forKey: "upload.maxTargetDuration", default: maxTargetDuration)
         defaultTargetDuration = config.int(forKey: "upload.defaultTargetDuration", default: defaultTargetDuration)
         accountsPerAddressPerHour = config.int(forKey: "accounts.maxPerAddressPerHour", default: accountsPerAddressPerHour)
+        webhooks = WebhookSettings(reader: config)
     }
 
     /// The origin used in absolute URLs.

@@ -54,6 +54,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     JobsController(service: service).addRoutes(to: protected, table: table)
     JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
+    WebhookController(service: service).addRoutes(to: protected, table: table)
     SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)
     return (router, table)
 }

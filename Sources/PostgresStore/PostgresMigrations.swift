@@ -6,7 +6,7 @@ import PostgresNIO
 /// in one transaction under a transaction-scoped advisory lock: processes starting at once wait
 /// for each other, and each migration is applied exactly once (or not at all).
 ///
-/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v7) with PostgreSQL's types:
+/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v9) with PostgreSQL's types:
 /// timestamptz for instants, jsonb for the job's input, output and segments, bigint counters, and
 /// a `seq` identity on job and api_key standing for SQLite's rowid (insertion order breaks ties).
 enum PostgresMigrations {
@@ -129,7 +129,50 @@ enum PostgresMigrations {
             )
             """,
         ]),
-        // Version 2 is the webhooks' (outbox); versions are applied in order, whichever lands first.
+        (2, "webhooks: endpoints, outbox, attempts", [
+            """
+            CREATE TABLE webhook_endpoint (
+                "accountId" text PRIMARY KEY REFERENCES account(id) ON DELETE CASCADE,
+                url text NOT NULL,
+                secret text NOT NULL,
+                "createdAt" timestamptz NOT NULL,
+                "rotatedAt" timestamptz
+            )
+            """,
+            """
+            CREATE TABLE webhook_delivery (
+                id text PRIMARY KEY,
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                "jobId" text NOT NULL,
+                "eventType" text NOT NULL,
+                payload text NOT NULL,
+                status text NOT NULL,
+                attempts bigint NOT NULL DEFAULT 0,
+                "nextAttemptAt" timestamptz,
+                "createdAt" timestamptz NOT NULL,
+                "deliveredAt" timestamptz,
+                "lastStatusCode" bigint,
+                "lastError" text,
+                "leaseOwner" text,
+                "leaseExpiresAt" timestamptz
+            )
+            """,
+            #"CREATE INDEX webhook_delivery_due ON webhook_delivery (status, "nextAttemptAt")"#,
+            #"CREATE INDEX webhook_delivery_job ON webhook_delivery ("jobId", "createdAt")"#,
+            """
+            CREATE TABLE webhook_attempt (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                "deliveryId" text NOT NULL REFERENCES webhook_delivery(id) ON DELETE CASCADE,
+                number bigint NOT NULL,
+                at timestamptz NOT NULL,
+                "statusCode" bigint,
+                error text,
+                "durationMs" bigint NOT NULL
+            )
+            """,
+            #"CREATE INDEX webhook_attempt_delivery ON webhook_attempt ("deliveryId", number)"#,
+        ]),
         (3, "resumable uploads", [
             """
             CREATE TABLE resumable_upload (

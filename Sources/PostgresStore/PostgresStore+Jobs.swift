@@ -53,6 +53,7 @@ extension PostgresStore {
                 try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
                 try await Rows.update(job, on: connection, logger: logger)
                 try await connection.run("SELECT pg_notify(\(Self.cancelChannel), \(job.id))", logger: logger)
+                try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
             }
             return (job, previous)
         }

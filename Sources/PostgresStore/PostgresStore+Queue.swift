@@ -56,6 +56,7 @@ extension PostgresStore {
                     requeued.append(job.id)
                 }
                 try await Rows.update(job, on: connection, logger: logger)
+                if job.status == .failed { try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger) }
             }
             if !requeued.isEmpty { try await Self.notifyQueued(connection, logger: logger) }
             return (requeued, failed)
@@ -78,6 +79,7 @@ extension PostgresStore {
                                                workerSeconds: workerSeconds, now: now)
             try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
+            try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
             return true
         }
     }
@@ -95,6 +97,7 @@ extension PostgresStore {
             let settlement = job.markFailed(code: code, message: message, chargeSeconds: chargeSeconds, now: now)
             try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
+            try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
             return true
         }
     }

@@ -2,7 +2,8 @@ import Prometheus
 import Synchronization
 
 /// Every metric Moments exports, named here and nowhere else: other modules call the typed helpers
-/// (`HTTPMetrics`, `UploadMetrics`, `QueueMetrics`, `JobMetrics`, `WorkerMetrics`, `QuotaMetrics`).
+/// (`HTTPMetrics`, `UploadMetrics`, `QueueMetrics`, `JobMetrics`, `WorkerMetrics`, `QuotaMetrics`,
+/// `WebhookMetrics`).
 /// Names follow Prometheus conventions: `moments_` prefix, base units (seconds, bytes), `_total`
 /// on counters. Label values are always from a closed set (route patterns, codes the server
 /// defines), never a path, an id or anything else a client chose.
@@ -61,6 +62,11 @@ enum MomentsMetrics {
     static let quotaRefusals = "moments_quota_refusals_total"
     static let quotaRefusalsHelp = "Uploads refused by a plan limit, by problem code."
 
+    // MARK: Webhooks
+
+    static let webhookAttempts = "moments_webhook_attempts_total"
+    static let webhookAttemptsHelp = "Webhook delivery attempts, by outcome (delivered, retried, gave_up)."
+
     /// Creates every metric family (and the labelled series whose label sets are known in advance)
     /// so a scrape shows them at zero before the first event.
     static func touch() { _ = initialised }
@@ -78,6 +84,7 @@ enum MomentsMetrics {
         _ = registry.makeGauge(name: workersBusy, help: workersBusyHelp)
         _ = registry.makeGauge(name: workersBusyRatio, help: workersBusyRatioHelp)
         for code in QuotaRefusalCode.allCases { _ = QuotaMetrics.counter(code) }
+        for outcome in WebhookAttemptOutcome.allCases { _ = WebhookMetrics.counter(outcome) }
         return true
     }()
 }

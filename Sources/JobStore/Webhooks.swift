@@ -1,0 +1,410 @@
+import Crypto
+import Foundation
+import GRDB
+
+// Signed webhooks: an account's endpoint (URL and signing secret), and a durable outbox of
+// deliveries written in the same transaction as the job's final state change, so a job that
+// completes, fails or is cancelled is announced at least once, across restarts.
+
+/// The event types a webhook announces.
+public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
+    case jobCompleted = "job.completed"
+    case jobFailed = "job.failed"
+    case jobCancelled = "job.cancelled"
+
+    /// The event of a job that reached `state`; nil for states that are not final.
+    public init?(_ state: JobState) {
+        switch state {
+        case .completed: self = .jobCompleted
+        case .failed: self = .jobFailed
+        case .cancelled: self = .jobCancelled
+        case .pending, .processing: return nil
+        }
+    }
+}
+
+/// An account's webhook endpoint. The secret signs every delivery; it is shown to the account
+/// only when it is made (registration and rotation).
+public struct WebhookEndpoint: Sendable, Equatable {
+    public var accountId: String
+    public var url: String
+    public var secret: String
+    public var createdAt: Date
+    /// When the secret was last replaced (a PUT on an existing endpoint); nil: never.
+    public var rotatedAt: Date?
+
+    public init(accountId: String, url: String, secret: String, createdAt: Date, rotatedAt: Date?) {
+        self.accountId = accountId; self.url = url; self.secret = secret; self.createdAt = createdAt; self.rotatedAt = rotatedAt
+    }
+
+    /// A new signing secret: "whsec_" and 32 random bytes in base64url (256 bits).
+    public static func newSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let encoded = Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        return "whsec_" + encoded
+    }
+}
+
+public enum WebhookDeliveryStatus: String, Sendable, Codable {
+    /// Waiting for its next attempt (the first one included).
+    case pending
+    /// A 2xx answer was had.
+    case delivered
+    /// Given up: no 2xx within the retry window (24 h), or the endpoint was removed.
+    case failed
+}
+
+/// One event to deliver to an account's endpoint: a row of the outbox.
+public struct WebhookDelivery: Sendable, Equatable {
+    public var id: String
+    public var accountId: String
+    public var jobId: String
+    public var eventType: WebhookEventType
+    /// The event's JSON (`WebhookPayload`), as written with the job's state change.
+    public var payload: String
+    public var status: WebhookDeliveryStatus
+    public var attempts: Int
+    /// When the next attempt is due (nil once delivered or given up).
+    public var nextAttemptAt: Date?
+    public var createdAt: Date
+    public var deliveredAt: Date?
+    public var lastStatusCode: Int?
+    public var lastError: String?
+    /// The dispatcher holding the delivery while it attempts it, and until when.
+    public var leaseOwner: String?
+    public var leaseExpiresAt: Date?
+
+    public init(id: String, accountId: String, jobId: String, eventType: WebhookEventType, payload: String,
+                status: WebhookDeliveryStatus, attempts: Int, nextAttemptAt: Date?, createdAt: Date, deliveredAt: Date?,
+                lastStatusCode: Int?, lastError: String?, leaseOwner: String?, leaseExpiresAt: Date?) {
+        self.id = id; self.accountId = accountId; self.jobId = jobId; self.eventType = eventType; self.payload = payload
+        self.status = status; self.attempts = attempts; self.nextAttemptAt = nextAttemptAt; self.createdAt = createdAt
+        self.deliveredAt = deliveredAt; self.lastStatusCode = lastStatusCode; self.lastError = lastError
+        self.leaseOwner = leaseOwner; self.leaseExpiresAt = leaseExpiresAt
+    }
+}
+
+/// One attempt at a delivery, as the per-job log shows it.
+public struct WebhookAttempt: Sendable, Equatable {
+    public var deliveryId: String
+    /// 1 for the first attempt.
+    public var number: Int
+    public var at: Date
+    /// The endpoint's HTTP status, or nil when no answer was had (then `error` says why).
+    public var statusCode: Int?
+    public var error: String?
+    public var durationMs: Int
+
+    public init(deliveryId: String, number: Int, at: Date, statusCode: Int?, error: String?, durationMs: Int) {
+        self.deliveryId = deliveryId; self.number = number; self.at = at; self.statusCode = statusCode; self.error = error
+        self.durationMs = durationMs
+    }
+}
+
+/// A delivery claimed by a dispatcher, with the endpoint it goes to now (nil: removed since).
+public struct ClaimedWebhook: Sendable, Equatable {
+    public var delivery: WebhookDelivery
+    public var endpoint: WebhookEndpoint?
+
+    public init(delivery: WebhookDelivery, endpoint: WebhookEndpoint?) { self.delivery = delivery; self.endpoint = endpoint }
+}
+
+/// What an attempt leads to.
+public enum WebhookOutcome: Sendable, Equatable {
+    case delivered
+    case retry(at: Date)
+    case gaveUp
+}
+
+/// The body of a webhook: `{"id", "type", "created_at", "data": {the job's /status fields}}`.
+/// Stored in the outbox without `result_url` (the store does not know the public origin); the
+/// dispatcher fills it in before signing, the same on every attempt.
+public struct WebhookPayload: Codable, Sendable, Equatable {
+    public struct JobData: Codable, Sendable, Equatable {
+        public var jobId: String
+        public var status: JobState
+        public var progress: Int
+        public var message: String
+        public var resultUrl: String?
+        /// The stable code of a failed job; null otherwise.
+        public var errorCode: String?
+
+        enum CodingKeys: String, CodingKey {
+            case jobId = "job_id", status, progress, message, resultUrl = "result_url", errorCode = "error_code"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(jobId, forKey: .jobId)
+            try c.encode(status, forKey: .status)
+            try c.encode(progress, forKey: .progress)
+            try c.encode(message, forKey: .message)
+            try c.encode(resultUrl, forKey: .resultUrl)
+            try c.encode(errorCode, forKey: .errorCode)
+        }
+    }
+
+    public var id: String
+    public var type: WebhookEventType
+    /// ISO 8601, UTC, whole seconds.
+    public var createdAt: String
+    public var data: JobData
+
+    enum CodingKeys: String, CodingKey { case id, type, createdAt = "created_at", data }
+
+    public init(deliveryId: String, job: Job, type: WebhookEventType, now: Date) {
+        id = deliveryId
+        self.type = type
+        createdAt = Self.timestamp(now)
+        data = JobData(jobId: job.id, status: job.status, progress: job.progress, message: job.message, resultUrl: nil,
+                       errorCode: job.status == .failed ? job.errorCode : nil)
+    }
+
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// Compact JSON with sorted keys.
+    public func json() throws -> String { String(decoding: try Self.encoder.encode(self), as: UTF8.self) }
+
+    public static func decode(_ text: String) throws -> WebhookPayload {
+        try JSONDecoder().decode(WebhookPayload.self, from: Data(text.utf8))
+    }
+}
+
+/// The `Moments-Signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`
+/// (the scheme of Stripe and Mux). The key is the secret string as shown, "whsec_" included.
+public enum WebhookSignature {
+    public static func header(secret: String, timestamp: Int, body: some DataProtocol) -> String {
+        "t=\(timestamp),v1=\(hex(secret: secret, timestamp: timestamp, body: body))"
+    }
+
+    public static func hex(secret: String, timestamp: Int, body: some DataProtocol) -> String {
+        var message = Data("\(timestamp).".utf8)
+        message.append(contentsOf: body)
+        let mac = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))
+        return mac.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Checks a header against `body` as a receiver does: the v1 value must match (compared in
+    /// constant time) and `t` be at most `tolerance` seconds from `now`.
+    public static func verify(header: String, secret: String, body: some DataProtocol, now: Date, tolerance: TimeInterval = 300) -> Bool {
+        var timestamp: Int?
+        var candidates: [String] = []
+        for part in header.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { continue }
+            if pair[0] == "t" { timestamp = Int(pair[1]) }
+            if pair[0] == "v1" { candidates.append(pair[1]) }
+        }
+        guard let timestamp, abs(now.timeIntervalSince1970 - Double(timestamp)) <= tolerance else { return false }
+        let expected = Array(hex(secret: secret, timestamp: timestamp, body: body).utf8)
+        return candidates.contains { candidate in
+            let given = Array(candidate.utf8)
+            guard given.count == expected.count else { return false }
+            return zip(given, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        }
+    }
+}
+
+/// When a delivery is tried again: base·2^(attempts−1) after its `attempts`-th attempt, at most an
+/// hour; nil once that would fall after `maxAge` from its creation (given up).
+public enum WebhookSchedule {
+    public static let maxAge: TimeInterval = 24 * 3600
+
+    public static func nextAttempt(after attempts: Int, base: Double, createdAt: Date, now: Date, maxAge: TimeInterval = maxAge) -> Date? {
+        let next = now.addingTimeInterval(retryBackoff(base: base, attempts: attempts))
+        return next.timeIntervalSince(createdAt) > maxAge ? nil : next
+    }
+}
+
+/// The account's endpoint and the outbox.
+public protocol WebhookRepository: Sendable {
+    func webhookEndpoint(accountId: String) async throws -> WebhookEndpoint?
+    /// Registers the account's endpoint, or replaces its URL; either way with `secret` (a rotation).
+    func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws -> WebhookEndpoint
+    /// Removes the endpoint; deliveries still pending are given up when next due. False: none.
+    func deleteWebhookEndpoint(accountId: String) async throws -> Bool
+    /// Takes up to `limit` pending deliveries that are due at `now` and not leased, leasing them to
+    /// `worker` until `now + leaseSeconds` (several dispatchers on several hosts skip each other's).
+    func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook]
+    /// Logs an attempt and applies its outcome to a delivery `worker` holds. False: not held any
+    /// more (its lease ran out and another dispatcher took it).
+    @discardableResult
+    func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date) async throws -> Bool
+    /// Every delivery of the job (of `accountId`), oldest first, each with its attempts in order.
+    func webhookDeliveries(jobId: String, accountId: String) async throws -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])]
+}
+
+// MARK: SQLite
+
+extension AppDatabase {
+    static func registerWebhookMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v8 webhooks") { db in
+            try db.create(table: "webhook_endpoint") { t in
+                t.primaryKey("accountId", .text).references("account", onDelete: .cascade)
+                t.column("url", .text).notNull()
+                t.column("secret", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+                t.column("rotatedAt", .datetime)
+            }
+            try db.create(table: "webhook_delivery") { t in
+                t.primaryKey("id", .text)
+                t.column("accountId", .text).notNull().references("account", onDelete: .cascade)
+                t.column("jobId", .text).notNull()
+                t.column("eventType", .text).notNull()
+                t.column("payload", .text).notNull()
+                t.column("status", .text).notNull()
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("nextAttemptAt", .datetime)
+                t.column("createdAt", .datetime).notNull()
+                t.column("deliveredAt", .datetime)
+                t.column("lastStatusCode", .integer)
+                t.column("lastError", .text)
+                t.column("leaseOwner", .text)
+                t.column("leaseExpiresAt", .datetime)
+            }
+            try db.create(index: "webhook_delivery_due", on: "webhook_delivery", columns: ["status", "nextAttemptAt"])
+            try db.create(index: "webhook_delivery_job", on: "webhook_delivery", columns: ["jobId", "createdAt"])
+            try db.create(table: "webhook_attempt") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("deliveryId", .text).notNull().references("webhook_delivery", onDelete: .cascade)
+                t.column("number", .integer).notNull()
+                t.column("at", .datetime).notNull()
+                t.column("statusCode", .integer)
+                t.column("error", .text)
+                t.column("durationMs", .integer).notNull()
+            }
+            try db.create(index: "webhook_attempt_delivery", on: "webhook_attempt", columns: ["deliveryId", "number"])
+        }
+    }
+
+    /// Inside a transaction that just moved `job` to a final state: writes its webhook to the
+    /// outbox when its account has an endpoint. True when one was written.
+    @discardableResult
+    static func enqueueWebhook(_ db: Database, job: Job, now: Date) throws -> Bool {
+        guard let type = WebhookEventType(job.status),
+              try Bool.fetchOne(db, sql: "SELECT 1 FROM webhook_endpoint WHERE accountId = ?", arguments: [job.accountId]) == true
+        else { return false }
+        let id = "whd_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let payload = try WebhookPayload(deliveryId: id, job: job, type: type, now: now).json()
+        try db.execute(sql: """
+            INSERT INTO webhook_delivery (id, accountId, jobId, eventType, payload, status, attempts, nextAttemptAt, createdAt)
+            VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+            """, arguments: [id, job.accountId, job.id, type.rawValue, payload, now, now])
+        return true
+    }
+
+    public func webhookEndpoint(accountId: String) async throws -> WebhookEndpoint? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId]).map(Self.endpoint)
+        }
+    }
+
+    public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws -> WebhookEndpoint {
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO webhook_endpoint (accountId, url, secret, createdAt) VALUES (?, ?, ?, ?)
+                ON CONFLICT(accountId) DO UPDATE SET url = excluded.url, secret = excluded.secret, rotatedAt = excluded.createdAt
+                """, arguments: [accountId, url, secret, now])
+            return try Self.endpoint(try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId])!)
+        }
+    }
+
+    public func deleteWebhookEndpoint(accountId: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId])
+            return db.changesCount > 0
+        }
+    }
+
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook] {
+        try await pool.write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM webhook_delivery WHERE status = 'pending' AND nextAttemptAt <= ?
+                AND (leaseExpiresAt IS NULL OR leaseExpiresAt < ?) ORDER BY nextAttemptAt LIMIT ?
+                """, arguments: [now, now, limit])
+            var claimed: [ClaimedWebhook] = []
+            let expires = now.addingTimeInterval(leaseSeconds)
+            for row in rows {
+                var delivery = try Self.delivery(row)
+                try db.execute(sql: "UPDATE webhook_delivery SET leaseOwner = ?, leaseExpiresAt = ? WHERE id = ?",
+                               arguments: [worker, expires, delivery.id])
+                delivery.leaseOwner = worker
+                delivery.leaseExpiresAt = expires
+                let endpoint = try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?",
+                                                arguments: [delivery.accountId]).map(Self.endpoint)
+                claimed.append(ClaimedWebhook(delivery: delivery, endpoint: endpoint))
+            }
+            return claimed
+        }
+    }
+
+    @discardableResult
+    public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM webhook_delivery WHERE id = ? AND status = 'pending' AND leaseOwner = ?
+                """, arguments: [attempt.deliveryId, worker]) == true else { return false }
+            try db.execute(sql: """
+                INSERT INTO webhook_attempt (deliveryId, number, at, statusCode, error, durationMs) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [attempt.deliveryId, attempt.number, attempt.at, attempt.statusCode, attempt.error, attempt.durationMs])
+            let (status, next, delivered) = Self.apply(outcome, now: now)
+            try db.execute(sql: """
+                UPDATE webhook_delivery SET attempts = attempts + 1, status = ?, nextAttemptAt = ?, deliveredAt = ?,
+                    lastStatusCode = ?, lastError = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
+                """, arguments: [status.rawValue, next, delivered, attempt.statusCode, attempt.error, attempt.deliveryId])
+            return true
+        }
+    }
+
+    public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] {
+        try await pool.read { db in
+            let deliveries = try Row.fetchAll(db, sql: """
+                SELECT * FROM webhook_delivery WHERE jobId = ? AND accountId = ? ORDER BY createdAt, rowid
+                """, arguments: [jobId, accountId]).map(Self.delivery)
+            return try deliveries.map { delivery in
+                let attempts = try Row.fetchAll(db, sql: "SELECT * FROM webhook_attempt WHERE deliveryId = ? ORDER BY number, id",
+                                                arguments: [delivery.id]).map { row in
+                    WebhookAttempt(deliveryId: row["deliveryId"], number: row["number"], at: row["at"], statusCode: row["statusCode"],
+                                   error: row["error"], durationMs: row["durationMs"])
+                }
+                return (delivery, attempts)
+            }
+        }
+    }
+
+    static func apply(_ outcome: WebhookOutcome, now: Date) -> (WebhookDeliveryStatus, Date?, Date?) {
+        switch outcome {
+        case .delivered: return (.delivered, nil, now)
+        case .retry(let at): return (.pending, at, nil)
+        case .gaveUp: return (.failed, nil, nil)
+        }
+    }
+
+    static func endpoint(_ row: Row) -> WebhookEndpoint {
+        WebhookEndpoint(accountId: row["accountId"], url: row["url"], secret: row["secret"], createdAt: row["createdAt"],
+                        rotatedAt: row["rotatedAt"])
+    }
+
+    static func delivery(_ row: Row) throws -> WebhookDelivery {
+        guard let type = WebhookEventType(rawValue: row["eventType"]), let status = WebhookDeliveryStatus(rawValue: row["status"]) else {
+            throw DatabaseError(message: "a webhook delivery row has an unknown type or status")
+        }
+        return WebhookDelivery(id: row["id"], accountId: row["accountId"], jobId: row["jobId"], eventType: type, payload: row["payload"],
+                               status: status, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"], createdAt: row["createdAt"],
+                               deliveredAt: row["deliveredAt"], lastStatusCode: row["lastStatusCode"], lastError: row["lastError"],
+                               leaseOwner: row["leaseOwner"], leaseExpiresAt: row["leaseExpiresAt"])
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import JobStore
+import Testing
+
+/// The webhook outbox on both engines: written with the job's final state (and only then), and
+/// claimed by one dispatcher at a time.
+@Suite("Webhook outbox on both engines")
+struct WebhookStoreTests {
+    static let t0 = StoreBehaviourTests.t0
+
+    static func deliveries(_ store: any MomentsStore, _ job: Job) async throws -> [WebhookDelivery] {
+        try await store.webhookDeliveries(jobId: job.id, accountId: job.accountId).map(\.delivery)
+    }
+
+    @Test(arguments: Engine.allCases)
+    func outboxRowsComeWithTheFinalStateOnly(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            let output = JobOutput(duration: 5, size: 1000, width: 320, height: 180)
+
+            // No endpoint when the job completes: nothing to deliver.
+            let before = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id))
+            _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 30, now: Self.t0 + 1))
+            #expect(try await store.complete(id: before.id, worker: "w1", output: output, segments: [], processingSeconds: 1,
+                                             workerSeconds: 1, now: Self.t0 + 2))
+            #expect(try await Self.deliveries(store, before).isEmpty)
+
+            let endpoint = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook", secret: "whsec_a",
+                                                              now: Self.t0 + 3)
+            #expect(endpoint.rotatedAt == nil && endpoint.createdAt == Self.t0 + 3)
+
+            // Completed by its holder: one job.completed; a worker that lost the job writes nothing.
+            let done = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + 4))
+            _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 30, now: Self.t0 + 5))
+            #expect(!(try await store.complete(id: done.id, worker: "w2", output: output, segments: [], processingSeconds: 1,
+                                               workerSeconds: 1, now: Self.t0 + 6)))
+            #expect(try await Self.deliveries(store, done).isEmpty)
+            #expect(try await store.complete(id: done.id, worker: "w1", output: output, segments: [], processingSeconds: 1,
+                                             workerSeconds: 1, now: Self.t0 + 7))
+            let completed = try await Self.deliveries(store, done)
+            #expect(completed.map(\.eventType) == [.jobCompleted] && completed.first?.status == .pending)
+            #expect(completed.first?.nextAttemptAt == Self.t0 + 7 && completed.first?.attempts == 0)
+            let payload = try WebhookPayload.decode(try #require(completed.first?.payload))
+            #expect(payload.id == completed.first?.id && payload.type == .jobCompleted && payload.data.jobId == done.id)
+            #expect(payload.data.status == .completed && payload.data.progress == 100 && payload.data.resultUrl == nil)
+
+            // Cancelled: job.cancelled; cancelling it again changes nothing.
+            let cancelled = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + 8))
+            _ = try await store.cancel(id: cancelled.id, accountId: account.id, now: Self.t0 + 9)
+            _ = try await store.cancel(id: cancelled.id, accountId: account.id, now: Self.t0 + 10)
+            #expect(try await Self.deliveries(store, cancelled).map(\.eventType) == [.jobCancelled])
+
+            // Failed by an operator, and failed by the rescuer after too many interruptions.
+            let failed = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + 11))
+            #expect(try await store.fail(id: failed.id, worker: nil, code: "bad", message: "Bad.", chargeSeconds: 0, now: Self.t0 + 12))
+            let failure = try WebhookPayload.decode(try #require(try await Self.deliveries(store, failed).first?.payload))
+            #expect(failure.type == .jobFailed && failure.data.errorCode == "bad")
+            let stuck = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + 13))
+            _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 30, now: Self.t0 + 14))
+            let rescued = try await store.rescueExpiredLeases(maxAttempts: 1, backoffSeconds: 10, now: Self.t0 + 100)
+            #expect(rescued.failed == [stuck.id])
+            #expect(try await Self.deliveries(store, stuck).map(\.eventType) == [.jobFailed])
+
+            // Another account sees none of them.
+            let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            #expect(try await store.webhookDeliveries(jobId: done.id, accountId: other.id).isEmpty)
+
+            // PUT again rotates; DELETE removes.
+            let rotated = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/new", secret: "whsec_b",
+                                                             now: Self.t0 + 200)
+            #expect(rotated.secret == "whsec_b" && rotated.url == "https://example.com/new")
+            #expect(rotated.createdAt == Self.t0 + 3 && rotated.rotatedAt == Self.t0 + 200)
+            #expect(try await store.deleteWebhookEndpoint(accountId: account.id))
+            #expect(!(try await store.deleteWebhookEndpoint(accountId: account.id)))
+            #expect(try await store.webhookEndpoint(accountId: account.id) == nil)
+        }
+    }
+
+    @Test(arguments: Engine.allCases)
+    func claimsLeaseEachDeliveryToOneDispatcher(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            _ = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook", secret: "whsec_a", now: Self.t0)
+            var jobs: [Job] = []
+            for i in 0..<10 {
+                let job = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + Double(i)))
+                _ = try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 20)
+                jobs.append(job)
+            }
+            // Four dispatchers (two of them on another connection or process) claim at once.
+            let second = try await h.secondInstance()
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for index in 0..<4 {
+                    let claimer = index % 2 == 0 ? store : second
+                    group.addTask {
+                        try await claimer.claimDueWebhooks(worker: "d\(index)", leaseSeconds: 60, limit: 3, now: Self.t0 + 30)
+                            .map(\.delivery.id)
+                    }
+                }
+                var all: [[String]] = []
+                for try await ids in group { all.append(ids) }
+                return all
+            }
+            let claimed = claims.flatMap { $0 }
+            #expect(claimed.count == Set(claimed).count, "no delivery claimed twice: \(claims)")
+            // Leased: not claimable again until the lease runs out.
+            let rest = try await store.claimDueWebhooks(worker: "d9", leaseSeconds: 60, limit: 20, now: Self.t0 + 31)
+            #expect(Set(rest.map(\.delivery.id)).isDisjoint(with: claimed) && claimed.count + rest.count == 10)
+            #expect(rest.allSatisfy { $0.endpoint?.secret == "whsec_a" })
+
+            // Only the holder records an attempt.
+            let id = try #require(claims.first(where: { !$0.isEmpty })?.first)
+            let holder = "d\(try #require(claims.firstIndex(where: { $0.contains(id) })))"
+            let attempt = WebhookAttempt(deliveryId: id, number: 1, at: Self.t0 + 32, statusCode: 500, error: nil, durationMs: 12)
+            #expect(!(try await store.recordWebhookAttempt(attempt, worker: "intruder", outcome: .delivered, now: Self.t0 + 32)))
+            #expect(try await store.recordWebhookAttempt(attempt, worker: holder, outcome: .retry(at: Self.t0 + 42), now: Self.t0 + 32))
+            // Not due before its next attempt; due (and claimable) after.
+            let early = try await store.claimDueWebhooks(worker: "d8", leaseSeconds: 60, limit: 20, now: Self.t0 + 41)
+            #expect(!early.map(\.delivery.id).contains(id))
+            let due = try await store.claimDueWebhooks(worker: "d8", leaseSeconds: 60, limit: 20, now: Self.t0 + 42)
+            #expect(due.map(\.delivery.id).contains(id))
+            let success = WebhookAttempt(deliveryId: id, number: 2, at: Self.t0 + 43, statusCode: 204, error: nil, durationMs: 7)
+            #expect(try await store.recordWebhookAttempt(success, worker: "d8", outcome: .delivered, now: Self.t0 + 43))
+            // Delivered: never claimed again, and its log has both attempts in order.
+            let later = try await store.claimDueWebhooks(worker: "d7", leaseSeconds: 60, limit: 20, now: Self.t0 + 1000)
+            #expect(!later.map(\.delivery.id).contains(id))
+            let logs = try await withThrowingTaskGroup(of: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])].self) { group in
+                for job in jobs { group.addTask { try await store.webhookDeliveries(jobId: job.id, accountId: account.id) } }
+                var all: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] = []
+                for try await log in group { all += log }
+                return all
+            }
+            let entry = try #require(logs.first { $0.delivery.id == id })
+            #expect(entry.delivery.status == .delivered && entry.delivery.deliveredAt == Self.t0 + 43 && entry.delivery.attempts == 2)
+            #expect(entry.delivery.lastStatusCode == 204 && entry.delivery.nextAttemptAt == nil && entry.delivery.leaseOwner == nil)
+            #expect(entry.attempts.map(\.statusCode) == [500, 204] && entry.attempts.map(\.durationMs) == [12, 7])
+        }
+    }
+}
