@@ -109,6 +109,28 @@ struct JobEventsTests {
         }
     }
 
+    /// curl, a client that is not ours, reads the stream to the job's end (`-N`, no buffering),
+    /// then reconnects with the last event's id and gets 204, and with an older id only what is
+    /// newer: what an EventSource does after a dropped connection.
+    @Test func curlReadsTheStreamAndResumes() async throws {
+        let server = try await TestServer()
+        let video = try await Fixtures.data(.short)
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let url = "http://127.0.0.1:\(try #require(client.port))/api/v1/jobs/\(job)/events"
+            let auth = "Authorization: Bearer \(key)"
+            let stream = try await Curl.run(["-sS", "-N", "--max-time", "120", "-H", auth, url])
+            let (events, _, _) = try Self.parse(stream)
+            let final = try #require(events.last)
+            #expect(final.name == "completed", "\(stream)")
+            let done = try await Curl.run(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth, "-H", "Last-Event-ID: \(try #require(final.id))", url])
+            #expect(done == "204")
+            let resumed = try await Curl.run(["-sS", "-N", "--max-time", "30", "-H", auth, "-H", "Last-Event-ID: \(try #require(events.first?.id))", url])
+            #expect(try Self.parse(resumed).events.map(\.id) == [final.id], "\(resumed)")
+        }
+    }
+
     /// Another account's job does not exist for this key; an unknown id is a 404 problem too.
     @Test func otherAccountsJobIsNotFound() async throws {
         let server = try await TestServer { s in s.workers = 0 }
