@@ -66,10 +66,12 @@ extension PostgresStore {
         }
     }
 
-    public func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date, now: Date) async throws -> Bool {
-        !(try await rows("""
-            UPDATE resumable_upload SET "offset" = \(offset), length = COALESCE(length, \(length)), "heldUntil" = \(heldUntil),
-                "expiresAt" = \(expiresAt), "updatedAt" = \(now)
+    public func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
+                                   release: Bool, now: Date) async throws -> Bool {
+        let until: Date? = release ? nil : heldUntil
+        return !(try await rows("""
+            UPDATE resumable_upload SET "offset" = \(offset), length = COALESCE(length, \(length)), "heldUntil" = \(until),
+                holder = CASE WHEN \(release) THEN NULL ELSE holder END, "expiresAt" = \(expiresAt), "updatedAt" = \(now)
             WHERE id = \(id) AND holder = \(holder) AND state = 'receiving' RETURNING id
             """).isEmpty)
     }

@@ -28,8 +28,8 @@ public final class ResumableUploads: Sendable {
     static let holdSeconds = 30.0
     /// While bytes arrive without a checksum to verify, they are made durable and recorded at
     /// least this often (bytes and seconds): a dropped connection or a crash loses at most this much.
-    static let commitBytes: Int64 = 16 << 20
-    static let commitSeconds = 2.0
+    static let commitBytes: Int64 = 64 << 20
+    static let commitSeconds = 5.0
     /// Bytes gathered before one write to the staging file.
     static let batchBytes = 1 << 20
 
@@ -236,6 +236,7 @@ public final class ResumableUploads: Sendable {
         var pending = ByteBuffer()
         pending.reserveCapacity(Self.batchBytes + 64 * 1024)
         let handle = try await staging.openForAppend(id: id)
+        var inflight: Task<Void, any Error>?
         do {
             func flush() async throws {
                 guard pending.readableBytes > 0 else { return }
@@ -244,16 +245,28 @@ public final class ResumableUploads: Sendable {
                 pending.clear()
                 try wrote(position - start)
             }
+            // A commit (fsync, the bucket's part, the offset recorded with the hold renewed) runs
+            // beside the receiving loop, so the disk's write-back overlaps the network instead of
+            // stalling it; one at a time, and awaited before the append's last commit.
             func commit() async throws {
                 try await flush()
+                if let previous = inflight {
+                    inflight = nil
+                    try await previous.value
+                }
                 guard position > committed else { return }
-                try await handle.synchronize()
-                try await staging.publish(id: id, range: committed..<position)
-                let now = self.now
-                guard try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: nil,
-                                                         heldUntil: now.addingTimeInterval(Self.holdSeconds),
-                                                         expiresAt: now.addingTimeInterval(expirySeconds), now: now) else {
-                    throw Self.gone
+                let range = committed..<position
+                let (store, staging, expiry) = (self.store, self.staging, expirySeconds)
+                let clock = service.clock
+                inflight = Task {
+                    try await handle.synchronize()
+                    try await staging.publish(id: id, range: range)
+                    let now = clock()
+                    guard try await store.recordUploadOffset(id: id, holder: holder, offset: range.upperBound, length: nil,
+                                                             heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                             expiresAt: now.addingTimeInterval(expiry), release: false, now: now) else {
+                        throw Self.gone
+                    }
                 }
                 committed = position
                 lastCommit = Date()
@@ -270,6 +283,16 @@ public final class ResumableUploads: Sendable {
                     if pending.readableBytes >= Self.batchBytes { try await flush() }
                     if hasher == nil, position - committed >= Self.commitBytes || Date().timeIntervalSince(lastCommit) >= Self.commitSeconds {
                         try await commit()
+                    } else if hasher != nil, Date().timeIntervalSince(lastCommit) >= Self.commitSeconds {
+                        // Nothing is recorded before the checksum is verified, but the hold is
+                        // renewed, so no other request takes the upload while this one writes.
+                        let now = self.now
+                        guard try await store.recordUploadOffset(id: id, holder: holder, offset: committed, length: nil,
+                                                                 heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                                 expiresAt: now.addingTimeInterval(expirySeconds), release: false, now: now) else {
+                            throw Self.gone
+                        }
+                        lastCommit = Date()
                     }
                 }
             } catch let rejection as UploadRejection {
@@ -294,38 +317,46 @@ public final class ResumableUploads: Sendable {
                                           extras: ["offset": .int(Int(start))])
                 }
             }
-            try await commit()
+            try await flush()
+            if let previous = inflight {
+                inflight = nil
+                try await previous.value
+            }
+            // The length, once this append is in: declared now or before, or where a final append ends.
+            var length = append.length ?? upload.length
+            if append.completes && !interrupted {
+                if let declared = length, declared != position {
+                    throw UploadRejection(status: 400, code: "length_mismatch",
+                                          detail: "The upload was declared as \(declared) bytes but ended at \(position).")
+                }
+                length = position
+            }
+            let completing = !interrupted && length.map { position >= $0 } ?? false
+            // One transaction records the offset (and the length) and, unless the upload is now
+            // complete and becomes a job under the same hold, lets go of the hold.
+            if position > committed {
+                try await handle.synchronize()
+                try await staging.publish(id: id, range: committed..<position)
+            }
+            let now = self.now
+            guard try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: length,
+                                                     heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                     expiresAt: now.addingTimeInterval(expirySeconds), release: !completing, now: now) else {
+                throw Self.gone
+            }
+            released = !completing
             try await handle.close()
+            upload.offset = position
+            upload.length = length
+            guard completing else { return .partial(upload) }
         } catch {
+            // A commit still running finishes before the file is closed (its offset is true).
+            _ = try? await inflight?.value
             try? await handle.close()
             throw error
         }
-        upload.offset = position
-        if let declared = append.length { upload.length = declared }
-        if append.completes {
-            if let length = upload.length, length != position, !interrupted {
-                throw UploadRejection(status: 400, code: "length_mismatch",
-                                      detail: "The upload was declared as \(length) bytes but ended at \(position).")
-            }
-            if upload.length == nil && !interrupted { upload.length = position }
-        }
-        if upload.length != nil, upload.offset >= (upload.length ?? .max), !interrupted {
-            if append.length != nil || upload.length != nil {
-                _ = try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: upload.length,
-                                                       heldUntil: now.addingTimeInterval(Self.holdSeconds),
-                                                       expiresAt: now.addingTimeInterval(expirySeconds), now: now)
-            }
-            released = true
-            return try await complete(upload, holder: holder, account: account)
-        }
-        if let declared = append.length {
-            _ = try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: declared,
-                                                   heldUntil: now.addingTimeInterval(Self.holdSeconds),
-                                                   expiresAt: now.addingTimeInterval(expirySeconds), now: now)
-        }
         released = true
-        try await store.releaseUpload(id: id, holder: holder, now: now)
-        return .partial(upload)
+        return try await complete(upload, holder: holder, account: account)
     }
 
     /// Every byte is in: the file becomes a job through the plain upload's acceptance (probe in the
