@@ -95,10 +95,12 @@ let package = Package(
             ]
         ),
         // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
+        // sync_file_range for resumable uploads' early write-back (needs _GNU_SOURCE).
+        .target(name: "CFileSync"),
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "Telemetry", "ObjectStorage",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "CFileSync", "Telemetry", "ObjectStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -241,6 +241,7 @@ public final class ResumableUploads: Sendable {
             func flush() async throws {
                 guard pending.readableBytes > 0 else { return }
                 let count = try await handle.write(contentsOf: pending.readableBytesView, toAbsoluteOffset: position)
+                try await UploadStaging.startWriteback(handle, from: position, count: Int64(count))
                 position += Int64(count)
                 pending.clear()
                 try wrote(position - start)

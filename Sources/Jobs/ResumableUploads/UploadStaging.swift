@@ -1,3 +1,4 @@
+import CFileSync
 import Foundation
 import Logging
 import NIOCore
@@ -47,6 +48,16 @@ public struct UploadStaging: Sendable {
     /// Opens the local file for an append at `offset` (after `prepare`).
     public func openForAppend(id: String) async throws -> WriteFileHandle {
         try await FileSystem.shared.openFile(forWritingAt: FilePath(path(id)), options: .modifyFile(createIfNecessary: false))
+    }
+
+    /// Starts the disk's write-back of bytes just written (Linux `sync_file_range`, which does not
+    /// wait), so the fsync that must precede an acknowledged offset finds them mostly on disk
+    /// already: the write-back overlaps the network instead of following it (a 5 MB PATCH's
+    /// fsync is about 10 ms on a disk that writes 500 MB/s).
+    static func startWriteback(_ handle: WriteFileHandle, from offset: Int64, count: Int64) async throws {
+        _ = try await handle.withUnsafeDescriptor { descriptor in
+            moments_start_writeback(descriptor.rawValue, offset, Int64(count))
+        }
     }
 
     /// Makes bytes `range` of the local file durable where every host can reach them (the bucket's
