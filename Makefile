@@ -35,11 +35,14 @@ run: release
 # on the embedded engines (SQLite + filesystem), the store and object-storage suites, and the
 # service tests again on the production engines (PostgreSQL + S3).
 SERVICE_TESTS := --filter "^ServerTests\."
-# tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client.
+# tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client;
+# curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests.
 test-tools:
 	@python3 -c 'import tusclient' 2>/dev/null || { echo "Installing tuspy with pip"; \
 		python3 -m pip install --quiet tuspy 2>/dev/null || python3 -m pip install --quiet --break-system-packages tuspy; }
 	@command -v curl >/dev/null 2>&1 || { SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get install -y -qq curl; }
+	@command -v ffprobe >/dev/null 2>&1 || { echo "Installing the ffmpeg CLI (the phone-media tests read picture types with ffprobe)"; \
+		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg >/dev/null; }
 
 test: setup test-tools
 	$(SWIFT) build --build-tests

@@ -230,8 +230,8 @@ extension AppDatabase {
         try await pool.write { db in
             try db.execute(sql: """
                 UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ?
-                WHERE id = ? AND state = 'receiving' AND expiresAt < ?
-                """, arguments: [now, id, now])
+                WHERE id = ? AND state = 'receiving' AND expiresAt < ? AND (holder IS NULL OR heldUntil < ?)
+                """, arguments: [now, id, now, now])
             return db.changesCount > 0
         }
     }

@@ -100,6 +100,9 @@ struct ResumableUploadController {
             length = contentLength
             body = true
         }
+        if length == 0 || (completes && !body) {
+            throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
+        }
         let (targetDuration, quality) = try UploadController(service: service, uploads: uploads).parameters(fields)
         let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: length, filename: filename,
                                                  targetDuration: targetDuration, quality: quality)
@@ -204,6 +207,13 @@ struct ResumableUploadController {
                 fields.append(contentsOf: protocolFields(upload, proto: proto))
                 return Response(status: .noContent, headers: fields)
             case .completed(let upload, let job, let usage):
+                if proto == .tus {
+                    // tus acknowledges every append with 204; the job is in Moments-Job-Id (and in
+                    // GET /api/v1/uploads/{id}).
+                    var fields: HTTPFields = [.uploadOffset: String(upload.offset), .momentsJobId: job.id]
+                    fields.append(contentsOf: protocolFields(upload, proto: proto))
+                    return Response(status: .noContent, headers: fields)
+                }
                 var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
                 response.headers[.uploadOffset] = String(upload.offset)
                 response.headers.append(contentsOf: protocolFields(upload, proto: proto))

@@ -53,7 +53,9 @@ enum ResumableProtocol: Equatable {
     static func size(_ text: String?) -> Int64?? {
         guard let text else { return .some(nil) }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int64(trimmed) else {
+        // At most 2^50 (a petabyte): sums of a few such values cannot overflow.
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int64(trimmed),
+              value <= 1 << 50 else {
             return nil
         }
         return .some(value)

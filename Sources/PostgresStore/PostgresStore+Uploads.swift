@@ -112,7 +112,7 @@ extension PostgresStore {
     public func expireUpload(id: String, now: Date) async throws -> Bool {
         !(try await rows("""
             UPDATE resumable_upload SET state = 'expired', holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now)
-            WHERE id = \(id) AND state = 'receiving' AND "expiresAt" < \(now) RETURNING id
+            WHERE id = \(id) AND state = 'receiving' AND "expiresAt" < \(now) AND (holder IS NULL OR "heldUntil" < \(now)) RETURNING id
             """).isEmpty)
     }
 

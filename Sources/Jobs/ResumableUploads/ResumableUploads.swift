@@ -25,7 +25,11 @@ public final class ResumableUploads: Sendable {
     /// `upload.resumableExpiryHours`: an upload that received no byte for this long is deleted.
     public var expirySeconds: Double { service.settings.resumableExpiryHours * 3600 }
     /// A hold lasts this long unless renewed (an appending host that died frees it within this).
-    static let holdSeconds = 30.0
+    /// Longer than `upload.stallSeconds` (30 s), after which a body that brings nothing is cut
+    /// off, plus a commit's fsync and part upload: a live append never loses its hold.
+    static let holdSeconds = 90.0
+    /// Completion (probe, storing the input, the job's row) holds the upload this long.
+    static let completionHoldSeconds = 3600.0
     /// While bytes arrive without a checksum to verify, they are made durable and recorded at
     /// least this often (bytes and seconds): a dropped connection or a crash loses at most this much.
     static let commitBytes: Int64 = 64 << 20
@@ -157,7 +161,14 @@ public final class ResumableUploads: Sendable {
         let upload = try await takeHold(id: id, account: account, holder: holder)
         running.withLock { $0[id] = (holder, stop) }
         defer { running.withLock { if $0[id]?.holder == holder { $0[id] = nil } } }
-        return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
+        do {
+            return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
+        } catch {
+            // Let go before answering, so the client's immediate retry finds the upload free.
+            // (A no-op when the append already released it or the upload has ended.)
+            try? await store.releaseUpload(id: id, holder: holder, now: now)
+            throw error
+        }
     }
 
     /// Holds the upload for `holder`: a stale append of this process is stopped first (up to 5 s).
@@ -195,13 +206,6 @@ public final class ResumableUploads: Sendable {
     ) async throws -> Outcome where Body.Element == ByteBuffer {
         var upload = held
         let id = upload.id
-        var released = false
-        defer {
-            if !released {
-                let store = self.store, now = self.now
-                Task { try? await store.releaseUpload(id: id, holder: holder, now: now) }
-            }
-        }
         guard append.offset == upload.offset else {
             throw UploadRejection(status: 409, code: "offset_mismatch",
                                   detail: "The upload is at byte \(upload.offset), not \(append.offset). Ask for the offset (HEAD) and send from there.",
@@ -345,7 +349,6 @@ public final class ResumableUploads: Sendable {
                                                      expiresAt: now.addingTimeInterval(expirySeconds), release: !completing, now: now) else {
                 throw Self.gone
             }
-            released = !completing
             try await handle.close()
             upload.offset = position
             upload.length = length
@@ -356,7 +359,6 @@ public final class ResumableUploads: Sendable {
             try? await handle.close()
             throw error
         }
-        released = true
         return try await complete(upload, holder: holder, account: account)
     }
 
@@ -366,19 +368,34 @@ public final class ResumableUploads: Sendable {
     private func complete(_ upload: ResumableUpload, holder: String, account: Account) async throws -> Outcome {
         var upload = upload
         let path = staging.path(upload.id)
+        let now = self.now
+        _ = try await store.recordUploadOffset(id: upload.id, holder: holder, offset: upload.offset, length: upload.length,
+                                               heldUntil: now.addingTimeInterval(Self.completionHoldSeconds),
+                                               expiresAt: now.addingTimeInterval(expirySeconds), release: false, now: now)
         do {
             try await staging.prepare(id: upload.id, offset: upload.offset)
             let plan = try await service.accountPlan(account)
             let (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: upload.targetDuration,
                                                               quality: upload.quality, plan: plan)
-            _ = try await store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
-                                             errorMessage: nil, now: now)
+            if try await !store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
+                                              errorMessage: nil, now: self.now) {
+                logger.error("a resumable upload became a job but its row could not record it (cancelled meanwhile?)",
+                             metadata: ["upload": "\(upload.id)", "job": "\(job.id)"])
+            }
             await staging.remove(id: upload.id)
             upload.state = .completed
             upload.jobId = job.id
             return .completed(upload, job, usage)
         } catch {
             let rejection = error as? UploadRejection
+            // A failure that is not a refusal (the database or the bucket for a moment) keeps
+            // the bytes when they are still staged: the client completes the upload again with
+            // an empty append at its offset.
+            if rejection == nil, FileManager.default.fileExists(atPath: path) || staging.parts != nil {
+                logger.error("completing a resumable upload failed; its bytes are kept for a retry",
+                             metadata: ["upload": "\(upload.id)", "error": "\(error)"])
+                throw error
+            }
             let code = rejection?.code ?? "upload_failed"
             let message = rejection?.detail ?? "The upload could not be turned into a job. Try again later."
             _ = try? await store.finishUpload(id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
