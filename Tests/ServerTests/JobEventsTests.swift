@@ -98,7 +98,7 @@ struct JobEventsTests {
             let service = server.service
             let account = try #require(try await service.account(apiKey: key))
             let cancel = Task {
-                try await Task.sleep(for: .milliseconds(1500))
+                try await Task.sleep(for: .milliseconds(3000))
                 return try await service.cancelOrDelete(id: job, account: account)?.status
             }
             let response = try await client.get("/api/v1/jobs/\(job)/events", key: key)

@@ -127,21 +127,30 @@ public final class ResumableUploads: Sendable {
     }
 
     /// The upload for an offset request (HEAD). A client asks for the offset when it resumes, so
-    /// an append of this process still running on the upload is stale (its connection dropped
-    /// before the server noticed, or the client gave up on it): it is stopped, as the IETF draft
-    /// advises, and the answer waits (up to `settleSeconds`) until it has recorded what it got, so
-    /// the offset is the truth. An append held on another host is not waited for.
+    /// an append of this process still running on the upload is most likely ending (its client
+    /// went away and the server is reading what was already sent) or stale (a half-open
+    /// connection). The answer waits up to `drainSeconds` for it to end on its own, then stops it,
+    /// as the IETF draft advises, and waits (up to `settleSeconds`) until it has recorded what it
+    /// got, so the offset is the truth. An append held on another host is not waited for.
     public func settledUpload(id: String, account: Account) async throws -> ResumableUpload? {
         guard let upload = try await upload(id: id, account: account) else { return nil }
-        guard let stop = running.withLock({ $0[id]?.stop }) else { return upload }
-        stop()
-        let deadline = Date().addingTimeInterval(Self.settleSeconds)
-        while running.withLock({ $0[id] != nil }), Date() < deadline {
+        guard running.withLock({ $0[id] != nil }) else { return upload }
+        let drained = Date().addingTimeInterval(Self.drainSeconds)
+        while running.withLock({ $0[id] != nil }), Date() < drained {
             try await Task.sleep(for: .milliseconds(20))
+        }
+        if let stop = running.withLock({ $0[id]?.stop }) {
+            stop()
+            let deadline = Date().addingTimeInterval(Self.settleSeconds)
+            while running.withLock({ $0[id] != nil }), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
         }
         return try await self.upload(id: id, account: account)
     }
 
+    /// How long an offset request lets a running append end by itself before stopping it.
+    static let drainSeconds = 3.0
     /// How long an offset request waits for a stopped append to record its bytes (with the s3
     /// backend that includes storing the part in the bucket).
     static let settleSeconds = 15.0
