@@ -52,9 +52,12 @@ let package = Package(
             dependencies: ["Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Synthetic media (test patterns, tones, cuts, flashes) written with MediaEngine's encoder.
+        // Optimised in debug builds too: the tests generate their media with it while live servers
+        // run beside them, and unoptimised pixel loops are several times slower.
         .target(
             name: "MediaSynth",
-            dependencies: ["MediaEngine"]
+            dependencies: ["MediaEngine"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // Configuration: Config/moments.json with every key overridable by environment variables.
         .target(

@@ -57,7 +57,11 @@ public final class JobService: Sendable {
         self.settings = settings
         self.clock = clock
         self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, logger: logger, clock: clock)
-        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: runner.isolation, logger: logger)
+        // The probe answers an upload the client is waiting on (bounded by its time limit): it runs at
+        // the API's priority, not the render's (`jobs.niceness`).
+        var probeIsolation = runner.isolation
+        probeIsolation.niceness = 0
+        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
         try runner.recoverAtStartup()
     }
 

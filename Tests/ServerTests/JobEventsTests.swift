@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -51,10 +52,11 @@ struct JobEventsTests {
             let (_, key) = try await client.createAccount()
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let response = try await client.get("/api/v1/jobs/\(job)/events", key: key)
-            #expect(response.status == .ok)
-            #expect(response.headers[.contentType]?.hasPrefix("text/event-stream") == true)
-            #expect(response.headers[.cacheControl] == "no-cache")
+            // The stream lasts as long as the job: on a connection of its own with a deadline to match.
+            let response = try await Wire(client).send(.GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(240))
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type")?.hasPrefix("text/event-stream") == true)
+            #expect(response.header("Cache-Control") == "no-cache")
             let (events, _, retry) = try Self.parse(response.text)
             #expect(retry == 2000)
             #expect(events.count >= 2, "\(response.text)")
@@ -94,14 +96,14 @@ struct JobEventsTests {
             let (_, key) = try await client.createAccount()
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            // Cancelled through the service: the test client has one connection, which the stream holds.
+            // Cancelled through the service 3 s into the stream.
             let service = server.service
             let account = try #require(try await service.account(apiKey: key))
             let cancel = Task {
                 try await Task.sleep(for: .milliseconds(3000))
                 return try await service.cancelOrDelete(id: job, account: account)?.status
             }
-            let response = try await client.get("/api/v1/jobs/\(job)/events", key: key)
+            let response = try await Wire(client).send(.GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(120))
             #expect(try await cancel.value == .cancelled)
             let (events, comments, _) = try Self.parse(response.text)
             #expect(comments.filter { $0 == ": ping" }.count >= 2, "\(response.text)")

@@ -20,12 +20,21 @@ final class Scratch: @unchecked Sendable {
     var path: String { url.path }
 }
 
-/// Videos generated once per test run with the project's own encoder.
+/// Videos generated with the project's own encoder, once per build of the tests: the test processes
+/// `make test` runs one after the other share them (a file's name is a digest of its spec and of
+/// this test binary's build time; it is written under a private name and renamed into place).
 enum Fixtures {
     static let directory: String = {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("moments-server-fixtures-\(getpid())").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("moments-server-fixtures").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
+    }()
+
+    /// The test binary's modification time: a rebuild (maybe of the encoder) makes new fixtures.
+    static let build: String = {
+        let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let modified = (try? FileManager.default.attributesOfItem(atPath: binary))?[.modificationDate] as? Date
+        return "\(modified?.timeIntervalSince1970 ?? 0)"
     }()
 
     /// 12 s, 320×180, lively and dull parts, with sound: a highlight takes a few seconds to make.
@@ -62,8 +71,6 @@ enum Fixtures {
     }
 
     static func make(_ name: String, duration: Double, width: Int, height: Int, parts: [SynthPart]) -> String {
-        let path = directory + "/" + name
-        if FileManager.default.fileExists(atPath: path) { return path }
         var spec = SynthSpec()
         spec.width = width
         spec.height = height
@@ -71,8 +78,15 @@ enum Fixtures {
         spec.barcode = false
         spec.parts = parts
         spec.beeps = stride(from: 1.0, to: duration, by: 3).map { $0 }
-        try! Synth.write(spec, to: path + ".tmp.mp4")
-        try! FileManager.default.moveItem(atPath: path + ".tmp.mp4", toPath: path)
+        // FNV-1a of the spec and the build: stable across processes (unlike `hashValue`).
+        var digest: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "\(spec)|\(build)".utf8 { digest = (digest ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let path = directory + "/" + String(digest, radix: 16) + "-" + name
+        if FileManager.default.fileExists(atPath: path) { return path }
+        let temporary = path + ".\(getpid()).tmp.mp4"
+        try! Synth.write(spec, to: temporary)
+        // Another test process may have put the same file in place meanwhile: either copy will do.
+        if rename(temporary, path) != 0 { try? FileManager.default.removeItem(atPath: temporary) }
         return path
     }
 }

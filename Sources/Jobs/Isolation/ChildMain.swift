@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Highlight
 import MediaEngine
 
@@ -7,6 +10,7 @@ import MediaEngine
 /// process only ever sees the one file the task names (and the outputs it writes).
 public enum ChildMain {
     public static func run() -> Int32 {
+        adoptProcessNiceness()
         let token = CancellationToken()
         signal(SIGTERM, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
@@ -39,6 +43,19 @@ public enum ChildMain {
             emit(ChildMessage(failure: ChildFailure(error)))
             return ChildExit.mediaError
         }
+    }
+
+    /// The parent lowered this process's priority before exec (`jobs.niceness`), which on Linux is a
+    /// property of the main thread only. Swift's async `main` parks that thread and runs the command
+    /// on a dispatch worker, which libdispatch gives its queue's priority (nice 0): without this the
+    /// media work, and every FFmpeg thread it starts, would compete with the API on equal terms.
+    static func adoptProcessNiceness() {
+        #if os(Linux)
+        errno = 0
+        let main = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+        guard errno == 0, main > getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) else { return }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, main)
+        #endif
     }
 
     private static let encoder = JSONEncoder()
