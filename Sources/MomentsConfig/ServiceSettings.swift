@@ -57,8 +57,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var leaseSeconds = 30.0
     /// `jobs.maxAttempts` / JOBS_MAX_ATTEMPTS: a job interrupted this many times (crashes) fails.
     public var maxAttempts = 3
-    /// `jobs.niceness` / JOBS_NICENESS: scheduling niceness of the render threads, so the API stays
-    /// responsive while jobs run (0 = same priority as the API).
+    /// `jobs.niceness` / JOBS_NICENESS: scheduling niceness of the job children's threads, so the API
+    /// stays responsive while jobs run (0 = same priority as the API). Upload probes run at 0.
     public var niceness = 19
     /// `jobs.progressIntervalMs` / JOBS_PROGRESS_INTERVAL_MS: least time between progress writes.
     public var progressIntervalMs = 250

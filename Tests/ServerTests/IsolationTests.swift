@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Highlight
 import HummingbirdTesting
 import JobStore
 import Jobs
@@ -152,6 +153,62 @@ struct IsolationTests {
         #expect(reason.contains("status 9"), "\(reason)")
         #expect(reason.contains("as=524288 core=0 files=32 cpu=7"), "\(reason)")
         #expect(reason.contains("MOMENTS_CHILD=1") && !reason.contains("HOME="), "the child gets no environment of ours: \(reason)")
+    }
+
+    /// A job's child does its media work at `jobs.niceness`, in every thread that works (FFmpeg's
+    /// included), so renders never compete with the API on equal terms. The threads of the child
+    /// (found by its parent and its niceness) are read from /proc while it reports progress.
+    @Test func childWorksAtItsNiceness() async throws {
+        let scratch = Scratch()
+        _ = try await Fixtures.data(.short) // generated off the cooperative pool
+        var request = HighlightRequest(source: Fixtures.path(.short))
+        request.output = scratch.path("highlight.mp4")
+        request.selection.targetDuration = 5
+        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 2 << 30, niceness: 11)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let access = ChildAccess(readable: [request.source], writable: [scratch.path("")])
+        let (task, quiet) = (ChildTask.highlight(request), logger)
+        let (outcome, busy) = try await RawConnection.offPool { () -> (ChildOutcome, [Int: Int]) in
+            // Clock ticks of CPU used per niceness, over the child's threads, at the last progress report.
+            var busy: [Int: Int] = [:]
+            let outcome = IsolatedChild.run(task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
+                                            cancellation: nil, logger: quiet) { _, _ in
+                if let threads = Self.threadsOfChild(niceness: 11) { busy = threads }
+            }
+            return (outcome, busy)
+        }
+        guard case .answered = outcome else {
+            Issue.record("the highlight did not finish: \(outcome)")
+            return
+        }
+        let total = busy.values.reduce(0, +)
+        #expect(total > 0, "the child's threads were not seen")
+        #expect(busy.filter { $0.key != 11 }.values.reduce(0, +) * 20 <= total, "CPU ticks by niceness: \(busy)")
+    }
+
+    /// CPU ticks used by the threads of this process's child whose main thread runs at `niceness`,
+    /// summed per thread niceness; nil when there is no such child.
+    static func threadsOfChild(niceness: Int) -> [Int: Int]? {
+        // /proc/<pid>/stat: "pid (comm) state ppid ..."; after the ")" field 14-15 are utime and
+        // stime and 19 is the niceness (1-based, counting pid as 1).
+        func fields(_ path: String) -> [Substring]? {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+            return text[text.index(after: close)...].split(separator: " ")
+        }
+        let me = Int(getpid())
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int(entry), let main = fields("/proc/\(pid)/stat"), main.count > 17,
+                  Int(main[1]) == me, Int(main[16]) == niceness else { continue }
+            var ticks: [Int: Int] = [:]
+            for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+                guard let thread = fields("/proc/\(pid)/task/\(tid)/stat"), thread.count > 17,
+                      let user = Int(thread[11]), let system = Int(thread[12]), let nice = Int(thread[16]) else { continue }
+                ticks[nice, default: 0] += user + system
+            }
+            return ticks
+        }
+        return nil
     }
 
     /// The child sees only its own files: it cannot read another account's video or write
