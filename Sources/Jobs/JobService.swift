@@ -347,8 +347,12 @@ public final class JobService: Sendable {
     // Files of a completed job: `media(_:_:)` (JobService+MediaStorage.swift).
 
     /// Runs one sweeper pass now (the runner also sweeps every `storage.sweepIntervalSeconds`).
-    public func sweepNow() async {
-        await runner.sweeper.sweep()
+    /// `orphanGraceSeconds` replaces the hour a file belonging to nothing is left alone (files'
+    /// ages are wall-clock ages, which a test cannot move).
+    public func sweepNow(orphanGraceSeconds: TimeInterval? = nil) async {
+        var sweeper = runner.sweeper
+        if let orphanGraceSeconds { sweeper.graceSeconds = orphanGraceSeconds }
+        await sweeper.sweep()
     }
 
     // MARK: Readiness

@@ -45,7 +45,10 @@ struct Sweeper: Sendable {
             // row deleted by hand): gone once older than the grace period.
             let stored = try await storage.storedJobs()
             let known = try await database.existingJobIDs(stored.map(\.jobID))
-            for media in stored where !known.contains(media.jobID) && now.timeIntervalSince(media.modified ?? now) > graceSeconds {
+            // Files' ages are measured on the wall clock their times come from, never on the
+            // service's clock (tests move that one to month ends; a file just written is not old).
+            let wallClock = Date()
+            for media in stored where !known.contains(media.jobID) && wallClock.timeIntervalSince(media.modified ?? wallClock) > graceSeconds {
                 await storage.removeMedia(jobID: media.jobID, keepingInput: false)
             }
             for media in stored where known.contains(media.jobID) {
@@ -64,7 +67,7 @@ struct Sweeper: Sendable {
         }
         await removeIdleWorkspaces()
         removeAbandonedUploads(olderThan: graceSeconds)
-        pruneCache(olderThan: max(settings.resultRetention, graceSeconds), now: now)
+        pruneCache(olderThan: max(settings.resultRetention, graceSeconds))
         if removed > 0 { logger.info("sweeper removed expired results", metadata: ["jobs": "\(removed)"]) }
         return removed
     }
@@ -84,14 +87,15 @@ struct Sweeper: Sendable {
 
     /// Partial uploads left by a dropped connection or a crash.
     func removeAbandonedUploads(olderThan seconds: TimeInterval) {
-        let now = clock()
+        let now = Date() // the files' clock
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.uploadsDirectory)) ?? [] {
             let path = layout.uploadsDirectory + "/" + name
             if age(path, now: now) >= seconds { try? FileManager.default.removeItem(atPath: path) }
         }
     }
 
-    private func pruneCache(olderThan seconds: TimeInterval, now: Date) {
+    private func pruneCache(olderThan seconds: TimeInterval) {
+        let now = Date() // the files' clock
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.cacheDirectory)) ?? [] {
             let path = layout.cacheDirectory + "/" + name
             if age(path, now: now) > seconds { try? FileManager.default.removeItem(atPath: path) }

@@ -269,9 +269,10 @@ struct S3StorageTests {
             await server.service.sweepNow()
             #expect(try await server.keys().count == 4)
 
-            // Past the plan's retention (7 days for the free plan) and the orphans' grace period.
+            // Past the plan's retention (7 days for the free plan; the service's clock) and the
+            // orphans' grace period (the objects' own times: made 0 here).
             clock.now = clock.now.addingTimeInterval(8 * 24 * 3600)
-            await server.service.sweepNow()
+            await server.service.sweepNow(orphanGraceSeconds: 0)
             #expect(try await server.keys() == [], "objects left after the sweep")
             #expect(server.scratchFolders.isEmpty)
             #expect(try await server.service.database.job(id: job)?.mediaDeletedAt != nil)

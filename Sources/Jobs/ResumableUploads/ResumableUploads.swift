@@ -445,7 +445,7 @@ public final class ResumableUploads: Sendable {
                 // Created a moment ago and not yet recorded? Rows are written right after the file.
                 let path = staging.path(id)
                 let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date ?? now
-                if now.timeIntervalSince(modified) > 60 { await staging.remove(id: id) }
+                if Date().timeIntervalSince(modified) > 60 { await staging.remove(id: id) } // the file's clock
             }
             if let parts = staging.parts {
                 let stored = try await parts.storedIDs()
