@@ -2,7 +2,8 @@ import Jobs
 import ServiceLifecycle
 
 /// Runs in every API process (the processes that hold uploads' bytes): expires abandoned
-/// resumable uploads and removes staged bytes no upload needs, every `storage.sweepIntervalSeconds`.
+/// resumable uploads and removes staged bytes no upload needs, every `storage.sweepIntervalSeconds`;
+/// at shutdown, waits for answered appends to record their bytes.
 struct ResumableUploadSweeper: Service {
     let uploads: ResumableUploads
     let intervalSeconds: Double
@@ -12,5 +13,7 @@ struct ResumableUploadSweeper: Service {
             await uploads.sweep()
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(max(1, intervalSeconds))) }
         }
+        // Appends that have answered finish recording their bytes before the process ends.
+        await uploads.settleAll()
     }
 }

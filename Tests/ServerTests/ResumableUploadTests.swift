@@ -326,6 +326,8 @@ struct ResumableUploadTests {
             let (_, key) = try await client.createAccount()
             let location = try await create(wire, key: key, length: video.count)
             _ = try await patch(wire, location, key: key, offset: 0, video.prefix(100))
+            // The append has answered; the offset request waits until it has recorded its bytes.
+            #expect(try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset") == "100")
             let uploads = ResumableUploads(service: server.service, logger: .init(label: "test"))
             clock.now = clock.now.addingTimeInterval(3600)
             #expect(await uploads.sweep() == 0, "an hour of silence is within the expiry")

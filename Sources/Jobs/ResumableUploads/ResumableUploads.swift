@@ -21,6 +21,10 @@ public final class ResumableUploads: Sendable {
     let logger: Logger
     /// Appends running in this process, by upload id: their holder and how to stop them.
     private let running = Mutex<[String: (holder: String, stop: @Sendable () -> Void)]>([:])
+    /// Appends of this process that have answered and are making their last bytes durable (fsync,
+    /// the bucket's part, the offset recorded, the hold let go), by upload id. Every request on
+    /// the upload in this process waits for its upload's first: it then sees the offset answered.
+    private let settling = Mutex<[String: Task<Void, Never>]>([:])
 
     /// `upload.resumableExpiryHours`: an upload that received no byte for this long is deleted.
     public var expirySeconds: Double { service.settings.resumableExpiryHours * 3600 }
@@ -123,7 +127,18 @@ public final class ResumableUploads: Sendable {
 
     /// The upload as its owner sees it (nil: none for this account).
     public func upload(id: String, account: Account) async throws -> ResumableUpload? {
-        try await store.upload(id: id, accountId: account.id)
+        await settled(id)
+        return try await store.upload(id: id, accountId: account.id)
+    }
+
+    /// Waits until an append of this process that has answered has also recorded its bytes.
+    func settled(_ id: String) async {
+        if let task = settling.withLock({ $0[id] }) { await task.value }
+    }
+
+    /// Waits for every append of this process still recording its bytes (graceful shutdown).
+    public func settleAll() async {
+        for task in settling.withLock({ Array($0.values) }) { await task.value }
     }
 
     /// The upload for an offset request (HEAD). A client asks for the offset when it resumes, so
@@ -131,10 +146,21 @@ public final class ResumableUploads: Sendable {
     /// went away and the server is reading what was already sent) or stale (a half-open
     /// connection). The answer waits up to `drainSeconds` for it to end on its own, then stops it,
     /// as the IETF draft advises, and waits (up to `settleSeconds`) until it has recorded what it
-    /// got, so the offset is the truth. An append held on another host is not waited for.
+    /// got, so the offset is the truth. An upload held on another host is waited for up to
+    /// `remoteSettleSeconds` (an append there that has answered lets go once its bytes are recorded).
     public func settledUpload(id: String, account: Account) async throws -> ResumableUpload? {
-        guard let upload = try await upload(id: id, account: account) else { return nil }
-        guard running.withLock({ $0[id] != nil }) else { return upload }
+        guard var upload = try await upload(id: id, account: account) else { return nil }
+        guard running.withLock({ $0[id] != nil }) else {
+            // Held on another host: most likely an append there that has answered and is recording
+            // its bytes (milliseconds); its offset is the one its client was told. Worth a short wait.
+            let deadline = Date().addingTimeInterval(Self.remoteSettleSeconds)
+            while upload.holder != nil, upload.state == .receiving, (upload.heldUntil ?? .distantPast) > now, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+                guard let fresh = try await store.upload(id: id, accountId: account.id) else { return nil }
+                upload = fresh
+            }
+            return upload
+        }
         let drained = Date().addingTimeInterval(Self.drainSeconds)
         while running.withLock({ $0[id] != nil }), Date() < drained {
             try await Task.sleep(for: .milliseconds(20))
@@ -149,6 +175,9 @@ public final class ResumableUploads: Sendable {
         return try await self.upload(id: id, account: account)
     }
 
+    /// How long an append waits for another host's append on the same upload to let go before
+    /// answering 423 (one that has answered holds the upload while it records its bytes).
+    static let remoteSettleSeconds = 2.0
     /// How long an offset request lets a running append end by itself before stopping it.
     static let drainSeconds = 3.0
     /// How long an offset request waits for a stopped append to record its bytes (with the s3
@@ -182,7 +211,11 @@ public final class ResumableUploads: Sendable {
 
     /// Holds the upload for `holder`: a stale append of this process is stopped first (up to 5 s).
     func takeHold(id: String, account: Account, holder: String) async throws -> ResumableUpload {
+        await settled(id)
         let deadline = Date().addingTimeInterval(5)
+        // An append that answered on another host may be a moment from letting go (recording its
+        // bytes): worth a short wait before a 423.
+        let remoteDeadline = Date().addingTimeInterval(Self.remoteSettleSeconds)
         var stopped = false
         while true {
             switch try await store.holdUpload(id: id, accountId: account.id, holder: holder,
@@ -198,7 +231,7 @@ public final class ResumableUploads: Sendable {
                     stop()
                     stopped = true
                 }
-                guard stopped, Date() < deadline else {
+                guard stopped ? Date() < deadline : Date() < remoteDeadline else {
                     throw UploadRejection(status: 423, code: "upload_locked",
                                           detail: "Another request is still sending bytes to this upload. Wait for it to end (or drop it), then ask for the offset (HEAD) and continue.",
                                           extras: ["offset": .int(Int(upload.offset))], retryAfter: Int(Self.holdSeconds))
@@ -346,6 +379,19 @@ public final class ResumableUploads: Sendable {
                 length = position
             }
             let completing = !interrupted && length.map { position >= $0 } ?? false
+            if !completing && !interrupted {
+                // The client is answered now and sends its next append while these bytes are made
+                // durable and recorded (which the next request in this process waits for, and
+                // another host's waits for through the hold). The recorded offset never runs ahead
+                // of the bytes on disk: should the recording fail, or the process die first, the
+                // offset stays where it was, the next append at the answered offset gets a 409
+                // with the true one, and the client resumes from there.
+                upload.offset = position
+                upload.length = length
+                upload.expiresAt = self.now.addingTimeInterval(expirySeconds)
+                settle(upload, holder: holder, handle: handle, unsynced: committed..<position)
+                return .partial(upload)
+            }
             // One transaction records the offset (and the length) and, unless the upload is now
             // complete and becomes a job under the same hold, lets go of the hold.
             if position > committed {
@@ -414,11 +460,40 @@ public final class ResumableUploads: Sendable {
         }
     }
 
+    /// Makes `unsynced` durable, records the offset and lets go of the hold, in the background.
+    private func settle(_ upload: ResumableUpload, holder: String, handle: WriteFileHandle, unsynced: Range<Int64>) {
+        let (id, store, staging, logger, clock, expiry) = (upload.id, store, staging, logger, service.clock, expirySeconds)
+        let task = Task {
+            do {
+                if !unsynced.isEmpty {
+                    try await handle.synchronize()
+                    try await staging.publish(id: id, range: unsynced)
+                }
+                let now = clock()
+                let recorded = try await store.recordUploadOffset(id: id, holder: holder, offset: unsynced.upperBound, length: upload.length,
+                                                                  heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                                                                  expiresAt: now.addingTimeInterval(expiry), release: true, now: now)
+                if !recorded { logger.info("an answered append found its upload ended", metadata: ["upload": "\(id)"]) }
+            } catch {
+                logger.error("an answered append could not record its bytes; the upload stays at its previous offset",
+                             metadata: ["upload": "\(id)", "error": "\(error)"])
+                try? await store.releaseUpload(id: id, holder: holder, now: clock())
+            }
+            try? await handle.close()
+        }
+        settling.withLock { $0[id] = task }
+        Task {
+            await task.value
+            settling.withLock { if $0[id] == task { $0[id] = nil } }
+        }
+    }
+
     // MARK: Termination and expiry
 
     /// DELETE: a receiving upload is terminated and its bytes deleted (an append in progress in
     /// this process is stopped). Nil: no such upload for this account.
     public func terminate(id: String, account: Account) async throws -> ResumableUpload? {
+        await settled(id)
         guard let upload = try await store.terminateUpload(id: id, accountId: account.id, now: now) else { return nil }
         if upload.state == .receiving {
             running.withLock { $0[id]?.stop }?()
@@ -431,6 +506,7 @@ public final class ResumableUploads: Sendable {
     /// deleted; staged files of uploads no longer receiving removed. Returns how many expired.
     @discardableResult
     public func sweep() async -> Int {
+        await settleAll()
         var expired = 0
         let now = self.now
         do {
