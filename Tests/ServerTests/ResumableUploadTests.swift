@@ -315,6 +315,38 @@ struct ResumableUploadTests {
         }
     }
 
+    /// An append is answered before its bytes are recorded. If the process dies in between, the
+    /// staged file holds bytes the record does not: they are not trusted. The client's next append,
+    /// at the offset it was answered, gets a 409 with the recorded offset; HEAD says the same; the
+    /// upload resumes from there and the stored input is the file byte for byte (the unrecorded
+    /// bytes, garbage here, are cut off).
+    @Test func unrecordedBytesAreNotTrusted() async throws {
+        let server = try await Self.queueOnlyServer()
+        let video = try await Fixtures.data(.short)
+        try await withServer(server, .live) { client in
+            let wire = try Wire(client)
+            let (_, key) = try await client.createAccount()
+            let location = try await create(wire, key: key, length: video.count)
+            let third = video.count / 3
+            #expect(try await patch(wire, location, key: key, offset: 0, video.prefix(third)).status == 204)
+            #expect(try await offset(wire, location, key: key) == third)
+            // What a process that died between an answer and its record leaves: bytes past the record.
+            let staged = server.layout.resumableDirectory + "/" + (location as NSString).lastPathComponent
+            let file = try #require(FileHandle(forWritingAtPath: staged))
+            try file.seekToEnd()
+            try file.write(contentsOf: Data(repeating: 0xFF, count: third))
+            try file.close()
+            let conflict = try await patch(wire, location, key: key, offset: 2 * third, video[(2 * third)...])
+            #expect(conflict.status == 409, "\(conflict.text)")
+            #expect(try conflict.json()["offset"] as? Int == third, "\(conflict.text)")
+            #expect(try await offset(wire, location, key: key) == third)
+            let rest = try await patch(wire, location, key: key, offset: third, video.suffix(from: third))
+            #expect(rest.status == 204, "\(rest.text)")
+            let job = try #require(rest.header("Moments-Job-Id"))
+            #expect(try await Self.storedInput(server, job: job) == video)
+        }
+    }
+
     /// An upload that receives nothing for `upload.resumableExpiryHours` expires: the sweeper
     /// deletes its bytes and it answers 410.
     @Test func abandonedUploadsExpire() async throws {
