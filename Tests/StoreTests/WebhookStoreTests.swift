@@ -91,16 +91,17 @@ struct WebhookStoreTests {
             }
             // Four dispatchers (two of them on another connection or process) claim at once.
             let second = try await h.secondInstance()
-            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+            // Indexed by dispatcher (the group answers in completion order, not in index order).
+            let claims = try await withThrowingTaskGroup(of: (Int, [String]).self) { group in
                 for index in 0..<4 {
                     let claimer = index % 2 == 0 ? store : second
                     group.addTask {
-                        try await claimer.claimDueWebhooks(worker: "d\(index)", leaseSeconds: 60, limit: 3, now: Self.t0 + 30)
-                            .map(\.delivery.id)
+                        (index, try await claimer.claimDueWebhooks(worker: "d\(index)", leaseSeconds: 60, limit: 3, now: Self.t0 + 30)
+                            .map(\.delivery.id))
                     }
                 }
-                var all: [[String]] = []
-                for try await ids in group { all.append(ids) }
+                var all = [[String]](repeating: [], count: 4)
+                for try await (index, ids) in group { all[index] = ids }
                 return all
             }
             let claimed = claims.flatMap { $0 }
