@@ -39,11 +39,16 @@ run: release
 TRANSPORT_SUITES := ^ServerTests\.(ResumableUpload|IETFResumable|Tuspy|Webhook)
 SERVICE_TESTS := --filter "^ServerTests\." --skip "$(TRANSPORT_SUITES)"
 TRANSPORT_TESTS := --filter "$(TRANSPORT_SUITES)"
+# opentimelineio and xmllint check the timeline exports (OTIO read back, FCPXML against a DTD);
 # tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client;
 # curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests.
 test-tools:
 	@python3 -c 'import tusclient' 2>/dev/null || { echo "Installing tuspy with pip"; \
 		python3 -m pip install --quiet tuspy 2>/dev/null || python3 -m pip install --quiet --break-system-packages tuspy; }
+	@python3 -c 'import opentimelineio' 2>/dev/null || { echo "Installing opentimelineio with pip (the timeline tests read the OTIO export back)"; \
+		python3 -m pip install --quiet opentimelineio 2>/dev/null || python3 -m pip install --quiet --break-system-packages opentimelineio; }
+	@command -v xmllint >/dev/null 2>&1 || { echo "Installing xmllint (the timeline tests validate the FCPXML export)"; SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libxml2-utils >/dev/null; }
 	@command -v curl >/dev/null 2>&1 || { SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get install -y -qq curl; }
 	@command -v ffprobe >/dev/null 2>&1 || { echo "Installing the ffmpeg CLI (the phone-media tests read picture types with ffprobe)"; \
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg >/dev/null; }

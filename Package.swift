@@ -51,6 +51,8 @@ let package = Package(
             name: "Highlight",
             dependencies: ["Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL); Foundation only.
+        .target(name: "Timeline"),
         // Synthetic media (test patterns, tones, cuts, flashes) written with MediaEngine's encoder.
         // Optimised in debug builds too: the tests generate their media with it while live servers
         // run beside them, and unoptimised pixel loops are several times slower.
@@ -116,7 +118,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage",
+                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -216,6 +218,10 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "TimelineTests",
+            dependencies: ["Timeline"]
         ),
         .testTarget(
             name: "HighlightTests",

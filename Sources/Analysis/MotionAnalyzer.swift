@@ -28,6 +28,13 @@ public final class MotionAnalyzer {
         public var shake: Float
         /// Fraction of blocks that had texture enough to measure.
         public var coverage: Float
+        /// Where the subject's motion is: the centroid of the blocks moving against the camera,
+        /// weighted by how far they stray, in fractions of the stored picture (0.5 when nothing moves).
+        public var subjectX: Float = 0.5
+        public var subjectY: Float = 0.5
+        /// How far those blocks spread around it (mean distance, picture widths): small for one
+        /// moving subject, large when motion is everywhere (a texture sliding, the aperture problem).
+        public var subjectSpread: Float = 1
     }
 
     public let settings: Settings
@@ -41,6 +48,9 @@ public final class MotionAnalyzer {
     private var predictor = (x: 0, y: 0)
     private var vx: [Float] = []
     private var vy: [Float] = []
+    /// Block centres (half-size pixels) of the vectors in `vx`/`vy`.
+    private var blockX: [Float] = []
+    private var blockY: [Float] = []
 
     public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
         self.settings = settings
@@ -87,6 +97,8 @@ public final class MotionAnalyzer {
         let dt = Float(frame.time - last)
         vx.removeAll(keepingCapacity: true)
         vy.removeAll(keepingCapacity: true)
+        blockX.removeAll(keepingCapacity: true)
+        blockY.removeAll(keepingCapacity: true)
         let bs = settings.blockSize
         var blocks = 0
         current.withUnsafeBufferPointer { cur in
@@ -102,6 +114,8 @@ public final class MotionAnalyzer {
                             if Float(v.cost) <= settings.maxMatchError * Float(bs * bs) {
                                 vx.append(Float(v.x))
                                 vy.append(Float(v.y))
+                                blockX.append(Float(bx) + Float(bs) / 2)
+                                blockY.append(Float(by) + Float(bs) / 2)
                             }
                         }
                         bx += bs
@@ -117,15 +131,31 @@ public final class MotionAnalyzer {
         let mx = median(&vx), my = median(&vy)
         predictor = (Int(mx.rounded()), Int(my.rounded()))
         var stray: Float = 0, peak: Float = 0
+        // Centroid of the blocks that move against the camera by more than a pixel (matching noise).
+        var cx: Float = 0, cy: Float = 0, weights: Float = 0
         for i in 0..<vx.count {
             let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
             stray += d
             peak = max(peak, d)
+            if d > 1 { cx += blockX[i] * d; cy += blockY[i] * d; weights += d }
         }
         stray /= Float(vx.count)
         let scale = 1 / (Float(w) * dt)
-        samples.append(Sample(time: frame.time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
-                              subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks))))
+        var sample = Sample(time: frame.time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
+                            subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks)))
+        if weights > 0 {
+            cx /= weights
+            cy /= weights
+            sample.subjectX = cx / Float(w)
+            sample.subjectY = cy / Float(h)
+            var spread: Float = 0
+            for i in 0..<vx.count {
+                let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
+                if d > 1 { spread += d * ((blockX[i] - cx) * (blockX[i] - cx) + (blockY[i] - cy) * (blockY[i] - cy)).squareRoot() }
+            }
+            sample.subjectSpread = spread / weights / Float(w)
+        }
+        samples.append(sample)
     }
 
     /// Computes shake once all frames are in; returns the samples.

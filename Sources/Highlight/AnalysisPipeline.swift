@@ -20,6 +20,7 @@ public struct AnalysisSettings: Sendable, Codable, Equatable {
     public var motion = MotionAnalyzer.Settings()
     public var audio = AudioAnalyzer.Settings()
     public var quality = QualityAnalyzer.Settings()
+    public var focus = FocusAnalyzer.Settings()
     public var candidates = CandidateSettings()
     /// Bounds on the decoded media (the plan's duration cap goes in `maxDecodedSeconds`); the
     /// header's duration and frame rate are never trusted for length or work. Part of the cache
@@ -70,6 +71,7 @@ public enum AnalysisPipeline {
                                  maxFrameRate: max(30, info.video.frameRate))
         let motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
         let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
+        let focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
         let fingerprints = FingerprintCollector(expectedFrames: expected)
         let audio = AudioAnalyzer(settings: settings.audio)
         let screen = BoundaryScreen(settings: settings.screen)
@@ -93,6 +95,7 @@ public enum AnalysisPipeline {
                 if !frame.follows { motion.restart() }
             }
             quality.consume(features)
+            focus.consume(features)
             fingerprints.consume(features)
             motion.consume(view)
             if let progress, frame.time / duration - lastReport >= 0.01 {
@@ -146,8 +149,9 @@ public enum AnalysisPipeline {
 
         var analysis = VideoAnalysis(
             duration: end, frameRate: info.video.frameRate, width: info.video.displayWidth, height: info.video.displayHeight,
-            hasAudio: info.mainAudio != nil, boundaries: boundaries, shots: shotList, motion: motionSamples,
-            quality: qualitySamples, audio: audioResult, candidates: [], summary: summary)
+            rotation: info.video.rotation, hasAudio: info.mainAudio != nil, boundaries: boundaries, shots: shotList,
+            motion: motionSamples, quality: qualitySamples, focus: focus.finish(), audio: audioResult, candidates: [],
+            summary: summary)
         analysis.candidates = CandidateBuilder.build(analysis, fingerprints: fingerprints, settings: settings.candidates)
         progress?(1)
         return analysis

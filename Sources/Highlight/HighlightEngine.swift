@@ -32,6 +32,10 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var posterTime: Double?
     /// How the input was decoded for the analysis: the plan, frames decoded and analysed, ranges refined.
     public var decode: AnalysisSummary?
+    /// The crop to another shape, when the highlight was reframed (one track per segment).
+    public var reframe: Reframe?
+    /// True when the analysis was not made for this highlight but reused (a re-cut, or the cache).
+    public var analysisReused: Bool?
 }
 
 public enum HighlightStyle: String, Sendable, Codable, CaseIterable {
@@ -57,6 +61,14 @@ public struct HighlightRequest: Sendable {
     public var posterOutput: String?
     /// Where analyses are cached; nil: no cache.
     public var cacheDirectory: String?
+    /// The job's own copy of its analysis: reused when the file is there (a re-cut: no analysis
+    /// decode), written there otherwise, so later re-cuts of the job can reuse it.
+    public var analysisData: String?
+    /// Where the storyboard (filmstrip, score curves, chosen segments) is written as PNG; nil: none.
+    public var storyboardOutput: String?
+    /// The shape of the highlight, and how the crop window follows the picture.
+    public var aspect: AspectRatio = .source
+    public var reframe = ReframeSettings()
     public var analysis = AnalysisSettings()
     public var weights = ScoreWeights()
     public var selection = SelectionSettings()
@@ -106,8 +118,14 @@ public enum HighlightEngine {
                              detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
         }
         progress?("analysing", 0)
-        let (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
+        let (analysis, cached): (VideoAnalysis, Bool)
+        if let path = request.analysisData, let stored = loadAnalysis(path) {
+            (analysis, cached) = (stored, true)
+        } else {
+            (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
                                              cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
+            if let path = request.analysisData { try storeAnalysis(analysis, at: path) }
+        }
         try cancellation?.check("highlight", path: request.source)
         progress?("selecting", 0.6)
         let scored = Scoring.score(analysis.candidates, weights: request.weights, hasAudio: analysis.hasAudio)
@@ -120,6 +138,9 @@ public enum HighlightEngine {
                              detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
         }
         var report = makeReport(analysis, scored: scored, segments: segments)
+        report.analysisReused = cached
+        report.reframe = Reframer.plan(analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
+                                       aspect: request.aspect, settings: request.reframe)
         var render: RenderResult?
         if let output = request.output {
             var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
@@ -129,6 +150,7 @@ public enum HighlightEngine {
             renderRequest.audioFade = request.audioFade
             renderRequest.maxFrameRate = request.maxFrameRate
             renderRequest.limits = request.limits
+            renderRequest.reframe = report.reframe
             render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
             if let poster = request.posterOutput, let result = render {
                 progress?("poster", 0.97)
@@ -136,6 +158,10 @@ public enum HighlightEngine {
                 try Poster.write(from: output, at: time, to: poster)
                 report.posterTime = time
             }
+        }
+        if let path = request.storyboardOutput {
+            progress?("storyboard", 0.98)
+            try writeStoryboard(analysis, report: report, source: request.source, to: path, limits: request.limits, cancellation: cancellation)
         }
         if let path = request.analysisOutput {
             let encoder = JSONEncoder()
@@ -149,6 +175,45 @@ public enum HighlightEngine {
         }
         progress?("done", 1)
         return HighlightResult(report: report, render: render, cached: cached)
+    }
+
+    /// The storyboard: a filmstrip of the input, the per-second motion (scaled to its 95th
+    /// percentile), loudness (-60...0 dBFS) and sharpness, the shot cuts and the chosen segments.
+    /// A picture that cannot be made does not fail the highlight (cancellation does).
+    static func writeStoryboard(_ a: VideoAnalysis, report: HighlightReport, source: String, to path: String,
+                                limits: DecodeLimits, cancellation: CancellationToken?) throws(MediaError) {
+        let motion = report.signals.motion
+        let scale = motion.isEmpty ? 1 : max(1e-3, motion.sorted()[min(motion.count - 1, Int(Double(motion.count) * 0.95))])
+        let spec = StoryboardSpec(
+            duration: a.duration,
+            curves: [
+                StoryboardCurve(label: "motion", color: .motion, values: motion.map { min(1, $0 / scale) }),
+                StoryboardCurve(label: "loudness", color: .loudness, values: report.signals.loudness.map { (min(0, max(-60, $0)) + 60) / 60 }),
+                StoryboardCurve(label: "quality", color: .quality, values: report.signals.sharpness.map { min(1, max(0, $0)) }),
+            ],
+            cuts: a.boundaries.map(\.time),
+            segments: report.segments.map { TimeRange(start: $0.start, end: $0.end) })
+        do {
+            try Storyboard.write(source: source, spec: spec, to: path, limits: limits, cancellation: cancellation)
+        } catch where error.kind == .cancelled {
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// A job's stored analysis; nil when there is none or it cannot be read (then it is made again).
+    static func loadAnalysis(_ path: String) -> VideoAnalysis? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(VideoAnalysis.self, from: data)
+    }
+
+    static func storeAnalysis(_ analysis: VideoAnalysis, at path: String) throws(MediaError) {
+        do {
+            try JSONEncoder().encode(analysis).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw MediaError(.io, operation: "write analysis data", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
+        }
     }
 
     public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment]) -> HighlightReport {

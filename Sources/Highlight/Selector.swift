@@ -1,4 +1,5 @@
 import Analysis
+import MediaEngine
 
 /// How the highlight is chosen from the scored candidates.
 public struct SelectionSettings: Sendable, Codable, Equatable {
@@ -17,6 +18,12 @@ public struct SelectionSettings: Sendable, Codable, Equatable {
     public var snapRadius = 0.3
     /// Seconds of crossfade the render will put at each join (the selection adds them back).
     public var crossfade = 0.0
+    /// Source times that must be in the highlight: each becomes a segment of `pinnedSeconds`
+    /// (shorter when many share the target) around it, within its shot, whatever it scores.
+    public var include: [Double] = []
+    /// Source ranges the highlight must never show.
+    public var exclude: [TimeRange] = []
+    public var pinnedSeconds = 4.0
     public init() {}
 }
 
@@ -41,14 +48,18 @@ public enum Selector {
         var lowest: Double
         var highest: Double
         let scored: ScoredCandidate
+        /// A pinned time this segment must keep showing.
+        var pin: Double? = nil
         var duration: Double { end - start }
         var center: Double { (start + end) / 2 }
     }
 
     public static func select(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings) -> [SelectedSegment] {
-        guard !scored.isEmpty else { return [] }
+        let exclude = settings.exclude.filter { $0.end > $0.start }.sorted { $0.start < $1.start }
+        let scored = exclude.isEmpty ? scored : carve(scored, around: exclude, minimum: settings.minSegment)
+        var picks = pinned(analysis, scored: scored, exclude: exclude, settings: settings)
+        guard !scored.isEmpty || !picks.isEmpty else { return [] }
         let runs = runBounds(scored)
-        var picks: [Pick] = []
         var used = [Bool](repeating: false, count: scored.count)
         func target(_ count: Int) -> Double { settings.targetDuration + Double(max(0, count - 1)) * settings.crossfade }
         let expectedCount = max(2.0, settings.targetDuration / 4)
@@ -86,7 +97,71 @@ public enum Selector {
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment)
         snap(&picks, analysis: analysis, settings: settings)
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8)
-        return picks.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.scored.score, reason: reason($0.scored)) }
+        return picks.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.scored.score,
+                                           reason: $0.pin != nil ? "pinned moment" : reason($0.scored)) }
+    }
+
+    /// The candidates with the excluded ranges cut out of them (pieces shorter than `minimum` go).
+    static func carve(_ scored: [ScoredCandidate], around exclude: [TimeRange], minimum: Double) -> [ScoredCandidate] {
+        var result: [ScoredCandidate] = []
+        for c in scored {
+            var pieces = [(c.candidate.start, c.candidate.end)]
+            for e in exclude {
+                pieces = pieces.flatMap { p -> [(Double, Double)] in
+                    guard e.start < p.1, e.end > p.0 else { return [p] }
+                    return [(p.0, min(p.1, e.start - 0.05)), (max(p.0, e.end + 0.05), p.1)].filter { $0.1 - $0.0 > 0 }
+                }
+            }
+            for p in pieces where p.1 - p.0 >= minimum - 1e-9 {
+                var piece = c
+                piece.candidate.start = p.0
+                piece.candidate.end = p.1
+                result.append(piece)
+            }
+        }
+        return result
+    }
+
+    /// A segment around each pinned time, in time order: `pinnedSeconds` long (less when the pins
+    /// share the target), centred on the time where its shot allows, never into an excluded range
+    /// or another pinned segment. Its score and look are those of the candidate it overlaps most.
+    static func pinned(_ analysis: VideoAnalysis, scored: [ScoredCandidate], exclude: [TimeRange],
+                       settings: SelectionSettings) -> [Pick] {
+        let times = Set(settings.include.filter { $0.isFinite && $0 >= 0 && $0 < analysis.duration }).sorted()
+        guard !times.isEmpty else { return [] }
+        let length = max(settings.minSegment, min(settings.pinnedSeconds, settings.targetDuration / Double(times.count)))
+        var picks: [Pick] = []
+        for t in times {
+            if exclude.contains(where: { t >= $0.start && t <= $0.end }) { continue }
+            if picks.contains(where: { t >= $0.start && t <= $0.end }) { continue }
+            let shotIndex = analysis.shots.firstIndex { t >= $0.start && t < $0.end } ?? max(0, analysis.shots.count - 1)
+            var lo = 0.0, hi = analysis.duration
+            if shotIndex < analysis.shots.count {
+                let shot = analysis.shots[shotIndex]
+                lo = t >= shot.usableStart ? shot.usableStart : shot.start
+                hi = t <= shot.usableEnd ? shot.usableEnd : shot.end
+            }
+            for e in exclude {
+                if e.end <= t { lo = max(lo, e.end + 0.05) } else if e.start > t { hi = min(hi, e.start - 0.05) }
+            }
+            if let previous = picks.last { lo = max(lo, previous.end + 0.05) }
+            guard hi > lo else { continue }
+            var start = t - length / 2, end = t + length / 2
+            if start < lo { end += lo - start; start = lo }
+            if end > hi { start -= end - hi; end = hi }
+            start = max(start, lo)
+            func overlap(_ c: ScoredCandidate) -> Double { min(end, c.candidate.end) - max(start, c.candidate.start) }
+            let base = scored.filter { overlap($0) > 0 }.max { overlap($0) < overlap($1) }
+                ?? scored.filter { $0.candidate.shot == shotIndex }.min { abs($0.candidate.start - t) < abs($1.candidate.start - t) }
+            var candidate = base?.candidate ?? Candidate(start: start, end: end, shot: shotIndex, raw: CandidateBuilder.measure(analysis, start, end),
+                                                         fingerprint: SegmentFingerprint(hashes: [], histogram: []))
+            candidate.start = start
+            candidate.end = end
+            let pick = ScoredCandidate(candidate: candidate, score: base?.score ?? 0,
+                                       components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0))
+            picks.append(Pick(start: start, end: end, lowest: lo, highest: hi, scored: pick, pin: t))
+        }
+        return picks
     }
 
     /// The clean run (merged extent of the overlapping candidates of one shot) of each candidate.
@@ -128,7 +203,8 @@ public enum Selector {
                 picks[i].start -= max(0, before)
                 difference -= max(0, before)
             } else {
-                let cut = min(-difference, picks[i].duration - minSegment)
+                var cut = min(-difference, picks[i].duration - minSegment)
+                if let pin = picks[i].pin { cut = min(cut, picks[i].end - (pin + 0.25)) }
                 if cut > 0 { picks[i].end -= cut; difference += cut }
             }
         }
@@ -147,9 +223,10 @@ public enum Selector {
                     options = analysis.audio.quietPoints(near: t, radius: settings.snapRadius)
                 }
                 for o in options {
-                    let ok = isStart
+                    let keepsPin = picks[i].pin.map { isStart ? o <= $0 - 0.1 : o >= $0 + 0.1 } ?? true
+                    let ok = keepsPin && (isStart
                         ? o >= picks[i].lowest - 1e-6 && picks[i].end - o >= settings.minSegment
-                        : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment
+                        : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment)
                     if ok {
                         if isStart { picks[i].start = o } else { picks[i].end = o }
                         break

@@ -6,13 +6,19 @@ import MediaEngine
 public struct VideoAnalysis: Sendable, Codable, Equatable {
     public var duration: Double
     public var frameRate: Double
+    /// Displayed size (rotation applied).
     public var width: Int
     public var height: Int
+    /// Clockwise display rotation of the stored picture; motion and focus positions are in
+    /// fractions of the stored picture (`displayPoint` turns them upright).
+    public var rotation: Int
     public var hasAudio: Bool
     public var boundaries: [ShotBoundary]
     public var shots: [Shot]
     public var motion: [MotionAnalyzer.Sample]
     public var quality: [QualityAnalyzer.Sample]
+    /// Where the eye goes, per analysed frame.
+    public var focus: [FocusAnalyzer.Sample]
     public var audio: AudioAnalyzer.Result
     public var candidates: [Candidate]
     public var summary: AnalysisSummary
@@ -23,6 +29,16 @@ public struct VideoAnalysis: Sendable, Codable, Equatable {
         /// Where the footage is clean of transitions (a dissolve's frames belong to neither shot).
         public var usableStart: Double
         public var usableEnd: Double
+    }
+
+    /// A point of the stored picture (fractions) as the viewer sees it, rotation applied.
+    public func displayPoint(x: Double, y: Double) -> (x: Double, y: Double) {
+        switch ((rotation % 360) + 360) % 360 {
+        case 90: (1 - y, x)
+        case 180: (1 - x, 1 - y)
+        case 270: (y, 1 - x)
+        default: (x, y)
+        }
     }
 
     /// 0-based source frame index of the first frame of each new shot.

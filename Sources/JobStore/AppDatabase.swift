@@ -199,6 +199,10 @@ public final class AppDatabase: MomentsStore {
         }
         registerWebhookMigration(&migrator)
         registerResumableUploadMigration(&migrator)
+        migrator.registerMigration("v10 job edits") { db in
+            // Shape, pinned and excluded moments, source name, re-cut origin (JSON, as GRDB stores nested values).
+            try db.alter(table: "job") { t in t.add(column: "edit", .text) }
+        }
         return migrator
     }
 }

@@ -27,12 +27,45 @@ public struct JobInput: Codable, Sendable, Equatable {
     }
 }
 
+/// How the highlight is to be cut, beyond its length and quality: its shape, moments pinned and
+/// excluded, the upload's file name (for timelines) and, for a re-cut, the job it re-cuts.
+public struct JobEdit: Codable, Sendable, Equatable {
+    /// "source", "16:9", "9:16", "1:1" or "4:5".
+    public var aspect: String
+    /// Source seconds that must be shown.
+    public var include: [Double]
+    /// Source ranges never shown.
+    public var exclude: [JobRange]
+    public var sourceName: String?
+    /// The job whose input and stored analysis this one reuses.
+    public var recutOf: String?
+    /// The input is kept after the highlight is made (the plan allows re-cuts), until the result's
+    /// retention ends.
+    public var keepsInput: Bool?
+
+    public init(aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
+                recutOf: String? = nil, keepsInput: Bool? = nil) {
+        self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName; self.recutOf = recutOf
+        self.keepsInput = keepsInput
+    }
+}
+
+/// A range of source seconds.
+public struct JobRange: Codable, Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+
+    public init(start: Double, end: Double) { self.start = start; self.end = end }
+}
+
 /// The rendered highlight.
 public struct JobOutput: Codable, Sendable, Equatable {
     public var duration: Double
     public var size: Int64
     public var width: Int
     public var height: Int
+    /// The analysis was reused (a re-cut), not made by decoding the input again.
+    public var analysisReused: Bool?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
@@ -45,6 +78,8 @@ public struct JobSegment: Codable, Sendable, Equatable {
     public var end: Double
     public var score: Double
     public var reason: String
+    /// The reframe's mean window over this segment (fractions of the displayed source), when reframed.
+    public var crop: JobCrop?
 
     public init(start: Double, end: Double, score: Double, reason: String) {
         self.start = start; self.end = end; self.score = score; self.reason = reason
@@ -62,6 +97,16 @@ public struct JobStatusRow: Sendable, Equatable {
     public init(id: String, status: JobState, progress: Int, message: String, mediaDeleted: Bool) {
         self.id = id; self.status = status; self.progress = progress; self.message = message; self.mediaDeleted = mediaDeleted
     }
+}
+
+/// A crop window: fractions of the displayed source picture, top-left origin.
+public struct JobCrop: Codable, Sendable, Equatable {
+    public var x: Double
+    public var y: Double
+    public var width: Double
+    public var height: Double
+
+    public init(x: Double, y: Double, width: Double, height: Double) { self.x = x; self.y = y; self.width = width; self.height = height }
 }
 
 /// A highlight job: one row of the durable queue.
@@ -113,6 +158,8 @@ public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRec
     /// it works; a rescuer re-queues the job once the lease has expired).
     public var leaseOwner: String?
     public var leaseExpiresAt: Date?
+    /// Shape, pinned and excluded moments, source name, re-cut origin; nil for a plain highlight.
+    public var edit: JobEdit?
 
     public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
                 estimatedSeconds: Int, now: Date) {

@@ -279,6 +279,13 @@ public final class JobRunner: Service, Sendable {
         request.analysisOutput = workspace.analysisPath
         request.cacheDirectory = layout.cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
+        request.analysisData = workspace.analysisDataPath
+        request.storyboardOutput = workspace.storyboardPath
+        if let edit = job.edit {
+            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
+            request.selection.include = edit.include
+            request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
+        }
         // The plan's length limit holds on decoded timestamps, whatever the header claims.
         request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
         let budget = timeBudget(job)
@@ -334,13 +341,23 @@ public final class JobRunner: Service, Sendable {
                 let render = result.render
                 let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
-                let output = JobOutput(duration: render?.duration ?? 0, size: size,
+                var output = JobOutput(duration: render?.duration ?? 0, size: size,
                                        width: upright ? render?.height ?? 0 : render?.width ?? 0,
                                        height: upright ? render?.width ?? 0 : render?.height ?? 0)
-                let segments = result.report.segments.map { JobSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) }
-                if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: output, segments: segments, processingSeconds: elapsed,
+                output.analysisReused = result.report.analysisReused ?? result.cached
+                let finalOutput = output
+                let reframe = result.report.reframe
+                let segments = result.report.segments.enumerated().map { index, s in
+                    var segment = JobSegment(start: s.start, end: s.end, score: s.score, reason: s.reason)
+                    if let reframe, index < reframe.tracks.count {
+                        segment.crop = Self.meanWindow(reframe, track: reframe.tracks[index])
+                    }
+                    return segment
+                }
+                if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: finalOutput, segments: segments, processingSeconds: elapsed,
                                                                           workerSeconds: elapsed, now: now) }) {
-                    if !settings.keepUploads { await mediaStorage.removeInput(jobID: job.id) }
+                    // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
+                    if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                     JobMetrics.finished(.completed)
                 } else {
@@ -384,6 +401,14 @@ public final class JobRunner: Service, Sendable {
         } catch {
             log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// A reframe track's mean window over its segment (for timelines: one transform per clip).
+    static func meanWindow(_ reframe: Reframe, track: CropTrack) -> JobCrop {
+        let n = Double(max(1, track.x.count))
+        let cx = track.x.isEmpty ? 0.5 : track.x.reduce(0, +) / n
+        let cy = track.y.isEmpty ? 0.5 : track.y.reduce(0, +) / n
+        return JobCrop(x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width, height: reframe.height)
     }
 
     static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."

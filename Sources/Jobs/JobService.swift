@@ -246,11 +246,13 @@ public final class JobService: Sendable {
     /// Probes the received file and, when it is a usable video within the plan's limits, makes it
     /// a pending job, reserving one unit of the month's quota in the same transaction. The file is
     /// moved into the job's folder, or deleted when refused: nothing is left behind either way.
+    /// `edit` (shape, pinned and excluded moments) is checked against the video's length here.
     public func acceptUpload(at path: String, account: Account, targetDuration: Int, quality: String,
-                             plan current: AccountPlan) async throws -> (Job, QuotaUsage) {
+                             plan current: AccountPlan, edit: EditRequest = EditRequest(), sourceName: String? = nil) async throws -> (Job, QuotaUsage) {
         let input: JobInput
         do {
             input = try await inspector.inspect(path)
+            try edit.check(duration: input.duration, targetDuration: targetDuration)
             let plan = current.plan
             if input.duration > plan.maxDurationSeconds {
                 var detail = String(format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.", input.duration, plan.name, plan.maxDurationSeconds)
@@ -275,12 +277,25 @@ public final class JobService: Sendable {
         var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
                       quality: quality, input: input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        job.edit = edit.job(sourceName: sourceName, keepsInput: current.plan.recuts)
+        return try await enqueue(job, account: account, plan: current, now: now) {
+            // The input is stored (durably) before the job row commits: a power loss cannot leave
+            // a job without its input.
+            do { try await storeInput(jobID: job.id, from: path) } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw error
+            }
+        }
+    }
+
+    /// Stores the job's media (`storeMedia`), then inserts the job reserving one unit of the
+    /// month's quota in the same transaction; the media go again if the job is refused.
+    func enqueue(_ job: Job, account: Account, plan current: AccountPlan, now: Date,
+                 storeMedia: () async throws -> Void) async throws -> (Job, QuotaUsage) {
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
-            // The input is stored (durably) before the job row commits: a power loss cannot leave
-            // a job without its input.
-            try await storeInput(jobID: job.id, from: path)
+            try await storeMedia()
             accepted = try await database.insertReserving(job, now: now) { isPro in
                 // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
@@ -289,7 +304,6 @@ public final class JobService: Sendable {
                                    maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
             }
         } catch {
-            try? FileManager.default.removeItem(atPath: path)
             await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
             throw error
         }

@@ -57,7 +57,7 @@ final class ProgressReporter: Sendable {
         case "analysing": return "Analysing shots, motion and sound"
         case "selecting": return "Choosing the best moments"
         case "rendering": return "Rendering your highlight"
-        case "poster", "done": return "Finishing"
+        case "poster", "storyboard", "done": return "Finishing"
         default: return stage
         }
     }

@@ -18,6 +18,10 @@ public struct Plan: Sendable, Equatable {
     /// Worker seconds an account may use per UTC day, charged whatever a job's outcome (a failure
     /// the service caused is not charged); nil = no budget.
     public var dailyWorkerSeconds: Double? = nil
+    /// Re-cuts of a finished highlight allowed (another length, shape or moments from the kept
+    /// input and analysis, no new upload). Each re-cut counts as one highlight against
+    /// `monthlyHighlights`, like an upload. When allowed, inputs are kept for `retentionDays`.
+    public var recuts: Bool = true
 }
 
 /// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
@@ -48,7 +52,8 @@ public struct PlanSettings: Sendable, Equatable {
                     maxOutputSide: r.int(forKey: "maxOutputSide", default: d.maxOutputSide),
                     concurrentJobs: max(1, r.int(forKey: "concurrentJobs", default: d.concurrentJobs)),
                     retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays),
-                    dailyWorkerSeconds: budget > 0 ? budget : nil)
+                    dailyWorkerSeconds: budget > 0 ? budget : nil,
+                    recuts: r.bool(forKey: "recuts", default: d.recuts))
     }
 
     public func plan(named name: String) -> Plan { name == "pro" ? pro : free }

@@ -52,6 +52,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     let resumable = resumable ?? ResumableUploads(service: service, logger: logger ?? Logger(label: "moments"))
     ResumableUploadController(service: service, uploads: uploads, resumable: resumable).addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
+    JobEditsController(service: service).addRoutes(to: protected, table: table)
     JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
     WebhookController(service: service).addRoutes(to: protected, table: table)

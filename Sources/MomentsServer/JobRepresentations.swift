@@ -104,24 +104,38 @@ struct JobLinks: Codable, Sendable {
     var download: String?
     var poster: String?
     var analysis: String?
+    var storyboard: String?
+    var timeline: String?
+    var recuts: String?
+    var events: String
 
-    enum CodingKeys: String, CodingKey { case this = "self", status, download, poster, analysis }
+    enum CodingKeys: String, CodingKey { case this = "self", status, download, poster, analysis, storyboard, timeline, recuts, events }
 
     init(_ job: Job, baseURL: String) {
         let base = "\(baseURL)/api/v1/jobs/\(job.id)"
         this = base
         status = base + "/status"
+        events = base + "/events"
         download = resultURL(job, baseURL: baseURL)
         let ready = download != nil
         poster = ready ? base + "/poster" : nil
         analysis = ready ? base + "/analysis" : nil
+        storyboard = ready ? base + "/storyboard.png" : nil
+        timeline = ready ? base + "/timeline?format=fcpxml" : nil
+        recuts = ready && job.edit?.keepsInput == true ? base + "/recuts" : nil
     }
 }
 
 /// GET /api/v1/jobs/{id}: everything about a job.
 struct JobDetailResponse: ResponseEncodable {
-    struct Parameters: Codable { var targetDuration: Int; var quality: String
-        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality } }
+    struct Parameters: Codable {
+        var targetDuration: Int; var quality: String; var aspect: String; var include: [Double]; var exclude: [JobRange]
+        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality, aspect, include, exclude }
+    }
+    struct Output: Codable {
+        var duration: Double, size: Int64, width: Int, height: Int, analysisReused: Bool
+        enum CodingKeys: String, CodingKey { case duration, size, width, height, analysisReused = "analysis_reused" }
+    }
     struct Input: Codable {
         var duration: Double, size: Int64, container: String, videoCodec: String, audioCodec: String?
         var width: Int, height: Int, rotation: Int, frameRate: Double
@@ -131,7 +145,7 @@ struct JobDetailResponse: ResponseEncodable {
         }
     }
     struct Failure: Codable { var code: String; var message: String }
-    struct Segment: Codable { var start: Double, end: Double, duration: Double, score: Double, reason: String }
+    struct Segment: Codable { var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop? }
 
     var jobId: String
     var status: JobState
@@ -147,8 +161,10 @@ struct JobDetailResponse: ResponseEncodable {
     var estimatedTime: Int
     var processingSeconds: Double?
     var error: Failure?
-    var output: JobOutput?
+    var output: Output?
     var segments: [Segment]
+    /// The job this one re-cuts.
+    var recutOf: String?
     var resultUrl: String?
     var mediaDeletedAt: Date?
     var links: JobLinks
@@ -157,21 +173,26 @@ struct JobDetailResponse: ResponseEncodable {
         case jobId = "job_id", status, progress, stage, message, parameters, input, createdAt = "created_at"
         case startedAt = "started_at", finishedAt = "finished_at", attempts, estimatedTime = "estimated_time"
         case processingSeconds = "processing_seconds", error, output, segments, resultUrl = "result_url"
-        case mediaDeletedAt = "media_deleted_at", links
+        case mediaDeletedAt = "media_deleted_at", links, recutOf = "recut_of"
     }
 
     init(_ job: Job, baseURL: String) {
         jobId = job.id; status = job.status; progress = job.progress; stage = job.stage; message = job.message
-        parameters = Parameters(targetDuration: job.targetDuration, quality: job.quality)
+        let edit = job.edit ?? JobEdit()
+        parameters = Parameters(targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect,
+                                include: edit.include, exclude: edit.exclude)
+        recutOf = edit.recutOf
         let i = job.input
         input = Input(duration: i.duration, size: i.size, container: i.container, videoCodec: i.videoCodec, audioCodec: i.audioCodec,
                       width: i.width, height: i.height, rotation: i.rotation, frameRate: i.frameRate)
         createdAt = job.createdAt; startedAt = job.startedAt; finishedAt = job.finishedAt; attempts = job.attempts
         estimatedTime = job.estimatedSeconds; processingSeconds = job.processingSeconds
         error = job.errorCode.map { Failure(code: $0, message: job.errorMessage ?? job.message) }
-        output = job.output.map { JobOutput(duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height) }
+        output = job.output.map { Output(duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height,
+                                         analysisReused: $0.analysisReused ?? false) }
         segments = (job.segments ?? []).map {
-            Segment(start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start), score: (($0.score * 1000).rounded()) / 1000, reason: $0.reason)
+            Segment(start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start), score: (($0.score * 1000).rounded()) / 1000,
+                    reason: $0.reason, crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) })
         }
         resultUrl = resultURL(job, baseURL: baseURL)
         mediaDeletedAt = job.mediaDeletedAt

@@ -10,14 +10,17 @@ import _NIOFileSystem
 /// enforced while streaming. Any refusal deletes the partial file.
 struct MultipartUpload {
     /// The text fields the upload accepts besides `file`.
-    static let textFields: Set<String> = ["target_duration", "quality"]
-    static let maxFieldBytes = 256
+    static let textFields: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
+    static let maxFieldBytes = 2048
+    /// The file name a client gives its part (kept for timelines, never used as a path).
+    static let maxFilenameBytes = 255
     /// Bytes gathered before one write to disk.
     static let batchBytes = 1 << 20
 
     struct Result {
         var fileBytes: Int64
         var fields: [String: String]
+        var filename: String?
     }
 
     /// The boundary of a multipart/form-data Content-Type, or a 415/400 problem.
@@ -63,7 +66,7 @@ struct MultipartUpload {
                     if state.fileBytes > maxFileBytes { throw tooLarge }
                     if total - state.fileBytes > maxOverheadBytes {
                         throw Problem.badRequest("malformed_multipart",
-                                                 "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration and quality.")
+                                                 "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, include and exclude.")
                     }
                     if state.pending.readableBytes >= batchBytes {
                         try checkSpace(offset)
@@ -84,7 +87,7 @@ struct MultipartUpload {
                 guard state.fileBytes > 0 else {
                     throw Problem.badRequest("empty_file", "The \"file\" part is empty. Choose a video file and upload it again.")
                 }
-                return Result(fileBytes: state.fileBytes, fields: state.fields)
+                return Result(fileBytes: state.fileBytes, fields: state.fields, filename: state.filename)
             }
         } catch let problem as Problem {
             try? FileManager.default.removeItem(atPath: path)
@@ -102,6 +105,16 @@ struct MultipartUpload {
         }
     }
 
+    /// A client's file name as a label: its last path component, control characters dropped,
+    /// at most `maxFilenameBytes` bytes; nil when nothing is left.
+    static func displayName(_ raw: String) -> String? {
+        let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }))
+            .trimmingCharacters(in: .whitespaces)
+        while name.utf8.count > maxFilenameBytes { name.removeLast() }
+        return name.isEmpty || name == "." || name == ".." ? nil : name
+    }
+
     /// What the scanner's events build up; one request, one task.
     struct ParseState {
         var currentName: String?
@@ -111,6 +124,7 @@ struct MultipartUpload {
         var fileBytes: Int64 = 0
         var fieldBytes: [UInt8] = []
         var fields: [String: String] = [:]
+        var filename: String?
         var problem: Problem?
         var pending = ByteBuffer()
 
@@ -139,12 +153,13 @@ struct MultipartUpload {
                 if sawFile { fail(.badRequest("duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")) }
                 sawFile = true
                 inFile = true
+                filename = Self.parameter("filename", in: disposition).flatMap(MultipartUpload.displayName)
             } else if MultipartUpload.textFields.contains(name) {
                 if fields[name] != nil { fail(.badRequest("duplicate_field", "The field \"\(name)\" appears twice.")) }
                 fieldBytes.removeAll(keepingCapacity: true)
             } else {
                 fail(.badRequest("unknown_field",
-                                 "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality.",
+                                 "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, include, exclude.",
                                  extensions: ["field": .string(name)]))
             }
         }

@@ -77,8 +77,13 @@ struct UploadController {
         uploads.wrote(ticket, bytes: received.fileBytes)
         let targetDuration: Int
         let quality: String
+        let edit: EditRequest
         do {
             (targetDuration, quality) = try parameters(received.fields)
+            edit = try EditRequest.parse(aspect: received.fields["aspect"], include: received.fields["include"], exclude: received.fields["exclude"])
+        } catch let rejection as UploadRejection {
+            try? FileManager.default.removeItem(atPath: path)
+            throw Self.problem(rejection)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error
@@ -86,7 +91,8 @@ struct UploadController {
         let job: Job
         let usage: JobService.QuotaUsage
         do {
-            (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality, plan: current)
+            (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality,
+                                                          plan: current, edit: edit, sourceName: received.filename)
         } catch let rejection as UploadRejection {
             throw Self.problem(rejection)
         }

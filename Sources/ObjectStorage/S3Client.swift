@@ -110,6 +110,19 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// Copies an object of the bucket to another key, server-side (CopyObject: up to 5 GB), so a
+    /// re-cut shares its original's input without the bytes passing through this host.
+    public func copyObject(from source: String, to key: String) async throws {
+        let copySource = "/" + AWSSignatureV4.uriEncode(configuration.bucket) + "/" + AWSSignatureV4.uriEncode(source, keepSlash: true)
+        try await send("CopyObject", .PUT, key: key, headers: [(name: "x-amz-copy-source", value: copySource)]) { response in
+            // S3 may answer 200 and report a failure in the body.
+            let body = try await Self.collectPrefix(response.body, limit: 64 * 1024)
+            if S3XMLNode.parse(Data(body.readableBytesView))?.name == "Error" {
+                throw Self.error(operation: "CopyObject", status: 200, body: body, headers: response.headers, key: key)
+            }
+        }
+    }
+
     /// Size, ETag, type and date of an object; nil when it does not exist.
     public func headObject(key: String) async throws -> S3ObjectInfo? {
         try await send("HeadObject", .HEAD, key: key, accept: { $0 == 200 || $0 == 404 }) { response in

@@ -198,6 +198,9 @@ enum PostgresMigrations {
             #"CREATE INDEX resumable_upload_account ON resumable_upload ("accountId", state)"#,
             #"CREATE INDEX resumable_upload_expiry ON resumable_upload (state, "expiresAt")"#,
         ]),
+        (4, "job edits: shape, pinned and excluded moments, re-cuts", [
+            "ALTER TABLE job ADD COLUMN edit jsonb",
+        ]),
     ]
 
     /// Brings the database to the current schema; returns the versions applied now.

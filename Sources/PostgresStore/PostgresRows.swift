@@ -26,7 +26,7 @@ enum Rows {
         "estimatedSeconds", attempts, "createdAt", "startedAt", "finishedAt", "updatedAt", "processingSeconds",
         "errorCode", "errorMessage", output::text AS output, segments::text AS segments, "mediaDeletedAt",
         "quotaPeriod", "quotaState", "outputCap", "retentionHours", "maxDurationSeconds", "abnormalExits", "runAfter",
-        "workerSeconds", "leaseOwner", "leaseExpiresAt"
+        "workerSeconds", "leaseOwner", "leaseExpiresAt", edit::text AS edit
         """#
 
     static func job(_ row: PostgresRow) throws -> Job {
@@ -65,23 +65,24 @@ enum Rows {
         job.workerSeconds = try r["workerSeconds"].decode(Double.self)
         job.leaseOwner = try r["leaseOwner"].decode(String?.self)
         job.leaseExpiresAt = try r["leaseExpiresAt"].decode(Date?.self)
+        job.edit = try value(JobEdit.self, json: try r["edit"].decode(String?.self))
         return job
     }
 
     static func insert(_ job: Job, on connection: PostgresConnection, logger: Logger) async throws {
         let input = try json(job.input)!
-        let output = try json(job.output), segments = try json(job.segments)
+        let output = try json(job.output), segments = try json(job.segments), edit = try json(job.edit)
         try await connection.run("""
             INSERT INTO job (id, "accountId", status, stage, progress, message, "targetDuration", quality, input, "estimatedSeconds",
                 attempts, "createdAt", "startedAt", "finishedAt", "updatedAt", "processingSeconds", "errorCode", "errorMessage",
                 output, segments, "mediaDeletedAt", "quotaPeriod", "quotaState", "outputCap", "retentionHours", "maxDurationSeconds",
-                "abnormalExits", "runAfter", "workerSeconds", "leaseOwner", "leaseExpiresAt")
+                "abnormalExits", "runAfter", "workerSeconds", "leaseOwner", "leaseExpiresAt", edit)
             VALUES (\(job.id), \(job.accountId), \(job.status.rawValue), \(job.stage), \(job.progress), \(job.message),
                 \(job.targetDuration), \(job.quality), \(input)::jsonb, \(job.estimatedSeconds), \(job.attempts), \(job.createdAt),
                 \(job.startedAt), \(job.finishedAt), \(job.updatedAt), \(job.processingSeconds), \(job.errorCode), \(job.errorMessage),
                 \(output)::jsonb, \(segments)::jsonb, \(job.mediaDeletedAt), \(job.quotaPeriod), \(job.quotaState), \(job.outputCap),
                 \(job.retentionHours), \(job.maxDurationSeconds), \(job.abnormalExits), \(job.runAfter), \(job.workerSeconds),
-                \(job.leaseOwner), \(job.leaseExpiresAt))
+                \(job.leaseOwner), \(job.leaseExpiresAt), \(edit)::jsonb)
             """, logger: logger)
     }
 
@@ -89,7 +90,7 @@ enum Rows {
     /// AppDatabase does, then save it.
     static func update(_ job: Job, on connection: PostgresConnection, logger: Logger) async throws {
         let input = try json(job.input)!
-        let output = try json(job.output), segments = try json(job.segments)
+        let output = try json(job.output), segments = try json(job.segments), edit = try json(job.edit)
         try await connection.run("""
             UPDATE job SET "accountId" = \(job.accountId), status = \(job.status.rawValue), stage = \(job.stage),
                 progress = \(job.progress), message = \(job.message), "targetDuration" = \(job.targetDuration),
@@ -101,7 +102,7 @@ enum Rows {
                 "quotaState" = \(job.quotaState), "outputCap" = \(job.outputCap), "retentionHours" = \(job.retentionHours),
                 "maxDurationSeconds" = \(job.maxDurationSeconds), "abnormalExits" = \(job.abnormalExits),
                 "runAfter" = \(job.runAfter), "workerSeconds" = \(job.workerSeconds), "leaseOwner" = \(job.leaseOwner),
-                "leaseExpiresAt" = \(job.leaseExpiresAt)
+                "leaseExpiresAt" = \(job.leaseExpiresAt), edit = \(edit)::jsonb
             WHERE id = \(job.id)
             """, logger: logger)
     }

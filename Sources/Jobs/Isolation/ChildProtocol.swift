@@ -34,11 +34,16 @@ public struct HighlightSpec: Codable, Sendable {
     var analysis: AnalysisSettings
     var weights: ScoreWeights
     var selection: SelectionSettings
+    var analysisData: String?
+    var storyboardOutput: String?
+    var aspect: AspectRatio
+    var reframe: ReframeSettings
 
     init(_ r: HighlightRequest) {
         source = r.source; output = r.output; quality = r.quality; style = r.style; crossfadeSeconds = r.crossfadeSeconds
         preset = r.preset; audioFade = r.audioFade; maxFrameRate = r.maxFrameRate; analysisOutput = r.analysisOutput; posterOutput = r.posterOutput; cacheDirectory = r.cacheDirectory
         analysis = r.analysis; weights = r.weights; selection = r.selection
+        analysisData = r.analysisData; storyboardOutput = r.storyboardOutput; aspect = r.aspect; reframe = r.reframe
     }
 
     var request: HighlightRequest {
@@ -47,6 +52,7 @@ public struct HighlightSpec: Codable, Sendable {
         r.audioFade = audioFade; r.maxFrameRate = maxFrameRate
         r.analysisOutput = analysisOutput; r.posterOutput = posterOutput; r.cacheDirectory = cacheDirectory
         r.analysis = analysis; r.weights = weights; r.selection = selection
+        r.analysisData = analysisData; r.storyboardOutput = storyboardOutput; r.aspect = aspect; r.reframe = reframe
         return r
     }
 }

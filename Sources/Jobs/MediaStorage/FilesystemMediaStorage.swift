@@ -42,6 +42,26 @@ public struct FilesystemMediaStorage: MediaStorage {
         layout.removeJobFiles(jobID, keepingInput: keepingInput)
     }
 
+    public func copyMedia(from source: String, to target: String, files: [MediaFile]) async throws {
+        let directory = layout.jobDirectory(target)
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for file in files {
+                let from = path(source, file), to = path(target, file)
+                guard FileManager.default.fileExists(atPath: from) else { throw MediaStorageError.notFound }
+                // A hard link costs no space and no time; a copy where links are not possible.
+                if link(from, to) != 0 { try FileManager.default.copyItem(atPath: from, toPath: to) }
+            }
+            try DurableFiles.syncDirectory(directory)
+            try DurableFiles.syncDirectory(layout.jobsDirectory)
+        } catch let error as MediaStorageError {
+            throw error
+        } catch {
+            logger.error("cannot copy a job's media", metadata: ["from": "\(source)", "to": "\(target)", "error": "\(error)"])
+            throw MediaStorageError.unavailable
+        }
+    }
+
     public func removeInput(jobID: String) async {
         try? FileManager.default.removeItem(atPath: layout.inputPath(jobID))
     }

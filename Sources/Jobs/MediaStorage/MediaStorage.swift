@@ -7,9 +7,13 @@ public enum MediaFile: String, Sendable, CaseIterable {
     case result = "highlight.mp4"
     case poster = "poster.jpg"
     case analysis = "analysis.json"
+    /// The whole analysis (every measurement), kept so a re-cut selects and renders without
+    /// decoding the input again.
+    case analysisData = "analysis-data.json"
+    case storyboard = "storyboard.png"
 
     /// The results a worker publishes.
-    public static let results: [MediaFile] = [.result, .poster, .analysis]
+    public static let results: [MediaFile] = [.result, .poster, .analysis, .analysisData, .storyboard]
 }
 
 /// A local folder a worker's isolated child reads the input from and writes the results to: the
@@ -24,6 +28,8 @@ public struct JobWorkspace: Sendable, Equatable {
     public var resultPath: String { path(.result) }
     public var posterPath: String { path(.poster) }
     public var analysisPath: String { path(.analysis) }
+    public var analysisDataPath: String { path(.analysisData) }
+    public var storyboardPath: String { path(.storyboard) }
 }
 
 /// How a download is served.
@@ -121,6 +127,11 @@ public protocol MediaStorage: Sendable {
     /// Deletes the job's stored media (all of them, or all but the input). Best effort: failures
     /// are logged, and the sweeper finds what is left.
     func removeMedia(jobID: String, keepingInput: Bool) async
+
+    /// Gives job `target` its own copy of `files` of job `source` (a re-cut: the input and the
+    /// analysis data), durably. Filesystem: hard links; S3: server-side copies. Throws
+    /// `MediaStorageError.notFound` when a file is missing, `.unavailable` on failure.
+    func copyMedia(from source: String, to target: String, files: [MediaFile]) async throws
 
     /// Deletes the job's input only (after it completed, unless uploads are kept).
     func removeInput(jobID: String) async

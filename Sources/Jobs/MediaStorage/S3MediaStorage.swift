@@ -65,6 +65,12 @@ public struct S3MediaStorage: MediaStorage {
             try await guarded("fetch the input", jobID) {
                 try await client.getObject(key: key(jobID, .input), toFileAt: workspace.inputPath)
             }
+            // A re-cut's analysis data comes with it (a plain job has none yet: it makes it).
+            if try await guarded("look up the analysis data", jobID, { try await client.headObject(key: key(jobID, .analysisData)) }) != nil {
+                try await guarded("fetch the analysis data", jobID) {
+                    try await client.getObject(key: key(jobID, .analysisData), toFileAt: workspace.analysisDataPath)
+                }
+            }
             return workspace
         } catch {
             try? FileManager.default.removeItem(atPath: workspace.directory)
@@ -100,6 +106,17 @@ public struct S3MediaStorage: MediaStorage {
                                      metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
                     }
                 }
+            }
+        }
+    }
+
+    public func copyMedia(from source: String, to target: String, files: [MediaFile]) async throws {
+        for file in files {
+            guard try await guarded("look up \(file.rawValue)", source, { try await client.headObject(key: key(source, file)) }) != nil else {
+                throw MediaStorageError.notFound
+            }
+            try await guarded("copy \(file.rawValue)", target) {
+                try await client.copyObject(from: key(source, file), to: key(target, file))
             }
         }
     }
@@ -175,7 +192,8 @@ public struct S3MediaStorage: MediaStorage {
         case .input: "application/octet-stream"
         case .result: "video/mp4"
         case .poster: "image/jpeg"
-        case .analysis: "application/json"
+        case .analysis, .analysisData: "application/json"
+        case .storyboard: "image/png"
         }
     }
 

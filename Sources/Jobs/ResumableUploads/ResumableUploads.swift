@@ -431,7 +431,7 @@ public final class ResumableUploads: Sendable {
             try await staging.prepare(id: upload.id, offset: upload.offset)
             let plan = try await service.accountPlan(account)
             let (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: upload.targetDuration,
-                                                              quality: upload.quality, plan: plan)
+                                                              quality: upload.quality, plan: plan, sourceName: upload.filename)
             if try await !store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
                                               errorMessage: nil, now: self.now) {
                 logger.error("a resumable upload became a job but its row could not record it (cancelled meanwhile?)",

@@ -19,9 +19,10 @@ final class Scaler {
 
     deinit { sws_freeContext(context) }
 
-    /// Scales `input` into `output`, which must already have buffers of this scaler's size/format.
-    func scale(_ input: Frame, into output: Frame) throws(MediaError) {
-        let w = input.width, h = input.height, f = input.pixelFormat
+    /// Scales `input` (or the `crop` window of it) into `output`, which must already have buffers
+    /// of this scaler's size/format.
+    func scale(_ input: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
+        let w = crop?.width ?? input.width, h = crop?.height ?? input.height, f = input.pixelFormat
         if context == nil || source.width != w || source.height != h || source.format != f {
             sws_freeContext(context)
             context = sws_getContext(Int32(w), Int32(h), f, Int32(width), Int32(height), format, flags, nil, nil, nil)
@@ -33,9 +34,56 @@ final class Scaler {
             source = (w, h, f)
             applyColorDetails(input)
         }
-        let rc = sws_scale(context, UnsafePointer(OpaquePointer(input.dataPointers)), input.linesizePointer, 0, Int32(h),
-                           output.dataPointers, output.linesizePointer)
-        try check(rc, "sws_scale")
+        if let crop {
+            try withCroppedPlanes(input, crop) { planes in
+                sws_scale(context, planes, input.linesizePointer, 0, Int32(h), output.dataPointers, output.linesizePointer)
+            }
+        } else {
+            let rc = sws_scale(context, UnsafePointer(OpaquePointer(input.dataPointers)), input.linesizePointer, 0, Int32(h),
+                               output.dataPointers, output.linesizePointer)
+            try check(rc, "sws_scale")
+        }
+    }
+
+    /// The plane pointers of `input` moved to the crop's origin (chroma planes by their subsampling,
+    /// each plane by its bytes per pixel), on the stack: no allocation per frame.
+    private func withCroppedPlanes(_ input: Frame, _ crop: CropRect,
+                                   _ body: (UnsafePointer<UnsafePointer<UInt8>?>) -> Int32) throws(MediaError) {
+        guard let descriptor = av_pix_fmt_desc_get(input.pixelFormat),
+              crop.x >= 0, crop.y >= 0, crop.x + crop.width <= input.width, crop.y + crop.height <= input.height else {
+            throw MediaError(.invalidRange, operation: "crop", detail: "the crop window \(crop) is outside the \(input.width)x\(input.height) picture")
+        }
+        let d = descriptor.pointee
+        var steps: (Int, Int, Int, Int) = (0, 0, 0, 0)
+        withUnsafePointer(to: d.comp) { comps in
+            comps.withMemoryRebound(to: AVComponentDescriptor.self, capacity: 4) { c in
+                for i in 0..<Int(d.nb_components) {
+                    let plane = Int(c[i].plane), step = Int(c[i].step)
+                    switch plane {
+                    case 0: steps.0 = max(steps.0, step)
+                    case 1: steps.1 = max(steps.1, step)
+                    case 2: steps.2 = max(steps.2, step)
+                    default: steps.3 = max(steps.3, step)
+                    }
+                }
+            }
+        }
+        let isRGB = d.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
+        func offset(_ plane: Int, _ step: Int) -> Int {
+            let chroma = !isRGB && (plane == 1 || plane == 2)
+            let x = chroma ? crop.x >> Int(d.log2_chroma_w) : crop.x
+            let y = chroma ? crop.y >> Int(d.log2_chroma_h) : crop.y
+            return y * input.linesize(plane) + x * step
+        }
+        let planes: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?) = (
+            input.data(0).map { UnsafePointer($0 + offset(0, steps.0)) },
+            input.data(1).map { UnsafePointer($0 + offset(1, steps.1)) },
+            input.data(2).map { UnsafePointer($0 + offset(2, steps.2)) },
+            input.data(3).map { UnsafePointer($0 + offset(3, steps.3)) })
+        let rc = withUnsafePointer(to: planes) { tuple in
+            tuple.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 4) { body($0) }
+        }
+        try check(rc, "sws_scale (cropped)")
     }
 
     /// Tells sws the source's YUV matrix and range (untagged: BT.709 for HD, BT.601 below), and

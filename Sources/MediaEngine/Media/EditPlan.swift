@@ -73,6 +73,12 @@ struct OutputGeometry: Equatable {
         width = max(2, Int((w * scale / 2).rounded(.down)) * 2)
         height = max(2, Int((h * scale / 2).rounded(.down)) * 2)
     }
+
+    /// A size chosen elsewhere (a reframe), in stored orientation.
+    init(width: Int, height: Int) {
+        self.width = max(2, width / 2 * 2)
+        self.height = max(2, height / 2 * 2)
+    }
 }
 
 /// The exact output timeline of an edit: frames and audio samples per segment, with overlaps for

@@ -29,10 +29,17 @@ final class VideoConverter {
             && frame.pointer.pointee.color_range != AVCOL_RANGE_JPEG
     }
 
-    /// Converts `source` into `output` (a writable yuv420p frame of the output size).
-    func convert(_ source: Frame, into output: Frame) throws(MediaError) {
+    /// Converts `source` (or its `crop` window) into `output` (a writable yuv420p frame of the output size).
+    func convert(_ source: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
         try output.makeWritable()
-        if let hdr {
+        if let crop {
+            if let hdr {
+                try hdr.toOutputSize.scale(source, into: hdr.scaled, crop: crop)
+                try hdr.mapper.map(yuv420p10: hdr.scaled, into: output)
+            } else {
+                try scaler.scale(source, into: output, crop: crop)
+            }
+        } else if let hdr {
             if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == 2 * width && source.height == 2 * height {
                 // 4K -> 1080p (landscape or portrait): the halving is done in the tone mapper's pass.
                 try hdr.mapper.map(yuv420p10: source, into: output, halve: true)

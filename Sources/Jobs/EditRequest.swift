@@ -1,0 +1,138 @@
+import Foundation
+import JobStore
+import MediaEngine
+
+/// The creative parameters of an upload or a re-cut, as a client sends them: `aspect`, `include`
+/// (pinned times) and `exclude` (ranges), parsed from form fields, tus metadata, query parameters
+/// or JSON, and checked against the video once its length is known.
+public struct EditRequest: Sendable, Equatable {
+    public var aspect: AspectRatio = .source
+    public var include: [Double] = []
+    public var exclude: [JobRange] = []
+
+    /// Most pinned times and excluded ranges one highlight takes.
+    public static let maxPins = 10
+    public static let maxExclusions = 20
+
+    public init(aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = []) {
+        self.aspect = aspect; self.include = include; self.exclude = exclude
+    }
+
+    /// From text fields: `aspect=9:16`, `include=12.5,40`, `exclude=10-20,30.5-35` (JSON arrays
+    /// are taken too: `[12.5, 40]`, `[[10, 20]]` or `[{"start": 10, "end": 20}]`).
+    public static func parse(aspect: String?, include: String?, exclude: String?) throws(UploadRejection) -> EditRequest {
+        var edit = EditRequest()
+        if let aspect = aspect?.trimmingCharacters(in: .whitespaces), !aspect.isEmpty {
+            edit.aspect = try parseAspect(aspect)
+        }
+        if let include = include?.trimmingCharacters(in: .whitespaces), !include.isEmpty {
+            edit.include = try parseTimes(include)
+        }
+        if let exclude = exclude?.trimmingCharacters(in: .whitespaces), !exclude.isEmpty {
+            edit.exclude = try parseRanges(exclude)
+        }
+        try edit.checkCounts()
+        return edit
+    }
+
+    public static func parseAspect(_ text: String) throws(UploadRejection) -> AspectRatio {
+        guard let aspect = AspectRatio(rawValue: text.lowercased()) else {
+            throw UploadRejection(status: 422, code: "invalid_aspect",
+                                  detail: "aspect must be one of \(AspectRatio.allCases.map(\.rawValue).joined(separator: ", ")); it was \"\(text.prefix(40))\".")
+        }
+        return aspect
+    }
+
+    static func parseTimes(_ text: String) throws(UploadRejection) -> [Double] {
+        let invalid = UploadRejection(status: 422, code: "invalid_include",
+                                      detail: "include lists the source times (seconds) that must be in the highlight: \"12.5,40\" or [12.5, 40].")
+        var values: [Double] = []
+        if text.hasPrefix("[") {
+            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
+            for item in array {
+                guard let number = item as? NSNumber, !(item is Bool) else { throw invalid }
+                values.append(number.doubleValue)
+            }
+        } else {
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let value = Double(part.trimmingCharacters(in: .whitespaces)) else { throw invalid }
+                values.append(value)
+            }
+        }
+        guard values.allSatisfy({ $0.isFinite && $0 >= 0 }) else { throw invalid }
+        return values
+    }
+
+    static func parseRanges(_ text: String) throws(UploadRejection) -> [JobRange] {
+        let invalid = UploadRejection(status: 422, code: "invalid_exclude",
+                                      detail: "exclude lists source ranges (seconds) never to show: \"10-20,30-35\", [[10, 20]] or [{\"start\": 10, \"end\": 20}], each start before its end.")
+        var ranges: [JobRange] = []
+        if text.hasPrefix("[") {
+            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
+            for item in array {
+                if let pair = item as? [Any], pair.count == 2, let a = pair[0] as? NSNumber, let b = pair[1] as? NSNumber,
+                   !(pair[0] is Bool), !(pair[1] is Bool) {
+                    ranges.append(JobRange(start: a.doubleValue, end: b.doubleValue))
+                } else if let object = item as? [String: Any], let a = object["start"] as? NSNumber, let b = object["end"] as? NSNumber,
+                          !(object["start"] is Bool), !(object["end"] is Bool) {
+                    ranges.append(JobRange(start: a.doubleValue, end: b.doubleValue))
+                } else {
+                    throw invalid
+                }
+            }
+        } else {
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                // "10-20" (a minus sign is not valid in a time, so the first '-' separates).
+                let bounds = part.split(separator: "-", maxSplits: 1).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard bounds.count == 2, let start = bounds[0], let end = bounds[1] else { throw invalid }
+                ranges.append(JobRange(start: start, end: end))
+            }
+        }
+        guard ranges.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else { throw invalid }
+        return ranges
+    }
+
+    func checkCounts() throws(UploadRejection) {
+        if include.count > Self.maxPins {
+            throw UploadRejection(status: 422, code: "invalid_include", detail: "include takes at most \(Self.maxPins) times; it had \(include.count).")
+        }
+        if exclude.count > Self.maxExclusions {
+            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude takes at most \(Self.maxExclusions) ranges; it had \(exclude.count).")
+        }
+    }
+
+    /// Checks the times against the video's length and the target: every pinned time inside the
+    /// video and outside every excluded range, the pins fitting the target, footage left to show.
+    public func check(duration: Double, targetDuration: Int, minSegment: Double = 1.5) throws(UploadRejection) {
+        try checkCounts()
+        for t in include where t >= duration {
+            throw UploadRejection(status: 422, code: "invalid_include",
+                                  detail: String(format: "The pinned time %.1f s is past the end of the video (%.1f s).", t, duration))
+        }
+        for t in include {
+            if let range = exclude.first(where: { t >= $0.start && t <= $0.end }) {
+                throw UploadRejection(status: 422, code: "invalid_include",
+                                      detail: String(format: "The pinned time %.1f s is inside the excluded range %.1f-%.1f s; remove one of them.", t, range.start, range.end))
+            }
+        }
+        if Double(Set(include).count) * minSegment > Double(targetDuration) {
+            throw UploadRejection(status: 422, code: "invalid_include",
+                                  detail: "\(Set(include).count) pinned times do not fit a \(targetDuration) s highlight; pin fewer or ask for a longer one.")
+        }
+        // Footage left once the exclusions are taken out.
+        var covered = 0.0, reach = 0.0
+        for r in exclude.sorted(by: { $0.start < $1.start }) {
+            let start = max(r.start, reach), end = min(r.end, duration)
+            if end > start { covered += end - start }
+            reach = max(reach, r.end)
+        }
+        if duration - covered < minSegment {
+            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude leaves no footage to make a highlight of.")
+        }
+    }
+
+    /// The stored form, with what the job needs beyond the client's choice.
+    public func job(sourceName: String?, recutOf: String? = nil, keepsInput: Bool) -> JobEdit {
+        JobEdit(aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf, keepsInput: keepsInput)
+    }
+}

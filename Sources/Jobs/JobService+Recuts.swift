@@ -1,0 +1,90 @@
+import Foundation
+import Highlight
+import JobStore
+
+/// What a re-cut changes; whatever is nil stays as the original job had it.
+public struct RecutRequest: Sendable, Equatable {
+    public var targetDuration: Int?
+    public var quality: String?
+    public var aspect: String?
+    public var include: [Double]?
+    public var exclude: [JobRange]?
+
+    public init(targetDuration: Int? = nil, quality: String? = nil, aspect: String? = nil, include: [Double]? = nil, exclude: [JobRange]? = nil) {
+        self.targetDuration = targetDuration; self.quality = quality; self.aspect = aspect; self.include = include; self.exclude = exclude
+    }
+}
+
+extension JobService {
+    /// Why a job cannot be re-cut, for the API to tell.
+    public enum RecutRefusal: Error, Sendable, Equatable {
+        case notFound
+        /// Not completed (yet, or ever).
+        case notCompleted(JobState)
+        /// The plan does not allow re-cuts.
+        case notAllowed(plan: String)
+        /// The input or its analysis is no longer kept (deleted, retention over, or made before re-cuts existed).
+        case inputGone
+    }
+
+    /// A new job from a completed one of the same account: another length, shape, quality or
+    /// set of pinned and excluded moments, rendered from the kept input with the stored analysis
+    /// (no analysis decode). The job gets its own copy of both (links or server-side copies), so
+    /// it lives and is retained like any other; it counts against the month's quota like an upload.
+    public func recut(_ originalID: String, account: Account, request: RecutRequest) async throws -> (Job, QuotaUsage) {
+        guard let original = try await job(id: originalID, account: account) else { throw RecutRefusal.notFound }
+        guard original.status == .completed else { throw RecutRefusal.notCompleted(original.status) }
+        guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
+        let current: AccountPlan
+        do {
+            current = try await precheck(account)
+        }
+        guard current.plan.recuts else { throw RecutRefusal.notAllowed(plan: current.plan.name) }
+
+        let base = original.edit ?? JobEdit()
+        let target = request.targetDuration ?? original.targetDuration
+        guard target >= settings.minTargetDuration && target <= settings.maxTargetDuration else {
+            throw UploadRejection(status: 422, code: "invalid_target_duration",
+                                  detail: "target_duration must be between \(settings.minTargetDuration) and \(settings.maxTargetDuration) seconds; it was \(target).")
+        }
+        let quality = request.quality?.lowercased() ?? original.quality
+        guard ["low", "medium", "high"].contains(quality) else {
+            throw UploadRejection(status: 422, code: "invalid_quality", detail: "quality must be low, medium or high; it was \"\(request.quality ?? "")\".")
+        }
+        var edit = EditRequest(aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
+                               include: request.include ?? base.include, exclude: request.exclude ?? base.exclude)
+        edit.include = edit.include.filter { $0.isFinite }
+        guard edit.include.allSatisfy({ $0 >= 0 }), edit.exclude.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else {
+            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "Times are seconds of the original video: no negative time, every range's start before its end.")
+        }
+        try edit.check(duration: original.input.duration, targetDuration: target)
+
+        let now = clock()
+        let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []
+        let queue = (try? await database.unfinishedJobs()) ?? []
+        // No analysis: about what the render of the original took.
+        let estimate = max(1, Int((Double(estimator.estimate(input: original.input, targetDuration: target, quality: quality, recent: recent,
+                                                              queue: queue, workers: settings.workers)) * 0.5).rounded()))
+        var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: target, quality: quality,
+                      input: original.input, estimatedSeconds: estimate, now: now)
+        job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        job.edit = edit.job(sourceName: base.sourceName, recutOf: original.id, keepsInput: current.plan.recuts)
+        return try await enqueue(job, account: account, plan: current, now: now) {
+            do {
+                try await mediaStorage.copyMedia(from: original.id, to: job.id, files: [.input, .analysisData])
+            } catch MediaStorageError.notFound {
+                throw RecutRefusal.inputGone
+            } catch is MediaStorageError {
+                throw Self.storageUnavailable
+            }
+        }
+    }
+}
+
+extension JobService {
+    /// Seconds of crossfade at each join of the highlights this service renders (0: hard cuts).
+    public var crossfadeSeconds: Double {
+        let highlight = runner.media.highlight
+        return HighlightStyle(rawValue: highlight.style) == .crossfade ? highlight.crossfadeSeconds : 0
+    }
+}

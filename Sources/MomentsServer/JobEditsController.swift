@@ -1,0 +1,179 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+import Timeline
+
+/// What a finished highlight offers beyond its file: re-cuts (POST /api/v1/jobs/{id}/recuts),
+/// editable timelines (GET …/timeline?format=fcpxml|otio|edl) and the storyboard picture
+/// (GET …/storyboard.png).
+struct JobEditsController {
+    let service: JobService
+    let files = MediaResponder()
+
+    /// Largest re-cut request body.
+    static let maxBodyBytes = 16 * 1024
+
+    func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.post, "/api/v1/jobs/:id/recuts", on: group, use: recut)
+        table.add(.get, "/api/v1/jobs/:id/timeline", on: group, use: timeline)
+        table.add(.get, "/api/v1/jobs/:id/storyboard.png", on: group, use: storyboard)
+        table.add(.head, "/api/v1/jobs/:id/storyboard.png", on: group, use: storyboard)
+    }
+
+    private func job(_ context: AppRequestContext) async throws -> Job {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        guard let job = try await service.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        return job
+    }
+
+    // MARK: Re-cuts
+
+    @Sendable func recut(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<UploadResponse> {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        let body = try await request.body.collect(upTo: Self.maxBodyBytes)
+        let recut = try Self.parse(body)
+        do {
+            let (job, usage) = try await service.recut(id, account: account, request: recut)
+            let base = service.settings.baseURL
+            let response = UploadResponse(
+                jobId: job.id,
+                message: "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
+                estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
+                links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
+            return EditedResponse(status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
+        } catch let refusal as JobService.RecutRefusal {
+            throw Self.problem(refusal, id: id)
+        } catch let rejection as UploadRejection {
+            throw UploadController.problem(rejection)
+        }
+    }
+
+    /// The JSON body: any of target_duration, quality, aspect, include, exclude (an empty body
+    /// re-cuts with the original's choices).
+    static func parse(_ body: ByteBuffer) throws -> RecutRequest {
+        guard body.readableBytes > 0 else { return RecutRequest() }
+        let invalid = Problem.badRequest("invalid_json", "The body must be a JSON object with any of target_duration, quality, aspect, include and exclude.")
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] else { throw invalid }
+        let known: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
+        if let unknown = object.keys.first(where: { !known.contains($0) }) {
+            throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, include and exclude.")
+        }
+        var recut = RecutRequest()
+        do {
+            if let value = object["target_duration"] {
+                guard let number = value as? NSNumber, !(value is Bool), number.doubleValue == number.doubleValue.rounded(),
+                      abs(number.doubleValue) < 1e6 else {
+                    throw UploadRejection(status: 422, code: "invalid_target_duration", detail: "target_duration must be a whole number of seconds.")
+                }
+                recut.targetDuration = number.intValue
+            }
+            if let value = object["quality"] {
+                guard let text = value as? String else { throw UploadRejection(status: 422, code: "invalid_quality", detail: "quality must be low, medium or high.") }
+                recut.quality = text
+            }
+            if let value = object["aspect"] {
+                guard let text = value as? String else { throw UploadRejection(status: 422, code: "invalid_aspect", detail: "aspect must be a string such as \"9:16\".") }
+                recut.aspect = try EditRequest.parseAspect(text).rawValue
+            }
+            // include and exclude take the same shapes as the upload's fields, as JSON.
+            if let value = object["include"] {
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: value is [Any] ? value : [value]), as: UTF8.self)
+                recut.include = try EditRequest.parse(aspect: nil, include: text, exclude: nil).include
+            }
+            if let value = object["exclude"], !(value is NSNull) {
+                guard value is [Any] else { throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude must be a list of ranges.") }
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
+                recut.exclude = try EditRequest.parse(aspect: nil, include: nil, exclude: text).exclude
+                if (value as? [Any])?.isEmpty == true { recut.exclude = [] }
+            }
+        } catch let rejection as UploadRejection {
+            throw UploadController.problem(rejection)
+        }
+        return recut
+    }
+
+    static func problem(_ refusal: JobService.RecutRefusal, id: String) -> Problem {
+        switch refusal {
+        case .notFound:
+            return Problem.jobNotFound(id)
+        case .notCompleted(let state):
+            return Problem(.conflict, code: "job_not_completed",
+                           detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
+                           extensions: ["job_status": .string(state.rawValue)])
+        case .notAllowed(let plan):
+            return Problem(.forbidden, code: "recuts_not_allowed", detail: "The \(plan) plan does not include re-cuts. Upload the video again with the new settings.")
+        case .inputGone:
+            return Problem(.gone, code: "input_deleted",
+                           detail: "The original video of this highlight is no longer kept (deleted, or its retention period is over). Upload it again to make a new highlight.")
+        }
+    }
+
+    // MARK: Timeline
+
+    @Sendable func timeline(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        let name = request.uri.queryParameters["format"].map(String.init) ?? "fcpxml"
+        guard let format = TimelineFormat(rawValue: name.lowercased()) else {
+            throw Problem.badRequest("invalid_format", "format must be fcpxml, otio or edl.")
+        }
+        guard job.status == .completed, job.mediaDeletedAt == nil, let segments = job.segments, !segments.isEmpty, let output = job.output else {
+            // The same answers as a download of a job that has none.
+            _ = try ready(job)
+            throw Problem(.gone, code: "media_deleted", detail: "This job's result was deleted, so it has no timeline.")
+        }
+        let document = Self.document(job, segments: segments, output: output, crossfade: service.crossfadeSeconds)
+        let text = TimelineExport.render(document, as: format)
+        let filename = "highlight_\(job.id).\(format.fileExtension)"
+        var headers: HTTPFields = [.contentType: format.mediaType, .contentDisposition: "attachment; filename=\"\(filename)\""]
+        headers[.cacheControl] = "private, no-cache"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// The highlight as a timeline over the original file: its segments in order, each with its
+    /// reframe window, the crossfade the render used.
+    static func document(_ job: Job, segments: [JobSegment], output: JobOutput, crossfade: Double) -> TimelineDocument {
+        let input = job.input
+        let clips = segments.map { s in
+            TimelineClip(sourceStart: s.start, sourceEnd: s.end,
+                         crop: s.crop.map { TimelineCrop(x: $0.x, y: $0.y, width: $0.width, height: $0.height) })
+        }
+        return TimelineDocument(
+            title: "Moments highlight \(job.id)", sourceName: job.edit?.sourceName ?? "video_\(job.id).mp4",
+            sourceDuration: input.duration, rate: TimelineRate.nearest(to: input.frameRate),
+            sourceWidth: input.width, sourceHeight: input.height, outputWidth: output.width, outputHeight: output.height,
+            hasAudio: input.audioCodec != nil, clips: clips, crossfadeSeconds: crossfade)
+    }
+
+    // MARK: Storyboard
+
+    @Sendable func storyboard(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        guard let download = try await Problem.storageCall({ try await service.media(job, .storyboard) }) else {
+            _ = try ready(job)
+            throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard (it was made before storyboards existed, or its picture could not be drawn).")
+        }
+        return try await files.respond(request, context: context, download: download, contentType: "image/png",
+                                       disposition: "inline; filename=\"storyboard_\(job.id).png\"")
+    }
+
+    /// Throws what a download of this job would answer when it is not completed or its media are gone.
+    private func ready(_ job: Job) throws -> Bool {
+        switch job.status {
+        case .completed where job.mediaDeletedAt == nil: return true
+        case .completed:
+            throw Problem(.gone, code: "media_deleted",
+                          detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
+        case .pending, .processing:
+            throw Problem(.conflict, code: "job_not_completed",
+                          detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
+                          extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
+        case .failed, .cancelled:
+            throw Problem(.conflict, code: "job_\(job.status.rawValue)", detail: "The job \(job.status.rawValue), so it has no highlight.",
+                          extensions: ["job_status": .string(job.status.rawValue)])
+        }
+    }
+}
