@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight", "AppStore", "ObjectStorage", "PostgresStore", "Telemetry",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight", "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -50,8 +50,8 @@ public struct EditRequest: Sendable, Equatable {
         if text.hasPrefix("[") {
             guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
             for item in array {
-                guard let number = item as? NSNumber, !(item is Bool) else { throw invalid }
-                values.append(number.doubleValue)
+                guard let number = jsonNumber(item) else { throw invalid }
+                values.append(number)
             }
         } else {
             for part in text.split(separator: ",", omittingEmptySubsequences: false) {
@@ -70,12 +70,10 @@ public struct EditRequest: Sendable, Equatable {
         if text.hasPrefix("[") {
             guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
             for item in array {
-                if let pair = item as? [Any], pair.count == 2, let a = pair[0] as? NSNumber, let b = pair[1] as? NSNumber,
-                   !(pair[0] is Bool), !(pair[1] is Bool) {
-                    ranges.append(JobRange(start: a.doubleValue, end: b.doubleValue))
-                } else if let object = item as? [String: Any], let a = object["start"] as? NSNumber, let b = object["end"] as? NSNumber,
-                          !(object["start"] is Bool), !(object["end"] is Bool) {
-                    ranges.append(JobRange(start: a.doubleValue, end: b.doubleValue))
+                if let pair = item as? [Any], pair.count == 2, let a = jsonNumber(pair[0]), let b = jsonNumber(pair[1]) {
+                    ranges.append(JobRange(start: a, end: b))
+                } else if let object = item as? [String: Any], let a = object["start"].flatMap(jsonNumber), let b = object["end"].flatMap(jsonNumber) {
+                    ranges.append(JobRange(start: a, end: b))
                 } else {
                     throw invalid
                 }
@@ -90,6 +88,13 @@ public struct EditRequest: Sendable, Equatable {
         }
         guard ranges.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else { throw invalid }
         return ranges
+    }
+
+    /// A JSON number as JSONSerialization gives it, and not a JSON true/false (which Foundation on
+    /// Linux also hands out as NSNumber, and which `is Bool` cannot tell from 1 and 0).
+    public static func jsonNumber(_ value: Any) -> Double? {
+        guard let number = value as? NSNumber, !String(describing: type(of: value)).contains("Boolean") else { return nil }
+        return number.doubleValue
     }
 
     func checkCounts() throws(UploadRejection) {

@@ -34,12 +34,9 @@ extension JobService {
     public func recut(_ originalID: String, account: Account, request: RecutRequest) async throws -> (Job, QuotaUsage) {
         guard let original = try await job(id: originalID, account: account) else { throw RecutRefusal.notFound }
         guard original.status == .completed else { throw RecutRefusal.notCompleted(original.status) }
-        guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
-        let current: AccountPlan
-        do {
-            current = try await precheck(account)
-        }
+        let current = try await precheck(account)
         guard current.plan.recuts else { throw RecutRefusal.notAllowed(plan: current.plan.name) }
+        guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
 
         let base = original.edit ?? JobEdit()
         let target = request.targetDuration ?? original.targetDuration

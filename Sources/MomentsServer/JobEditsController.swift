@@ -65,11 +65,10 @@ struct JobEditsController {
         var recut = RecutRequest()
         do {
             if let value = object["target_duration"] {
-                guard let number = value as? NSNumber, !(value is Bool), number.doubleValue == number.doubleValue.rounded(),
-                      abs(number.doubleValue) < 1e6 else {
+                guard let number = EditRequest.jsonNumber(value), number == number.rounded(), abs(number) < 1e6 else {
                     throw UploadRejection(status: 422, code: "invalid_target_duration", detail: "target_duration must be a whole number of seconds.")
                 }
-                recut.targetDuration = number.intValue
+                recut.targetDuration = Int(number)
             }
             if let value = object["quality"] {
                 guard let text = value as? String else { throw UploadRejection(status: 422, code: "invalid_quality", detail: "quality must be low, medium or high.") }

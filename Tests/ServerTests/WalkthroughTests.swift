@@ -63,13 +63,14 @@ struct WalkthroughTests {
             #expect(list["total"] as? Int == 1)
             #expect(((list["jobs"] as? [[String: Any]])?.first?["job_id"] as? String) == job)
 
-            // The upload is removed after processing (storage.keepUploads false).
-            #expect(!FileManager.default.fileExists(atPath: server.layout.inputPath(job)))
+            // The upload is kept for re-cuts (plans.free.recuts) until the job's media are deleted.
+            #expect(try await server.service.mediaStorage.mediaExists(jobID: job, file: .input))
 
-            // DELETE on a finished job deletes its media; again is fine (idempotent).
+            // DELETE on a finished job deletes its media, the kept upload too; again is fine (idempotent).
             for _ in 0..<2 {
                 let deleted = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
                 #expect(deleted.status == .ok)
+                #expect(try await !server.service.mediaStorage.mediaExists(jobID: job, file: .input))
                 #expect(try deleted.json()["status"] as? String == "completed")
             }
             #expect(!FileManager.default.fileExists(atPath: server.layout.jobDirectory(job)))
