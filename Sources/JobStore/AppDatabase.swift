@@ -202,6 +202,7 @@ public final class AppDatabase: MomentsStore {
         migrator.registerMigration("v10 job edits") { db in
             // Shape, pinned and excluded moments, source name, re-cut origin (JSON, as GRDB stores nested values).
             try db.alter(table: "job") { t in t.add(column: "edit", .text) }
+            try db.alter(table: "resumable_upload") { t in t.add(column: "edit", .text) }
         }
         return migrator
     }

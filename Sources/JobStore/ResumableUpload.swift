@@ -48,6 +48,8 @@ public struct ResumableUpload: Codable, Sendable, Equatable, FetchableRecord, Pe
     /// The request appending now (one at a time), and until when its hold lasts unless renewed.
     public var holder: String?
     public var heldUntil: Date?
+    /// Shape, pinned and excluded moments asked for at creation (tus metadata or the IETF query).
+    public var edit: JobEdit?
 
     public init(id: String, accountId: String, flavor: String, length: Int64?, filename: String?, targetDuration: Int,
                 quality: String, now: Date, expiresAt: Date) {

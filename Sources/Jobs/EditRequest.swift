@@ -136,6 +136,23 @@ public struct EditRequest: Sendable, Equatable {
         }
     }
 
+    /// The client's choice as stored with a resumable upload (nil: a plain highlight).
+    public init(_ stored: JobEdit?) {
+        aspect = stored.flatMap { AspectRatio(rawValue: $0.aspect) } ?? .source
+        include = stored?.include ?? []
+        exclude = stored?.exclude ?? []
+    }
+
+    /// A client's file name as a label: its last path component, control characters dropped, at
+    /// most 255 bytes; nil when nothing is left. Never used as a path.
+    public static func displayName(_ raw: String) -> String? {
+        let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }))
+            .trimmingCharacters(in: .whitespaces)
+        while name.utf8.count > 255 { name.removeLast() }
+        return name.isEmpty || name == "." || name == ".." ? nil : name
+    }
+
     /// The stored form, with what the job needs beyond the client's choice.
     public func job(sourceName: String?, recutOf: String? = nil, keepsInput: Bool) -> JobEdit {
         JobEdit(aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf, keepsInput: keepsInput)

@@ -56,7 +56,9 @@ struct Sweeper: Sendable {
                 if job.mediaDeletedAt != nil {
                     // Deleted (DELETE, retention) while the storage failed: its files go now.
                     await storage.removeMedia(jobID: media.jobID, keepingInput: false)
-                } else if media.hasInput && !settings.keepUploads {
+                } else if media.hasInput && !settings.keepUploads && !(job.status == .completed && job.edit?.keepsInput == true) {
+                    // Left by a crash between completion and the input's removal; a completed job
+                    // whose plan allows re-cuts keeps its input until its retention ends.
                     await storage.removeInput(jobID: media.jobID)
                 }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Jobs
 import Logging
 import NIOCore
 import _NIOFileSystem
@@ -12,8 +13,6 @@ struct MultipartUpload {
     /// The text fields the upload accepts besides `file`.
     static let textFields: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
     static let maxFieldBytes = 2048
-    /// The file name a client gives its part (kept for timelines, never used as a path).
-    static let maxFilenameBytes = 255
     /// Bytes gathered before one write to disk.
     static let batchBytes = 1 << 20
 
@@ -105,16 +104,6 @@ struct MultipartUpload {
         }
     }
 
-    /// A client's file name as a label: its last path component, control characters dropped,
-    /// at most `maxFilenameBytes` bytes; nil when nothing is left.
-    static func displayName(_ raw: String) -> String? {
-        let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }))
-            .trimmingCharacters(in: .whitespaces)
-        while name.utf8.count > maxFilenameBytes { name.removeLast() }
-        return name.isEmpty || name == "." || name == ".." ? nil : name
-    }
-
     /// What the scanner's events build up; one request, one task.
     struct ParseState {
         var currentName: String?
@@ -153,7 +142,7 @@ struct MultipartUpload {
                 if sawFile { fail(.badRequest("duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")) }
                 sawFile = true
                 inFile = true
-                filename = Self.parameter("filename", in: disposition).flatMap(MultipartUpload.displayName)
+                filename = Self.parameter("filename", in: disposition).flatMap(EditRequest.displayName)
             } else if MultipartUpload.textFields.contains(name) {
                 if fields[name] != nil { fail(.badRequest("duplicate_field", "The field \"\(name)\" appears twice.")) }
                 fieldBytes.removeAll(keepingCapacity: true)

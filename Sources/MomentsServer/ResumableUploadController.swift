@@ -104,8 +104,14 @@ struct ResumableUploadController {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
         }
         let (targetDuration, quality) = try UploadController(service: service, uploads: uploads).parameters(fields)
+        let edit: EditRequest
+        do {
+            edit = try EditRequest.parse(aspect: fields["aspect"], include: fields["include"], exclude: fields["exclude"])
+        } catch {
+            throw UploadController.problem(error)
+        }
         let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: length, filename: filename,
-                                                 targetDuration: targetDuration, quality: quality)
+                                                 targetDuration: targetDuration, quality: quality, edit: edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
             UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
         }
@@ -367,10 +373,10 @@ struct ResumableUploadController {
         return value
     }
 
-    /// target_duration and quality from the query (IETF and plain creation).
+    /// target_duration, quality, aspect, include and exclude from the query (IETF and plain creation).
     static func queryFields(_ request: Request) -> [String: String] {
         var fields: [String: String] = [:]
-        for name in ["target_duration", "quality"] {
+        for name in ["target_duration", "quality", "aspect", "include", "exclude"] {
             if let value = request.uri.queryParameters.get(name) { fields[name] = value }
         }
         return fields

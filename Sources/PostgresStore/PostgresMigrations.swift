@@ -200,6 +200,7 @@ enum PostgresMigrations {
         ]),
         (4, "job edits: shape, pinned and excluded moments, re-cuts", [
             "ALTER TABLE job ADD COLUMN edit jsonb",
+            "ALTER TABLE resumable_upload ADD COLUMN edit jsonb",
         ]),
     ]
 

@@ -7,7 +7,7 @@ import PostgresNIO
 extension PostgresStore {
     static let uploadColumns = #"""
         id, "accountId", flavor, length, "offset", filename, "targetDuration", quality, state, "jobId", "errorCode",
-        "errorMessage", "createdAt", "updatedAt", "expiresAt", holder, "heldUntil"
+        "errorMessage", "createdAt", "updatedAt", "expiresAt", holder, "heldUntil", edit::text AS edit
         """#
 
     static func upload(_ row: PostgresRow) throws -> ResumableUpload {
@@ -29,15 +29,16 @@ extension PostgresStore {
         upload.updatedAt = try r["updatedAt"].decode(Date.self)
         upload.holder = try r["holder"].decode(String?.self)
         upload.heldUntil = try r["heldUntil"].decode(Date?.self)
+        upload.edit = try Rows.value(JobEdit.self, json: try r["edit"].decode(String?.self))
         return upload
     }
 
     public func createUpload(_ u: ResumableUpload) async throws {
         try await execute("""
             INSERT INTO resumable_upload (id, "accountId", flavor, length, "offset", filename, "targetDuration", quality, state,
-                "createdAt", "updatedAt", "expiresAt")
+                "createdAt", "updatedAt", "expiresAt", edit)
             VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality),
-                \(u.state.rawValue), \(u.createdAt), \(u.updatedAt), \(u.expiresAt))
+                \(u.state.rawValue), \(u.createdAt), \(u.updatedAt), \(u.expiresAt), \(try Rows.json(u.edit))::jsonb)
             """)
     }
 

@@ -44,6 +44,9 @@ struct RecutTests {
             #expect((parameters["exclude"] as? [[String: Any]])?.first?["end"] as? Double == 2.5)
             #expect(Self.segments(first).allSatisfy { $0.start >= 2.5 }, "nothing from the excluded range: \(Self.segments(first))")
             #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+            // The sweeper leaves a completed job's kept input alone.
+            await server.service.sweepNow(orphanGraceSeconds: 0)
+            #expect(try await server.service.mediaStorage.mediaExists(jobID: original, file: .input))
             let links = try #require(first["links"] as? [String: Any])
             #expect((links["recuts"] as? String)?.hasSuffix("/api/v1/jobs/\(original)/recuts") == true)
 

@@ -74,7 +74,11 @@ struct S3TestServer {
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
-        service = try JobService(settings: settings, media: MediaDefaults(), plans: TestServer.roomyPlans, appStore: appStore,
+        // Without re-cuts, inputs are deleted once processed (RecutTests covers kept inputs and
+        // server-side copies on S3 in the PostgreSQL + S3 run).
+        var plans = TestServer.roomyPlans
+        plans.free.recuts = false
+        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore,
                                  mediaStorage: storage, logger: logger, clock: now)
         app = buildApplication(service: service, logger: logger).0
     }
@@ -183,7 +187,7 @@ struct S3StorageTests {
             #expect(status == "completed")
             // Results in the bucket under the prefix; the input removed after processing (keepUploads false).
             let keys = try await server.settledKeys(ofJob: job)
-            #expect(keys == ["analysis.json", "highlight.mp4", "poster.jpg"].map { "tenant-a/jobs/\(job)/\($0)" }, "\(keys)")
+            #expect(keys == ["analysis-data.json", "analysis.json", "highlight.mp4", "poster.jpg", "storyboard.png"].map { "tenant-a/jobs/\(job)/\($0)" }, "\(keys)")
             #expect(server.scratchFolders.isEmpty, "scratch left: \(server.scratchFolders)")
             #expect(!FileManager.default.fileExists(atPath: server.service.layout.jobDirectory(job)))
 
@@ -260,14 +264,14 @@ struct S3StorageTests {
             let (_, key) = try await client.createAccount()
             let (job, status) = try await client.uploadAndWait(video, key: key)
             #expect(status == "completed")
-            #expect(try await server.settledKeys(ofJob: job).count == 3)
+            #expect(try await server.settledKeys(ofJob: job).count == 5)
             try await server.storage.client.putObject(key: "jobs/no-such-job/highlight.mp4", bytes: Array("orphan".utf8))
             let ghost = server.storage.scratchPath("ghost-job")
             try FileManager.default.createDirectory(atPath: ghost, withIntermediateDirectories: true)
 
             // Within the grace period and the retention, nothing goes.
             await server.service.sweepNow()
-            #expect(try await server.keys().count == 4)
+            #expect(try await server.keys().count == 6)
 
             // Past the plan's retention (7 days for the free plan; the service's clock) and the
             // orphans' grace period (the objects' own times: made 0 here).

@@ -82,9 +82,10 @@ struct ScaleOutTests {
             let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: scratch.path("worker-\(index)/scratch"))) ?? []
             #expect(leftovers.isEmpty, "scratch of worker \(index): \(leftovers)")
         }
-        // The bucket holds the results of these jobs and nothing else (inputs are deleted once processed).
+        // The bucket holds the results of these jobs and their inputs (kept for re-cuts), nothing else.
         let keys = Set(try await client.listObjects().map(\.key))
-        let expected = Set(jobs.flatMap { job in ["highlight.mp4", "poster.jpg", "analysis.json"].map { "jobs/\(job.id)/\($0)" } })
+        let files = ["highlight.mp4", "poster.jpg", "analysis.json", "analysis-data.json", "storyboard.png", "input"]
+        let expected = Set(jobs.flatMap { job in files.map { "jobs/\(job.id)/\($0)" } })
         #expect(keys == expected, "unexpected objects: \(keys.subtracting(expected)); missing: \(expected.subtracting(keys))")
 
         // SIGTERM: clean stops.

@@ -187,6 +187,10 @@ struct ServiceTests {
         // The shipped Config/moments.json holds the built-in defaults.
         let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped == ServiceSettings())
+        // Plans: the shipped file holds their defaults; plans.free.recuts by its environment name.
+        #expect(PlanSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")) == PlanSettings())
+        let noRecuts = PlanSettings(reader: try await MomentsConfiguration.reader(environment: ["PLANS_FREE_RECUTS": "false"], file: "Config/moments.json"))
+        #expect(!noRecuts.free.recuts && noRecuts.pro.recuts)
         await #expect(throws: (any Error).self) {
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: file))
             _ = try await MomentsConfiguration.reader(environment: [:], file: file)

@@ -59,9 +59,12 @@ public final class ResumableUploads: Sendable {
         public var filename: String?
         public var targetDuration: Int
         public var quality: String
+        /// Shape, pinned and excluded moments (checked against the video when the last byte is in).
+        public var edit = EditRequest()
 
-        public init(flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String) {
+        public init(flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String, edit: EditRequest = EditRequest()) {
             self.flavor = flavor; self.length = length; self.filename = filename; self.targetDuration = targetDuration; self.quality = quality
+            self.edit = edit
         }
     }
 
@@ -78,9 +81,10 @@ public final class ResumableUploads: Sendable {
             try service.checkDiskSpace(expectedBytes: length)
         }
         let now = self.now
-        let upload = ResumableUpload(id: UUID().uuidString.lowercased(), accountId: account.id, flavor: creation.flavor,
+        var upload = ResumableUpload(id: UUID().uuidString.lowercased(), accountId: account.id, flavor: creation.flavor,
                                      length: creation.length, filename: creation.filename, targetDuration: creation.targetDuration,
                                      quality: creation.quality, now: now, expiresAt: now.addingTimeInterval(expirySeconds))
+        if creation.edit != EditRequest() { upload.edit = creation.edit.job(sourceName: nil, keepsInput: false) }
         try await staging.prepare(id: upload.id, offset: 0)
         do {
             try await store.createUpload(upload)
@@ -431,7 +435,8 @@ public final class ResumableUploads: Sendable {
             try await staging.prepare(id: upload.id, offset: upload.offset)
             let plan = try await service.accountPlan(account)
             let (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: upload.targetDuration,
-                                                              quality: upload.quality, plan: plan, sourceName: upload.filename)
+                                                              quality: upload.quality, plan: plan, edit: EditRequest(upload.edit),
+                                                              sourceName: upload.filename.flatMap(EditRequest.displayName))
             if try await !store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
                                               errorMessage: nil, now: self.now) {
                 logger.error("a resumable upload became a job but its row could not record it (cancelled meanwhile?)",
