@@ -124,7 +124,7 @@ public enum HighlightEngine {
         } else {
             (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
                                              cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
-            if let path = request.analysisData { try storeAnalysis(analysis, at: path) }
+            if let path = request.analysisData { storeAnalysis(analysis, at: path) }
         }
         try cancellation?.check("highlight", path: request.source)
         progress?("selecting", 0.6)
@@ -208,12 +208,11 @@ public enum HighlightEngine {
         return try? JSONDecoder().decode(VideoAnalysis.self, from: data)
     }
 
-    static func storeAnalysis(_ analysis: VideoAnalysis, at path: String) throws(MediaError) {
-        do {
-            try JSONEncoder().encode(analysis).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw MediaError(.io, operation: "write analysis data", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
-        }
+    /// Best effort, as the cache: without it a re-cut analyses again (a value JSON cannot hold, a
+    /// full disk), the highlight itself does not fail.
+    static func storeAnalysis(_ analysis: VideoAnalysis, at path: String) {
+        guard let data = try? JSONEncoder().encode(analysis) else { return }
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
     public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment]) -> HighlightReport {

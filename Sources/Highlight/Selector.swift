@@ -48,16 +48,19 @@ public enum Selector {
         var lowest: Double
         var highest: Double
         let scored: ScoredCandidate
-        /// A pinned time this segment must keep showing.
-        var pin: Double? = nil
+        /// The pinned times this segment must keep showing (the first and the last).
+        var pin: ClosedRange<Double>? = nil
         var duration: Double { end - start }
         var center: Double { (start + end) / 2 }
     }
 
     public static func select(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings) -> [SelectedSegment] {
         let exclude = settings.exclude.filter { $0.end > $0.start }.sorted { $0.start < $1.start }
-        let scored = exclude.isEmpty ? scored : carve(scored, around: exclude, minimum: settings.minSegment)
-        var picks = pinned(analysis, scored: scored, exclude: exclude, settings: settings)
+        // Clear of an excluded range by a frame at least: the frame on screen at a segment's first
+        // instant must not be one from inside the range.
+        let margin = max(0.05, 1 / max(1, analysis.frameRate))
+        let scored = exclude.isEmpty ? scored : carve(scored, around: exclude, minimum: settings.minSegment, margin: margin)
+        var picks = pinned(analysis, scored: scored, exclude: exclude, margin: margin, settings: settings)
         guard !scored.isEmpty || !picks.isEmpty else { return [] }
         let runs = runBounds(scored)
         var used = [Bool](repeating: false, count: scored.count)
@@ -102,14 +105,14 @@ public enum Selector {
     }
 
     /// The candidates with the excluded ranges cut out of them (pieces shorter than `minimum` go).
-    static func carve(_ scored: [ScoredCandidate], around exclude: [TimeRange], minimum: Double) -> [ScoredCandidate] {
+    static func carve(_ scored: [ScoredCandidate], around exclude: [TimeRange], minimum: Double, margin: Double) -> [ScoredCandidate] {
         var result: [ScoredCandidate] = []
         for c in scored {
             var pieces = [(c.candidate.start, c.candidate.end)]
             for e in exclude {
                 pieces = pieces.flatMap { p -> [(Double, Double)] in
                     guard e.start < p.1, e.end > p.0 else { return [p] }
-                    return [(p.0, min(p.1, e.start - 0.05)), (max(p.0, e.end + 0.05), p.1)].filter { $0.1 - $0.0 > 0 }
+                    return [(p.0, min(p.1, e.start - margin)), (max(p.0, e.end + margin), p.1)].filter { $0.1 - $0.0 > 0 }
                 }
             }
             for p in pieces where p.1 - p.0 >= minimum - 1e-9 {
@@ -125,15 +128,19 @@ public enum Selector {
     /// A segment around each pinned time, in time order: `pinnedSeconds` long (less when the pins
     /// share the target), centred on the time where its shot allows, never into an excluded range
     /// or another pinned segment. Its score and look are those of the candidate it overlaps most.
-    static func pinned(_ analysis: VideoAnalysis, scored: [ScoredCandidate], exclude: [TimeRange],
+    static func pinned(_ analysis: VideoAnalysis, scored: [ScoredCandidate], exclude: [TimeRange], margin: Double,
                        settings: SelectionSettings) -> [Pick] {
         let times = Set(settings.include.filter { $0.isFinite && $0 >= 0 && $0 < analysis.duration }).sorted()
         guard !times.isEmpty else { return [] }
         let length = max(settings.minSegment, min(settings.pinnedSeconds, settings.targetDuration / Double(times.count)))
         var picks: [Pick] = []
         for t in times {
-            if exclude.contains(where: { t >= $0.start && t <= $0.end }) { continue }
-            if picks.contains(where: { t >= $0.start && t <= $0.end }) { continue }
+            if exclude.contains(where: { t >= $0.start - margin && t <= $0.end + margin }) { continue }
+            if let holder = picks.firstIndex(where: { t >= $0.start && t <= $0.end }) {
+                // Already shown by an earlier pinned segment: it must keep this time too.
+                picks[holder].pin = min(picks[holder].pin?.lowerBound ?? t, t)...max(picks[holder].pin?.upperBound ?? t, t)
+                continue
+            }
             let shotIndex = analysis.shots.firstIndex { t >= $0.start && t < $0.end } ?? max(0, analysis.shots.count - 1)
             var lo = 0.0, hi = analysis.duration
             if shotIndex < analysis.shots.count {
@@ -142,10 +149,10 @@ public enum Selector {
                 hi = t <= shot.usableEnd ? shot.usableEnd : shot.end
             }
             for e in exclude {
-                if e.end <= t { lo = max(lo, e.end + 0.05) } else if e.start > t { hi = min(hi, e.start - 0.05) }
+                if e.end <= t { lo = max(lo, e.end + margin) } else if e.start > t { hi = min(hi, e.start - margin) }
             }
             if let previous = picks.last { lo = max(lo, previous.end + 0.05) }
-            guard hi > lo else { continue }
+            guard hi > lo, t >= lo, t <= hi else { continue }
             var start = t - length / 2, end = t + length / 2
             if start < lo { end += lo - start; start = lo }
             if end > hi { start -= end - hi; end = hi }
@@ -159,7 +166,7 @@ public enum Selector {
             candidate.end = end
             let pick = ScoredCandidate(candidate: candidate, score: base?.score ?? 0,
                                        components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0))
-            picks.append(Pick(start: start, end: end, lowest: lo, highest: hi, scored: pick, pin: t))
+            picks.append(Pick(start: start, end: end, lowest: lo, highest: hi, scored: pick, pin: t...t))
         }
         return picks
     }
@@ -204,7 +211,7 @@ public enum Selector {
                 difference -= max(0, before)
             } else {
                 var cut = min(-difference, picks[i].duration - minSegment)
-                if let pin = picks[i].pin { cut = min(cut, picks[i].end - (pin + 0.25)) }
+                if let pin = picks[i].pin { cut = min(cut, picks[i].end - min(picks[i].highest, pin.upperBound + 0.25)) }
                 if cut > 0 { picks[i].end -= cut; difference += cut }
             }
         }
@@ -223,7 +230,7 @@ public enum Selector {
                     options = analysis.audio.quietPoints(near: t, radius: settings.snapRadius)
                 }
                 for o in options {
-                    let keepsPin = picks[i].pin.map { isStart ? o <= $0 - 0.1 : o >= $0 + 0.1 } ?? true
+                    let keepsPin = picks[i].pin.map { isStart ? o <= $0.lowerBound - 0.1 : o >= $0.upperBound + 0.1 } ?? true
                     let ok = keepsPin && (isStart
                         ? o >= picks[i].lowest - 1e-6 && picks[i].end - o >= settings.minSegment
                         : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment)

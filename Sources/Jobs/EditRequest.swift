@@ -13,6 +13,8 @@ public struct EditRequest: Sendable, Equatable {
     /// Most pinned times and excluded ranges one highlight takes.
     public static let maxPins = 10
     public static let maxExclusions = 20
+    /// Seconds a pinned time keeps from every excluded range.
+    public static let pinClearance = 0.25
 
     public init(aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = []) {
         self.aspect = aspect; self.include = include; self.exclude = exclude
@@ -115,9 +117,12 @@ public struct EditRequest: Sendable, Equatable {
                                   detail: String(format: "The pinned time %.1f s is past the end of the video (%.1f s).", t, duration))
         }
         for t in include {
-            if let range = exclude.first(where: { t >= $0.start && t <= $0.end }) {
+            // A pinned segment needs a little footage around its time: a pin within a quarter second
+            // of an excluded range counts as inside it.
+            if let range = exclude.first(where: { t >= $0.start - Self.pinClearance && t <= $0.end + Self.pinClearance }) {
                 throw UploadRejection(status: 422, code: "invalid_include",
-                                      detail: String(format: "The pinned time %.1f s is inside the excluded range %.1f-%.1f s; remove one of them.", t, range.start, range.end))
+                                      detail: String(format: "The pinned time %.2f s is inside (or within %.2f s of) the excluded range %.2f-%.2f s; move or remove one of them.",
+                                                     t, Self.pinClearance, range.start, range.end))
             }
         }
         if Double(Set(include).count) * minSegment > Double(targetDuration) {

@@ -324,6 +324,10 @@ public final class JobRunner: Service, Sendable {
     private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date, log: Logger) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
+        // What a failure charges against the daily worker budget: the time spent, unless the job
+        // is a re-cut (its input already made a highlight, so the failure is not the input's).
+        let isRecut = job.edit?.recutOf != nil
+        let charge = isRecut ? 0 : elapsed
         do {
             switch outcome {
             case .answered(let message):
@@ -383,19 +387,23 @@ public final class JobRunner: Service, Sendable {
                                       finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
                                       detail: error.description)
             case .failed(let error):
-                // The input's fault: its unit is released, the worker time stays charged.
+                // The input's fault: its unit is released, the worker time stays charged. A re-cut's
+                // input already made a highlight: its failure is the service's, charged nothing.
                 let (code, message) = Self.failure(error)
-                try await failForGood(job, worker: worker, code: code, message: message, charge: elapsed, log: log, reason: error.description)
+                try await failForGood(job, worker: worker, code: code, message: isRecut ? Self.recutFailureMessage : message, charge: charge,
+                                      log: log, reason: error.description)
             case .abnormal(let reason, let timedOut) where timedOut:
                 try await failForGood(job, worker: worker, code: "time_limit",
                                       message: "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
-                                      charge: elapsed, log: log, reason: reason)
+                                      charge: charge, log: log, reason: reason)
             case .abnormal(let reason, _):
                 if job.abnormalExits + 1 >= Self.abnormalExitLimit {
-                    try await failForGood(job, worker: worker, code: "processing_failed", message: Self.unprocessableMessage, charge: elapsed, log: log, reason: reason)
+                    try await failForGood(job, worker: worker, code: "processing_failed", message: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                                          charge: charge, log: log, reason: reason)
                 } else {
-                    try await retryOrFail(job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: elapsed,
-                                          finalCode: "processing_failed", finalMessage: Self.unprocessableMessage, log: log, detail: reason)
+                    try await retryOrFail(job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
+                                          finalCode: "processing_failed", finalMessage: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                                          log: log, detail: reason)
                 }
             }
         } catch {
@@ -412,6 +420,7 @@ public final class JobRunner: Service, Sendable {
     }
 
     static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
+    static let recutFailureMessage = "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
     static let serviceFailureMessage = "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
 
     /// The input could not be brought to the worker (the media storage failed): worth another attempt.

@@ -37,6 +37,14 @@ extension JobService {
         let current = try await precheck(account)
         guard current.plan.recuts else { throw RecutRefusal.notAllowed(plan: current.plan.name) }
         guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
+        // The plan as it is now (a subscription may have lapsed since the upload).
+        if original.input.duration > current.plan.maxDurationSeconds || original.input.size > current.plan.maxUploadBytes {
+            throw UploadRejection(status: 422, code: "too_long",
+                                  detail: String(format: "The original video (%.0f s, %lld MB) is beyond what the %@ plan accepts now (%.0f s, %lld MB).",
+                                                 original.input.duration, original.input.size / 1_000_000, current.plan.name,
+                                                 current.plan.maxDurationSeconds, current.plan.maxUploadBytes / 1_000_000),
+                                  extras: ["limit_seconds": .int(Int(current.plan.maxDurationSeconds)), "plan": .string(current.plan.name)])
+        }
 
         let base = original.edit ?? JobEdit()
         let target = request.targetDuration ?? original.targetDuration

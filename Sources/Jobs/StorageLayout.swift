@@ -38,13 +38,15 @@ public struct StorageLayout: Sendable {
     }
 
     /// Removes a job's folder (input, results and any temporary file of a render), or, with
-    /// `keepingInput`, everything in it but the input.
+    /// `keepingInput`, everything in it but the input and its analysis data (a retry, or a re-cut's
+    /// retry, then selects from it instead of decoding the input again).
     public func removeJobFiles(_ id: String, keepingInput: Bool = false) {
         guard keepingInput else {
             try? FileManager.default.removeItem(atPath: jobDirectory(id))
             return
         }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: jobDirectory(id))) ?? [] where name != "input" {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: jobDirectory(id))) ?? []
+        where name != "input" && name != "analysis-data.json" {
             try? FileManager.default.removeItem(atPath: jobDirectory(id) + "/" + name)
         }
     }

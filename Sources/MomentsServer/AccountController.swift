@@ -151,10 +151,12 @@ struct AccountView: ResponseEncodable {
         var maxOutputSide: Int
         var concurrentJobs: Int
         var retentionDays: Double
+        /// Re-cuts allowed (each counts as a highlight); uploads kept for them.
+        var recuts: Bool
         enum CodingKeys: String, CodingKey {
             case monthlyHighlights = "monthly_highlights", maxUploadBytes = "max_upload_bytes"
             case maxDurationSeconds = "max_duration_seconds", maxOutputSide = "max_output_side"
-            case concurrentJobs = "concurrent_jobs", retentionDays = "retention_days"
+            case concurrentJobs = "concurrent_jobs", retentionDays = "retention_days", recuts
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -164,6 +166,7 @@ struct AccountView: ResponseEncodable {
             try c.encode(maxOutputSide, forKey: .maxOutputSide)
             try c.encode(concurrentJobs, forKey: .concurrentJobs)
             try c.encode(retentionDays, forKey: .retentionDays)
+            try c.encode(recuts, forKey: .recuts)
         }
     }
 
@@ -193,7 +196,8 @@ struct AccountView: ResponseEncodable {
         usage = QuotaView(current.usage)
         let p = current.plan
         limits = Limits(monthlyHighlights: p.monthlyHighlights, maxUploadBytes: p.maxUploadBytes, maxDurationSeconds: p.maxDurationSeconds,
-                        maxOutputSide: p.maxOutputSide, concurrentJobs: p.concurrentJobs, retentionDays: p.retentionDays)
+                        maxOutputSide: p.maxOutputSide, concurrentJobs: p.concurrentJobs, retentionDays: p.retentionDays,
+                        recuts: p.recuts)
         upgradeProductId = current.upgrade == nil ? nil : proProduct
     }
 

@@ -56,10 +56,10 @@ public struct TimelineRate: Sendable, Equatable, CustomStringConvertible {
 
     /// The standard rate nearest a measured fps (23.976 -> 24000/1001, 29.97 -> 30000/1001,
     /// 59.94 -> 60000/1001, 25, 30, 50, 60, 24, 48, 120 ...) when one lies within 1 %; else a
-    /// rational approximation with a denominator of at most 1001. Non-finite or non-positive input
-    /// gives 30/1.
+    /// rational approximation with a denominator of at most 1001. Non-finite, non-positive or
+    /// absurd input (a header's rate above 1000 fps) gives 30/1.
     public static func nearest(to fps: Double) -> TimelineRate {
-        guard fps.isFinite, fps > 0 else { return TimelineRate(numerator: 30, denominator: 1) }
+        guard fps.isFinite, fps > 0, fps <= 1000 else { return TimelineRate(numerator: 30, denominator: 1) }
         let best = standard.min { abs($0.framesPerSecond - fps) < abs($1.framesPerSecond - fps) }
         if let best, abs(best.framesPerSecond - fps) <= fps * 0.01 { return best }
         return approximate(fps, maxDenominator: 1001)
@@ -72,9 +72,16 @@ public struct TimelineRate: Sendable, Equatable, CustomStringConvertible {
         var (k0, k1) = (1, 0)  // denominators
         var value = x
         for _ in 0..<32 {
+            guard value.isFinite, value < 1e15 else { break }
             let a = Int(value.rounded(.down))
-            let h2 = a * h1 + h0, k2 = a * k1 + k0
-            if k2 > maxDenominator { break }
+            // The denominator bound is checked before the numerator is formed, and both without
+            // trapping: a term of 1e12 (a remainder of 1e-12) must end the expansion, not overflow.
+            let (ak, o1) = a.multipliedReportingOverflow(by: k1)
+            let (k2, o2) = ak.addingReportingOverflow(k0)
+            if o1 || o2 || k2 > maxDenominator { break }
+            let (ah, o3) = a.multipliedReportingOverflow(by: h1)
+            let (h2, o4) = ah.addingReportingOverflow(h0)
+            if o3 || o4 { break }
             (h0, h1, k0, k1) = (h1, h2, k1, k2)
             let fraction = value - Double(a)
             if fraction < 1e-12 { break }

@@ -141,5 +141,15 @@ struct ReframeTests {
         #expect(edited.allSatisfy { $0.end <= 18 || $0.start >= 24 }, "nothing from the excluded range: \(edited)")
         let total = edited.reduce(0) { $0 + $1.duration }
         #expect(abs(total - 10) <= selection.tolerance, "\(total) s for a 10 s target")
+
+        // Two pins close together share a segment, which keeps both whatever fitting and snapping do.
+        for second in [3.8, 4.6, 4.95] {
+            selection.include = [3, second]
+            selection.targetDuration = 6
+            let shared = Selector.select(analysis, scored: scored, settings: selection)
+            for pin in [3, second] {
+                #expect(shared.contains { $0.start <= pin && $0.end >= pin }, "pin \(pin) of [3, \(second)] in \(shared)")
+            }
+        }
     }
 }

@@ -152,6 +152,7 @@ struct QuotaTests {
             let limits = try #require(account["limits"] as? [String: Any])
             #expect(limits["monthly_highlights"] as? Int == 3 && limits["concurrent_jobs"] as? Int == 1)
             #expect(limits["max_output_side"] as? Int == 1080 && limits["retention_days"] as? Int == 7)
+            #expect(limits["recuts"] as? Bool == true)
             let usage = try #require(account["usage"] as? [String: Any])
             #expect(usage["used"] as? Int == 0 && usage["remaining"] as? Int == 3 && usage["resets_at"] is String)
 

@@ -118,6 +118,9 @@ struct RecutTests {
             // A pinned time inside an excluded range.
             let both = try await client.upload(key: key, file: video, fields: [("include", "4"), ("exclude", "3-5")])
             _ = try both.expectProblem(.unprocessableContent, code: "invalid_include")
+            // ...or too close to one to have footage around it.
+            let edge = try await client.upload(key: key, file: video, fields: [("include", "5.1"), ("exclude", "3-5")])
+            _ = try edge.expectProblem(.unprocessableContent, code: "invalid_include")
             #expect(server.storedFiles().isEmpty, "refused uploads leave nothing: \(server.storedFiles())")
 
             let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])

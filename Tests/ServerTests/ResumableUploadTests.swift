@@ -82,7 +82,11 @@ struct ResumableUploadTests {
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
-            let location = try await create(wire, key: key, length: video.count)
+            // The shape, pinned moments and file name ride in Upload-Metadata; a bad one is refused at creation.
+            let refused = try await wire.send(.POST, "/api/v1/uploads", key: key,
+                                              headers: Self.tusHeaders + [("Upload-Length", String(video.count)), ("Upload-Metadata", "aspect Mzoy")])
+            #expect(refused.status == 422 && refused.text.contains("invalid_aspect"), "\(refused.text)")
+            let location = try await create(wire, key: key, length: video.count, metadata: "target_duration MTA=,quality bG93,aspect OToxNg==,include Mg==,filename SU1HXzAwNDIuTU9W")
             #expect(try await offset(wire, location, key: key) == 0)
             let third = video.count / 3
             let first = try await patch(wire, location, key: key, offset: 0, video.prefix(third))
@@ -102,6 +106,9 @@ struct ResumableUploadTests {
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
             let parameters = detail["parameters"] as? [String: Any]
             #expect(parameters?["target_duration"] as? Int == 10 && parameters?["quality"] as? String == "low", "\(detail)")
+            #expect(parameters?["aspect"] as? String == "9:16" && parameters?["include"] as? [Double] == [2], "\(detail)")
+            let stored = try await server.service.database.job(id: job)
+            #expect(stored?.edit?.sourceName == "IMG_0042.MOV")
             #expect(try await Self.storedInput(server, job: job) == video)
             // The upload is finished: a further append is refused, naming the job.
             let again = try await patch(wire, location, key: key, offset: video.count, Data([1]))

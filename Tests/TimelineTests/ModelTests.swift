@@ -40,6 +40,17 @@ struct ModelTests {
         #expect(TimelinePlan(single).totalFrames == 141)
     }
 
+    @Test("hostile header rates do not trap: absurd rates fall back to 30, continued fractions stop before overflowing")
+    func hostileRates() {
+        for fps in [1033727416.0 / 4096, 1934186715.0 / 512, 1e300, Double.greatestFiniteMagnitude, 1000.0000001] {
+            #expect(TimelineRate.nearest(to: fps) == TimelineRate(numerator: 30, denominator: 1), "\(fps)")
+        }
+        for fps in [999.999999999, 7.000000000001, 1.0 / 3, 0.5000000000001, 4.9e-324] {
+            let rate = TimelineRate.nearest(to: fps)
+            #expect(rate.denominator >= 1 && rate.denominator <= 1001 && rate.numerator >= 1, "\(fps) -> \(rate)")
+        }
+    }
+
     @Test("degenerate input does not trap")
     func degenerate() throws {
         var doc = Fixtures.pal

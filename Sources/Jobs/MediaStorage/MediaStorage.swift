@@ -124,8 +124,8 @@ public protocol MediaStorage: Sendable {
     /// folder is its storage). Called after every outcome; never fails.
     func discardWorkspace(jobID: String) async
 
-    /// Deletes the job's stored media (all of them, or all but the input). Best effort: failures
-    /// are logged, and the sweeper finds what is left.
+    /// Deletes the job's stored media (all of them, or all but the input and its analysis data).
+    /// Best effort: failures are logged, and the sweeper finds what is left.
     func removeMedia(jobID: String, keepingInput: Bool) async
 
     /// Gives job `target` its own copy of `files` of job `source` (a re-cut: the input and the

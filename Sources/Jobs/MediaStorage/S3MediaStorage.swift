@@ -95,7 +95,7 @@ public struct S3MediaStorage: MediaStorage {
 
     /// Deletes the job's known keys (at once: a slow bucket costs one round of retries, not four).
     public func removeMedia(jobID: String, keepingInput: Bool) async {
-        let files = MediaFile.allCases.filter { !(keepingInput && $0 == .input) }
+        let files = MediaFile.allCases.filter { !(keepingInput && ($0 == .input || $0 == .analysisData)) }
         await withTaskGroup(of: Void.self) { group in
             for file in files {
                 group.addTask {

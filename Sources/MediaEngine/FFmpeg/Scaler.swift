@@ -45,41 +45,45 @@ final class Scaler {
         }
     }
 
-    /// The plane pointers of `input` moved to the crop's origin (chroma planes by their subsampling,
-    /// each plane by its bytes per pixel), on the stack: no allocation per frame.
+    /// The plane pointers of `input` moved to the crop's origin, as FFmpeg's own frame cropping
+    /// computes them (av_frame_apply_cropping): per plane, the first component found in it gives
+    /// the bytes per pixel, chroma planes move by their subsampling, a palette stays where it is;
+    /// bit-packed and hardware formats are refused. On the stack: no allocation per frame.
     private func withCroppedPlanes(_ input: Frame, _ crop: CropRect,
                                    _ body: (UnsafePointer<UnsafePointer<UInt8>?>) -> Int32) throws(MediaError) {
         guard let descriptor = av_pix_fmt_desc_get(input.pixelFormat),
-              crop.x >= 0, crop.y >= 0, crop.x + crop.width <= input.width, crop.y + crop.height <= input.height else {
+              crop.x >= 0, crop.y >= 0, crop.width > 0, crop.height > 0,
+              crop.x <= input.width - crop.width, crop.y <= input.height - crop.height else {
             throw MediaError(.invalidRange, operation: "crop", detail: "the crop window \(crop) is outside the \(input.width)x\(input.height) picture")
         }
         let d = descriptor.pointee
-        var steps: (Int, Int, Int, Int) = (0, 0, 0, 0)
+        if d.flags & UInt64(AV_PIX_FMT_FLAG_BITSTREAM | AV_PIX_FMT_FLAG_HWACCEL) != 0 {
+            throw MediaError(.unsupportedCodec, operation: "crop", detail: "pictures of this pixel format cannot be reframed")
+        }
+        var offsets: (Int, Int, Int, Int) = (0, 0, 0, 0)
         withUnsafePointer(to: d.comp) { comps in
             comps.withMemoryRebound(to: AVComponentDescriptor.self, capacity: 4) { c in
-                for i in 0..<Int(d.nb_components) {
-                    let plane = Int(c[i].plane), step = Int(c[i].step)
+                for plane in 0..<4 {
+                    if plane == 1, d.flags & UInt64(AV_PIX_FMT_FLAG_PAL) != 0 { break }
+                    guard let step = (0..<Int(d.nb_components)).first(where: { Int(c[$0].plane) == plane }).map({ Int(c[$0].step) }) else { continue }
+                    let chroma = plane == 1 || plane == 2
+                    let x = chroma ? crop.x >> Int(d.log2_chroma_w) : crop.x
+                    let y = chroma ? crop.y >> Int(d.log2_chroma_h) : crop.y
+                    let offset = y * input.linesize(plane) + x * step
                     switch plane {
-                    case 0: steps.0 = max(steps.0, step)
-                    case 1: steps.1 = max(steps.1, step)
-                    case 2: steps.2 = max(steps.2, step)
-                    default: steps.3 = max(steps.3, step)
+                    case 0: offsets.0 = offset
+                    case 1: offsets.1 = offset
+                    case 2: offsets.2 = offset
+                    default: offsets.3 = offset
                     }
                 }
             }
         }
-        let isRGB = d.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
-        func offset(_ plane: Int, _ step: Int) -> Int {
-            let chroma = !isRGB && (plane == 1 || plane == 2)
-            let x = chroma ? crop.x >> Int(d.log2_chroma_w) : crop.x
-            let y = chroma ? crop.y >> Int(d.log2_chroma_h) : crop.y
-            return y * input.linesize(plane) + x * step
-        }
         let planes: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?) = (
-            input.data(0).map { UnsafePointer($0 + offset(0, steps.0)) },
-            input.data(1).map { UnsafePointer($0 + offset(1, steps.1)) },
-            input.data(2).map { UnsafePointer($0 + offset(2, steps.2)) },
-            input.data(3).map { UnsafePointer($0 + offset(3, steps.3)) })
+            input.data(0).map { UnsafePointer($0 + offsets.0) },
+            input.data(1).map { UnsafePointer($0 + offsets.1) },
+            input.data(2).map { UnsafePointer($0 + offsets.2) },
+            input.data(3).map { UnsafePointer($0 + offsets.3) })
         let rc = withUnsafePointer(to: planes) { tuple in
             tuple.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 4) { body($0) }
         }
