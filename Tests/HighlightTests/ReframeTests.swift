@@ -85,6 +85,37 @@ struct ReframeTests {
         #expect(still.inside < 0.6, "a centred window shows the subject in \(still.inside) of the frames")
     }
 
+    @Test("Rotated phone video (portrait by its display matrix) to 16:9: the window follows the subject in display coordinates")
+    func rotatedSourceToLandscape() throws {
+        let dir = Scratch()
+        var spec = SynthSpec()
+        spec.width = 640
+        spec.height = 360
+        spec.duration = 4.8
+        spec.barcode = false
+        spec.rotation = 90  // shown 360x640; the square moves down the displayed picture
+        let source = dir.path("rotated.mp4")
+        try Synth.write(spec, to: source)
+        var settings = AnalysisSettings()
+        settings.plan.choice = .full
+        let analysis = try AnalysisPipeline.analyze(source, settings: settings)
+        #expect(analysis.width == 360 && analysis.height == 640 && analysis.rotation == 90)
+        let segment = TimeRange(start: 0.2, end: 4.6)
+        let reframe = try #require(Reframer.plan(analysis, segments: [segment], aspect: .landscape))
+        #expect(reframe.width == 1 && reframe.height < 0.35)
+        let track = try #require(reframe.tracks.first)
+        #expect(track.y.last! - track.y.first! > 0.3, "the window moves down the displayed picture: \(track.y.first!) -> \(track.y.last!)")
+        let out = dir.path("landscape.mp4")
+        var request = RenderRequest(source: source, segments: [segment], output: out)
+        request.reframe = reframe
+        request.quality = .low
+        _ = try Renderer.render(request)
+        let info = try Probe.probe(out)
+        #expect(info.video.displayWidth == 640 && info.video.displayHeight == 360, "\(info.video.displayWidth)x\(info.video.displayHeight)")
+        let followed = try Self.subjectInside(out, expectedArea: pow(32 * 640.0 / 360, 2))
+        #expect(followed.inside >= 0.95, "subject in frame in \(followed.inside) of \(followed.frames) frames")
+    }
+
     @Test("Shapes: windows and output sizes from the plan; a source of that shape is left as it is")
     func shapes() {
         #expect(AspectRatio.portrait.window(displayWidth: 1080, height: 1920) == nil)
