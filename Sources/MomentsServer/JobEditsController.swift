@@ -22,12 +22,7 @@ struct JobEditsController {
         table.add(.head, "/api/v1/jobs/:id/storyboard.png", on: group, use: storyboard)
     }
 
-    private func job(_ context: AppRequestContext) async throws -> Job {
-        let account = try context.requireAccount()
-        let id = try context.parameters.require("id")
-        guard let job = try await service.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
-        return job
-    }
+    private func job(_ context: AppRequestContext) async throws -> Job { try await service.ownedJob(context) }
 
     // MARK: Re-cuts
 
@@ -121,8 +116,7 @@ struct JobEditsController {
         }
         guard job.status == .completed, job.mediaDeletedAt == nil, let segments = job.segments, !segments.isEmpty, let output = job.output else {
             // The same answers as a download of a job that has none.
-            _ = try ready(job)
-            throw Problem(.gone, code: "media_deleted", detail: "This job's result was deleted, so it has no timeline.")
+            throw JobMediaState.unavailable(job)
         }
         let document = Self.document(job, segments: segments, output: output, crossfade: service.crossfadeSeconds)
         let text = TimelineExport.render(document, as: format)
@@ -152,27 +146,10 @@ struct JobEditsController {
     @Sendable func storyboard(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
         guard let download = try await Problem.storageCall({ try await service.media(job, .storyboard) }) else {
-            _ = try ready(job)
+            if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
             throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard (it was made before storyboards existed, or its picture could not be drawn).")
         }
         return try await files.respond(request, context: context, download: download, contentType: "image/png",
                                        disposition: "inline; filename=\"storyboard_\(job.id).png\"")
-    }
-
-    /// Throws what a download of this job would answer when it is not completed or its media are gone.
-    private func ready(_ job: Job) throws -> Bool {
-        switch job.status {
-        case .completed where job.mediaDeletedAt == nil: return true
-        case .completed:
-            throw Problem(.gone, code: "media_deleted",
-                          detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
-        case .pending, .processing:
-            throw Problem(.conflict, code: "job_not_completed",
-                          detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
-                          extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
-        case .failed, .cancelled:
-            throw Problem(.conflict, code: "job_\(job.status.rawValue)", detail: "The job \(job.status.rawValue), so it has no highlight.",
-                          extensions: ["job_status": .string(job.status.rawValue)])
-        }
     }
 }

@@ -22,12 +22,7 @@ struct JobsController {
         table.add(.head, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
     }
 
-    private func job(_ context: AppRequestContext) async throws -> Job {
-        let account = try context.requireAccount()
-        let id = try context.parameters.require("id")
-        guard let job = try await service.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
-        return job
-    }
+    private func job(_ context: AppRequestContext) async throws -> Job { try await service.ownedJob(context) }
 
     @Sendable func status(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
         let account = try context.requireAccount()
@@ -91,21 +86,7 @@ struct JobsController {
     /// The file of a completed job, or 409 (not completed yet / failed / cancelled) or 410 (deleted).
     private func ready<Media>(_ job: Job, _ media: Media?) throws -> Media {
         if let media { return media }
-        switch job.status {
-        case .completed:
-            throw Problem(.gone, code: "media_deleted",
-                          detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
-        case .pending, .processing:
-            throw Problem(.conflict, code: "job_not_completed",
-                          detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
-                          extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
-        case .failed:
-            throw Problem(.conflict, code: "job_failed", detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
-                          extensions: ["job_status": .string(job.status.rawValue)])
-        case .cancelled:
-            throw Problem(.conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
-                          extensions: ["job_status": .string(job.status.rawValue)])
-        }
+        throw JobMediaState.unavailable(job)
     }
 
     static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {

@@ -1,0 +1,36 @@
+import Hummingbird
+import JobStore
+import Jobs
+
+extension JobService {
+    /// The job named by the route's `:id`, if the request's account owns it; otherwise 404 (another
+    /// account's job is indistinguishable from one that does not exist).
+    func ownedJob(_ context: AppRequestContext) async throws -> Job {
+        let account = try context.requireAccount()
+        let id = try context.parameters.require("id")
+        guard let job = try await job(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        return job
+    }
+}
+
+/// What a request for a job's media answers when the job has none to give: 409 while it is not
+/// completed (pending, processing, failed, cancelled), 410 once its media were deleted.
+enum JobMediaState {
+    static func unavailable(_ job: Job) -> Problem {
+        switch job.status {
+        case .completed:
+            return Problem(.gone, code: "media_deleted",
+                           detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
+        case .pending, .processing:
+            return Problem(.conflict, code: "job_not_completed",
+                           detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
+                           extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
+        case .failed:
+            return Problem(.conflict, code: "job_failed", detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
+                           extensions: ["job_status": .string(job.status.rawValue)])
+        case .cancelled:
+            return Problem(.conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
+                           extensions: ["job_status": .string(job.status.rawValue)])
+        }
+    }
+}
