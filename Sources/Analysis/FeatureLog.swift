@@ -3,6 +3,7 @@
 /// before them, so that no keyframe is decoded twice.
 public final class FeatureLog {
     private var thumbs: [Float] = []
+    private var textures: [Float] = []
     private var histograms: [Float] = []
     private var scalars: [Float] = []
     public private(set) var times: [Double] = []
@@ -21,6 +22,7 @@ public final class FeatureLog {
         times.append(f.time)
         groups.append(group)
         thumbs.append(contentsOf: f.thumb)
+        textures.append(contentsOf: f.texture)
         histograms.append(contentsOf: f.histogram)
         scalars.append(f.meanLuma)
         scalars.append(f.lumaDeviation)
@@ -34,6 +36,7 @@ public final class FeatureLog {
         f.time = times[index]
         let t = f.thumb.count, h = f.histogram.count, s = FeatureLog.scalarCount
         for i in 0..<t { f.thumb[i] = thumbs[index * t + i] }
+        for i in 0..<f.texture.count { f.texture[i] = textures[index * f.texture.count + i] }
         for i in 0..<h { f.histogram[i] = histograms[index * h + i] }
         f.meanLuma = scalars[index * s]
         f.lumaDeviation = scalars[index * s + 1]

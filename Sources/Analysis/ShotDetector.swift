@@ -1,6 +1,10 @@
 /// Where one shot ends and the next begins.
 public struct ShotBoundary: Sendable, Codable, Equatable {
-    public enum Kind: String, Sendable, Codable { case cut, dissolve, fade }
+    public enum Kind: String, Sendable, Codable {
+        case cut, dissolve, fade
+        /// A hard cut between two moments of one scene: the background stays, the subjects jump.
+        case jump
+    }
     public var kind: Kind
     /// Time of the first frame of the new shot (for gradual transitions: their middle).
     public var time: Double
@@ -24,7 +28,11 @@ public struct ShotBoundary: Sendable, Codable, Equatable {
 ///   picture does not return to what it was before within `burstFrames` (a flash);
 /// - dissolve: a run of moderately changing frames whose ends differ by `gradualThreshold` and
 ///   whose middle frame is close to the average of its ends (a mix, which a pan is not);
-/// - fade: a run of black frames between two shots; the boundary is the middle of the black.
+/// - fade: a run of black frames between two shots; the boundary is the middle of the black;
+/// - jump cut at i: where the whole-frame score stays low because the scene stays, the local
+///   score (`LocalChange`: the largest per-cell changes no nearby cell explains) is at least
+///   `jumpThreshold`, `jumpAdaptiveRatio` x its neighbours' mean (a subject's own steady motion is
+///   no jump), a local peak, and the cells do not return to what they were within `burstFrames`.
 public final class ShotDetector {
     public struct Settings: Sendable, Codable, Equatable {
         /// Minimum frame score for a hard cut.
@@ -58,6 +66,15 @@ public final class ShotDetector {
         public var blackDeviation: Float = 10
         /// Two boundaries closer than this keep only the stronger one.
         public var minShotSeconds = 0.3
+        /// Jump cuts: the smallest local score (0...1: the mean change of the most-changed cells),
+        /// how many times its neighbours' mean it must be, how close (local score) the picture
+        /// after a burst must come back to the one before it, the share of cells that count and the
+        /// cells of shift a change may be explained by.
+        public var jumpThreshold: Float = 0.16
+        public var jumpAdaptiveRatio: Float = 3
+        public var jumpReturnSimilarity: Float = 0.06
+        public var jumpTopFraction: Float = 0.04
+        public var jumpTolerance = 1
 
         public init() {}
     }
@@ -74,6 +91,14 @@ public final class ShotDetector {
     public private(set) var brightness: [Float] = []
     /// Frames where a burst ends (the picture returns): no more a cut than where it began.
     public private(set) var endsBurst: [Bool] = []
+    /// Per frame: the local score against the previous frame (`LocalChange`), and for frames
+    /// whose local score could be a jump, the smallest local score between the frame before it
+    /// and the frames up to `burstFrames` after it (small when the cells come back).
+    public private(set) var localScores: [Float] = []
+    public private(set) var localReturns: [Float] = []
+    /// Frames where a local burst ends (the cells come back): no more a jump than where it began.
+    public private(set) var localEndsBurst: [Bool] = []
+    private var local: LocalChange
     private var gradual: [ShotBoundary] = []
 
     // Recent frames, newest last: thumbnails and histograms (ring of fixed size).
@@ -93,8 +118,12 @@ public final class ShotDetector {
         let rate = maxFrameRate.isFinite ? min(max(1, maxFrameRate), ShotDetector.maxRingFrameRate) : 60
         let span = max(0, min(settings.gradualMaxSeconds, 60)) * rate
         ringCapacity = max(settings.burstFrames + 2, Int(span) + 2)
+        local = LocalChange(tolerance: settings.jumpTolerance, topFraction: settings.jumpTopFraction)
         let reserved = Reservation.frames(expectedFrames)
         times.reserveCapacity(reserved)
+        localScores.reserveCapacity(reserved)
+        localReturns.reserveCapacity(reserved)
+        localEndsBurst.reserveCapacity(reserved)
         scores.reserveCapacity(reserved)
         returnDistances.reserveCapacity(reserved)
         isBlack.reserveCapacity(reserved)
@@ -120,7 +149,11 @@ public final class ShotDetector {
 
     public func consume(_ features: FrameFeatures) {
         let index = times.count
-        let score: Float = recent(index - 1).map { ShotDetector.distance($0, features) } ?? 0
+        let previous = recent(index - 1)
+        let score: Float = previous.map { ShotDetector.distance($0, features) } ?? 0
+        localScores.append(previous.map { local.score($0, features) } ?? 0)
+        localReturns.append(1)
+        localEndsBurst.append(false)
         times.append(features.time)
         scores.append(score)
         returnDistances.append(1)
@@ -142,6 +175,12 @@ public final class ShotDetector {
             let d = ShotDetector.distance(before, features, limit: settings.burstSimilarity)
             returnDistances[start] = min(returnDistances[start], d)
             if d <= settings.burstSimilarity { endsBurst[index] = true }
+            // Only where a jump could be: the local return costs a comparison of its own.
+            if localScores[start] >= settings.jumpThreshold {
+                let d = local.score(before, features)
+                localReturns[start] = min(localReturns[start], d)
+                if d <= settings.jumpReturnSimilarity { localEndsBurst[index] = true }
+            }
         }
         trackDissolve(index: index, score: score, features: features)
         slideDissolveWindow(index: index, features: features)
@@ -247,6 +286,26 @@ public final class ShotDetector {
             if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
+        // Jump cuts: the local change spikes where the whole-frame score does not.
+        for i in 1..<max(1, n) {
+            let s = localScores[i]
+            guard s >= settings.jumpThreshold, scores[i] < settings.cutThreshold else { continue }
+            if i > 1 && localScores[i - 1] > s { continue }
+            if i + 1 < n && localScores[i + 1] >= s { continue }
+            var sum: Float = 0, count = 0
+            for j in max(1, i - w)...min(n - 1, i + w) where j != i {
+                sum += localScores[j]
+                count += 1
+            }
+            let mean = count > 0 ? sum / Float(count) : 0
+            guard s >= settings.jumpAdaptiveRatio * mean else { continue }
+            // The cells come back (a flash, something passing for a frame or two), or the last
+            // frames cannot tell yet: no jump.
+            guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n else { continue }
+            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue }
+            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { continue }
+            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
+        }
         // Dissolves not explained by a fade or a cut; of overlapping candidates, the strongest.
         var dissolves: [ShotBoundary] = []
         for g in gradual.sorted(by: { $0.score > $1.score })
@@ -254,7 +313,7 @@ public final class ShotDetector {
             dissolves.append(g)
         }
         for g in dissolves where !nearBlack(g.time, margin: 0.2) {
-            if result.contains(where: { $0.kind == .cut && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
+            if result.contains(where: { ($0.kind == .cut || $0.kind == .jump) && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
             result.append(g)
         }
         return ShotDetector.keepStrongest(result, minShotSeconds: settings.minShotSeconds)

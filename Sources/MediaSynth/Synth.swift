@@ -169,16 +169,22 @@ public struct SynthPart: Sendable {
         case frozen
         /// A lively scene, heavily blurred.
         case blurred
+        /// The still scene of `dull` (no drift) with a subject standing at `subjectX`, swaying a
+        /// little: two posed parts of one seed with the subject elsewhere make a jump cut.
+        case posed
     }
     public var start: Double
     public var kind: Kind
     /// Picks the scene's texture and colours; equal seeds (and kinds) make the same footage.
     public var seed: Int
+    /// Where a posed part's subject stands, as a fraction of the picture's width.
+    public var subjectX: Double
 
-    public init(start: Double, kind: Kind, seed: Int) {
+    public init(start: Double, kind: Kind, seed: Int, subjectX: Double = 0.3) {
         self.start = start
         self.kind = kind
         self.seed = seed
+        self.subjectX = subjectX
     }
 
     /// The sound of this part at `t` seconds into it.
@@ -189,7 +195,7 @@ public struct SynthPart: Sendable {
             let phase = t.truncatingRemainder(dividingBy: 0.4)
             guard phase < 0.25 else { return 0 }
             return Float((noise.nextUnit() - 0.5) * 0.6 + sin(2 * Double.pi * Double(220 + 40 * seed) * t) * 0.3)
-        case .dull, .frozen, .blurred:
+        case .dull, .frozen, .blurred, .posed:
             return Float((noise.nextUnit() - 0.5) * 0.01)
         case .black:
             return 0
@@ -374,8 +380,10 @@ public enum Synth {
         let fx = 0.05 + 0.013 * seed.truncatingRemainder(dividingBy: 5), fy = 0.07 + 0.011 * seed.truncatingRemainder(dividingBy: 4)
         let moving = part.kind == .lively || part.kind == .blurred
         let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0) // texture drift, px/s
-        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60)))) : p.width / 3
-        let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : p.height / 4
+        let posed = part.kind == .posed
+        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60))))
+            : posed ? Int(part.subjectX * Double(max(1, p.width - 60))) + Int(4 * sin(local * 2 * Double.pi)) : p.width / 3
+        let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : posed ? p.height / 3 : p.height / 4
         let blurred = part.kind == .blurred
         // Per-frame tables of the separable terms, then one row at a time (4K-friendly in debug builds).
         let columns = (0..<p.width).map { x -> Double in
