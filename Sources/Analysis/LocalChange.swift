@@ -1,14 +1,18 @@
 /// The change between two frames where it is largest, for jump cuts: two moments of one scene
 /// joined by a hard cut (the background stays, the subjects jump). A whole-frame score barely
-/// moves at such a cut; this one does: per cell of the 32x32 grid, the smallest difference to the
-/// previous frame's cells within `tolerance` cells (small camera motion, shake and a subject's own
-/// movement are explained by a neighbouring cell), then the mean of the largest `topFraction` of
-/// those (0...1). A cell's difference is that of its mean luma plus `textureWeight` times that of
+/// moves at such a cut; this one does: the camera's motion is taken out first (the grid shift of up
+/// to `maxShift` cells that explains the most), then per cell of the 32x32 grid the smallest
+/// difference to the previous frame's cells within `tolerance` cells of where the shift puts it
+/// (shake and a subject's own movement are explained by a neighbouring cell; border cells, where
+/// content enters and leaves, are left out), then the mean of the largest `topFraction` of those
+/// (0...1). A cell's difference is that of its mean luma plus `textureWeight` times that of
 /// its texture (mean absolute Laplacian), so a patterned subject over a plain background of the
 /// same mean still shows. Sensor noise moves every cell a little and none much; a subject that
 /// appears, vanishes or jumps moves a few cells a lot.
 public struct LocalChange {
     public static let side = FrameFeatures.thumbSide
+    /// Largest camera shift (cells a frame) taken out before the cells are compared.
+    public static let maxShift = 2
 
     public let tolerance: Int
     public let topFraction: Float
@@ -24,26 +28,53 @@ public struct LocalChange {
 
     /// The score of `current` against `previous`, 0...1.
     public mutating func score(_ previous: FrameFeatures, _ current: FrameFeatures) -> Float {
+        measure(previous, current).score
+    }
+
+    /// The score, and the share of cells that stayed (changed by less than `stillChange`, 0...1):
+    /// at a jump cut most of the picture stays; in a whip pan or a cut, little does.
+    public mutating func measure(_ previous: FrameFeatures, _ current: FrameFeatures,
+                                 stillChange: Float = 0.04) -> (score: Float, stillShare: Float) {
         let side = Self.side, reach = tolerance, k = textureWeight
         guard previous.thumb.count == side * side, current.thumb.count == side * side,
-              previous.texture.count == side * side, current.texture.count == side * side else { return 0 }
+              previous.texture.count == side * side, current.texture.count == side * side else { return (0, 1) }
         for i in 0..<bins.count { bins[i] = 0 }
+        var cells = 0
         previous.thumb.withUnsafeBufferPointer { a in
             current.thumb.withUnsafeBufferPointer { b in
+                // The camera's share first: the whole-grid shift (up to `maxShift` cells) that
+                // explains the most, so a pan or shake is not a local change.
+                let m = Self.maxShift
+                var shift = (x: 0, y: 0), bestCost = Float.greatestFiniteMagnitude
+                for dy in -m...m {
+                    for dx in -m...m {
+                        var cost: Float = 0
+                        for y in (m + 1)..<(side - m - 1) {
+                            let rb = y * side, ra = (y + dy) * side + dx
+                            for x in (m + 1)..<(side - m - 1) { cost += abs(b[rb + x] - a[ra + x]) }
+                        }
+                        if cost < bestCost { bestCost = cost; shift = (dx, dy) }
+                    }
+                }
                 previous.texture.withUnsafeBufferPointer { ta in
                     current.texture.withUnsafeBufferPointer { tb in
                         bins.withUnsafeMutableBufferPointer { counts in
+                            // Cells whose whole neighbourhood, moved by the shift, lies in the
+                            // previous grid: at the border, content enters and leaves the picture.
                             for y in 0..<side {
-                                let y0 = max(0, y - reach), y1 = min(side - 1, y + reach)
+                                let cy = y + shift.y
+                                guard cy - reach >= 0, cy + reach < side else { continue }
                                 for x in 0..<side {
-                                    let x0 = max(0, x - reach), x1 = min(side - 1, x + reach)
+                                    let cx = x + shift.x
+                                    guard cx - reach >= 0, cx + reach < side else { continue }
                                     let v = b[y * side + x], t = tb[y * side + x]
                                     var best = Float.greatestFiniteMagnitude
-                                    for yy in y0...y1 {
+                                    for yy in (cy - reach)...(cy + reach) {
                                         let row = yy * side
-                                        for xx in x0...x1 { best = min(best, abs(v - a[row + xx]) + k * abs(t - ta[row + xx])) }
+                                        for xx in (cx - reach)...(cx + reach) { best = min(best, abs(v - a[row + xx]) + k * abs(t - ta[row + xx])) }
                                     }
                                     counts[min(255, max(0, Int(best)))] += 1
+                                    cells += 1
                                 }
                             }
                         }
@@ -51,8 +82,9 @@ public struct LocalChange {
                 }
             }
         }
+        guard cells > 0 else { return (0, 1) }
         // The mean of the top cells, from the histogram (bin centres).
-        let wanted = max(1, Int((Float(side * side) * topFraction).rounded()))
+        let wanted = max(1, Int((Float(cells) * topFraction).rounded()))
         var taken = 0, sum: Float = 0
         var bin = 255
         while bin >= 0 && taken < wanted {
@@ -61,6 +93,9 @@ public struct LocalChange {
             taken += take
             bin -= 1
         }
-        return sum / Float(wanted) / 255
+        let stillBins = min(256, max(0, Int((stillChange * 255).rounded(.up))))
+        var still = 0
+        for b in 0..<stillBins { still += bins[b] }
+        return (sum / Float(wanted) / 255, Float(still) / Float(cells))
     }
 }

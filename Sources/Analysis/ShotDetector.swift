@@ -70,8 +70,12 @@ public final class ShotDetector {
         /// how many times its neighbours' mean it must be, how close (local score) the picture
         /// after a burst must come back to the one before it, the share of cells that count and the
         /// cells of shift a change may be explained by.
-        public var jumpThreshold: Float = 0.16
+        public var jumpThreshold: Float = 0.10
         public var jumpAdaptiveRatio: Float = 3
+        /// At a jump cut the scene stays: at least this share of the cells changed by less than
+        /// `jumpStillChange` (0...1). A whip pan, a zoom or a new scene changes nearly all of them.
+        public var jumpStillShare: Float = 0.6
+        public var jumpStillChange: Float = 0.04
         public var jumpReturnSimilarity: Float = 0.06
         public var jumpTopFraction: Float = 0.04
         public var jumpTolerance = 1
@@ -95,6 +99,8 @@ public final class ShotDetector {
     /// whose local score could be a jump, the smallest local score between the frame before it
     /// and the frames up to `burstFrames` after it (small when the cells come back).
     public private(set) var localScores: [Float] = []
+    /// Per frame: the share of cells that stayed since the previous frame.
+    public private(set) var stillShares: [Float] = []
     public private(set) var localReturns: [Float] = []
     /// Frames where a local burst ends (the cells come back): no more a jump than where it began.
     public private(set) var localEndsBurst: [Bool] = []
@@ -122,6 +128,7 @@ public final class ShotDetector {
         let reserved = Reservation.frames(expectedFrames)
         times.reserveCapacity(reserved)
         localScores.reserveCapacity(reserved)
+        stillShares.reserveCapacity(reserved)
         localReturns.reserveCapacity(reserved)
         localEndsBurst.reserveCapacity(reserved)
         scores.reserveCapacity(reserved)
@@ -151,7 +158,9 @@ public final class ShotDetector {
         let index = times.count
         let previous = recent(index - 1)
         let score: Float = previous.map { ShotDetector.distance($0, features) } ?? 0
-        localScores.append(previous.map { local.score($0, features) } ?? 0)
+        let change = previous.map { local.measure($0, features, stillChange: settings.jumpStillChange) } ?? (score: 0, stillShare: 1)
+        localScores.append(change.score)
+        stillShares.append(change.stillShare)
         localReturns.append(1)
         localEndsBurst.append(false)
         times.append(features.time)
@@ -289,7 +298,7 @@ public final class ShotDetector {
         // Jump cuts: the local change spikes where the whole-frame score does not.
         for i in 1..<max(1, n) {
             let s = localScores[i]
-            guard s >= settings.jumpThreshold, scores[i] < settings.cutThreshold else { continue }
+            guard s >= settings.jumpThreshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { continue }
             if i > 1 && localScores[i - 1] > s { continue }
             if i + 1 < n && localScores[i + 1] >= s { continue }
             var sum: Float = 0, count = 0
