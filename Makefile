@@ -74,6 +74,7 @@ bench: release
 	scripts/bench-phone
 	scripts/bench-uploads
 	scripts/bench-recut
+	scripts/bench-jumpcuts
 
 # Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
 # build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so

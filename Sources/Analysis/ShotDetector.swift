@@ -71,7 +71,11 @@ public final class ShotDetector {
         /// after a burst must come back to the one before it, the share of cells that count and the
         /// cells of shift a change may be explained by.
         public var jumpThreshold: Float = 0.10
-        public var jumpAdaptiveRatio: Float = 3
+        public var jumpAdaptiveRatio: Float = 3.5
+        /// Neighbours whose local score is below this repeat the frame before them (a clip of a
+        /// lower rate doubled up): they say nothing about how much the scene moves, and are left
+        /// out of the neighbours' mean.
+        public var jumpRepeatBelow: Float = 0.01
         /// At a jump cut the scene stays: at least this share of the cells changed by less than
         /// `jumpStillChange` (0...1). A whip pan, a zoom or a new scene changes nearly all of them.
         public var jumpStillShare: Float = 0.6
@@ -302,7 +306,7 @@ public final class ShotDetector {
             if i > 1 && localScores[i - 1] > s { continue }
             if i + 1 < n && localScores[i + 1] >= s { continue }
             var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i {
+            for j in max(1, i - w)...min(n - 1, i + w) where j != i && localScores[j] >= settings.jumpRepeatBelow {
                 sum += localScores[j]
                 count += 1
             }
