@@ -66,6 +66,10 @@ public final class ShotDetector {
         public var blackDeviation: Float = 10
         /// Two boundaries closer than this keep only the stronger one.
         public var minShotSeconds = 0.3
+        /// Jump-cut detection (configuration `media.analysis.jumpCuts`). Off by default: on
+        /// synthetic footage whose objects teleport, and on fast real motion, it still finds
+        /// jumps that are not cuts (see the README's jump-cut benchmark).
+        public var jumpCuts = false
         /// Jump cuts: the smallest local score (0...1: the mean change of the most-changed cells),
         /// how many times its neighbours' mean it must be, how close (local score) the picture
         /// after a burst must come back to the one before it, the share of cells that count and the
@@ -162,7 +166,9 @@ public final class ShotDetector {
         let index = times.count
         let previous = recent(index - 1)
         let score: Float = previous.map { ShotDetector.distance($0, features) } ?? 0
-        let change = previous.map { local.measure($0, features, stillChange: settings.jumpStillChange) } ?? (score: 0, stillShare: 1)
+        let change = settings.jumpCuts
+            ? previous.map { local.measure($0, features, stillChange: settings.jumpStillChange) } ?? (score: 0, stillShare: 1)
+            : (score: 0, stillShare: 1)
         localScores.append(change.score)
         stillShares.append(change.stillShare)
         localReturns.append(1)
@@ -189,7 +195,7 @@ public final class ShotDetector {
             returnDistances[start] = min(returnDistances[start], d)
             if d <= settings.burstSimilarity { endsBurst[index] = true }
             // Only where a jump could be: the local return costs a comparison of its own.
-            if localScores[start] >= settings.jumpThreshold {
+            if settings.jumpCuts, localScores[start] >= settings.jumpThreshold {
                 let d = local.score(before, features)
                 localReturns[start] = min(localReturns[start], d)
                 if d <= settings.jumpReturnSimilarity { localEndsBurst[index] = true }
@@ -300,7 +306,7 @@ public final class ShotDetector {
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
         // Jump cuts: the local change spikes where the whole-frame score does not.
-        for i in 1..<max(1, n) {
+        for i in 1..<max(1, n) where settings.jumpCuts {
             let s = localScores[i]
             guard s >= settings.jumpThreshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { continue }
             if i > 1 && localScores[i - 1] > s { continue }

@@ -24,6 +24,8 @@ public struct MediaDefaults: Sendable {
         public var audioSampleRate = 16_000
         /// auto | full | sampled (see DecodePlanSettings).
         public var decodePlan = "auto"
+        /// Look for jump cuts too (two moments of one scene joined by a cut).
+        public var jumpCuts = false
     }
 
     public struct HighlightDefaults: Sendable {
@@ -51,6 +53,7 @@ public struct MediaDefaults: Sendable {
         analysis.maxFrameRate = r.double(forKey: "analysis.maxFrameRate")
         analysis.audioSampleRate = r.int(forKey: "analysis.audioSampleRate", default: analysis.audioSampleRate)
         analysis.decodePlan = r.string(forKey: "analysis.decodePlan", default: analysis.decodePlan)
+        analysis.jumpCuts = r.bool(forKey: "analysis.jumpCuts", default: analysis.jumpCuts)
         highlight.style = r.string(forKey: "highlight.style", default: highlight.style)
         highlight.crossfadeSeconds = r.double(forKey: "highlight.crossfadeSeconds", default: highlight.crossfadeSeconds)
         weights.motion = r.double(forKey: "weights.motion", default: weights.motion)
@@ -73,6 +76,7 @@ public struct MediaDefaults: Sendable {
         settings.maxFrameRate = analysis.maxFrameRate
         settings.audioSampleRate = analysis.audioSampleRate
         settings.plan.choice = DecodePlanSettings.Choice(rawValue: analysis.decodePlan) ?? .auto
+        settings.shots.jumpCuts = analysis.jumpCuts
         return settings
     }
 

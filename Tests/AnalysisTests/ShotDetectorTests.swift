@@ -84,38 +84,48 @@ struct ShotDetectorTests {
         (0..<count).map { Scenes.frame(seed: seed, object: (x + Int(3 * sin(Double($0) * 0.4)), y)) }
     }
 
-    @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame, the hard cuts stay cuts")
+    /// Jump-cut detection on (`jumpCuts`; off by default).
+    static var jumps: ShotDetector.Settings {
+        var settings = ShotDetector.Settings()
+        settings.jumpCuts = true
+        return settings
+    }
+
+    @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame, the hard cuts stay cuts; off by default")
     func jumpCut() {
         let frames = posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30) + posed(14, 40, at: 60, 100)
-        let found = detect(frames)
+        #expect(detect(frames).map(\.kind) == [.cut], "jump cuts are off by default")
+        let found = detect(frames, settings: Self.jumps)
         #expect(found.map(\.kind) == [.jump, .cut, .jump], "\(found)")
         #expect(found.map { Int(($0.time * 30).rounded()) } == [45, 85, 125])
     }
 
+    func detectJumps(_ frames: [OwnedFrame]) -> [ShotBoundary] { detect(frames, settings: Self.jumps) }
+
     @Test("no jump cut from a subject moving on its own, shake, a whip pan, a zoom, noise, flashes or something passing by")
     func jumpCutNegatives() {
         // A subject walking across at 5 px a frame.
-        #expect(detect((0..<60).map { Scenes.frame(seed: 15, object: (10 + 5 * $0, 50)) }).isEmpty)
+        #expect(detectJumps((0..<60).map { Scenes.frame(seed: 15, object: (10 + 5 * $0, 50)) }).isEmpty)
         // Handheld shake: the whole picture jitters by up to 4 px a frame.
         let jitter = [0, 3, -2, 4, -4, 1, -3, 2, 0, -1]
-        #expect(detect((0..<60).map { Scenes.frame(seed: 16, dx: jitter[$0 % 10], dy: jitter[($0 + 3) % 10], object: (100, 50)) }).isEmpty)
+        #expect(detectJumps((0..<60).map { Scenes.frame(seed: 16, dx: jitter[$0 % 10], dy: jitter[($0 + 3) % 10], object: (100, 50)) }).isEmpty)
         // A whip pan: still, then 25 px a frame for ten frames, then still.
         var offset = 0
         let whip = (0..<60).map { i -> OwnedFrame in
             if i >= 25 && i < 35 { offset += 25 }
             return Scenes.frame(seed: 17, dx: offset, object: (120, 60))
         }
-        #expect(detect(whip).isEmpty)
+        #expect(detectJumps(whip).isEmpty)
         // A zoom in, 1 % a frame.
-        #expect(detect((0..<60).map { Scenes.frame(seed: 18, object: (110, 50), zoom: pow(1.01, Double($0))) }).isEmpty)
+        #expect(detectJumps((0..<60).map { Scenes.frame(seed: 18, object: (110, 50), zoom: pow(1.01, Double($0))) }).isEmpty)
         // Low-light noise on a still scene.
-        #expect(detect((0..<60).map { Scenes.noisy(Scenes.frame(seed: 19, object: (90, 40)), amplitude: 12, seed: UInt64($0)) }).isEmpty)
+        #expect(detectJumps((0..<60).map { Scenes.noisy(Scenes.frame(seed: 19, object: (90, 40)), amplitude: 12, seed: UInt64($0)) }).isEmpty)
         // A flash, and something crossing the picture in two frames.
         var flash = posed(20, 60, at: 40, 40)
         flash[20] = Scenes.white()
         flash[21] = Scenes.white()
         flash[40] = Scenes.frame(seed: 20, object: (200, 100))
         flash[41] = Scenes.frame(seed: 20, object: (210, 100))
-        #expect(detect(flash).isEmpty, "\(detect(flash))")
+        #expect(detectJumps(flash).isEmpty, "\(detect(flash))")
     }
 }

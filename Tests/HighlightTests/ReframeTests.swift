@@ -183,4 +183,21 @@ struct ReframeTests {
             }
         }
     }
+
+    /// analysis.jumpCuts: a jump cut between two posed parts of one scene is found on its frame
+    /// when jump cuts are on, and is no boundary when they are off (the default).
+    @Test("jump cuts in a decoded video: found on the frame when on, none when off")
+    func jumpCutsInAVideo() throws {
+        let dir = Scratch()
+        let (path, _) = try partsVideo(dir, "jump.mp4", duration: 8, [
+            SynthPart(start: 0, kind: .posed, seed: 3, subjectX: 0.15), SynthPart(start: 4, kind: .posed, seed: 3, subjectX: 0.8),
+        ])
+        var settings = AnalysisSettings()
+        settings.plan.choice = .full
+        settings.skipNonReferenceFrames = false
+        #expect(try AnalysisPipeline.analyze(path, settings: settings).boundaries.isEmpty)
+        settings.shots.jumpCuts = true
+        let found = try AnalysisPipeline.analyze(path, settings: settings).boundaries
+        #expect(found.map(\.kind) == [.jump] && abs((found.first?.time ?? 0) - 4) < 0.5 / 30, "\(found)")
+    }
 }
