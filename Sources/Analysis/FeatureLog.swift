@@ -22,7 +22,7 @@ public final class FeatureLog {
         times.append(f.time)
         groups.append(group)
         thumbs.append(contentsOf: f.thumb)
-        textures.append(contentsOf: f.texture)
+        if f.measuresTexture { textures.append(contentsOf: f.texture) }
         histograms.append(contentsOf: f.histogram)
         scalars.append(f.meanLuma)
         scalars.append(f.lumaDeviation)
@@ -36,7 +36,9 @@ public final class FeatureLog {
         f.time = times[index]
         let t = f.thumb.count, h = f.histogram.count, s = FeatureLog.scalarCount
         for i in 0..<t { f.thumb[i] = thumbs[index * t + i] }
-        for i in 0..<f.texture.count { f.texture[i] = textures[index * f.texture.count + i] }
+        if (index + 1) * f.texture.count <= textures.count {
+            for i in 0..<f.texture.count { f.texture[i] = textures[index * f.texture.count + i] }
+        }
         for i in 0..<h { f.histogram[i] = histograms[index * h + i] }
         f.meanLuma = scalars[index * s]
         f.lumaDeviation = scalars[index * s + 1]

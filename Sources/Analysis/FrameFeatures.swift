@@ -20,8 +20,10 @@ public struct FrameFeatures: Sendable {
     /// Variance of the 4-neighbour Laplacian of luma: high when sharp, low when blurred or flat.
     public var laplacianVariance: Float = 0
     /// 32x32 grid (the thumbnail's cells) of the mean absolute Laplacian: the texture a cell's
-    /// mean luma hides (a finely patterned shirt and a plain wall can share a mean).
+    /// mean luma hides (a finely patterned shirt and a plain wall can share a mean). Measured
+    /// only when `measuresTexture` is set (jump-cut detection uses it; nothing else does).
     public var texture = [Float](repeating: 0, count: thumbSide * thumbSide)
+    public var measuresTexture = false
     private var textureCounts = [Int](repeating: 0, count: thumbSide * thumbSide)
 
     /// Scratch counters reused across frames.
@@ -57,7 +59,7 @@ public struct FrameFeatures: Sendable {
         for i in 0..<chromaCounts.count { chromaCounts[i] = 0 }
         var sum = 0, sumSquares = 0, dark = 0, bright = 0
         var lapSum = 0.0, lapSquares = 0.0, lapCount = 0
-        for i in 0..<texture.count { texture[i] = 0; textureCounts[i] = 0 }
+        if measuresTexture { for i in 0..<texture.count { texture[i] = 0; textureCounts[i] = 0 } }
         for y in 0..<h {
             let row = frame.luma + y * frame.lumaStride
             for x in 0..<w {
@@ -72,7 +74,15 @@ public struct FrameFeatures: Sendable {
                 if v < Int(FrameFeatures.darkLevel) { dark += 1 }
                 if v > Int(FrameFeatures.brightLevel) { bright += 1 }
             }
-            if y > 0 && y < h - 1 {
+            if y > 0 && y < h - 1 && !measuresTexture {
+                let up = row - frame.lumaStride, down = row + frame.lumaStride
+                for x in 1..<(w - 1) {
+                    let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
+                    lapSum += Double(l)
+                    lapSquares += Double(l * l)
+                }
+                lapCount += w - 2
+            } else if y > 0 && y < h - 1 {
                 let up = row - frame.lumaStride, down = row + frame.lumaStride
                 let cellRow = (y * side / h) * side
                 texture.withUnsafeMutableBufferPointer { tex in
@@ -90,7 +100,7 @@ public struct FrameFeatures: Sendable {
                 lapCount += w - 2
             }
         }
-        for i in 0..<texture.count where textureCounts[i] > 0 { texture[i] /= Float(textureCounts[i]) }
+        if measuresTexture { for i in 0..<texture.count where textureCounts[i] > 0 { texture[i] /= Float(textureCounts[i]) } }
         let n = Float(w * h)
         meanLuma = Float(sum) / n
         lumaDeviation = (max(0, Float(sumSquares) / n - meanLuma * meanLuma)).squareRoot()
@@ -123,7 +133,10 @@ public struct FrameFeatures: Sendable {
     public mutating func assign(from other: FrameFeatures) {
         time = other.time
         for i in 0..<thumb.count { thumb[i] = other.thumb[i] }
-        for i in 0..<texture.count { texture[i] = other.texture[i] }
+        if other.measuresTexture || measuresTexture {
+            for i in 0..<texture.count { texture[i] = other.texture[i] }
+        }
+        measuresTexture = other.measuresTexture
         for i in 0..<histogram.count { histogram[i] = other.histogram[i] }
         meanLuma = other.meanLuma
         lumaDeviation = other.lumaDeviation

@@ -77,6 +77,7 @@ public enum AnalysisPipeline {
         let screen = BoundaryScreen(settings: settings.screen)
         let samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
         var features = FrameFeatures()
+        features.measuresTexture = settings.shots.jumpCuts
         let duration = max(info.duration, 0.001)
         let passShare = plan.mode == .full ? 1.0 : 0.8
         var lastReport = -1.0
@@ -212,6 +213,7 @@ public enum AnalysisPipeline {
         var detector: ShotDetector?
         var current = -1
         var features = FrameFeatures()
+        features.measuresTexture = settings.jumpCuts
         var target = FrameFeatures()
         var settled = 0
         var settledAt: Double?

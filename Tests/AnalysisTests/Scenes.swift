@@ -71,6 +71,7 @@ enum Scenes {
     /// Runs frames (at `fps`) through FrameFeatures into `body`.
     static func features(_ frames: [OwnedFrame], fps: Double = 30, _ body: (FrameFeatures, FrameView) -> Void) {
         var features = FrameFeatures()
+        features.measuresTexture = true
         for (i, f) in frames.enumerated() {
             f.withView(time: Double(i) / fps) { view in
                 features.measure(view)
