@@ -73,6 +73,7 @@ public enum AnalysisPipeline {
         let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
         let focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
         let fingerprints = FingerprintCollector(expectedFrames: expected)
+        let content = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: min(max(0, info.duration.isFinite ? info.duration : 0), 86_400))
         let audio = AudioAnalyzer(settings: settings.audio)
         let screen = BoundaryScreen(settings: settings.screen)
         let samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
@@ -98,6 +99,7 @@ public enum AnalysisPipeline {
             quality.consume(features)
             focus.consume(features)
             fingerprints.consume(features)
+            content.consume(features)
             motion.consume(view)
             if let progress, frame.time / duration - lastReport >= 0.01 {
                 lastReport = frame.time / duration
@@ -153,6 +155,7 @@ public enum AnalysisPipeline {
             rotation: info.video.rotation, hasAudio: info.mainAudio != nil, boundaries: boundaries, shots: shotList,
             motion: motionSamples, quality: qualitySamples, focus: focus.finish(), audio: audioResult, candidates: [],
             summary: summary)
+        analysis.fingerprint = content.finish(duration: end)
         analysis.candidates = CandidateBuilder.build(analysis, fingerprints: fingerprints, settings: settings.candidates)
         progress?(1)
         return analysis

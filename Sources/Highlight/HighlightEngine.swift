@@ -34,8 +34,25 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var decode: AnalysisSummary?
     /// The crop to another shape, when the highlight was reframed (one track per segment).
     public var reframe: Reframe?
-    /// True when the analysis was not made for this highlight but reused (a re-cut, or the cache).
+    /// True when the analysis was not made for this highlight but reused (a re-cut, a re-upload, or the cache).
     public var analysisReused: Bool?
+    /// The earlier upload of the account this video was recognised as.
+    public var duplicateOf: ReuploadMatch?
+}
+
+/// A re-upload's analysis taken from the earlier upload it was recognised as (no analysis decode).
+public struct AnalysisReuse: Sendable, Codable, Equatable {
+    /// The earlier job's stored analysis (its `analysis-data.json`), copied into this job's folder.
+    public var analysisPath: String
+    public var match: ReuploadMatch
+    public var target: ReuseTarget
+    /// The earlier highlight's segments (earlier video's seconds), when the same highlight was asked
+    /// for: selection and render are skipped when they all lie inside the new video.
+    public var copySegments: [SelectedSegment]?
+
+    public init(analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?) {
+        self.analysisPath = analysisPath; self.match = match; self.target = target; self.copySegments = copySegments
+    }
 }
 
 public enum HighlightStyle: String, Sendable, Codable, CaseIterable {
@@ -66,6 +83,12 @@ public struct HighlightRequest: Sendable {
     public var analysisData: String?
     /// Where the storyboard (filmstrip, score curves, chosen segments) is written as PNG; nil: none.
     public var storyboardOutput: String?
+    /// A re-upload recognised before the analysis: its earlier analysis, shifted, replaces the decode.
+    public var reuse: AnalysisReuse?
+    /// A JSON file of `[ReuploadCandidate]` the new analysis' fingerprint is judged against (when
+    /// the cheap look could not decide): a match shows as `duplicateOf`, and one asking for the
+    /// same highlight returns the earlier highlight's segments without a render.
+    public var reuploadCandidates: String?
     /// The shape of the highlight, and how the crop window follows the picture.
     public var aspect: AspectRatio = .source
     public var reframe = ReframeSettings()
@@ -87,6 +110,8 @@ public struct HighlightResult: Sendable {
     public var report: HighlightReport
     public var render: RenderResult?
     public var cached: Bool
+    /// The input's content fingerprint, when this run analysed it (or found it in the cache).
+    public var fingerprint: ContentFingerprint?
 }
 
 /// Analysis (one decode pass, cached) -> candidates and scores -> selection -> render and poster.
@@ -118,13 +143,36 @@ public enum HighlightEngine {
                              detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
         }
         progress?("analysing", 0)
-        let (analysis, cached): (VideoAnalysis, Bool)
-        if let path = request.analysisData, let stored = loadAnalysis(path) {
+        var analysis: VideoAnalysis
+        var cached: Bool
+        var duplicate: ReuploadMatch?
+        var copied: [SelectedSegment]?
+        var fingerprint: ContentFingerprint?
+        if let reuse = request.reuse, let earlier = loadAnalysis(reuse.analysisPath) {
+            // A re-upload: the earlier analysis in this video's seconds, no decode.
+            analysis = earlier.reused(for: reuse.target, minCandidate: request.analysis.candidates.minSeconds)
+            cached = true
+            duplicate = reuse.match
+            copied = reuse.copySegments.flatMap {
+                ReuploadRecognizer.copiedSegments($0, offset: reuse.match.offset, duration: analysis.duration)
+            }
+            if let path = request.analysisData { storeAnalysis(analysis, at: path) }
+        } else if let path = request.analysisData, let stored = loadAnalysis(path) {
             (analysis, cached) = (stored, true)
         } else {
             (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
                                              cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
             if let path = request.analysisData { storeAnalysis(analysis, at: path) }
+            fingerprint = analysis.fingerprint
+            if let path = request.reuploadCandidates, let fingerprint = analysis.fingerprint, let candidates = loadCandidates(path) {
+                let judged = ReuploadRecognizer.judge(fingerprint, candidates: candidates, duration: analysis.duration)
+                if let match = judged.match {
+                    duplicate = match
+                    copied = candidates.first { $0.jobId == match.jobId }?.copySegments.flatMap {
+                        ReuploadRecognizer.copiedSegments($0, offset: match.offset, duration: analysis.duration)
+                    }
+                }
+            }
         }
         try cancellation?.check("highlight", path: request.source)
         progress?("selecting", 0.6)
@@ -132,17 +180,22 @@ public enum HighlightEngine {
         var selection = request.selection
         let crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
         selection.crossfade = crossfade
-        let segments = Selector.select(analysis, scored: scored, settings: selection)
+        // The same highlight of the same footage: the earlier one is returned (its file is copied by the caller).
+        let segments = copied ?? Selector.select(analysis, scored: scored, settings: selection)
         guard !segments.isEmpty else {
             throw MediaError(.unusable, operation: "highlight", path: request.source,
                              detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
         }
         var report = makeReport(analysis, scored: scored, segments: segments)
         report.analysisReused = cached
+        if var match = duplicate {
+            match.resultCopied = copied != nil
+            report.duplicateOf = match
+        }
         report.reframe = Reframer.plan(analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
                                        aspect: request.aspect, settings: request.reframe)
         var render: RenderResult?
-        if let output = request.output {
+        if let output = request.output, copied == nil {
             var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
             renderRequest.quality = request.quality
             renderRequest.crossfade = crossfade
@@ -174,7 +227,7 @@ public enum HighlightEngine {
             }
         }
         progress?("done", 1)
-        return HighlightResult(report: report, render: render, cached: cached)
+        return HighlightResult(report: report, render: render, cached: cached, fingerprint: fingerprint)
     }
 
     /// The storyboard: a filmstrip of the input, the per-second motion (scaled to its 95th
@@ -200,6 +253,12 @@ public enum HighlightEngine {
         } catch {
             try? FileManager.default.removeItem(atPath: path)
         }
+    }
+
+    /// The re-upload candidates the worker wrote; nil when unreadable (then nothing is recognised).
+    static func loadCandidates(_ path: String) -> [ReuploadCandidate]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode([ReuploadCandidate].self, from: data)
     }
 
     /// A job's stored analysis; nil when there is none or it cannot be read (then it is made again).

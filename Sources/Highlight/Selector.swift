@@ -34,6 +34,10 @@ public struct SelectedSegment: Sendable, Codable, Equatable {
     public var score: Double
     public var reason: String
     public var duration: Double { end - start }
+
+    public init(start: Double, end: Double, score: Double, reason: String) {
+        self.start = start; self.end = end; self.score = score; self.reason = reason
+    }
 }
 
 /// Picks segments to fill the target duration: best score first, penalised by similarity to what

@@ -22,6 +22,9 @@ public struct VideoAnalysis: Sendable, Codable, Equatable {
     public var audio: AudioAnalyzer.Result
     public var candidates: [Candidate]
     public var summary: AnalysisSummary
+    /// The content fingerprint re-uploads are recognised by (nil in analyses made before it, and in
+    /// a reused one: a re-upload keeps pointing at its original).
+    public var fingerprint: ContentFingerprint? = nil
 
     public struct Shot: Sendable, Codable, Equatable {
         public var start: Double

@@ -204,6 +204,17 @@ public final class AppDatabase: MomentsStore {
             try db.alter(table: "job") { t in t.add(column: "edit", .text) }
             try db.alter(table: "resumable_upload") { t in t.add(column: "edit", .text) }
         }
+        migrator.registerMigration("v11 content fingerprints") { db in
+            // Re-uploads recognised per account (issue 15): one fingerprint per analysed input.
+            try db.create(table: "content_fingerprint") { t in
+                t.column("jobId", .text).primaryKey().references("job", onDelete: .cascade)
+                t.column("accountId", .text).notNull().references("account", onDelete: .cascade)
+                t.column("duration", .double).notNull()
+                t.column("fingerprint", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(index: "content_fingerprint_account", on: "content_fingerprint", columns: ["accountId", "createdAt"])
+        }
         return migrator
     }
 }

@@ -64,11 +64,28 @@ public struct JobOutput: Codable, Sendable, Equatable {
     public var size: Int64
     public var width: Int
     public var height: Int
-    /// The analysis was reused (a re-cut), not made by decoding the input again.
+    /// The analysis was reused (a re-cut, or a re-upload), not made by decoding the input again.
     public var analysisReused: Bool?
+    /// The upload was recognised as an earlier upload of the same account.
+    public var duplicateOf: JobDuplicate?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// An earlier job of the same account whose input a new upload was recognised as (re-encoded,
+/// resized, rotated or trimmed copies included).
+public struct JobDuplicate: Codable, Sendable, Equatable {
+    public var jobId: String
+    /// Seconds: time t of this job's video shows what time t + offset shows in the earlier one.
+    public var offsetSeconds: Double
+    /// The earlier highlight was returned as this job's (the same highlight was asked for): no
+    /// render, and no quota unit charged.
+    public var resultCopied: Bool
+
+    public init(jobId: String, offsetSeconds: Double, resultCopied: Bool) {
+        self.jobId = jobId; self.offsetSeconds = offsetSeconds; self.resultCopied = resultCopied
     }
 }
 

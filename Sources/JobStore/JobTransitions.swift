@@ -32,6 +32,12 @@ extension Job {
         updatedAt = now
         self.workerSeconds += workerSeconds
         releaseLease()
+        if let duplicate = output.duplicateOf, duplicate.resultCopied {
+            // A re-upload given the highlight its original already made: not a second highlight.
+            message = "Your highlight is ready (the same video as an earlier upload: its highlight, not charged again)"
+            return QuotaSettlement(state: .released, reason: "released: a re-upload of job \(duplicate.jobId); its highlight was returned",
+                                   workerSeconds: workerSeconds)
+        }
         return QuotaSettlement(state: .consumed, reason: "consumed: the highlight was delivered", workerSeconds: workerSeconds)
     }
 

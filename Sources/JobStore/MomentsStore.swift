@@ -141,7 +141,7 @@ public enum StoreEvent: Sendable, Equatable {
 
 /// The whole store.
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
-                              UploadRepository, WebhookRepository {
+                              UploadRepository, WebhookRepository, FingerprintRepository {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up

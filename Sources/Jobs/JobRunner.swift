@@ -277,7 +277,10 @@ public final class JobRunner: Service, Sendable {
         request.output = workspace.resultPath
         request.posterOutput = workspace.posterPath
         request.analysisOutput = workspace.analysisPath
-        request.cacheDirectory = layout.cacheDirectory
+        // The analysis cache is per account: an identical upload of another account is analysed
+        // again, so nothing (not even a shorter processing time) tells one account of another's videos.
+        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        request.cacheDirectory = cacheDirectory
         request.selection.targetDuration = Double(job.targetDuration)
         request.analysisData = workspace.analysisDataPath
         request.storyboardOutput = workspace.storyboardPath
@@ -289,19 +292,31 @@ public final class JobRunner: Service, Sendable {
         // The plan's length limit holds on decoded timestamps, whatever the header claims.
         request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
         let budget = timeBudget(job)
-        let task = ChildTask.highlight(request)
         let isolation = self.isolation
-        // The child sees its own job's folder and the analysis cache, nothing else of the storage.
-        let access = ChildAccess(writable: [workspace.directory, layout.cacheDirectory])
+        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
+        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let access = ChildAccess(writable: [workspace.directory, cacheDirectory])
         let childLog = log
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let outcome = prepared == nil ? Self.workspaceFailure : (try? await EngineThread.run(name: "moments-job", niceness: settings.niceness) {
-            IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
-                              cancellation: token, logger: childLog) { stage, fraction in
-                reporter.report(stage: stage, fraction: fraction)
-                stages.enter(stage)
+        let niceness = settings.niceness
+        @Sendable func runChild(_ task: ChildTask) async -> ChildOutcome {
+            (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
+                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
+                                  cancellation: token, logger: childLog) { stage, fraction in
+                    reporter.report(stage: stage, fraction: fraction)
+                    stages.enter(stage)
+                }
+            }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
+        }
+        var outcome = Self.workspaceFailure
+        if prepared != nil {
+            let candidates = await reuploadCandidates(for: job, log: log)
+            if !candidates.isEmpty, !token.isCancelled {
+                await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request, run: runChild, log: log)
             }
-        }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
+            outcome = await runChild(ChildTask.highlight(request))
+            Self.removeRecognitionFiles(workspace)
+        }
         progressTask.cancel()
         stages.publishing()
         let leaseLost = running.withLock { $0[job.id]?.leaseLost ?? false }
@@ -336,6 +351,17 @@ public final class JobRunner: Service, Sendable {
                                           reason: "the child answered without a result")
                     return
                 }
+                // A re-upload given its earlier highlight: that highlight's files become this job's.
+                let duplicate = result.report.duplicateOf
+                var earlierOutput: JobOutput?
+                if let duplicate, duplicate.resultCopied {
+                    earlierOutput = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
+                    guard earlierOutput != nil, (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster])) != nil else {
+                        try await retryOrFail(job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false, charge: 0, finalCode: "io",
+                                              finalMessage: Self.serviceFailureMessage, log: log, detail: "the earlier job's result is gone or could not be copied")
+                        return
+                    }
+                }
                 // Stored (on disk, or in the bucket) before the database says completed.
                 guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
                     try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0, finalCode: "io",
@@ -348,7 +374,9 @@ public final class JobRunner: Service, Sendable {
                 var output = JobOutput(duration: render?.duration ?? 0, size: size,
                                        width: upright ? render?.height ?? 0 : render?.width ?? 0,
                                        height: upright ? render?.width ?? 0 : render?.height ?? 0)
+                if let earlierOutput { output = JobOutput(duration: earlierOutput.duration, size: earlierOutput.size, width: earlierOutput.width, height: earlierOutput.height) }
                 output.analysisReused = result.report.analysisReused ?? result.cached
+                output.duplicateOf = duplicate.map { JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied) }
                 let finalOutput = output
                 let reframe = result.report.reframe
                 let segments = result.report.segments.enumerated().map { index, s in
@@ -362,6 +390,7 @@ public final class JobRunner: Service, Sendable {
                                                                           workerSeconds: elapsed, now: now) }) {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
                     if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
+                    await storeFingerprint(result.fingerprint, job: job, log: log)
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                     JobMetrics.finished(.completed)
                 } else {

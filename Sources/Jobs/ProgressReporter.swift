@@ -54,6 +54,7 @@ final class ProgressReporter: Sendable {
     static func message(for stage: String) -> String {
         switch stage {
         case "starting": return "Starting"
+        case "recognising": return "Checking whether this video was uploaded before"
         case "analysing": return "Analysing shots, motion and sound"
         case "selecting": return "Choosing the best moments"
         case "rendering": return "Rendering your highlight"

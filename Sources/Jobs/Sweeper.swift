@@ -98,9 +98,19 @@ struct Sweeper: Sendable {
 
     private func pruneCache(olderThan seconds: TimeInterval) {
         let now = Date() // the files' clock
+        // One folder per account; its entries expire one by one. The folders stay (a running job's
+        // child is confined to its account's folder, which must exist while it runs).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.cacheDirectory)) ?? [] {
-            let path = layout.cacheDirectory + "/" + name
-            if age(path, now: now) > seconds { try? FileManager.default.removeItem(atPath: path) }
+            let folder = layout.cacheDirectory + "/" + name
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                if age(folder, now: now) > seconds { try? FileManager.default.removeItem(atPath: folder) }
+                continue
+            }
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                let path = folder + "/" + entry
+                if age(path, now: now) > seconds { try? FileManager.default.removeItem(atPath: path) }
+            }
         }
     }
 

@@ -145,6 +145,11 @@ struct JobDetailResponse: ResponseEncodable {
         }
     }
     struct Failure: Codable { var code: String; var message: String }
+    /// The earlier upload of the account this one was recognised as.
+    struct Duplicate: Codable {
+        var jobId: String, offsetSeconds: Double, resultReused: Bool
+        enum CodingKeys: String, CodingKey { case jobId = "job_id", offsetSeconds = "offset_seconds", resultReused = "result_reused" }
+    }
     struct Segment: Codable { var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop? }
 
     var jobId: String
@@ -165,6 +170,7 @@ struct JobDetailResponse: ResponseEncodable {
     var segments: [Segment]
     /// The job this one re-cuts.
     var recutOf: String?
+    var duplicateOf: Duplicate?
     var resultUrl: String?
     var mediaDeletedAt: Date?
     var links: JobLinks
@@ -173,7 +179,7 @@ struct JobDetailResponse: ResponseEncodable {
         case jobId = "job_id", status, progress, stage, message, parameters, input, createdAt = "created_at"
         case startedAt = "started_at", finishedAt = "finished_at", attempts, estimatedTime = "estimated_time"
         case processingSeconds = "processing_seconds", error, output, segments, resultUrl = "result_url"
-        case mediaDeletedAt = "media_deleted_at", links, recutOf = "recut_of"
+        case mediaDeletedAt = "media_deleted_at", links, recutOf = "recut_of", duplicateOf = "duplicate_of"
     }
 
     init(_ job: Job, baseURL: String) {
@@ -182,6 +188,7 @@ struct JobDetailResponse: ResponseEncodable {
         parameters = Parameters(targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect,
                                 include: edit.include, exclude: edit.exclude)
         recutOf = edit.recutOf
+        duplicateOf = job.output?.duplicateOf.map { Duplicate(jobId: $0.jobId, offsetSeconds: ms($0.offsetSeconds), resultReused: $0.resultCopied) }
         let i = job.input
         input = Input(duration: i.duration, size: i.size, container: i.container, videoCodec: i.videoCodec, audioCodec: i.audioCodec,
                       width: i.width, height: i.height, rotation: i.rotation, frameRate: i.frameRate)

@@ -6,7 +6,7 @@ import PostgresNIO
 /// in one transaction under a transaction-scoped advisory lock: processes starting at once wait
 /// for each other, and each migration is applied exactly once (or not at all).
 ///
-/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v9) with PostgreSQL's types:
+/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v11) with PostgreSQL's types:
 /// timestamptz for instants, jsonb for the job's input, output and segments, bigint counters, and
 /// a `seq` identity on job and api_key standing for SQLite's rowid (insertion order breaks ties).
 enum PostgresMigrations {
@@ -201,6 +201,18 @@ enum PostgresMigrations {
         (4, "job edits: shape, pinned and excluded moments, re-cuts", [
             "ALTER TABLE job ADD COLUMN edit jsonb",
             "ALTER TABLE resumable_upload ADD COLUMN edit jsonb",
+        ]),
+        (5, "content fingerprints: re-uploads recognised per account", [
+            """
+            CREATE TABLE content_fingerprint (
+                "jobId" text PRIMARY KEY REFERENCES job(id) ON DELETE CASCADE,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                duration double precision NOT NULL,
+                fingerprint text NOT NULL,
+                "createdAt" timestamptz NOT NULL
+            )
+            """,
+            #"CREATE INDEX content_fingerprint_account ON content_fingerprint ("accountId", "createdAt")"#,
         ]),
     ]
 

@@ -24,7 +24,7 @@ public final class JobStageTimer: Sendable {
     /// The engine's stage name (`analysing`, `selecting`, `rendering`, `poster`, `done`...).
     public func enter(_ engineStage: String) {
         switch engineStage {
-        case "analysing", "selecting": enter(stage: .analysis)
+        case "recognising", "analysing", "selecting": enter(stage: .analysis)
         case "rendering", "poster": enter(stage: .render)
         case "done": enter(stage: .publish)
         default: break

@@ -35,7 +35,13 @@ public enum ChildMain {
                     last = (stage, percent)
                     emit(ChildMessage(progress: .init(stage: stage, fraction: fraction)))
                 }
-                emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached)))
+                emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
+            case .recognize:
+                guard let spec = task.recognize, let data = FileManager.default.contents(atPath: spec.candidates),
+                      let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data) else { return ChildExit.badTask }
+                emit(ChildMessage(progress: .init(stage: "recognising", fraction: 0)))
+                let recognition = try ReuploadRecognizer.recognize(task.source, candidates: candidates, analysis: spec.analysis, cancellation: token)
+                emit(ChildMessage(recognition: recognition))
             }
             return 0
         } catch {

@@ -176,7 +176,7 @@ public enum IsolatedChild {
                             continue
                         }
                         if let p = message.progress { onProgress(p.stage, p.fraction) }
-                        if message.probe != nil || message.result != nil { answer = message }
+                        if message.probe != nil || message.result != nil || message.recognition != nil { answer = message }
                         if let f = message.failure { failure = f }
                     }
                     if reader.overflowed {

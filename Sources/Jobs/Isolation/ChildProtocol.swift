@@ -1,21 +1,34 @@
 import Foundation
+import Analysis
 import Highlight
 import MediaEngine
 
 /// What the service asks of an isolated child (`moments job-exec`), sent as one JSON document on
 /// its standard input. The child answers with JSON lines on its standard output (`ChildMessage`).
 public struct ChildTask: Codable, Sendable {
-    public enum Kind: String, Codable, Sendable { case probe, highlight }
+    public enum Kind: String, Codable, Sendable { case probe, highlight, recognize }
 
     public var kind: Kind
     public var source: String
     /// For `.highlight`: the whole engine request.
     public var highlight: HighlightSpec?
+    /// For `.recognize`: the candidates file and the analysis settings (size, decode limits).
+    public var recognize: RecognizeSpec?
 
     public static func probe(_ path: String) -> ChildTask { ChildTask(kind: .probe, source: path, highlight: nil) }
+    public static func recognize(_ path: String, candidates: String, analysis: AnalysisSettings) -> ChildTask {
+        ChildTask(kind: .recognize, source: path, highlight: nil, recognize: RecognizeSpec(candidates: candidates, analysis: analysis))
+    }
     public static func highlight(_ request: HighlightRequest) -> ChildTask {
         ChildTask(kind: .highlight, source: request.source, highlight: HighlightSpec(request))
     }
+}
+
+/// Is the input an earlier upload of the account? (`ReuploadRecognizer`, before the analysis.)
+public struct RecognizeSpec: Codable, Sendable {
+    /// A JSON file of `[ReuploadCandidate]` in the job's folder.
+    var candidates: String
+    var analysis: AnalysisSettings
 }
 
 /// A HighlightRequest as JSON (every field the engine reads).
@@ -38,12 +51,15 @@ public struct HighlightSpec: Codable, Sendable {
     var storyboardOutput: String?
     var aspect: AspectRatio
     var reframe: ReframeSettings
+    var reuse: AnalysisReuse?
+    var reuploadCandidates: String?
 
     init(_ r: HighlightRequest) {
         source = r.source; output = r.output; quality = r.quality; style = r.style; crossfadeSeconds = r.crossfadeSeconds
         preset = r.preset; audioFade = r.audioFade; maxFrameRate = r.maxFrameRate; analysisOutput = r.analysisOutput; posterOutput = r.posterOutput; cacheDirectory = r.cacheDirectory
         analysis = r.analysis; weights = r.weights; selection = r.selection
         analysisData = r.analysisData; storyboardOutput = r.storyboardOutput; aspect = r.aspect; reframe = r.reframe
+        reuse = r.reuse; reuploadCandidates = r.reuploadCandidates
     }
 
     var request: HighlightRequest {
@@ -53,6 +69,7 @@ public struct HighlightSpec: Codable, Sendable {
         r.analysisOutput = analysisOutput; r.posterOutput = posterOutput; r.cacheDirectory = cacheDirectory
         r.analysis = analysis; r.weights = weights; r.selection = selection
         r.analysisData = analysisData; r.storyboardOutput = storyboardOutput; r.aspect = aspect; r.reframe = reframe
+        r.reuse = reuse; r.reuploadCandidates = reuploadCandidates
         return r
     }
 }
@@ -64,10 +81,13 @@ public struct ChildMessage: Codable, Sendable {
         public var report: HighlightReport
         public var render: RenderResult?
         public var cached: Bool
+        /// The input's content fingerprint (stored for recognising its re-uploads), when it was analysed.
+        public var fingerprint: ContentFingerprint?
     }
 
     public var progress: Progress?
     public var probe: MediaInfo?
+    public var recognition: Recognition?
     public var result: Result?
     public var failure: ChildFailure?
 }

@@ -62,6 +62,18 @@ public struct FilesystemMediaStorage: MediaStorage {
         }
     }
 
+    public func fetch(jobID: String, file: MediaFile, to target: String) async throws {
+        let from = path(jobID, file)
+        guard FileManager.default.fileExists(atPath: from) else { throw MediaStorageError.notFound }
+        do {
+            try? FileManager.default.removeItem(atPath: target)
+            try FileManager.default.copyItem(atPath: from, toPath: target)
+        } catch {
+            logger.error("cannot copy a stored file", metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
+            throw MediaStorageError.unavailable
+        }
+    }
+
     public func removeInput(jobID: String) async {
         try? FileManager.default.removeItem(atPath: layout.inputPath(jobID))
     }

@@ -133,6 +133,10 @@ public protocol MediaStorage: Sendable {
     /// `MediaStorageError.notFound` when a file is missing, `.unavailable` on failure.
     func copyMedia(from source: String, to target: String, files: [MediaFile]) async throws
 
+    /// Copies one stored file of job `jobID` to a local path (a re-upload's worker takes the
+    /// earlier job's analysis data). Throws `MediaStorageError.notFound` when it is not stored.
+    func fetch(jobID: String, file: MediaFile, to path: String) async throws
+
     /// Deletes the job's input only (after it completed, unless uploads are kept).
     func removeInput(jobID: String) async
 

@@ -121,6 +121,10 @@ public struct S3MediaStorage: MediaStorage {
         }
     }
 
+    public func fetch(jobID: String, file: MediaFile, to path: String) async throws {
+        try await guarded("fetch \(file.rawValue)", jobID) { try await client.getObject(key: key(jobID, file), toFileAt: path) }
+    }
+
     public func removeInput(jobID: String) async {
         do {
             try await client.deleteObject(key: key(jobID, .input))

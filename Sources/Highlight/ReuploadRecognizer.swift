@@ -1,0 +1,176 @@
+import Analysis
+import Foundation
+import MediaEngine
+
+/// An earlier upload of the same account a new one may be a copy of (issue 15), as the worker
+/// hands it to the isolated child: its fingerprint and, when the new job asks for the same
+/// highlight (length, quality, shape, no pins), the segments of the highlight it already made.
+public struct ReuploadCandidate: Sendable, Codable, Equatable {
+    public var jobId: String
+    public var fingerprint: ContentFingerprint
+    /// The earlier highlight's segments in the earlier video's seconds; nil when the new job asks
+    /// for another highlight (its analysis can still be reused).
+    public var copySegments: [SelectedSegment]?
+
+    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?) {
+        self.jobId = jobId; self.fingerprint = fingerprint; self.copySegments = copySegments
+    }
+}
+
+/// A new upload recognised as an earlier one.
+public struct ReuploadMatch: Sendable, Codable, Equatable {
+    public var jobId: String
+    /// Seconds: time t of the new video shows what time t + offset shows in the earlier one.
+    public var offset: Double
+    public var overlap: Double
+    /// Mean Hamming distance of the matched hashes (bits of 64).
+    public var distance: Double
+    /// The offset was refined to the frame on the dense track.
+    public var refined: Bool
+    /// The earlier highlight fits in the new video and the same highlight was asked for: it is
+    /// returned as this job's (no render, no charge).
+    public var resultCopied = false
+
+    public init(jobId: String, offset: Double, overlap: Double, distance: Double, refined: Bool) {
+        self.jobId = jobId; self.offset = offset; self.overlap = overlap; self.distance = distance; self.refined = refined
+    }
+}
+
+/// The cheap look at a new upload before its analysis: is it an earlier upload of the account?
+public struct Recognition: Sendable, Codable, Equatable {
+    /// Not decided here: the keyframes lie too far apart for a cheap fingerprint, so the analysis
+    /// (which fingerprints every frame it decodes) judges the candidates itself.
+    public var deferred = false
+    public var match: ReuploadMatch?
+    /// The new video's own measures, for the reused analysis (set with `match`).
+    public var target: ReuseTarget?
+    /// Frames the look decoded.
+    public var framesDecoded = 0
+    public init() {}
+}
+
+/// Recognises re-uploads: the new video's keyframes (and a short burst after each) are decoded at
+/// analysis size, fingerprinted and judged against the candidates by `FingerprintMatcher`; where
+/// the matcher asks for it (both decodes sparse, their frames too far apart to compare), windows of
+/// the new video at the earlier video's frames are decoded and judged again. A match counts only
+/// when the new video lies inside the earlier one (so the earlier analysis covers all of it).
+///
+/// Cost: a keyframe and `burstFrames` frames per group, no audio; inputs whose keyframes are more
+/// than `maxKeyframeInterval` apart are not looked at (`deferred`): their analysis judges instead.
+public enum ReuploadRecognizer {
+    public struct Settings: Sendable, Codable, Equatable {
+        public var maxKeyframeInterval = 2.5
+        public var burstFrames = 3
+        /// Seconds the new video may reach past either end of the earlier one and still reuse its analysis.
+        public var coverageTolerance = 0.5
+        /// Seconds a copied highlight's segments may reach past the new video's ends (then clipped).
+        public var copyTolerance = 0.05
+        /// Candidates a verification decode is made for, best first.
+        public var verifications = 2
+        public init() {}
+    }
+
+    public static func recognize(_ path: String, candidates: [ReuploadCandidate], analysis: AnalysisSettings,
+                                 settings: Settings = Settings(), cancellation: CancellationToken? = nil) throws(MediaError) -> Recognition {
+        var result = Recognition()
+        guard !candidates.isEmpty else { return result }
+        var options = AnalysisOptions()
+        options.maxSide = analysis.maxSide
+        options.skipNonReferenceFrames = true
+        options.skipLoopFilter = true
+        options.decodeAudio = false
+        options.limits = analysis.limits
+        let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
+        let info = decoder.info
+        let survey = try decoder.surveyGOPs()
+        guard let interval = survey.keyframeInterval, interval <= settings.maxKeyframeInterval else {
+            result.deferred = true
+            return result
+        }
+        let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
+        let expected = min(max(0, info.duration.isFinite ? info.duration : 0), 86_400)
+        var features = FrameFeatures()
+        let fingerprinter = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
+        let summary = try decoder.runSampled(burstFrames: settings.burstFrames, reorders: survey.reorders, onFrame: { frame in
+            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
+            features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
+                                       chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
+                                       chromaStride: frame.chromaStride))
+            fingerprinter.consume(features)
+        }, onGroup: { _ in })
+        result.framesDecoded = summary.framesDecoded
+        let decodedEnd = max(summary.lastFrameTime ?? 0, summary.lastPacketTime ?? 0)
+        let duration = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + 1 / rate))
+        let fingerprint = fingerprinter.finish(duration: duration)
+        let target = ReuseTarget(offset: 0, duration: duration, frameRate: info.video.frameRate, width: info.video.displayWidth,
+                                 height: info.video.displayHeight, rotation: info.video.rotation, hasAudio: info.mainAudio != nil)
+
+        var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
+        if judged.match == nil {
+            // Verification decodes, for the candidates that asked for one.
+            for (index, verdict) in judged.verifications.prefix(settings.verifications) {
+                try cancellation?.check("recognise", path: path)
+                var verifying = FrameFeatures()
+                let windows = verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) }
+                let verifier = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
+                let more = try decoder.runRanges(windows) { frame in
+                    guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
+                    verifying.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
+                                                chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
+                                                chromaStride: frame.chromaStride))
+                    verifier.consume(verifying)
+                }
+                result.framesDecoded += more.framesDecoded
+                let again = judge(verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration, settings: settings)
+                if var match = again.match {
+                    match.jobId = candidates[index].jobId
+                    judged.match = match
+                    break
+                }
+            }
+        }
+        if let match = judged.match {
+            result.match = match
+            var t = target
+            t.offset = match.offset
+            result.target = t
+        }
+        return result
+    }
+
+    /// The best match among the candidates whose analysis covers the new video, and the verdicts
+    /// that asked for a verification decode (best overlap first).
+    public static func judge(_ fingerprint: ContentFingerprint, candidates: [ReuploadCandidate], duration: Double,
+                             settings: Settings = Settings()) -> (match: ReuploadMatch?, verifications: [(Int, FingerprintMatcher.Verdict)]) {
+        var best: ReuploadMatch?
+        var verify: [(Int, FingerprintMatcher.Verdict)] = []
+        for (i, candidate) in candidates.enumerated() {
+            let verdict = FingerprintMatcher.judge(fingerprint, candidate.fingerprint)
+            guard let m = verdict.match else {
+                if !verdict.verifyAt.isEmpty { verify.append((i, verdict)) }
+                continue
+            }
+            // The earlier analysis must cover the new video, or reusing it would leave part unanalysed.
+            guard m.offset >= -settings.coverageTolerance,
+                  m.offset + duration <= candidate.fingerprint.duration + settings.coverageTolerance else { continue }
+            if best == nil || m.overlap > best!.overlap || (m.overlap == best!.overlap && m.distance < best!.distance) {
+                best = ReuploadMatch(jobId: candidate.jobId, offset: m.offset, overlap: m.overlap, distance: m.distance, refined: m.refined)
+            }
+        }
+        verify.sort { $0.1.overlap > $1.1.overlap }
+        return (best, verify)
+    }
+
+    /// The earlier highlight's segments in the new video's seconds, when they all lie inside it.
+    public static func copiedSegments(_ segments: [SelectedSegment], offset: Double, duration: Double,
+                                      settings: Settings = Settings()) -> [SelectedSegment]? {
+        guard !segments.isEmpty else { return nil }
+        var out: [SelectedSegment] = []
+        for s in segments {
+            let start = s.start - offset, end = s.end - offset
+            guard start >= -settings.copyTolerance, end <= duration + settings.copyTolerance else { return nil }
+            out.append(SelectedSegment(start: max(0, start), end: min(duration, end), score: s.score, reason: s.reason))
+        }
+        return out
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import GRDB
+
+/// An analysed upload's content fingerprint (issue 15), stored for recognising re-uploads of the
+/// same account. The fingerprint itself is opaque here: the analysis' JSON of it.
+public struct StoredFingerprint: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "content_fingerprint"
+    public var jobId: String
+    public var accountId: String
+    /// Seconds of video the fingerprint covers.
+    public var duration: Double
+    public var fingerprint: String
+    public var createdAt: Date
+
+    public init(jobId: String, accountId: String, duration: Double, fingerprint: String, createdAt: Date) {
+        self.jobId = jobId; self.accountId = accountId; self.duration = duration; self.fingerprint = fingerprint; self.createdAt = createdAt
+    }
+}
+
+/// Fingerprints of analysed uploads, per account.
+public protocol FingerprintRepository: Sendable {
+    /// Stores (or replaces) the fingerprint of a job's input.
+    func saveFingerprint(_ fingerprint: StoredFingerprint) async throws
+    /// The account's uploads a new one may be a copy of, newest first: completed jobs whose media
+    /// are still stored, other than `excludingJob`, at most `limit`. Never another account's.
+    func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(job: Job, fingerprint: StoredFingerprint)]
+}
+
+extension AppDatabase {
+    public func saveFingerprint(_ fingerprint: StoredFingerprint) async throws {
+        try await pool.write { db in try fingerprint.save(db) }
+    }
+
+    public func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(job: Job, fingerprint: StoredFingerprint)] {
+        try await pool.read { db in
+            let prints = try StoredFingerprint.fetchAll(db, sql: """
+                SELECT f.* FROM content_fingerprint f JOIN job j ON j.id = f.jobId
+                WHERE f.accountId = ? AND j.accountId = ? AND j.id <> ? AND j.status = 'completed' AND j.mediaDeletedAt IS NULL
+                ORDER BY j.createdAt DESC LIMIT ?
+                """, arguments: [accountId, accountId, excludingJob, max(0, limit)])
+            return try prints.compactMap { f in try Job.fetchOne(db, key: f.jobId).map { ($0, f) } }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Analysis
+import Foundation
+import Highlight
+import JobStore
+import Logging
+import MediaEngine
+
+/// Re-uploads recognised (issue 15): before a job's analysis, its input is compared with the
+/// account's earlier uploads whose media are still stored. Never another account's: the
+/// candidates come from the job's own account only, and the analysis cache is per account.
+extension JobRunner {
+    /// Earlier uploads a new one is compared with (the account's newest completed jobs).
+    static let reuploadCandidateLimit = 20
+    /// Files the worker writes in the job's folder for its child (removed after the run).
+    static let candidatesFileName = "reupload-candidates.json"
+    static let reusedAnalysisFileName = "reused-analysis.json"
+
+    /// The account's earlier uploads this job's input may be a copy of, with the earlier highlight's
+    /// segments where the job asks for the same highlight. None for a re-cut (its input is known).
+    func reuploadCandidates(for job: Job, log: Logger) async -> [ReuploadCandidate] {
+        guard job.edit?.recutOf == nil else { return [] }
+        let rows: [(job: Job, fingerprint: StoredFingerprint)]
+        do {
+            rows = try await database.reuploadCandidates(accountId: job.accountId, excludingJob: job.id, limit: Self.reuploadCandidateLimit)
+        } catch {
+            log.warning("cannot look up earlier uploads; analysing in full", metadata: ["error": "\(error)"])
+            return []
+        }
+        let decoder = JSONDecoder()
+        return rows.compactMap { earlier, stored in
+            guard earlier.accountId == job.accountId,
+                  let fingerprint = try? decoder.decode(ContentFingerprint.self, from: Data(stored.fingerprint.utf8)) else { return nil }
+            let copy = Self.asksForSameHighlight(job, as: earlier)
+                ? earlier.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) } : nil
+            return ReuploadCandidate(jobId: earlier.id, fingerprint: fingerprint, copySegments: copy)
+        }
+    }
+
+    /// The new job would get the earlier one's highlight: same length, quality, output cap and
+    /// shape, no pinned or excluded moments on either, and the earlier one delivered a highlight.
+    static func asksForSameHighlight(_ job: Job, as earlier: Job) -> Bool {
+        guard earlier.status == .completed, earlier.mediaDeletedAt == nil, earlier.output != nil, !(earlier.segments ?? []).isEmpty else { return false }
+        let a = job.edit ?? JobEdit(), b = earlier.edit ?? JobEdit()
+        return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality && job.outputCap == earlier.outputCap
+            && a.aspect == b.aspect && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
+    }
+
+    /// Runs the cheap recognition in an isolated child and prepares the request: on a match, the
+    /// earlier analysis is fetched into the job's folder and reused; when the look was deferred (far
+    /// apart keyframes), the analysis judges the candidates itself. Any failure here only means the
+    /// video is analysed in full.
+    func recognizeReupload(_ job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace, request: inout HighlightRequest,
+                           run: (ChildTask) async -> ChildOutcome, log: Logger) async {
+        let candidatesPath = workspace.directory + "/" + Self.candidatesFileName
+        do {
+            try JSONEncoder().encode(candidates).write(to: URL(fileURLWithPath: candidatesPath), options: .atomic)
+        } catch {
+            log.warning("cannot write the re-upload candidates; analysing in full", metadata: ["error": "\(error)"])
+            return
+        }
+        let outcome = await run(ChildTask.recognize(workspace.inputPath, candidates: candidatesPath, analysis: request.analysis))
+        guard case .answered(let message) = outcome, let recognition = message.recognition else {
+            log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
+            return
+        }
+        if recognition.deferred {
+            request.reuploadCandidates = candidatesPath
+            return
+        }
+        guard let match = recognition.match, let target = recognition.target,
+              let candidate = candidates.first(where: { $0.jobId == match.jobId }) else {
+            log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)"])
+            return
+        }
+        let analysisPath = workspace.directory + "/" + Self.reusedAnalysisFileName
+        do {
+            try await mediaStorage.fetch(jobID: match.jobId, file: .analysisData, to: analysisPath)
+        } catch {
+            log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
+            return
+        }
+        request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments)
+        log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
+                                                    "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)"])
+    }
+
+    /// Removes the worker's own files from the job's folder.
+    static func removeRecognitionFiles(_ workspace: JobWorkspace) {
+        for name in [candidatesFileName, reusedAnalysisFileName] {
+            try? FileManager.default.removeItem(atPath: workspace.directory + "/" + name)
+        }
+    }
+
+    /// Stores the fingerprint of an analysed input, for recognising its re-uploads (best effort:
+    /// without it, a re-upload is analysed again).
+    func storeFingerprint(_ fingerprint: ContentFingerprint?, job: Job, log: Logger) async {
+        guard let fingerprint, job.edit?.recutOf == nil,
+              let data = try? JSONEncoder().encode(fingerprint), let text = String(data: data, encoding: .utf8) else { return }
+        do {
+            try await database.saveFingerprint(StoredFingerprint(jobId: job.id, accountId: job.accountId, duration: fingerprint.duration,
+                                                                 fingerprint: text, createdAt: clock()))
+        } catch {
+            log.warning("cannot store the input's fingerprint", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Analysis
+import Foundation
+@testable import Highlight
+import MediaEngine
+import MediaSynth
+import Testing
+
+/// Re-uploads recognised from a cheap look at their keyframes, and the earlier analysis reused in
+/// their own seconds (issue 15).
+@Suite("Re-upload recognition and analysis reuse", .serialized)
+struct ReuploadReuseTests {
+    static let trim = 91.0 / 30 // 3.03 s: not a whole number of fingerprint steps
+
+    @Test("a trimmed re-encode is recognised from its keyframes, to the frame, and the earlier analysis shifted matches its own")
+    func trimmedCopyReusesTheAnalysis() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
+        let analysis = try AnalysisPipeline.analyze(original)
+        let fingerprint = try #require(analysis.fingerprint, "the analysis fingerprints its input")
+        #expect(abs(fingerprint.duration - analysis.duration) < 0.1)
+
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 32 },
+                                           dir, "copy.mp4")
+        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
+        let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
+        let match = try #require(recognition.match, "the copy is recognised")
+        #expect(!recognition.deferred)
+        #expect(match.jobId == "earlier")
+        #expect(abs(match.offset - Self.trim) <= 1.0 / 30 + 1e-6, "offset \(match.offset), expected \(Self.trim)")
+        let frames = Int((40 - Self.trim) * 30)
+        print("recognised: offset \(String(format: "%.4f", match.offset)) refined \(match.refined) overlap \(match.overlap) distance \(match.distance); \(recognition.framesDecoded) of \(frames) frames decoded")
+        #expect(recognition.framesDecoded < frames / 3, "a cheap look: \(recognition.framesDecoded) of \(frames) frames decoded")
+
+        // The earlier analysis in the copy's seconds against the copy's own analysis.
+        let target = try #require(recognition.target)
+        let reused = analysis.reused(for: target)
+        let own = try AnalysisPipeline.analyze(copy)
+        #expect(abs(reused.duration - own.duration) < 0.1, "\(reused.duration) vs \(own.duration)")
+        let frame = 1.0 / 30
+        for b in own.boundaries {
+            #expect(reused.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 }, "cut at \(b.time) of the copy is in the reused analysis: \(reused.boundaries.map(\.time))")
+        }
+        for b in reused.boundaries {
+            #expect(own.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 }, "reused cut at \(b.time) is the copy's: \(own.boundaries.map(\.time))")
+        }
+        #expect(reused.shots.count == own.shots.count)
+        #expect(reused.candidates.allSatisfy { $0.start >= 0 && $0.end <= reused.duration && $0.shot < reused.shots.count })
+        #expect(reused.motion.allSatisfy { $0.time >= 0 && $0.time <= reused.duration })
+        #expect(reused.fingerprint == nil, "a reused analysis points at its original")
+        // The selection on the reused analysis picks footage of the copy.
+        let scored = Scoring.score(reused.candidates, weights: ScoreWeights(), hasAudio: reused.hasAudio)
+        var selection = SelectionSettings()
+        selection.targetDuration = 10
+        let segments = Selector.select(reused, scored: scored, settings: selection)
+        #expect(!segments.isEmpty && segments.allSatisfy { $0.start >= 0 && $0.end <= reused.duration + 1e-6 })
+
+        // Unrelated footage is not recognised; nor is anything without candidates.
+        let other = try ReuploadMedia.write(ReuploadMedia.spec(parts: [
+            SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
+            SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24),
+        ]), dir, "other.mp4")
+        #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
+        #expect(try ReuploadRecognizer.recognize(copy, candidates: [], analysis: AnalysisSettings()).match == nil)
+
+        // Keyframes too far apart for a cheap look: the analysis judges instead.
+        let sparse = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "sparse-keys.mp4")
+        let deferred = try ReuploadRecognizer.recognize(sparse, candidates: candidates, analysis: AnalysisSettings())
+        #expect(deferred.deferred && deferred.match == nil)
+        let sparseAnalysis = try AnalysisPipeline.analyze(sparse)
+        let judged = ReuploadRecognizer.judge(try #require(sparseAnalysis.fingerprint), candidates: candidates, duration: sparseAnalysis.duration)
+        #expect(judged.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "the analysis' own fingerprint recognises it: \(String(describing: judged.match))")
+    }
+
+    @Test("the same highlight asked of a recognised copy is the earlier one's segments, in the copy's seconds, without a render")
+    func sameHighlightIsReturnedWithoutARender() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
+        var request = HighlightRequest(source: original)
+        request.output = dir.path("first.mp4")
+        request.analysisData = dir.path("first-analysis.json")
+        request.selection.targetDuration = 8
+        request.quality = .low
+        let first = try HighlightEngine.make(request)
+        let fingerprint = try #require(first.fingerprint)
+
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 30 },
+                                           dir, "copy.mp4")
+        let earlier = first.report.segments
+        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: earlier)]
+        let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
+        let match = try #require(recognition.match)
+        var again = HighlightRequest(source: copy)
+        again.output = dir.path("second.mp4")
+        again.analysisData = dir.path("second-analysis.json")
+        again.selection.targetDuration = 8
+        again.quality = .low
+        again.reuse = AnalysisReuse(analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
+                                    copySegments: earlier.allSatisfy { $0.start >= Self.trim } ? earlier : nil)
+        let second = try HighlightEngine.make(again)
+        #expect(second.report.analysisReused == true)
+        let duplicate = try #require(second.report.duplicateOf)
+        #expect(duplicate.jobId == "earlier")
+        if earlier.allSatisfy({ $0.start >= Self.trim }) {
+            #expect(duplicate.resultCopied)
+            #expect(second.render == nil && !FileManager.default.fileExists(atPath: dir.path("second.mp4")), "no render")
+            for (a, b) in zip(second.report.segments, earlier) {
+                #expect(abs(a.start - (b.start - match.offset)) < 1e-9 && abs(a.end - (b.end - match.offset)) < 1e-9)
+            }
+        } else {
+            #expect(!duplicate.resultCopied && second.render != nil)
+        }
+        // The copy's own stored analysis is in its seconds (a re-cut of it works on it).
+        let stored = try #require(HighlightEngine.loadAnalysis(dir.path("second-analysis.json")))
+        #expect(abs(stored.duration - (40 - Self.trim)) < 0.1)
+
+        // Another highlight of the copy (a shorter one): the analysis is reused, the render is made.
+        var other = again
+        other.selection.targetDuration = 5
+        other.output = dir.path("third.mp4")
+        other.analysisData = dir.path("third-analysis.json")
+        other.reuse?.copySegments = nil
+        let third = try HighlightEngine.make(other)
+        #expect(third.report.analysisReused == true && third.report.duplicateOf?.resultCopied == false)
+        #expect(third.render != nil && third.report.segments.allSatisfy { $0.end <= 40 - Self.trim + 1e-6 })
+    }
+
+    @Test("positions move between stored orientations through the displayed picture")
+    func reorientation() {
+        // The displayed top-left corner of a 90-degree source is its stored bottom-left.
+        let turn = Reorientation(from: 90, to: 0)
+        let (x, y) = turn.point(0, 1)
+        #expect(abs(x - 0) < 1e-6 && abs(y - 0) < 1e-6)
+        for from in [0, 90, 180, 270] {
+            for to in [0, 90, 180, 270] {
+                let there = Reorientation(from: from, to: to).point(0.2, 0.7)
+                let back = Reorientation(from: to, to: from).point(there.0, there.1)
+                #expect(abs(back.0 - 0.2) < 1e-6 && abs(back.1 - 0.7) < 1e-6, "\(from) -> \(to)")
+                let v = Reorientation(from: from, to: to).vector(0.3, -0.1)
+                let w = Reorientation(from: to, to: from).vector(v.0, v.1)
+                #expect(abs(w.0 - 0.3) < 1e-6 && abs(w.1 + 0.1) < 1e-6)
+            }
+        }
+    }
+}
