@@ -46,6 +46,9 @@ public struct Recognition: Sendable, Codable, Equatable {
     public var target: ReuseTarget?
     /// Frames the look decoded.
     public var framesDecoded = 0
+    /// The new video's fingerprint from its keyframes (kept for a recognised copy, whose analysis
+    /// is not made: its own re-uploads are recognised by it).
+    public var fingerprint: ContentFingerprint?
     public init() {}
 }
 
@@ -129,6 +132,7 @@ public enum ReuploadRecognizer {
                 }
             }
         }
+        result.fingerprint = fingerprint
         if let match = judged.match {
             result.match = match
             var t = target

@@ -50,7 +50,7 @@ extension JobRunner {
     /// apart keyframes), the analysis judges the candidates itself. Any failure here only means the
     /// video is analysed in full.
     func recognizeReupload(_ job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace, request: inout HighlightRequest,
-                           run: (ChildTask) async -> ChildOutcome, log: Logger) async {
+                           recognizedFingerprint: inout ContentFingerprint?, run: (ChildTask) async -> ChildOutcome, log: Logger) async {
         let candidatesPath = workspace.directory + "/" + Self.candidatesFileName
         do {
             try JSONEncoder().encode(candidates).write(to: URL(fileURLWithPath: candidatesPath), options: .atomic)
@@ -80,6 +80,7 @@ extension JobRunner {
             return
         }
         request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments)
+        recognizedFingerprint = recognition.fingerprint
         log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
                                                     "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)"])
     }

@@ -1,3 +1,4 @@
+import Analysis
 import Foundation
 import Highlight
 import JobStore
@@ -309,10 +310,13 @@ public final class JobRunner: Service, Sendable {
             }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         }
         var outcome = Self.workspaceFailure
+        // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
+        var recognizedFingerprint: ContentFingerprint?
         if prepared != nil {
             let candidates = await reuploadCandidates(for: job, log: log)
             if !candidates.isEmpty, !token.isCancelled {
-                await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request, run: runChild, log: log)
+                await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request,
+                                        recognizedFingerprint: &recognizedFingerprint, run: runChild, log: log)
             }
             outcome = await runChild(ChildTask.highlight(request))
             Self.removeRecognitionFiles(workspace)
@@ -324,7 +328,7 @@ public final class JobRunner: Service, Sendable {
             // Another worker holds the job now: its media are that worker's; nothing to record.
             log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
         } else {
-            await finish(job, worker: worker, outcome: outcome, token: token, started: started, log: log)
+            await finish(job, worker: worker, outcome: outcome, token: token, started: started, recognizedFingerprint: recognizedFingerprint, log: log)
         }
         // Scratch is this process's own, whoever holds the job now.
         await mediaStorage.discardWorkspace(jobID: job.id)
@@ -336,7 +340,8 @@ public final class JobRunner: Service, Sendable {
     /// A child that died abnormally this many times fails the job for good.
     static let abnormalExitLimit = 2
 
-    private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date, log: Logger) async {
+    private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
+                        recognizedFingerprint: ContentFingerprint?, log: Logger) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
         // What a failure charges against the daily worker budget: the time spent, unless the job
@@ -390,7 +395,7 @@ public final class JobRunner: Service, Sendable {
                                                                           workerSeconds: elapsed, now: now) }) {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
                     if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
-                    await storeFingerprint(result.fingerprint, job: job, log: log)
+                    await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognizedFingerprint : nil), job: job, log: log)
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
                     JobMetrics.finished(.completed)
                 } else {

@@ -74,21 +74,21 @@ struct IsolationTests {
             // Long enough for the status polls (every 200 ms) to see the wait even on a loaded machine.
             s.retryBackoffSeconds = 6
         }
-        // The marker goes where a job's child may write (it is confined to its job and the cache).
-        let marker = server.layout.cacheDirectory + "/failed-once"
         let real = IsolationSettings.defaultExecutable()
-        let fake = try Self.fakeChild(in: scratch, onHighlight: """
-            if [ ! -e \(marker) ]; then
-              : > \(marker)
-              echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
-              exit 3
-            fi
-            printf '%s' "$input" | \(real) job-exec; exit $?
-            """)
-        #expect(fake == fakePath)
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (accountId, key) = try await client.createAccount()
+            // The marker goes where a job's child may write (it is confined to its job and its account's cache).
+            let marker = server.layout.accountCacheDirectory(accountId) + "/failed-once"
+            let fake = try Self.fakeChild(in: scratch, onHighlight: """
+                if [ ! -e \(marker) ]; then
+                  : > \(marker)
+                  echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
+                  exit 3
+                fi
+                printf '%s' "$input" | \(real) job-exec; exit $?
+                """)
+            #expect(fake == fakePath)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
             let seen = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
@@ -263,12 +263,12 @@ struct IsolationTests {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
         let server = try await TestServer { s in s.childExecutable = fakePath }
-        // The child notes its pid where it may write (its job folder goes with the cancel).
-        let pidFile = server.layout.cacheDirectory + "/child.pid"
-        _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
-            let (_, key) = try await client.createAccount()
+            let (accountId, key) = try await client.createAccount()
+            // The child notes its pid where it may write (its job folder goes with the cancel): its account's cache.
+            let pidFile = server.layout.accountCacheDirectory(accountId) + "/child.pid"
+            _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
             _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }

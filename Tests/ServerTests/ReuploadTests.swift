@@ -1,0 +1,115 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import JobStore
+import Jobs
+import MediaEngine
+import MediaSynth
+import NIOCore
+import Testing
+
+/// Re-uploads recognised per account (issue 15): a trimmed, re-encoded copy of an earlier upload
+/// reuses its analysis, gets the same highlight without a second charge, and shows `duplicate_of`;
+/// another account's identical upload and unrelated videos are not recognised.
+@Suite("Re-uploads recognised", .serialized)
+struct ReuploadTests {
+    static let parts: [SynthPart] = [
+        SynthPart(start: 0, kind: .lively, seed: 61), SynthPart(start: 5, kind: .dull, seed: 62),
+        SynthPart(start: 9, kind: .lively, seed: 63), SynthPart(start: 14, kind: .dull, seed: 64),
+        SynthPart(start: 18, kind: .lively, seed: 65),
+    ]
+    static let trim = 3.0
+
+    /// 24 s at 320x180 with sound; `trim` seconds cut from its start and re-encoded at `crf` for the copy.
+    static func video(_ name: String, trim: Double = 0, crf: Int = 18, seedOffset: Int = 0) async throws -> Data {
+        var spec = SynthSpec()
+        spec.width = 320
+        spec.height = 180
+        spec.duration = 24 - trim
+        spec.barcode = false
+        spec.crf = crf
+        spec.parts = parts.map { SynthPart(start: $0.start - trim, kind: $0.kind, seed: $0.seed + seedOffset) }
+        spec.beeps = stride(from: 1.0, to: spec.duration, by: 3).map { $0 }
+        let path = Fixtures.directory + "/reupload-\(getpid())-\(name).mp4"
+        let finished = spec
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result {
+                    try Synth.write(finished, to: path)
+                    defer { try? FileManager.default.removeItem(atPath: path) }
+                    return try Data(contentsOf: URL(fileURLWithPath: path))
+                })
+            }.start()
+        }
+    }
+
+    static func used(_ client: any TestClientProtocol, key: String) async throws -> Int {
+        let account = try await client.get("/api/v1/account", key: key).json()
+        return try #require((account["usage"] as? [String: Any])?["used"] as? Int)
+    }
+
+    static func upload(_ client: any TestClientProtocol, key: String, _ data: Data, target: String = "6") async throws -> [String: Any] {
+        let response = try await client.upload(key: key, file: data, fields: [("target_duration", target), ("quality", "low")])
+        #expect(response.status == .ok, "\(response.text)")
+        let job = try #require(try response.json()["job_id"] as? String)
+        return try await RecutTests.completed(client, job, key: key)
+    }
+
+    @Test func aTrimmedReencodedCopyIsRecognisedAndChargedOnce() async throws {
+        let server = try await TestServer()
+        let original = try await Self.video("original")
+        let copy = try await Self.video("copy", trim: Self.trim, crf: 32)
+        let unrelated = try await Self.video("unrelated", seedOffset: 100)
+        try await withServer(server, .router) { client in
+            let (_, key) = try await client.createAccount()
+            let first = try await Self.upload(client, key: key, original)
+            let firstID = try #require(first["job_id"] as? String)
+            #expect(first["duplicate_of"] == nil, "a first upload is nobody's copy")
+            #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+            #expect(try await Self.used(client, key: key) == 1)
+
+            // The same highlight asked of a trimmed, re-encoded copy: the earlier highlight, not charged.
+            let second = try await Self.upload(client, key: key, copy)
+            let secondID = try #require(second["job_id"] as? String)
+            let duplicate = try #require(second["duplicate_of"] as? [String: Any], "recognised: \(second)")
+            #expect(duplicate["job_id"] as? String == firstID)
+            let offset = try #require(duplicate["offset_seconds"] as? Double)
+            #expect(abs(offset - Self.trim) <= 1.0 / 30 + 0.001, "offset \(offset), expected \(Self.trim)")
+            #expect(duplicate["result_reused"] as? Bool == true)
+            #expect((second["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
+            #expect(try await Self.used(client, key: key) == 1, "a re-upload given its earlier highlight is not charged again")
+            // The same highlight, its moments in the copy's seconds.
+            let a = RecutTests.segments(first), b = RecutTests.segments(second)
+            #expect(a.count == b.count && zip(a, b).allSatisfy { abs($0.start - offset - $1.start) < 0.002 && abs($0.end - offset - $1.end) < 0.002 },
+                    "\(a) vs \(b)")
+            let firstFile = try await client.get("/api/v1/jobs/\(firstID)/download", key: key)
+            let secondFile = try await client.get("/api/v1/jobs/\(secondID)/download", key: key)
+            #expect(secondFile.status == .ok && firstFile.body == secondFile.body, "the earlier highlight's file")
+            #expect(try await client.get("/api/v1/jobs/\(secondID)/poster", key: key).status == .ok)
+            // Deleting the earlier job's media leaves the copy's own.
+            _ = try await client.get("/api/v1/jobs/\(firstID)", key: key, method: .delete)
+            #expect(try await client.get("/api/v1/jobs/\(secondID)/download", key: key).body == secondFile.body)
+
+            // Another highlight of a copy: the analysis is reused (no decode), the render made and charged.
+            let third = try await Self.upload(client, key: key, copy, target: "5")
+            let thirdDuplicate = try #require(third["duplicate_of"] as? [String: Any], "\(third)")
+            #expect(thirdDuplicate["result_reused"] as? Bool == false)
+            #expect((third["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
+            #expect(try await Self.used(client, key: key) == 2)
+            let total = RecutTests.segments(third).reduce(0) { $0 + $1.end - $1.start }
+            #expect(abs(total - 5) < 0.6)
+
+            // Unrelated footage of the same kinds is no copy.
+            let fourth = try await Self.upload(client, key: key, unrelated)
+            #expect(fourth["duplicate_of"] == nil, "\(String(describing: fourth["duplicate_of"]))")
+            #expect((fourth["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+
+            // Another account's identical upload: not recognised, not served from the first account's cache.
+            let (_, other) = try await client.createAccount()
+            let theirs = try await Self.upload(client, key: other, original)
+            #expect(theirs["duplicate_of"] == nil)
+            #expect((theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false, "nothing of another account's analysis")
+            #expect(try await Self.used(client, key: other) == 1)
+        }
+    }
+}
