@@ -64,7 +64,7 @@ test: setup test-tools
 		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(TRANSPORT_TESTS)'
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
-# bench-phone libx265 and zscale in the ffmpeg CLI, and curl; bench-uploads curl and tuspy).
+# bench-phone libx265 and zscale in the ffmpeg CLI, and curl; bench-uploads curl and tuspy; bench-reuploads curl).
 bench: release
 	scripts/bench-media
 	scripts/bench-analysis
@@ -75,6 +75,7 @@ bench: release
 	scripts/bench-uploads
 	scripts/bench-recut
 	scripts/bench-jumpcuts
+	scripts/bench-reuploads
 
 # Fuzzes the probe and a bounded analysis decode with libFuzzer for FUZZ_SECONDS (a separate
 # build in .build/fuzz, linked with lld; Swift code is instrumented, FFmpeg is the system's, so
