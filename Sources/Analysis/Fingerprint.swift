@@ -80,6 +80,12 @@ public struct SegmentFingerprint: Sendable, Codable, Equatable {
         return 0.75 * hashSimilarity + 0.25 * colour
     }
 
+    /// 0 ... 1: how alike the two segments' mean colour histograms are (the same scene under the
+    /// same light scores above 0.9; different scenes of real footage below 0.5).
+    public func colourSimilarity(to other: SegmentFingerprint) -> Float {
+        1 - FrameFeatures.histogramDistance(histogram, other.histogram)
+    }
+
     /// Similarity at or above which two segments show the same footage.
     public static let duplicateSimilarity: Float = 0.72
 }

@@ -198,6 +198,8 @@ extension AppDatabase {
         try await pool.write { db in
             try db.execute(sql: "UPDATE job SET mediaDeletedAt = COALESCE(mediaDeletedAt, ?), updatedAt = ? WHERE id = ?",
                            arguments: [now, now, id])
+            // With its media goes what re-uploads were recognised by.
+            try db.execute(sql: "DELETE FROM content_fingerprint WHERE jobId = ?", arguments: [id])
         }
     }
 

@@ -60,9 +60,13 @@ extension PostgresStore {
     }
 
     public func markMediaDeleted(id: String, now: Date) async throws {
-        try await execute("""
-            UPDATE job SET "mediaDeletedAt" = COALESCE("mediaDeletedAt", \(now)), "updatedAt" = \(now) WHERE id = \(id)
-            """)
+        try await transaction { connection in
+            try await connection.run("""
+                UPDATE job SET "mediaDeletedAt" = COALESCE("mediaDeletedAt", \(now)), "updatedAt" = \(now) WHERE id = \(id)
+                """, logger: logger)
+            // With its media goes what re-uploads were recognised by.
+            try await connection.run(#"DELETE FROM content_fingerprint WHERE "jobId" = \#(id)"#, logger: logger)
+        }
     }
 
     public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int) async throws -> [Job] {
