@@ -45,6 +45,10 @@ public final class ShotDetector {
         public var burstFrames = 3
         /// Distance (0...1) under which the picture before and after a burst count as the same.
         public var burstSimilarity: Float = 0.12
+        /// ... or when it comes back within this share of the change that began the burst: a flash
+        /// in lively footage (the subject moved on during it) still returns far closer to the
+        /// picture before it than a cut's frames ever do.
+        public var burstReturnShare: Float = 0.25
         /// Per-frame score above which a frame may be inside a dissolve.
         public var gradualFrameThreshold: Float = 0.015
         /// Distance (0...1) between the frames before and after a dissolve.
@@ -103,6 +107,10 @@ public final class ShotDetector {
     public private(set) var brightness: [Float] = []
     /// Frames where a burst ends (the picture returns): no more a cut than where it began.
     public private(set) var endsBurst: [Bool] = []
+    /// Frames inside a burst: a run of at most `burstFrames` frames after which the picture is back
+    /// to what it was before the run (a flash, and the frame that leaves it on a clip whose frames
+    /// are doubled). None of them is a cut.
+    public private(set) var insideBurst: [Bool] = []
     /// Per frame: the local score against the previous frame (`LocalChange`), and for frames
     /// whose local score could be a jump, the smallest local score between the frame before it
     /// and the frames up to `burstFrames` after it (small when the cells come back).
@@ -143,6 +151,7 @@ public final class ShotDetector {
         returnDistances.reserveCapacity(reserved)
         isBlack.reserveCapacity(reserved)
         endsBurst.reserveCapacity(reserved)
+        insideBurst.reserveCapacity(reserved)
     }
 
     /// Distance between two frames' features, 0...1: the mean of the histogram distance and the
@@ -177,6 +186,7 @@ public final class ShotDetector {
         scores.append(score)
         returnDistances.append(1)
         endsBurst.append(false)
+        insideBurst.append(false)
         isBlack.append(features.meanLuma < settings.blackLuma && features.lumaDeviation < settings.blackDeviation)
         brightness.append(features.meanLuma)
         if ring.count < ringCapacity {
@@ -191,9 +201,13 @@ public final class ShotDetector {
         for k in 1...max(1, settings.burstFrames) {
             let start = index - k // a burst of k frames, start...index-1, now over?
             guard start >= 1, let before = recent(start - 1) else { continue }
-            let d = ShotDetector.distance(before, features, limit: settings.burstSimilarity)
+            let returns = max(settings.burstSimilarity, settings.burstReturnShare * scores[start])
+            let d = ShotDetector.distance(before, features, limit: returns)
             returnDistances[start] = min(returnDistances[start], d)
-            if d <= settings.burstSimilarity { endsBurst[index] = true }
+            if d <= returns {
+                endsBurst[index] = true
+                for m in start..<index { insideBurst[m] = true }
+            }
             // Only where a jump could be: the local return costs a comparison of its own.
             if settings.jumpCuts, localScores[start] >= settings.jumpThreshold {
                 let d = local.score(before, features)
@@ -301,7 +315,7 @@ public final class ShotDetector {
             }
             let mean = count > 0 ? sum / Float(count) : 0
             guard s >= settings.adaptiveRatio * mean else { continue }
-            guard returnDistances[i] > settings.burstSimilarity, !endsBurst[i] else { continue } // a flash or other burst
+            guard returnDistances[i] > max(settings.burstSimilarity, settings.burstReturnShare * s), !endsBurst[i], !insideBurst[i] else { continue } // a flash or other burst
             if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }

@@ -31,6 +31,26 @@ struct ShotDetectorTests {
         #expect(detect(frames).isEmpty)
     }
 
+    /// A 2-frame flash after which the picture is not quite what it was (the exposure settling, or
+    /// in lively footage the subject moving on during it; the packaged cockatoo clip doubled from
+    /// 20 to 30 fps did this): not within the absolute 0.12 of the frame before, but within a
+    /// quarter of the flash's own change (`burstReturnShare`). Not a cut where it starts or ends.
+    @Test("a flash after which the picture comes back changed a little is not a cut, neither where it starts nor where it ends")
+    func flashReturningChanged() {
+        var frames = (0..<60).map { Scenes.frame(seed: 5, object: (20 + 2 * $0, 40), brightness: $0 < 30 ? 1 : 0.8) }
+        frames[30] = Scenes.white()
+        frames[31] = Scenes.white()
+        #expect(detect(frames).isEmpty, "\(detect(frames))")
+        // The absolute return measure alone takes the flash's end for a cut: the test discriminates.
+        var absolute = ShotDetector.Settings()
+        absolute.burstReturnShare = 0
+        #expect(detect(frames, settings: absolute).map { Int(($0.time * 30).rounded()) } == [32])
+        // A larger change across the flash (a light switched off under it) is a cut.
+        var darker = frames
+        for i in 32..<60 { darker[i] = Scenes.frame(seed: 5, object: (20 + 2 * i, 40), brightness: 0.55) }
+        #expect(detect(darker).map { Int(($0.time * 30).rounded()) } == [32])
+    }
+
     @Test("a dissolve is one boundary inside its window")
     func dissolve() {
         let a = shot(6, 40), b = shot(7, 60)
