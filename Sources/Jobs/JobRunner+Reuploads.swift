@@ -14,6 +14,10 @@ extension JobRunner {
     /// Files the worker writes in the job's folder for its child (removed after the run).
     static let candidatesFileName = "reupload-candidates.json"
     static let reusedAnalysisFileName = "reused-analysis.json"
+    /// A fingerprint's JSON is about 90 KB for 10 minutes of fully decoded video (the plan's length
+    /// cap keeps real ones far below this): a larger one is not stored or read, so a child that
+    /// misbehaved cannot make every later job of its account load megabytes.
+    static let maxFingerprintBytes = 4 << 20
 
     /// The account's earlier uploads this job's input may be a copy of, with the earlier highlight's
     /// segments where the job asks for the same highlight. None for a re-cut (its input is known).
@@ -28,7 +32,7 @@ extension JobRunner {
         }
         let decoder = JSONDecoder()
         return rows.compactMap { earlier, stored in
-            guard earlier.accountId == job.accountId,
+            guard earlier.accountId == job.accountId, stored.fingerprint.utf8.count <= Self.maxFingerprintBytes,
                   let fingerprint = try? decoder.decode(ContentFingerprint.self, from: Data(stored.fingerprint.utf8)) else { return nil }
             let copy = Self.asksForSameHighlight(job, as: earlier)
                 ? earlier.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) } : nil
@@ -96,7 +100,8 @@ extension JobRunner {
     /// without it, a re-upload is analysed again).
     func storeFingerprint(_ fingerprint: ContentFingerprint?, job: Job, log: Logger) async {
         guard let fingerprint, job.edit?.recutOf == nil,
-              let data = try? JSONEncoder().encode(fingerprint), let text = String(data: data, encoding: .utf8) else { return }
+              let data = try? JSONEncoder().encode(fingerprint), data.count <= Self.maxFingerprintBytes,
+              let text = String(data: data, encoding: .utf8) else { return }
         do {
             try await database.saveFingerprint(StoredFingerprint(jobId: job.id, accountId: job.accountId, duration: fingerprint.duration,
                                                                  fingerprint: text, createdAt: clock()))

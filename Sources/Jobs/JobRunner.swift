@@ -300,9 +300,12 @@ public final class JobRunner: Service, Sendable {
         let childLog = log
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let niceness = settings.niceness
+        // The job's budget holds for its children together (the recognition look, then the highlight).
+        let deadline = ContinuousClock.now + .seconds(budget)
         @Sendable func runChild(_ task: ChildTask) async -> ChildOutcome {
-            (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
-                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: budget, cpuSeconds: UInt64(budget) * UInt64(max(1, cores)),
+            let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
+            return (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
+                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: left, cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
                                   cancellation: token, logger: childLog) { stage, fraction in
                     reporter.report(stage: stage, fraction: fraction)
                     stages.enter(stage)
