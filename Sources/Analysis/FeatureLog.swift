@@ -4,6 +4,8 @@
 public final class FeatureLog {
     private var thumbs: [Float] = []
     private var textures: [Float] = []
+    private var fines: [UInt8] = []
+    private var fineSize = (width: 0, height: 0)
     private var histograms: [Float] = []
     private var scalars: [Float] = []
     public private(set) var times: [Double] = []
@@ -22,7 +24,12 @@ public final class FeatureLog {
         times.append(f.time)
         groups.append(group)
         thumbs.append(contentsOf: f.thumb)
-        if f.measuresTexture { textures.append(contentsOf: f.texture) }
+        if f.measuresTexture {
+            textures.append(contentsOf: f.texture)
+            // One video's frames share one size; a frame of another size is not logged finely.
+            if fines.isEmpty { fineSize = (f.fineWidth, f.fineHeight) }
+            if (f.fineWidth, f.fineHeight) == fineSize { fines.append(contentsOf: f.fine) } else { fines.append(contentsOf: repeatElement(0, count: fineSize.width * fineSize.height)) }
+        }
         histograms.append(contentsOf: f.histogram)
         scalars.append(f.meanLuma)
         scalars.append(f.lumaDeviation)
@@ -38,6 +45,13 @@ public final class FeatureLog {
         for i in 0..<t { f.thumb[i] = thumbs[index * t + i] }
         if (index + 1) * f.texture.count <= textures.count {
             for i in 0..<f.texture.count { f.texture[i] = textures[index * f.texture.count + i] }
+        }
+        let fineCount = fineSize.width * fineSize.height
+        if fineCount > 0, (index + 1) * fineCount <= fines.count {
+            if f.fine.count != fineCount { f.fine = [UInt8](repeating: 0, count: fineCount) }
+            f.fineWidth = fineSize.width
+            f.fineHeight = fineSize.height
+            for i in 0..<fineCount { f.fine[i] = fines[index * fineCount + i] }
         }
         for i in 0..<h { f.histogram[i] = histograms[index * h + i] }
         f.meanLuma = scalars[index * s]

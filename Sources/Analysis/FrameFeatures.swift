@@ -24,6 +24,14 @@ public struct FrameFeatures: Sendable {
     /// only when `measuresTexture` is set (jump-cut detection uses it; nothing else does).
     public var texture = [Float](repeating: 0, count: thumbSide * thumbSide)
     public var measuresTexture = false
+    /// Luma averaged over small cells of the analysis picture (2x2 pixels; larger cells for a
+    /// picture over 256 pixels a side, at most `fineMaxSide` cells a side), row-major,
+    /// `fineWidth` x `fineHeight`: the fine jump-cut measure (`FineChange`). Measured only with
+    /// `measuresTexture`.
+    public var fine: [UInt8] = []
+    public var fineWidth = 0
+    public var fineHeight = 0
+    public static let fineMaxSide = 128
     private var textureCounts = [Int](repeating: 0, count: thumbSide * thumbSide)
 
     /// Scratch counters reused across frames.
@@ -100,7 +108,10 @@ public struct FrameFeatures: Sendable {
                 lapCount += w - 2
             }
         }
-        if measuresTexture { for i in 0..<texture.count where textureCounts[i] > 0 { texture[i] /= Float(textureCounts[i]) } }
+        if measuresTexture {
+            for i in 0..<texture.count where textureCounts[i] > 0 { texture[i] /= Float(textureCounts[i]) }
+            measureFine(frame)
+        }
         let n = Float(w * h)
         meanLuma = Float(sum) / n
         lumaDeviation = (max(0, Float(sumSquares) / n - meanLuma * meanLuma)).squareRoot()
@@ -128,6 +139,29 @@ public struct FrameFeatures: Sendable {
         for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = chromaCounts[i] / chromaCount }
     }
 
+    /// The fine grid: cell means of the luma (sized on the first frame, reused after).
+    private mutating func measureFine(_ frame: FrameView) {
+        let w = frame.width, h = frame.height
+        let cell = max(2, (max(w, h) + FrameFeatures.fineMaxSide - 1) / FrameFeatures.fineMaxSide)
+        let fw = w / cell, fh = h / cell
+        if fine.count != fw * fh { fine = [UInt8](repeating: 0, count: fw * fh) }
+        fineWidth = fw
+        fineHeight = fh
+        let area = cell * cell
+        fine.withUnsafeMutableBufferPointer { out in
+            for fy in 0..<fh {
+                for fx in 0..<fw {
+                    var sum = 0
+                    for y in (fy * cell)..<(fy * cell + cell) {
+                        let row = frame.luma + y * frame.lumaStride + fx * cell
+                        for x in 0..<cell { sum &+= Int(row[x]) }
+                    }
+                    out[fy * fw + fx] = UInt8(sum / area)
+                }
+            }
+        }
+    }
+
     /// Copies `other`'s measurements into this value's own storage (no allocation once both
     /// exist), so a kept copy never shares arrays with the features being refilled.
     public mutating func assign(from other: FrameFeatures) {
@@ -135,6 +169,10 @@ public struct FrameFeatures: Sendable {
         for i in 0..<thumb.count { thumb[i] = other.thumb[i] }
         if other.measuresTexture || measuresTexture {
             for i in 0..<texture.count { texture[i] = other.texture[i] }
+            if fine.count != other.fine.count { fine = [UInt8](repeating: 0, count: other.fine.count) }
+            for i in 0..<fine.count { fine[i] = other.fine[i] }
+            fineWidth = other.fineWidth
+            fineHeight = other.fineHeight
         }
         measuresTexture = other.measuresTexture
         for i in 0..<histogram.count { histogram[i] = other.histogram[i] }

@@ -51,6 +51,47 @@ struct ShotDetectorTests {
         #expect(detect(darker).map { Int(($0.time * 30).rounded()) } == [32])
     }
 
+    /// A fish tank: 40 small dark subjects swimming everywhere (up to 2 px a frame at analysis size,
+    /// about one fine cell) over a still background, and a cut to the same tank later (every
+    /// subject elsewhere). The 32x32 cells see the swimming as
+    /// much as the jump; the 2x2-pixel cells (`FineChange`) see each subject find itself nearby,
+    /// except across the jump.
+    @Test("a jump in a scene of many small subjects moving everywhere is found on its frame; their swimming is no jump")
+    func jumpAmongManySmallSubjects() {
+        func tank(jumpAt: Int?) -> [OwnedFrame] {
+            var seed: UInt64 = 12345
+            func next() -> Int { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Int(seed >> 33) }
+            var fish = (0..<40).map { _ in (x: Double(next() % 240), y: Double(next() % 130), vx: Double(next() % 5) - 2, vy: Double(next() % 3) - 1) }
+            let background = Scenes.frame(seed: 3)
+            var frames: [OwnedFrame] = []
+            for i in 0..<90 {
+                if i == jumpAt { fish = fish.map { f in (x: Double(next() % 240), y: Double(next() % 130), vx: f.vx, vy: f.vy) } }
+                var frame = background
+                for f in fish {
+                    for y in Int(f.y)..<min(Scenes.height, Int(f.y) + 3) { for x in Int(f.x)..<min(Scenes.width, Int(f.x) + 5) { frame[x, y] = 30 } }
+                }
+                frames.append(frame)
+                fish = fish.map { f in
+                    var g = f
+                    g.x += g.vx; g.y += g.vy
+                    if g.x < 0 || g.x > 245 { g.vx = -g.vx; g.x = min(245, max(0, g.x)) }
+                    if g.y < 0 || g.y > 135 { g.vy = -g.vy; g.y = min(135, max(0, g.y)) }
+                    return g
+                }
+            }
+            return frames
+        }
+        var jumps = ShotDetector.Settings()
+        jumps.jumpCuts = true
+        let found = detect(tank(jumpAt: 45), settings: jumps)
+        #expect(found.map(\.kind) == [.jump] && found.map { Int(($0.time * 30).rounded()) } == [45], "\(found)")
+        #expect(detect(tank(jumpAt: nil), settings: jumps).isEmpty, "swimming is no jump")
+        // The 32x32 cells alone do not see it: the fine grid is what finds it.
+        var coarseOnly = jumps
+        coarseOnly.jumpFineRatio = 1e9
+        #expect(detect(tank(jumpAt: 45), settings: coarseOnly).isEmpty)
+    }
+
     @Test("a dissolve is one boundary inside its window")
     func dissolve() {
         let a = shot(6, 40), b = shot(7, 60)
