@@ -103,6 +103,18 @@ struct DecodePlanTests {
         #expect(a.boundaries.count == 1 && abs((a.boundaries.first?.time ?? 0) - 1.3) < 0.5 / 60, "\(a.boundaries)")
         #expect(a.width == 2160 && a.height == 3840, "portrait: \(a.width)x\(a.height)")
         #expect(a.summary.framesDecoded < 20, "sampled \(a.summary.framesDecoded) of 150 frames")
+        // Jump cuts need every frame: with them on, `auto` decodes in full; a forced `sampled` still samples.
+        var jumps = AnalysisSettings()
+        jumps.shots.jumpCuts = true
+        // (Without the synthetic frame-number barcode: a code redrawn on every frame is what the
+        // fine grid calls a jump, in a picture that otherwise stays.)
+        var plain = spec
+        plain.barcode = false
+        try Synth.write(plain, to: dir.path("phone-plain.mp4"))
+        let b = try AnalysisPipeline.analyze(dir.path("phone-plain.mp4"), settings: jumps)
+        #expect(b.summary.plan == "full" && b.boundaries.count == 1, "\(String(describing: b.summary.plan)) \(b.boundaries)")
+        jumps.plan.choice = .sampled
+        #expect(try AnalysisPipeline.analyze(path, settings: jumps).summary.plan == "sampled")
     }
 
     @Test("a fade through black longer than a keyframe group is one fade boundary in the sampled plan too")
