@@ -58,12 +58,18 @@ public struct Recognition: Sendable, Codable, Equatable {
 /// the new video at the earlier video's frames are decoded and judged again. A match counts only
 /// when the new video lies inside the earlier one (so the earlier analysis covers all of it).
 ///
-/// Cost: a keyframe and `burstFrames` frames per group, no audio; inputs whose keyframes are more
-/// than `maxKeyframeInterval` apart are not looked at (`deferred`): their analysis judges instead.
+/// Cost: a keyframe and `burstFrames` frames per group, no audio; keyframes more than
+/// `maxKeyframeInterval` apart get a burst of `sparseBurstSeconds`; inputs whose keyframes are more
+/// than `maxSparseKeyframeInterval` apart are not looked at (`deferred`): their analysis judges instead.
 public enum ReuploadRecognizer {
     public struct Settings: Sendable, Codable, Equatable {
         public var maxKeyframeInterval = 2.5
         public var burstFrames = 3
+        /// Keyframes further apart than `maxKeyframeInterval`, up to this: each keyframe's burst
+        /// lasts `sparseBurstSeconds` instead (about a tenth of the frames at 10 s), so the look
+        /// still sees enough of the video; if it finds nothing, the analysis judges too.
+        public var maxSparseKeyframeInterval = 12.0
+        public var sparseBurstSeconds = 1.0
         /// Seconds the new video may reach past either end of the earlier one and still reuse its analysis.
         public var coverageTolerance = 0.5
         /// Seconds a copied highlight's segments may reach past the new video's ends (then clipped).
@@ -86,15 +92,18 @@ public enum ReuploadRecognizer {
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
         let survey = try decoder.surveyGOPs()
-        guard let interval = survey.keyframeInterval, interval <= settings.maxKeyframeInterval else {
+        guard let interval = survey.keyframeInterval, interval <= settings.maxSparseKeyframeInterval else {
             result.deferred = true
             return result
         }
         let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
+        // Sparse keyframes: a longer burst after each (the header's rate only sizes it, clamped).
+        let sparse = interval > settings.maxKeyframeInterval
+        let burst = sparse ? max(settings.burstFrames, Int((min(max(rate, 1), 60) * settings.sparseBurstSeconds).rounded())) : settings.burstFrames
         let expected = min(max(0, info.duration.isFinite ? info.duration : 0), 86_400)
         var features = FrameFeatures()
         let fingerprinter = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
-        let summary = try decoder.runSampled(burstFrames: settings.burstFrames, reorders: survey.reorders, onFrame: { frame in
+        let summary = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, onFrame: { frame in
             guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
             features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
                                        chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
@@ -133,6 +142,8 @@ public enum ReuploadRecognizer {
             }
         }
         result.fingerprint = fingerprint
+        // A sparse look that found nothing is not the last word: the analysis judges as well.
+        if judged.match == nil && sparse { result.deferred = true }
         if let match = judged.match {
             result.match = match
             var t = target

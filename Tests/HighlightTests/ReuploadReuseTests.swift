@@ -62,8 +62,13 @@ struct ReuploadReuseTests {
         #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
         #expect(try ReuploadRecognizer.recognize(copy, candidates: [], analysis: AnalysisSettings()).match == nil)
 
-        // Keyframes too far apart for a cheap look: the analysis judges instead.
-        let sparse = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "sparse-keys.mp4")
+        // Keyframes 6 s apart: a second's burst after each, and the look still recognises it.
+        let sparseKeys = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "keys-6s.mp4")
+        let looked = try ReuploadRecognizer.recognize(sparseKeys, candidates: candidates, analysis: AnalysisSettings())
+        #expect(looked.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "keyframes every 6 s: \(String(describing: looked.match))")
+        #expect(looked.framesDecoded < 30 * 30 / 3, "\(looked.framesDecoded) frames")
+        // Keyframes too far apart for any look (15 s): the analysis judges instead.
+        let sparse = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 15 }, dir, "keys-15s.mp4")
         let deferred = try ReuploadRecognizer.recognize(sparse, candidates: candidates, analysis: AnalysisSettings())
         #expect(deferred.deferred && deferred.match == nil)
         let sparseAnalysis = try AnalysisPipeline.analyze(sparse)
