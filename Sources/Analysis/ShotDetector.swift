@@ -348,48 +348,46 @@ public final class ShotDetector {
             if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
             result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
-        // Jump cuts: the local change spikes where the whole-frame score does not.
-        for i in 1..<max(1, n) where settings.jumpCuts {
-            let s = localScores[i]
-            guard s >= settings.jumpThreshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { continue }
-            if i > 1 && localScores[i - 1] > s { continue }
-            if i + 1 < n && localScores[i + 1] >= s { continue }
+        // Jump cuts: a local change that spikes where the whole-frame score does not, with most of
+        // the picture staying: `values[i]` at least `threshold`, a peak, and `ratio` x the mean of
+        // its neighbours (frames that repeat the one before, below `repeatBelow`, left out).
+        func spikes(_ values: [Float], at i: Int, threshold: Float, ratio: Float, repeatBelow: Float, needsNeighbours: Bool) -> Bool {
+            let s = values[i]
+            guard s >= threshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { return false }
+            if i > 1 && values[i - 1] > s { return false }
+            if i + 1 < n && values[i + 1] >= s { return false }
             var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i && localScores[j] >= settings.jumpRepeatBelow {
-                sum += localScores[j]
+            for j in max(1, i - w)...min(n - 1, i + w) where j != i && values[j] >= repeatBelow {
+                sum += values[j]
                 count += 1
             }
-            let mean = count > 0 ? sum / Float(count) : 0
-            guard s >= settings.jumpAdaptiveRatio * mean else { continue }
+            if needsNeighbours && count == 0 { return false }
+            return s >= ratio * (count > 0 ? sum / Float(count) : 0)
+        }
+        func addJump(at i: Int, score: Float) {
+            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { return }
+            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { return }
+            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, score)))
+        }
+        // On the 32x32 cells.
+        for i in 1..<max(1, n) where settings.jumpCuts {
+            guard spikes(localScores, at: i, threshold: settings.jumpThreshold, ratio: settings.jumpAdaptiveRatio,
+                         repeatBelow: settings.jumpRepeatBelow, needsNeighbours: false) else { continue }
             // The cells come back (a flash, something passing for a frame or two), or the last
             // frames cannot tell yet: no jump.
             guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n else { continue }
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue }
-            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { continue }
-            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
+            addJump(at: i, score: localScores[i])
         }
-        // Jump cuts at the fine grid: where small subjects move everywhere, some of them find
-        // nothing like them nearby.
+        // On the fine grid: where small subjects move everywhere, some of them find nothing like
+        // them nearby.
         for i in 1..<max(1, n) where settings.jumpCuts && i < fineScores.count {
-            let s = fineScores[i]
-            guard s >= settings.jumpFineThreshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { continue }
-            if i > 1 && fineScores[i - 1] > s { continue }
-            if i + 1 < n && fineScores[i + 1] >= s { continue }
-            var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i && fineScores[j] >= settings.jumpFineRepeatBelow {
-                sum += fineScores[j]
-                count += 1
-            }
-            let mean = count > 0 ? sum / Float(count) : 0
-            guard count > 0, s >= settings.jumpFineRatio * mean else { continue }
+            guard spikes(fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: settings.jumpFineRatio,
+                         repeatBelow: settings.jumpFineRepeatBelow, needsNeighbours: true) else { continue }
             // The picture, or its subjects, come back (a flash, something passing), or the last
-            // frames cannot tell yet: no jump.
-            // (The whole-frame burst marks say nothing here: across a jump in a still scene the
-            // whole picture always "comes back".)
-            guard fineReturns[i] > settings.jumpFineReturnShare * s, i + settings.burstFrames < n else { continue }
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue }
-            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { continue }
-            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
+            // frames cannot tell yet: no jump. (The whole-frame burst marks say nothing here: across
+            // a jump in a still scene the whole picture always "comes back".)
+            guard fineReturns[i] > settings.jumpFineReturnShare * fineScores[i], i + settings.burstFrames < n else { continue }
+            addJump(at: i, score: fineScores[i])
         }
         // Dissolves not explained by a fade or a cut; of overlapping candidates, the strongest.
         var dissolves: [ShotBoundary] = []

@@ -88,10 +88,7 @@ public enum AnalysisPipeline {
         var lastReport = -1.0
 
         func onFrame(_ frame: borrowing AnalysisFrame) {
-            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
-            let view = FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
-                                 chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
-                                 chromaStride: frame.chromaStride)
+            guard let view = frame.view else { return }
             features.measure(view)
             if plan.mode == .full {
                 shots.consume(features)
@@ -253,10 +250,8 @@ public enum AnalysisPipeline {
                 if let t = settleOn[current] { samples.load(t, into: &target) }
                 progress(Double(current) / Double(max(1, ranges.count)))
             }
-            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
-            features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
-                                       chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
-                                       chromaStride: frame.chromaStride))
+            guard let view = frame.view else { return }
+            features.measure(view)
             detector?.consume(features)
             if settleOn[current] != nil, let d = detector {
                 // Steady (no gradual transition still running, which the detector judges only

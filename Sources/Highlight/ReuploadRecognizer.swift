@@ -104,10 +104,8 @@ public enum ReuploadRecognizer {
         var features = FrameFeatures()
         let fingerprinter = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
         let summary = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, onFrame: { frame in
-            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
-            features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
-                                       chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
-                                       chromaStride: frame.chromaStride))
+            guard let view = frame.view else { return }
+            features.measure(view)
             fingerprinter.consume(features)
         }, onGroup: { _ in })
         result.framesDecoded = summary.framesDecoded
@@ -126,10 +124,8 @@ public enum ReuploadRecognizer {
                 let windows = verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) }
                 let verifier = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
                 let more = try decoder.runRanges(windows) { frame in
-                    guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
-                    verifying.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
-                                                chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
-                                                chromaStride: frame.chromaStride))
+                    guard let view = frame.view else { return }
+                    verifying.measure(view)
                     verifier.consume(verifying)
                 }
                 result.framesDecoded += more.framesDecoded

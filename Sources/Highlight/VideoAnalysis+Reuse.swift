@@ -165,6 +165,12 @@ extension AudioAnalyzer.Result {
 
     /// Digital silence of `duration` on the ticks of `like`.
     static func silence(like: AudioAnalyzer.Result, duration: Double) -> AudioAnalyzer.Result {
-        like.shifted(by: 1e12, duration: duration)
+        func ticks(_ tick: Double) -> Int { tick > 0 ? max(0, Int((duration / tick).rounded(.up))) : 0 }
+        var r = like
+        r.loudness = [Float](repeating: -100, count: ticks(like.tick))
+        r.onset = [Float](repeating: 0, count: ticks(like.tick))
+        r.silent = [Bool](repeating: true, count: ticks(like.tick))
+        r.fineLoudness = [Float](repeating: -100, count: ticks(like.fineTick))
+        return r
     }
 }
