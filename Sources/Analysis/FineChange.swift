@@ -6,17 +6,21 @@
 /// talking) find themselves a cell away; at a cut between two moments of one scene some of them
 /// find nothing like them nearby. Measured on the jump-cut benchmark: the six static-scene jumps
 /// (fish tank, talking face) stand 4.4-14x above their neighbouring frames, which 32x32 cells
-/// (`LocalChange`) could not show for the fish (about 1x).
+/// (`LocalChange`) could not show for the fish (about 1x). Rows in the top and bottom `edgeBand`
+/// of the picture do not count: burned-in clocks, scoreboards, captions and logos change there
+/// without a cut.
 public struct FineChange {
     public static let maxShift = 2
     public let tolerance: Int
     public let topFraction: Float
+    public let edgeBand: Float
     /// Counts of per-cell differences in 256 bins (reused: nothing is allocated per frame).
     private var bins = [Int](repeating: 0, count: 256)
 
-    public init(tolerance: Int = 1, topFraction: Float = 0.005) {
+    public init(tolerance: Int = 1, topFraction: Float = 0.005, edgeBand: Float = 0.15) {
         self.tolerance = max(0, min(3, tolerance))
         self.topFraction = min(1, max(0.0001, topFraction))
+        self.edgeBand = min(0.4, max(0, edgeBand))
     }
 
     /// The score of `current` against `previous`, 0...1 (0 when either has no fine grid or their sizes differ).
@@ -43,10 +47,11 @@ public struct FineChange {
                         if cost < bestCost { bestCost = cost; shift = (dx, dy) }
                     }
                 }
+                let band = Int(Float(h) * edgeBand)
                 bins.withUnsafeMutableBufferPointer { counts in
                     for y in 0..<h {
                         let cy = y + shift.y
-                        guard cy - r >= 0, cy + r < h, y > m, y < h - m - 1 else { continue }
+                        guard cy - r >= 0, cy + r < h, y > m, y < h - m - 1, y >= band, y < h - band else { continue }
                         for x in 0..<w {
                             let cx = x + shift.x
                             guard cx - r >= 0, cx + r < w, x > m, x < w - m - 1 else { continue }

@@ -66,6 +66,11 @@ public enum FingerprintMatcher {
         public var gapCost = 8.0
         /// Windows `Verdict.verifyAt` asks for.
         public var verificationFrames = 24
+        /// An alignment rejected on agreement still asks for the verification windows when this
+        /// share of its pairs agrees (unrelated footage agrees on almost none): two sparse decodes
+        /// at other phases can align their bursts a fraction of a second off the true offset,
+        /// which the windows' every frame then finds.
+        public var verifyAgreement = 0.3
         public var flatLumaTolerance = 12
         public var minOverlapSeconds = 3.0
         public var minShorterCoverage = 0.75
@@ -100,7 +105,8 @@ public enum FingerprintMatcher {
         public var meanGap = 0.0
         /// Not a match, but not evidence against one either: both fingerprints come from sparse
         /// decodes whose frames lie too far apart to compare (different keyframe phases) and the best
-        /// alignment failed only on agreement or distance. Decode the NEW video at these times (a
+        /// alignment failed only on agreement or distance (or failed on agreement with at least
+        /// `Settings.verifyAgreement` of its pairs agreeing). Decode the NEW video at these times (a
         /// keyframe seek and a few frames each), fingerprint those frames and judge again: they pair
         /// with the old entries within a frame. Each window starts at its time and lasts
         /// `verifySeconds` (the offset of two sparse decodes is only known to about half a
@@ -150,7 +156,7 @@ public enum FingerprintMatcher {
         let agrees = Double(score.agree) >= settings.minAgreement * Double(score.pairs)
         let close = score.meanDistance <= settings.maxMeanDistance * score.meanAllowance
         if !(agrees && close) {
-            if verdict.meanGap > settings.closeGap {
+            if verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
                 verdict.verifyAt = verificationTimes(new, old, offset: offset, count: settings.verificationFrames)
                     .map { max(0, $0 - settings.maxPairGap) }
                 verdict.verifySeconds = 2 * settings.maxPairGap

@@ -8,7 +8,8 @@
 /// (0...1). A cell's difference is that of its mean luma plus `textureWeight` times that of
 /// its texture (mean absolute Laplacian), so a patterned subject over a plain background of the
 /// same mean still shows. Sensor noise moves every cell a little and none much; a subject that
-/// appears, vanishes or jumps moves a few cells a lot.
+/// appears, vanishes or jumps moves a few cells a lot. Rows in the top and bottom `edgeBand` of the
+/// picture do not count (burned-in clocks, scoreboards, captions and logos change there).
 public struct LocalChange {
     public static let side = FrameFeatures.thumbSide
     /// Largest camera shift (cells a frame) taken out before the cells are compared.
@@ -17,10 +18,12 @@ public struct LocalChange {
     public let tolerance: Int
     public let topFraction: Float
     public let textureWeight: Float
+    public let edgeBand: Float
     /// Counts of per-cell differences in 256 bins (reused: nothing is allocated per frame).
     private var bins = [Int](repeating: 0, count: 256)
 
-    public init(tolerance: Int = 1, topFraction: Float = 0.04, textureWeight: Float = 1) {
+    public init(tolerance: Int = 1, topFraction: Float = 0.04, textureWeight: Float = 1, edgeBand: Float = 0.15) {
+        self.edgeBand = min(0.4, max(0, edgeBand))
         self.tolerance = max(0, min(4, tolerance))
         self.textureWeight = max(0, min(10, textureWeight))
         self.topFraction = min(1, max(1 / Float(Self.side * Self.side), topFraction))
@@ -61,7 +64,8 @@ public struct LocalChange {
                         bins.withUnsafeMutableBufferPointer { counts in
                             // Cells whose whole neighbourhood, moved by the shift, lies in the
                             // previous grid: at the border, content enters and leaves the picture.
-                            for y in 0..<side {
+                            let band = Int(Float(side) * edgeBand)
+                            for y in band..<(side - band) {
                                 let cy = y + shift.y
                                 guard cy - reach >= 0, cy + reach < side else { continue }
                                 for x in 0..<side {

@@ -70,11 +70,11 @@ public final class ShotDetector {
         public var blackDeviation: Float = 10
         /// Two boundaries closer than this keep only the stronger one.
         public var minShotSeconds = 0.3
-        /// Jump-cut detection (configuration `media.analysis.jumpCuts`). Off by default: on
-        /// synthetic footage whose objects teleport it finds jumps that are not cuts, and the
-        /// sampled plan's screen does not look for jumps between keyframes (see the README's
-        /// jump-cut benchmark: with it on and the full plan, recall 0.875 at precision 1.0).
-        public var jumpCuts = false
+        /// Jump-cut detection (configuration `media.analysis.jumpCuts`, on by default). Judged on
+        /// the frames the plan decodes: the sampled plan's screen does not look for a jump
+        /// between two keyframes (the README's jump-cut benchmark: recall 0.875 at precision 1.0
+        /// with the full plan, 0.5 sampled).
+        public var jumpCuts = true
         /// Jump cuts: the smallest local score (0...1: the mean change of the most-changed cells),
         /// how many times its neighbours' mean it must be, how close (local score) the picture
         /// after a burst must come back to the one before it, the share of cells that count and the
@@ -104,6 +104,10 @@ public final class ShotDetector {
         public var jumpFineRepeatBelow: Float = 0.004
         public var jumpFineTopFraction: Float = 0.005
         public var jumpFineReturnShare: Float = 0.5
+        /// Rows in the top and bottom of the picture (a share of its height) that neither jump
+        /// measure counts: burned-in clocks, scoreboards, captions and logos change there without
+        /// a cut.
+        public var jumpEdgeBand: Float = 0.15
 
         public init() {}
     }
@@ -159,8 +163,8 @@ public final class ShotDetector {
         let rate = maxFrameRate.isFinite ? min(max(1, maxFrameRate), ShotDetector.maxRingFrameRate) : 60
         let span = max(0, min(settings.gradualMaxSeconds, 60)) * rate
         ringCapacity = max(settings.burstFrames + 2, Int(span) + 2)
-        local = LocalChange(tolerance: settings.jumpTolerance, topFraction: settings.jumpTopFraction)
-        fine = FineChange(topFraction: settings.jumpFineTopFraction)
+        local = LocalChange(tolerance: settings.jumpTolerance, topFraction: settings.jumpTopFraction, edgeBand: settings.jumpEdgeBand)
+        fine = FineChange(topFraction: settings.jumpFineTopFraction, edgeBand: settings.jumpEdgeBand)
         let reserved = Reservation.frames(expectedFrames)
         times.reserveCapacity(reserved)
         localScores.reserveCapacity(reserved)

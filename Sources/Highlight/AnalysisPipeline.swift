@@ -61,12 +61,9 @@ public enum AnalysisPipeline {
         options.limits = settings.limits
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
-        // Jump cuts need every frame: the sampled plan's screen cannot see one between two
-        // keyframes. With them on, `auto` decodes in full (a forced `sampled` still samples).
-        let full = settings.plan.choice == .full || (settings.plan.choice == .auto && settings.shots.jumpCuts)
+        let full = settings.plan.choice == .full
         let survey = full ? GOPSurvey() : try decoder.surveyGOPs()
-        let plan = settings.plan.choice == .full ? DecodePlan.full
-            : full ? DecodePlan(mode: .full, burstFrames: 0, reason: "jump cuts need every frame") : settings.plan.plan(for: info, survey: survey)
+        let plan = full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
         // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
         let claimed = max(0, info.duration) * max(1, info.video.frameRate)
         var expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames

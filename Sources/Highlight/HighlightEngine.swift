@@ -49,9 +49,15 @@ public struct AnalysisReuse: Sendable, Codable, Equatable {
     /// The earlier highlight's segments (earlier video's seconds), when the same highlight was asked
     /// for: selection and render are skipped when they all lie inside the new video.
     public var copySegments: [SelectedSegment]?
+    /// The earlier highlight's file, copied into this job's folder when the same highlight was asked
+    /// for but some of its footage is not in the new video: the segments the new highlight shares
+    /// with it are copied from it, not encoded again.
+    public var earlierResult: String?
 
-    public init(analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?) {
+    public init(analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?,
+                earlierResult: String? = nil) {
         self.analysisPath = analysisPath; self.match = match; self.target = target; self.copySegments = copySegments
+        self.earlierResult = earlierResult
     }
 }
 
@@ -204,7 +210,18 @@ public enum HighlightEngine {
             renderRequest.maxFrameRate = request.maxFrameRate
             renderRequest.limits = request.limits
             renderRequest.reframe = report.reframe
-            render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+            if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
+                renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
+                    TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
+                })
+            }
+            do {
+                render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+            } catch where renderRequest.reuse != nil && error.kind != .cancelled {
+                // Copying from the earlier highlight failed: everything is encoded.
+                renderRequest.reuse = nil
+                render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+            }
             if let poster = request.posterOutput, let result = render {
                 progress?("poster", 0.97)
                 let time = posterTime(analysis, segments: segments, outputSegments: result.outputSegments)

@@ -14,6 +14,7 @@ extension JobRunner {
     /// Files the worker writes in the job's folder for its child (removed after the run).
     static let candidatesFileName = "reupload-candidates.json"
     static let reusedAnalysisFileName = "reused-analysis.json"
+    static let reusedHighlightFileName = "reused-highlight.mp4"
     /// A fingerprint's JSON is about 90 KB for 10 minutes of fully decoded video (the plan's length
     /// cap keeps real ones far below this): a larger one is not stored or read, so a child that
     /// misbehaved cannot make every later job of its account load megabytes.
@@ -83,7 +84,20 @@ extension JobRunner {
             log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
             return
         }
-        request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments)
+        // The same highlight asked for, but some of its footage is not in the new video (trimmed
+        // off): the earlier highlight's file lets the render copy the segments both share.
+        var earlierResult: String?
+        if let copy = candidate.copySegments, ReuploadRecognizer.copiedSegments(copy, offset: match.offset, duration: target.duration) == nil {
+            let path = workspace.directory + "/" + Self.reusedHighlightFileName
+            do {
+                try await mediaStorage.fetch(jobID: match.jobId, file: .result, to: path)
+                earlierResult = path
+            } catch {
+                log.info("the earlier highlight is gone; its segments are encoded again", metadata: ["of": "\(match.jobId)"])
+            }
+        }
+        request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments,
+                                      earlierResult: earlierResult)
         recognizedFingerprint = recognition.fingerprint
         log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
                                                     "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)"])
@@ -91,7 +105,7 @@ extension JobRunner {
 
     /// Removes the worker's own files from the job's folder.
     static func removeRecognitionFiles(_ workspace: JobWorkspace) {
-        for name in [candidatesFileName, reusedAnalysisFileName] {
+        for name in [candidatesFileName, reusedAnalysisFileName, reusedHighlightFileName] {
             try? FileManager.default.removeItem(atPath: workspace.directory + "/" + name)
         }
     }

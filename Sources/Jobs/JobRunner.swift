@@ -399,7 +399,8 @@ public final class JobRunner: Service, Sendable {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
                     if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
                     await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognizedFingerprint : nil), job: job, log: log)
-                    log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)"])
+                    log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
+                                                         "copied_frames": "\(render?.copiedFrames ?? 0)"])
                     JobMetrics.finished(.completed)
                 } else {
                     await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)

@@ -286,7 +286,7 @@ public enum Synth {
             }
         } else {
             let baseLuma = flash ? 235 : 40 + (shot * 53) % 150
-            let square = 32, sx = (frame * 4) % max(1, p.width - square), sy = p.height / 3
+            let square = 32, sx = Synth.bounce(Double(frame * 4), span: p.width - square), sy = p.height / 3
             for y in 0..<(p.height - barHeight) {
                 for x in 0..<p.width {
                     var luma = baseLuma
@@ -339,7 +339,7 @@ public enum Synth {
         for patch in patches {
             for x in patch.x..<min(p.width, patch.x + patch.size) { rows.patch.set(x, patch.level.code) }
         }
-        let square = 32, sx = (frame * 4) % max(1, p.width - square), sy = p.height / 3
+        let square = 32, sx = Synth.bounce(Double(frame * 4), span: p.width - square), sy = p.height / 3
         for y in 0..<top {
             let row = p.y + y * p.yStride
             rows.pattern.copy(to: row, from: flash ? 0 : (y + frame * 2) % 64, count: p.width)
@@ -381,7 +381,10 @@ public enum Synth {
         let moving = part.kind == .lively || part.kind == .blurred
         let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0) // texture drift, px/s
         let posed = part.kind == .posed
-        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width - 60))))
+        // A lively object crosses the picture at 220 px/s, leaves it and comes back in from the
+        // other side (it never jumps inside the picture: that is what the shot detector reports
+        // as a jump cut).
+        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(p.width + 60))) - 60
             : posed ? Int(part.subjectX * Double(max(1, p.width - 60))) + Int(4 * sin(local * 2 * Double.pi)) : p.width / 3
         let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : posed ? p.height / 3 : p.height / 4
         let blurred = part.kind == .blurred
@@ -407,10 +410,20 @@ public enum Synth {
                 row[x] = 110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
             }
             if y >= objectY && y < objectY + 60 {
-                for x in max(0, objectX)..<min(p.width, objectX + 60) { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 }
+                let x0 = max(0, objectX), x1 = min(p.width, objectX + 60)
+                if x0 < x1 { for x in x0..<x1 { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 } }
             }
             for x in 0..<p.width { put(lineStart, 0, x, 0, Int(row[x]) * scale) }
         }
+    }
+
+    /// A position `travel` pixels along a back-and-forth path over `span` pixels: moving things
+    /// turn at the picture's edge instead of jumping back to the other side (a jump is what the
+    /// shot detector reports as a jump cut).
+    static func bounce(_ travel: Double, span: Int) -> Int {
+        let span = Double(max(1, span))
+        let t = travel.truncatingRemainder(dividingBy: 2 * span)
+        return Int(t < span ? t : 2 * span - t)
     }
 
     static func drawBarcode(_ value: Int, into p: PicturePlanes, top: Int,

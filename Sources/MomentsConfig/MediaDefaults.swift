@@ -25,7 +25,7 @@ public struct MediaDefaults: Sendable {
         /// auto | full | sampled (see DecodePlanSettings).
         public var decodePlan = "auto"
         /// Look for jump cuts too (two moments of one scene joined by a cut).
-        public var jumpCuts = false
+        public var jumpCuts = true
     }
 
     public struct HighlightDefaults: Sendable {

@@ -135,6 +135,7 @@ struct ShotDetectorTests {
         var strict = ShotDetector.Settings()
         strict.cutThreshold = 0.99
         strict.jumpThreshold = 0.99
+        strict.jumpFineThreshold = 0.99
         #expect(detect(frames, settings: strict).isEmpty)
     }
 
@@ -145,17 +146,20 @@ struct ShotDetectorTests {
         (0..<count).map { Scenes.frame(seed: seed, object: (x + Int(3 * sin(Double($0) * 0.4)), y)) }
     }
 
-    /// Jump-cut detection on (`jumpCuts`; off by default).
+    /// Jump-cut detection on (`jumpCuts`, as shipped).
     static var jumps: ShotDetector.Settings {
         var settings = ShotDetector.Settings()
         settings.jumpCuts = true
         return settings
     }
 
-    @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame, the hard cuts stay cuts; off by default")
+    @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame, the hard cuts stay cuts; on by default, off when asked")
     func jumpCut() {
         let frames = posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30) + posed(14, 40, at: 60, 100)
-        #expect(detect(frames).map(\.kind) == [.cut], "jump cuts are off by default")
+        #expect(detect(frames).map(\.kind) == [.jump, .cut, .jump], "jump cuts are on by default")
+        var off = ShotDetector.Settings()
+        off.jumpCuts = false
+        #expect(detect(frames, settings: off).map(\.kind) == [.cut], "jump cuts off")
         let found = detect(frames, settings: Self.jumps)
         #expect(found.map(\.kind) == [.jump, .cut, .jump], "\(found)")
         #expect(found.map { Int(($0.time * 30).rounded()) } == [45, 85, 125])

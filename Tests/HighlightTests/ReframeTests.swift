@@ -185,7 +185,7 @@ struct ReframeTests {
     }
 
     /// analysis.jumpCuts: a jump cut between two posed parts of one scene is found on its frame
-    /// when jump cuts are on, and is no boundary when they are off (the default).
+    /// with jump cuts on (the default), and is no boundary when they are off.
     @Test("jump cuts in a decoded video: found on the frame when on, none when off")
     func jumpCutsInAVideo() throws {
         let dir = Scratch()
@@ -195,6 +195,7 @@ struct ReframeTests {
         var settings = AnalysisSettings()
         settings.plan.choice = .full
         settings.skipNonReferenceFrames = false
+        settings.shots.jumpCuts = false
         #expect(try AnalysisPipeline.analyze(path, settings: settings).boundaries.isEmpty)
         settings.shots.jumpCuts = true
         let found = try AnalysisPipeline.analyze(path, settings: settings).boundaries

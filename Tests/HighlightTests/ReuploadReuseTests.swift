@@ -129,6 +129,59 @@ struct ReuploadReuseTests {
         #expect(third.render != nil && third.report.segments.allSatisfy { $0.end <= 40 - Self.trim + 1e-6 })
     }
 
+    @Test("the same highlight of a copy trimmed into it: the moments both share are copied from the earlier file, not encoded again")
+    func trimmedIntoTheHighlightCopiesTheSharedSegments() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
+        var request = HighlightRequest(source: original)
+        request.output = dir.path("first.mp4")
+        request.analysisData = dir.path("first-analysis.json")
+        request.selection.targetDuration = 8
+        request.quality = .low
+        let first = try HighlightEngine.make(request)
+        let earlier = first.report.segments.sorted { $0.start < $1.start }
+        try #require(earlier.count >= 2, "\(earlier)")
+        // Trimmed just past the earlier highlight's first moment: it is gone, the others stay.
+        let trim = ((earlier[0].end + 0.2) * 30).rounded(.up) / 30
+        try #require(earlier[1].start > trim + 0.1, "\(earlier)")
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - trim, parts: ReuploadMedia.trimmedStart(trim)) { $0.crf = 30 },
+                                           dir, "copy.mp4")
+        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: try #require(first.fingerprint), copySegments: first.report.segments)]
+        let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
+        let match = try #require(recognition.match)
+        #expect(abs(match.offset - trim) <= 1.0 / 30, "offset \(match.offset), trimmed \(trim)")
+        #expect(ReuploadRecognizer.copiedSegments(first.report.segments, offset: match.offset, duration: 40 - trim) == nil)
+
+        var again = HighlightRequest(source: copy)
+        again.output = dir.path("second.mp4")
+        again.selection.targetDuration = 8
+        again.quality = .low
+        again.reuse = AnalysisReuse(analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
+                                    copySegments: first.report.segments, earlierResult: dir.path("first.mp4"))
+        let second = try HighlightEngine.make(again)
+        #expect(second.report.duplicateOf?.resultCopied == false)
+        let render = try #require(second.render)
+        // Where the new highlight shows what the earlier one showed, those pictures are copied (from
+        // a keyframe on: each earlier moment starts on one, and there is one at least every 2 s).
+        let kept = earlier.dropFirst().map { (start: $0.start - match.offset, end: $0.end - match.offset) }
+        let shared = kept.reduce(0.0) { sum, k in
+            sum + second.report.segments.reduce(0.0) { $0 + max(0, min($1.end, k.end) - max($1.start, k.start)) }
+        }
+        #expect(shared >= 2, "\(kept) vs \(second.report.segments)")
+        #expect(render.copiedFrames > 0 && Double(render.copiedFrames) >= (shared - 2.0 * Double(kept.count)) * 30,
+                "\(render.copiedFrames) copied of \(render.frames), \(shared) s shared")
+        #expect(render.copiedFrames < render.frames, "the new moment is encoded")
+
+        // The same highlight encoded in full: same length, same moments.
+        again.reuse?.earlierResult = nil
+        again.output = dir.path("plain.mp4")
+        let plain = try HighlightEngine.make(again)
+        #expect(plain.render?.copiedFrames == 0 && plain.render?.frames == render.frames)
+        #expect(plain.report.segments == second.report.segments)
+        let info = try Probe.probe(dir.path("second.mp4"))
+        #expect(abs(info.duration - render.duration) <= 1.0 / 30)
+    }
+
     @Test("positions move between stored orientations through the displayed picture")
     func reorientation() {
         // The displayed top-left corner of a 90-degree source is its stored bottom-left.

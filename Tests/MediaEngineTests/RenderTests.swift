@@ -222,3 +222,59 @@ struct RenderTests {
         return result
     }
 }
+
+@Suite("Render from an earlier render")
+struct RenderReuseTests {
+    @Test("segments an earlier render already holds are copied from it: same frames on the same output frames, only the new one encoded")
+    func copiesSharedSegments() throws {
+        let dir = Scratch()
+        let source = try dir.video { $0.duration = 10; $0.cuts = [3, 6]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2 }
+        let first = [TimeRange(start: 0.5, end: 2.0), TimeRange(start: 4.0, end: 5.2), TimeRange(start: 6.5, end: 7.9)]
+        let earlier = dir.path("earlier.mp4")
+        _ = try Renderer.render(RenderRequest(source: source, segments: first, output: earlier))
+
+        // The first segment is gone (trimmed off), the second starts earlier (12 frames encoded
+        // before its 36 copied ones), the third lasts longer (its first 42 frames copied, the 12
+        // after them encoded), a new one comes at the end.
+        let second = [TimeRange(start: 3.6, end: 5.2), TimeRange(start: 6.5, end: 8.3), TimeRange(start: 8.5, end: 9.4)]
+        var request = RenderRequest(source: source, segments: second, output: dir.path("spliced.mp4"))
+        request.reuse = RenderReuse(path: earlier, segments: first)
+        let spliced = try Renderer.render(request)
+        #expect(spliced.copiedFrames == 36 + 42)
+        #expect(spliced.frames == 48 + 54 + 27)
+
+        let plain = try Renderer.render(RenderRequest(source: source, segments: second, output: dir.path("plain.mp4")))
+        #expect(plain.copiedFrames == 0)
+        let a = try decodeFrames(dir.path("spliced.mp4")), b = try decodeFrames(dir.path("plain.mp4"))
+        #expect(a.summary.damagedPackets == 0)
+        #expect(a.frames.map(\.barcode) == b.frames.map(\.barcode))
+        #expect(a.frames.count == 129)
+        let expected = (108..<156).map { $0 } + (195..<249).map { $0 } + (255..<282).map { $0 }
+        #expect(a.frames.map(\.barcode) == expected)
+        #expect(abs(a.audio.count - b.audio.count) <= 16)
+        let info = try Probe.probe(dir.path("spliced.mp4"))
+        #expect(abs(info.duration - 4.3) <= 1.0 / 30)
+    }
+
+    @Test("an earlier render at another size, or a crossfaded one, is not copied from: everything is encoded")
+    func refusesOtherSettings() throws {
+        let dir = Scratch()
+        let source = try dir.video { $0.duration = 6; $0.width = 1280; $0.height = 720; $0.preset = "veryfast" }
+        let segments = [TimeRange(start: 0.5, end: 2.0), TimeRange(start: 3.0, end: 4.0)]
+        var small = RenderRequest(source: source, segments: segments, output: dir.path("small.mp4"))
+        small.quality = .low
+        _ = try Renderer.render(small)
+        var request = RenderRequest(source: source, segments: segments, output: dir.path("out.mp4"))
+        request.reuse = RenderReuse(path: dir.path("small.mp4"), segments: segments)
+        #expect(try Renderer.render(request).copiedFrames == 0)
+        request.reuse = RenderReuse(path: dir.path("missing.mp4"), segments: segments)
+        #expect(try Renderer.render(request).copiedFrames == 0)
+        _ = try Renderer.render(RenderRequest(source: source, segments: segments, output: dir.path("same.mp4")))
+        request.reuse = RenderReuse(path: dir.path("same.mp4"), segments: segments)
+        request.crossfade = 0.2
+        #expect(try Renderer.render(request).copiedFrames == 0)
+        request.crossfade = 0
+        #expect(try Renderer.render(request).copiedFrames == 75)
+        #expect(try decodeFrames(dir.path("out.mp4")).frames.count == 75)
+    }
+}

@@ -100,7 +100,11 @@ public final class MediaWriter {
     public let path: String
     let temporaryPath: String
     private let output: FormatOutput
-    private let video: CodecContext
+    /// The encoder of the current run of encoded pictures; nil after pictures were copied in (the
+    /// next encoded picture opens a new run, which starts with an IDR frame).
+    private var video: CodecContext?
+    private let makeEncoder: () throws(MediaError) -> CodecContext
+    private let timeBase: AVRational
     private let videoStream: UnsafeMutablePointer<AVStream>
     private let audio: CodecContext?
     private let audioStream: UnsafeMutablePointer<AVStream>?
@@ -109,6 +113,7 @@ public final class MediaWriter {
     private let pictureFrame: Frame
     private let packet: Packet
     private var nextVideoPTS: Int64 = 0
+    private var lastVideoDTS = Int64.min
     private var audioPTS: Int64 = 0
     private var finished = false
     public let videoSettings: VideoEncoding
@@ -132,7 +137,8 @@ public final class MediaWriter {
         let timeBase = settings.timeBase ?? Rational(settings.frameRate.den, settings.frameRate.num)
         let pixelFormat = settings.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
         let gop = max(1, Int((settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
-        video = try CodecContext.encoder(
+        self.timeBase = timeBase.av
+        makeEncoder = { () throws(MediaError) -> CodecContext in try CodecContext.encoder(
             named: settings.codec == .hevc ? "libx265" : "libx264",
             options: MediaWriter.encoderOptions(settings, gop: gop)
         ) { c in
@@ -152,7 +158,9 @@ public final class MediaWriter {
             c.pointee.color_range = AVCOL_RANGE_MPEG
             c.pointee.thread_count = Int32(settings.threads)
             if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        }
+        } }
+        let video = try makeEncoder()
+        self.video = video
         videoStream = try output.addStream(for: video)
         videoStream.pointee.avg_frame_rate = settings.frameRate.av
         if settings.codec == .hevc {
@@ -210,6 +218,9 @@ public final class MediaWriter {
         var options = ["preset": settings.preset, "crf": "\(settings.crf)"]
         switch settings.codec {
         case .h264:
+            // A picture asked to be a keyframe (`write(_:pts:keyframe:)`) is an IDR frame: nothing
+            // after it refers to anything before, so the stream can be cut there.
+            options["forced-idr"] = "1"
             if settings.fixedGOPWithoutBFrames {
                 options["x264-params"] = "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=0"
             }
@@ -223,7 +234,7 @@ public final class MediaWriter {
         return options
     }
 
-    var videoTimeBase: AVRational { video.pointer.pointee.time_base }
+    var videoTimeBase: AVRational { timeBase }
     var audioFrameSize: Int { audioFrame?.sampleCount ?? 1024 }
     var hasAudio: Bool { audio != nil }
 
@@ -239,16 +250,62 @@ public final class MediaWriter {
         try write(pictureFrame, pts: pts ?? nextVideoPTS)
     }
 
-    /// Encodes a picture already in the output size and pixel format.
-    func write(_ frame: Frame, pts: Int64) throws(MediaError) {
+    /// Encodes a picture already in the output size and pixel format; `keyframe` makes it an IDR
+    /// frame (the start of a piece that can later be copied on its own).
+    func write(_ frame: Frame, pts: Int64, keyframe: Bool = false) throws(MediaError) {
+        let video = try encoderForNextPicture()
         let p = frame.pointer
         p.pointee.pts = pts
-        p.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        p.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         p.pointee.color_primaries = video.pointer.pointee.color_primaries
         p.pointee.color_trc = video.pointer.pointee.color_trc
         p.pointee.colorspace = video.pointer.pointee.colorspace
         p.pointee.color_range = AVCOL_RANGE_MPEG
         try encode(frame, with: video, to: videoStream)
+        nextVideoPTS = pts + 1
+        videoFramesWritten += 1
+    }
+
+    /// The parameter sets (SPS/PPS) every picture of the stream is decoded with.
+    var videoExtradata: [UInt8] {
+        let par = videoStream.pointee.codecpar.pointee
+        guard let data = par.extradata, par.extradata_size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))
+    }
+
+    /// The current run's encoder, or a new run's after copied pictures. A new run must decode
+    /// with the stream's parameter sets (same settings give the same ones).
+    private func encoderForNextPicture() throws(MediaError) -> CodecContext {
+        if let video { return video }
+        let fresh = try makeEncoder()
+        let c = fresh.pointer.pointee
+        let extradata = c.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(c.extradata_size))) } ?? []
+        guard videoSettings.codec != .h264 || H264ParameterSets(extradata) == H264ParameterSets(videoExtradata) else {
+            throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
+                             detail: "a new encoder run would need other parameter sets than the stream's")
+        }
+        video = fresh
+        return fresh
+    }
+
+    /// Appends an already-encoded picture (a copy from an earlier render with the same parameter
+    /// sets): `pts` and `dts` in frames (the video time base). The open encoder run is flushed
+    /// first. Decode times must keep rising, or the copy is refused (nothing is written).
+    func copyVideo(_ packet: Packet, pts: Int64, dts: Int64) throws(MediaError) {
+        if let video {
+            try encode(nil, with: video, to: videoStream)
+            self.video = nil
+        }
+        guard dts > lastVideoDTS, pts >= dts else {
+            throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
+                             detail: "a copied picture's decode time \(dts) does not follow \(lastVideoDTS)")
+        }
+        packet.pointer.pointee.pts = pts
+        packet.pointer.pointee.dts = dts
+        packet.pointer.pointee.duration = 1
+        packet.pointer.pointee.pos = -1
+        lastVideoDTS = dts
+        try output.write(packet, from: timeBase, to: videoStream)
         nextVideoPTS = pts + 1
         videoFramesWritten += 1
     }
@@ -284,7 +341,7 @@ public final class MediaWriter {
     /// Flushes the encoders, writes the index at the front of the file and moves it into place.
     public func finish() throws(MediaError) {
         try drainAudio(final: true)
-        try encode(nil, with: video, to: videoStream)
+        if let video { try encode(nil, with: video, to: videoStream) }
         if let audio, let audioStream { try encode(nil, with: audio, to: audioStream) }
         try output.finish()
         if rename(temporaryPath, path) != 0 {
@@ -319,6 +376,13 @@ public final class MediaWriter {
             if r == FFmpegError.again || r == FFmpegError.eof { return }
             try check(r, "avcodec_receive_packet (\(encoder.name))", path: path, context: encoder.logKey)
             defer { packet.unref() }
+            if stream == videoStream {
+                guard packet.dts > lastVideoDTS else {
+                    throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
+                                     detail: "an encoded picture's decode time \(packet.dts) does not follow \(lastVideoDTS)")
+                }
+                lastVideoDTS = packet.dts
+            }
             try output.write(packet, from: encoder.pointer.pointee.time_base, to: stream)
         }
     }

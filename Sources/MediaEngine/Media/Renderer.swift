@@ -24,6 +24,8 @@ public struct RenderRequest: Sendable {
     /// A crop to another shape whose window follows the picture's subject (one track per
     /// segment); nil renders the whole picture.
     public var reframe: Reframe?
+    /// An earlier render of the same footage to copy segments from (hard cuts, whole picture only).
+    public var reuse: RenderReuse?
 
     public init(source: String, segments: [TimeRange], output: String) {
         self.source = source
@@ -48,12 +50,16 @@ public struct RenderResult: Sendable, Codable, Equatable {
     public var outputSegments: [TimeRange]
     /// Damaged source packets skipped over.
     public var damagedPackets: Int
+    /// Frames copied from the earlier render (`RenderRequest.reuse`) instead of encoded.
+    public var copiedFrames = 0
 }
 
 /// Renders an edit list to MP4: H.264 (libx264) + AAC 48 kHz stereo, yuv420p, constant frame
 /// rate, moov at the front. Cuts are frame-accurate: each range seeks to the keyframe before its
 /// start, then decodes and drops up to it. Output frame k of a segment shows the source frame on
-/// screen at `start + k / fps`, and its audio is exactly the samples of the same span.
+/// screen at `start + k / fps`, and its audio is exactly the samples of the same span. With hard
+/// cuts each segment starts on an IDR frame, so a later render of the same footage can copy it
+/// (`RenderRequest.reuse`).
 public enum Renderer {
     public static func render(_ request: RenderRequest, cancellation: CancellationToken? = nil,
                               progress: ((Double) -> Void)? = nil) throws(MediaError) -> RenderResult {
@@ -119,6 +125,12 @@ private final class RenderSession {
     /// The reframe's window in stored pixels, and the segment being rendered (its track).
     let crop: StoredCrop?
     var segmentIndex = 0
+    /// The earlier render segments are copied from, and where each new segment lies in it.
+    let earlier: EarlierRender?
+    let reused: ReusedSegments?
+    var copiedFrames = 0
+    /// The current segment's piece of the earlier render, until it is copied.
+    var duePiece: ReusedSegments.Piece?
 
     init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
         self.request = request
@@ -186,6 +198,18 @@ private final class RenderSession {
         audioSettings.bitRate = request.quality.audioBitRate
         writer = try MediaWriter(path: request.output, video: settings, audio: audioSettings, cancellation: cancellation)
         joiner = AudioJoiner(writer: writer, plan: plan, fade: request.audioFade)
+        // Hard cuts and the whole picture only: a crossfade blends two segments' frames, and a
+        // reframe's window follows a track fitted to the whole segment.
+        if let reuse = request.reuse, request.crossfade == 0, request.reframe == nil,
+           let opened = EarlierRender(path: reuse.path, width: geometry.width, height: geometry.height, frameRate: frameRate,
+                                      rotation: info.video.rotation, extradata: writer.videoExtradata, cancellation: cancellation) {
+            let pieces = ReusedSegments(plan: plan, earlier: reuse.segments, render: opened)
+            earlier = pieces.isEmpty ? nil : opened
+            reused = pieces
+        } else {
+            earlier = nil
+            reused = nil
+        }
 
         packet = try Packet()
         decoded = try Frame()
@@ -231,7 +255,7 @@ private final class RenderSession {
             outputSegments: plan.segments.map {
                 TimeRange(start: Double($0.firstFrame) * frameDuration, end: Double($0.firstFrame + $0.frames) * frameDuration)
             },
-            damagedPackets: damaged)
+            damagedPackets: damaged, copiedFrames: copiedFrames)
     }
 
     private func renderSegment(_ s: EditPlan.Segment) throws(MediaError) {
@@ -254,6 +278,10 @@ private final class RenderSession {
         audio?.flushBuffers()
         try resampler?.reset()
         if audio == nil { try joiner.pushSilence(s.samples) }
+        // The earlier render's pictures for the piece it holds (the source is still read for the
+        // sound, and decoded for the frames around the piece).
+        duePiece = earlier == nil ? nil : reused?.pieces[segmentIndex]
+        try copyPieceIfDue()
 
         var reachedEnd = false
         while !(videoDone && joiner.remaining == 0) {
@@ -270,7 +298,7 @@ private final class RenderSession {
             let index = packet.streamIndex
             if index == videoStream.index {
                 try limiter.videoPacket(time: packetTime(videoStream).isFinite ? packetTime(videoStream) : nil)
-                if preRoll, packetTime(videoStream) >= s.range.start - RenderSession.preRollMargin {
+                if preRoll, packetTime(videoStream) >= s.sourceTime(ofSlot: slot, frameRate: plan.frameRate) - RenderSession.preRollMargin {
                     video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
                     preRoll = false
                 }
@@ -287,6 +315,8 @@ private final class RenderSession {
         }
         // The source ran out before the range did (its last frame is held).
         while slot < s.frames {
+            try copyPieceIfDue()
+            guard slot < s.frames else { break }
             guard haveCurrent else {
                 throw MediaError(.invalidRange, operation: "render", path: path,
                                  detail: "no picture could be decoded for segment \(s.range) s")
@@ -334,6 +364,8 @@ private final class RenderSession {
         guard let time = stamped else { return }
         let epsilon = 0.001
         while slot < segment.frames && segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon {
+            try copyPieceIfDue()
+            guard slot < segment.frames, segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon else { break }
             try emit(haveCurrent ? current : frame)
         }
         if slot >= segment.frames { videoDone = true; return }
@@ -342,12 +374,25 @@ private final class RenderSession {
         haveCurrent = true
     }
 
+    /// Copies the segment's piece of the earlier render when the next slot is its first.
+    private func copyPieceIfDue() throws(MediaError) {
+        guard let earlier, let piece = duePiece, slot == piece.offset else { return }
+        duePiece = nil
+        try earlier.copy(first: piece.earlierFirst, count: piece.frames, to: segment.firstFrame + slot, writer: writer, path: request.source)
+        copiedFrames += piece.frames
+        framesDone += piece.frames
+        slot += piece.frames
+        if slot >= segment.frames { videoDone = true }
+    }
+
     /// Encodes (or holds back for a crossfade) output slot `slot` showing `source`.
     private func emit(_ source: Frame) throws(MediaError) {
         let k = slot
         let pts = Int64(segment.firstFrame + k)
         let tailStart = segment.frames - segment.overlapOut
         let window = cropWindow(slot: k, of: source)
+        // A hard cut starts an IDR frame: the segment can later be copied on its own.
+        let keyframe = k == 0 && segment.overlapIn == 0
         if k < segment.overlapIn {
             try converter.convert(source, into: work, crop: window)
             VideoConverter.blend(work, with: hold[k], weight: Double(k + 1) / Double(segment.overlapIn + 1))
@@ -355,10 +400,10 @@ private final class RenderSession {
         } else if k >= tailStart {
             try converter.convert(source, into: hold[k - tailStart], crop: window)
         } else if window == nil, converter.passesThrough(source) {
-            try writer.write(source, pts: pts)
+            try writer.write(source, pts: pts, keyframe: keyframe)
         } else {
             try converter.convert(source, into: work, crop: window)
-            try writer.write(work, pts: pts)
+            try writer.write(work, pts: pts, keyframe: keyframe)
         }
         slot += 1
         if slot >= segment.frames { videoDone = true }
