@@ -58,6 +58,18 @@ struct PosterAndCLITests {
         let render = try run(["render", source, "--segments", "0.5-1.5,2-2.5", "--crossfade", "0.1", "--quality", "low", "-o", out])
         #expect(render.status == 0, "\(render.err)")
         #expect(FileManager.default.fileExists(atPath: out))
+        // An earlier render's pictures copied where the new edit shows the same frames.
+        let hard = dir.path("hard.mp4"), again = dir.path("again.mp4")
+        #expect(try run(["render", source, "--segments", "0.5-1.5,2-2.5", "-o", hard]).status == 0)
+        let reused = try run(["render", source, "--segments", "0.5-1.5,2-2.9", "--reuse-from", hard, "--reuse-segments=0.5-1.5,2-2.5", "-o", again])
+        #expect(reused.status == 0 && reused.out.contains("(45 copied)"), "\(reused.out) \(reused.err)")
+    }
+
+    @Test("segment lists parse, negative bounds too")
+    func segmentLists() {
+        #expect(TimeRange.parseList("5.0-10.0,20-25") == [TimeRange(start: 5, end: 10), TimeRange(start: 20, end: 25)])
+        #expect(TimeRange.parseList("-3.0--0.7, 1-2") == [TimeRange(start: -3, end: -0.7), TimeRange(start: 1, end: 2)])
+        #expect(TimeRange.parseList("5") == nil && TimeRange.parseList("a-b") == nil && TimeRange.parseList("") == nil)
     }
 
     @Test("moments fails with one line naming the file and the problem")

@@ -6,13 +6,14 @@ public struct TimeRange: Sendable, Codable, Equatable, CustomStringConvertible {
     public var duration: Double { end - start }
     public var description: String { "\(format(start))-\(format(end))" }
 
-    /// Parses "5.0-10.0,20-25" (the CLI's --segments).
+    /// Parses "5.0-10.0,20-25" (the CLI's --segments); a bound may be negative ("-3.0--0.7").
     public static func parseList(_ text: String) -> [TimeRange]? {
         var ranges: [TimeRange] = []
         for part in text.split(separator: ",") {
-            let bounds = part.split(separator: "-", maxSplits: 1)
-            guard bounds.count == 2,
-                  let a = Double(String(bounds[0]).trimming(" ")), let b = Double(String(bounds[1]).trimming(" "))
+            let chars = Array(part)
+            // The separator: a "-" after a digit or a point (a leading "-" is a sign).
+            guard let dash = chars.indices.first(where: { $0 > 0 && chars[$0] == "-" && (chars[$0 - 1].isNumber || chars[$0 - 1] == ".") }),
+                  let a = Double(String(chars[..<dash]).trimming(" ")), let b = Double(String(chars[(dash + 1)...]).trimming(" "))
             else { return nil }
             ranges.append(TimeRange(start: a, end: b))
         }

@@ -131,6 +131,10 @@ private final class RenderSession {
     var copiedFrames = 0
     /// The current segment's piece of the earlier render, until it is copied.
     var duePiece: ReusedSegments.Piece?
+    /// After a copied piece: video packets are not decoded until this keyframe (its decode
+    /// timestamp), the last one before the frames the segment still has to encode.
+    var resumeVideoAt: Int64?
+    var lastVideoDTS = Int64.min
 
     init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
         self.request = request
@@ -281,6 +285,7 @@ private final class RenderSession {
         // The earlier render's pictures for the piece it holds (the source is still read for the
         // sound, and decoded for the frames around the piece).
         duePiece = earlier == nil ? nil : reused?.pieces[segmentIndex]
+        resumeVideoAt = nil
         try copyPieceIfDue()
 
         var reachedEnd = false
@@ -297,10 +302,19 @@ private final class RenderSession {
             defer { packet.unref() }
             let index = packet.streamIndex
             if index == videoStream.index {
+                if packet.dts != MediaTime.noPTS { lastVideoDTS = packet.dts }
                 try limiter.videoPacket(time: packetTime(videoStream).isFinite ? packetTime(videoStream) : nil)
                 if preRoll, packetTime(videoStream) >= s.sourceTime(ofSlot: slot, frameRate: plan.frameRate) - RenderSession.preRollMargin {
                     video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
                     preRoll = false
+                }
+                if let resume = resumeVideoAt, !videoDone {
+                    // Pictures the copied piece stands for are not decoded: from the keyframe
+                    // before the rest of the segment on, the decoder starts afresh.
+                    guard packet.dts != MediaTime.noPTS, packet.dts >= resume else { continue }
+                    guard packet.isKeyframe else { continue }
+                    video.flushBuffers()
+                    resumeVideoAt = nil
                 }
                 if !videoDone { try decodeVideo(packet) }
                 else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 { break } // audio has a hole: pad it
@@ -382,7 +396,18 @@ private final class RenderSession {
         copiedFrames += piece.frames
         framesDone += piece.frames
         slot += piece.frames
-        if slot >= segment.frames { videoDone = true }
+        if slot >= segment.frames {
+            videoDone = true
+        } else {
+            // Decode again from the last keyframe before the frames after the piece (a margin
+            // covers pictures shown after later-decoded ones), if that is ahead of the decoder.
+            let resume = segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) - 0.1
+            let ts = MediaTime.timestamp(max(0, resume) + start, videoStream.timeBase)
+            if let entry = avformat_index_get_entry_from_timestamp(videoStream.stream, ts, AVSEEK_FLAG_BACKWARD),
+               entry.pointee.flags & AVINDEX_KEYFRAME != 0, entry.pointee.timestamp > lastVideoDTS {
+                resumeVideoAt = entry.pointee.timestamp
+            }
+        }
     }
 
     /// Encodes (or holds back for a crossfade) output slot `slot` showing `source`.
