@@ -381,10 +381,10 @@ public enum Synth {
         let moving = part.kind == .lively || part.kind == .blurred
         let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0) // texture drift, px/s
         let posed = part.kind == .posed
-        // A lively object crosses the picture at 220 px/s, leaves it and comes back in from the
-        // other side (it never jumps inside the picture: that is what the shot detector reports
-        // as a jump cut).
-        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(p.width + 60))) - 60
+        // A lively object crosses the picture at 220 px/s and, as it leaves one side, comes back
+        // in at the other (drawn in two parts across the edge): it never jumps inside the picture
+        // (that is what the shot detector reports as a jump cut) and never vanishes.
+        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width))))
             : posed ? Int(part.subjectX * Double(max(1, p.width - 60))) + Int(4 * sin(local * 2 * Double.pi)) : p.width / 3
         let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : posed ? p.height / 3 : p.height / 4
         let blurred = part.kind == .blurred
@@ -410,8 +410,10 @@ public enum Synth {
                 row[x] = 110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
             }
             if y >= objectY && y < objectY + 60 {
-                let x0 = max(0, objectX), x1 = min(p.width, objectX + 60)
-                if x0 < x1 { for x in x0..<x1 { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 } }
+                for left in moving ? [objectX, objectX - p.width] : [objectX] {
+                    let x0 = max(0, left), x1 = min(p.width, left + 60)
+                    if x0 < x1 { for x in x0..<x1 { row[x] = (x / 4 + y / 4) % 2 == 0 ? 235 : 40 } }
+                }
             }
             for x in 0..<p.width { put(lineStart, 0, x, 0, Int(row[x]) * scale) }
         }
