@@ -45,7 +45,12 @@ let package = Package(
             dependencies: ["CFFmpeg", "CFFmpegLog", "CMediaKernels"]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
-        .target(name: "Analysis"),
+        // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
+        // loops (the jump-cut grids most) beside live servers, and unoptimised they starve.
+        .target(
+            name: "Analysis",
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
+        ),
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",

@@ -91,7 +91,7 @@ struct IsolationTests {
             #expect(fake == fakePath)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let seen = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            let seen = try await client.poll(job: job, key: key, timeout: 150) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
             #expect(seen.last?["status"] as? String == "completed", "\(seen.last ?? [:])")
             #expect(seen.contains { ($0["message"] as? String)?.hasPrefix("Waiting to try again") == true }, "the retry is visible while it waits")
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()

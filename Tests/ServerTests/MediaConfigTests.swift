@@ -47,18 +47,23 @@ struct MediaConfigTests {
         #expect(plainDecode["plan"] as? String == "sampled")
         #expect(abs(Double(plainDecode["audio_samples"] as? Int ?? 0) - 12 * 16_000) < 2_400)
 
-        // The fade: the highlight's first 0.1 s is near silence with a 0.5 s fade-in, loud without.
-        #expect(try openingLoudness(tuned.highlight) < 0.5 * openingLoudness(plain.highlight))
+        // The fade: the highlight's first 0.2 s is faint with a 0.5 s fade-in, loud without
+        // (the same settings otherwise, so the same moments).
+        var unfaded = media
+        unfaded.render.audioFadeSeconds = MediaDefaults().render.audioFadeSeconds
+        let loud = try await job(unfaded)
+        #expect(try openingLoudness(tuned.highlight) < 0.5 * openingLoudness(loud.highlight))
     }
 
-    /// Mean absolute level of the first 0.1 s of a video's sound.
+    /// Mean absolute level of the first 0.2 s of a video's sound (a highlight starts at a quiet
+    /// point: the synthetic lively sound's 150 ms gaps; a burst follows within them).
     private func openingLoudness(_ video: Data) throws -> Double {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("fade-\(UUID().uuidString).mp4").path
         try video.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         var sum = 0.0, count = 0
         try AnalysisDecoder(path: path).run(onFrame: { _ in }, onAudio: { chunk in
-            for (i, v) in chunk.samples.enumerated() where chunk.time + Double(i) / Double(chunk.sampleRate) < 0.1 {
+            for (i, v) in chunk.samples.enumerated() where chunk.time + Double(i) / Double(chunk.sampleRate) < 0.2 {
                 sum += Double(abs(v))
                 count += 1
             }
