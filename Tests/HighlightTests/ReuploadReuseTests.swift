@@ -76,16 +76,22 @@ struct ReuploadReuseTests {
         #expect(judged.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "the analysis' own fingerprint recognises it: \(String(describing: judged.match))")
     }
 
-    @Test("the same highlight asked of a recognised copy is the earlier one's segments, in the copy's seconds, without a render")
-    func sameHighlightIsReturnedWithoutARender() throws {
-        let dir = Scratch()
+    /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
+    /// `first-analysis.json`.
+    static func firstHighlight(_ dir: Scratch) throws -> HighlightResult {
         let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
         var request = HighlightRequest(source: original)
         request.output = dir.path("first.mp4")
         request.analysisData = dir.path("first-analysis.json")
         request.selection.targetDuration = 8
         request.quality = .low
-        let first = try HighlightEngine.make(request)
+        return try HighlightEngine.make(request)
+    }
+
+    @Test("the same highlight asked of a recognised copy is the earlier one's segments, in the copy's seconds, without a render")
+    func sameHighlightIsReturnedWithoutARender() throws {
+        let dir = Scratch()
+        let first = try Self.firstHighlight(dir)
         let fingerprint = try #require(first.fingerprint)
 
         let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 30 },
@@ -132,13 +138,7 @@ struct ReuploadReuseTests {
     @Test("the same highlight of a copy trimmed into it: the moments both share are copied from the earlier file, not encoded again")
     func trimmedIntoTheHighlightCopiesTheSharedSegments() throws {
         let dir = Scratch()
-        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
-        var request = HighlightRequest(source: original)
-        request.output = dir.path("first.mp4")
-        request.analysisData = dir.path("first-analysis.json")
-        request.selection.targetDuration = 8
-        request.quality = .low
-        let first = try HighlightEngine.make(request)
+        let first = try Self.firstHighlight(dir)
         let earlier = first.report.segments.sorted { $0.start < $1.start }
         try #require(earlier.count >= 2, "\(earlier)")
         // Trimmed just past the earlier highlight's first moment: it is gone, the others stay.
