@@ -30,6 +30,11 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var segments: [SelectedSegment]
     /// Output time of the poster frame, when a highlight was rendered.
     public var posterTime: Double?
+    /// True when the poster is the earlier highlight's (a re-upload whose best frame is the one it shows).
+    public var posterReused: Bool?
+    /// True when no storyboard was drawn because the earlier highlight's stands for this one (a
+    /// returned highlight of a copy on the same timeline): the caller copies it.
+    public var storyboardReused: Bool?
     /// How the input was decoded for the analysis: the plan, frames decoded and analysed, ranges refined.
     public var decode: AnalysisSummary?
     /// The crop to another shape, when the highlight was reframed (one track per segment).
@@ -53,11 +58,17 @@ public struct AnalysisReuse: Sendable, Codable, Equatable {
     /// for but some of its footage is not in the new video: the segments the new highlight shares
     /// with it are copied from it, not encoded again.
     public var earlierResult: String?
+    /// The earlier highlight's poster, fetched with `earlierResult`: when the new highlight's best
+    /// frame is the one the earlier poster shows, the poster is this file (no decode).
+    public var earlierPoster: String?
+    /// The new video starts and ends where the earlier one did: when the earlier highlight is
+    /// returned, its storyboard is this one's too (the caller copies it; none is drawn).
+    public var sameTimeline = false
 
     public init(analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?,
-                earlierResult: String? = nil) {
+                earlierResult: String? = nil, earlierPoster: String? = nil, sameTimeline: Bool = false) {
         self.analysisPath = analysisPath; self.match = match; self.target = target; self.copySegments = copySegments
-        self.earlierResult = earlierResult
+        self.earlierResult = earlierResult; self.earlierPoster = earlierPoster; self.sameTimeline = sameTimeline
     }
 }
 
@@ -154,6 +165,8 @@ public enum HighlightEngine {
         var duplicate: ReuploadMatch?
         var copied: [SelectedSegment]?
         var fingerprint: ContentFingerprint?
+        /// The earlier poster's frame (earlier video's seconds), when its picture may stand for this one's.
+        var earlierPoster: (path: String, time: Double)?
         if let reuse = request.reuse, let earlier = loadAnalysis(reuse.analysisPath) {
             // A re-upload: the earlier analysis in this video's seconds, no decode.
             analysis = earlier.reused(for: reuse.target, minCandidate: request.analysis.candidates.minSeconds)
@@ -161,6 +174,9 @@ public enum HighlightEngine {
             duplicate = reuse.match
             copied = reuse.copySegments.flatMap {
                 ReuploadRecognizer.copiedSegments($0, offset: reuse.match.offset, duration: analysis.duration)
+            }
+            if let path = reuse.earlierPoster, let segments = reuse.copySegments, let frame = posterFrame(earlier, segments: segments) {
+                earlierPoster = (path, frame.time)
             }
             if let path = request.analysisData { storeAnalysis(analysis, at: path) }
         } else if let path = request.analysisData, let stored = loadAnalysis(path) {
@@ -224,12 +240,22 @@ public enum HighlightEngine {
             }
             if let poster = request.posterOutput, let result = render {
                 progress?("poster", 0.97)
-                let time = posterTime(analysis, segments: segments, outputSegments: result.outputSegments)
-                try Poster.write(from: output, at: time, to: poster)
+                let frame = posterFrame(analysis, segments: segments)
+                let time = frame.map { posterOutputTime($0, segments: segments, outputSegments: result.outputSegments) } ?? 0
+                // The earlier highlight's poster shows this very frame: it is this poster too.
+                let halfFrame = 0.5 / max(1, analysis.frameRate)
+                if let frame, let earlierPoster, let offset = duplicate?.offset, abs(frame.time + offset - earlierPoster.time) < halfFrame,
+                   copyFile(earlierPoster.path, to: poster) {
+                    report.posterReused = true
+                } else {
+                    try Poster.write(from: output, at: time, to: poster)
+                }
                 report.posterTime = time
             }
         }
-        if let path = request.storyboardOutput {
+        if copied != nil, request.reuse?.sameTimeline == true {
+            report.storyboardReused = true
+        } else if let path = request.storyboardOutput {
             progress?("storyboard", 0.98)
             try writeStoryboard(analysis, report: report, source: request.source, to: path, limits: request.limits, cancellation: cancellation)
         }
@@ -311,16 +337,37 @@ public enum HighlightEngine {
         }
     }
 
-    /// The output time of the best-looking frame of the highlight: sharp, well exposed, lively.
-    static func posterTime(_ a: VideoAnalysis, segments: [SelectedSegment], outputSegments: [TimeRange]) -> Double {
-        var best: (Double, Float)?
-        for (i, s) in segments.enumerated() where i < outputSegments.count {
+    /// The best-looking frame of the segments (sharp, well exposed, lively): its segment and its
+    /// source time. Nil when no segment has a measured frame away from its ends.
+    static func posterFrame(_ a: VideoAnalysis, segments: [SelectedSegment]) -> (segment: Int, time: Double)? {
+        var best: (segment: Int, time: Double, value: Float)?
+        for (i, s) in segments.enumerated() {
             for q in a.quality where q.time >= s.start + 0.2 && q.time < s.end - 0.2 && !q.isDefect {
                 let motion = a.motion.first { $0.time >= q.time }?.subject ?? 0
                 let value = min(1, q.sharpness) * q.exposure * (1 + min(1, motion))
-                if best == nil || value > best!.1 { best = (outputSegments[i].start + (q.time - s.start), value) }
+                if best == nil || value > best!.value { best = (i, q.time, value) }
             }
         }
-        return best?.0 ?? 0
+        return best.map { ($0.segment, $0.time) }
+    }
+
+    /// Where the frame lands in the output (0 when its segment was not rendered).
+    static func posterOutputTime(_ frame: (segment: Int, time: Double), segments: [SelectedSegment], outputSegments: [TimeRange]) -> Double {
+        guard frame.segment < outputSegments.count, frame.segment < segments.count else { return 0 }
+        return outputSegments[frame.segment].start + (frame.time - segments[frame.segment].start)
+    }
+
+    /// Copies a file into place (a temporary name, then renamed); false when it cannot.
+    static func copyFile(_ source: String, to target: String) -> Bool {
+        let temporary = target + ".partial"
+        try? FileManager.default.removeItem(atPath: temporary)
+        do {
+            try FileManager.default.copyItem(atPath: source, toPath: temporary)
+            guard rename(temporary, target) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            return true
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            return false
+        }
     }
 }

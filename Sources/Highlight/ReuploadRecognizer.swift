@@ -44,8 +44,12 @@ public struct Recognition: Sendable, Codable, Equatable {
     public var match: ReuploadMatch?
     /// The new video's own measures, for the reused analysis (set with `match`).
     public var target: ReuseTarget?
-    /// Frames the look decoded.
+    /// Frames the look decoded (its keyframes and bursts, and any verification windows).
     public var framesDecoded = 0
+    /// Of those, the verification windows' frames (0 when the first look decided).
+    public var verificationFrames = 0
+    /// Why the first look matched no candidate, for the log (the best verdict's measures); nil when it matched.
+    public var firstLook: String?
     /// The new video's fingerprint from its keyframes (kept for a recognised copy, whose analysis
     /// is not made: its own re-uploads are recognised by it).
     public var fingerprint: ContentFingerprint?
@@ -117,6 +121,7 @@ public enum ReuploadRecognizer {
 
         var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
         if judged.match == nil {
+            result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
             // Verification decodes, for the candidates that asked for one.
             for (index, verdict) in judged.verifications.prefix(settings.verifications) {
                 try cancellation?.check("recognise", path: path)
@@ -129,6 +134,7 @@ public enum ReuploadRecognizer {
                     verifier.consume(verifying)
                 }
                 result.framesDecoded += more.framesDecoded
+                result.verificationFrames += more.framesDecoded
                 let again = judge(verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration, settings: settings)
                 if var match = again.match {
                     match.jobId = candidates[index].jobId

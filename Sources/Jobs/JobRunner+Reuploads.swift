@@ -4,6 +4,7 @@ import Highlight
 import JobStore
 import Logging
 import MediaEngine
+import Telemetry
 
 /// Re-uploads recognised (issue 15): before a job's analysis, its input is compared with the
 /// account's earlier uploads whose media are still stored. Never another account's: the
@@ -15,6 +16,7 @@ extension JobRunner {
     static let candidatesFileName = "reupload-candidates.json"
     static let reusedAnalysisFileName = "reused-analysis.json"
     static let reusedHighlightFileName = "reused-highlight.mp4"
+    static let reusedPosterFileName = "reused-poster.jpg"
     /// A fingerprint's JSON is about 90 KB for 10 minutes of fully decoded video (the plan's length
     /// cap keeps real ones far below this): a larger one is not stored or read, so a child that
     /// misbehaved cannot make every later job of its account load megabytes.
@@ -50,62 +52,88 @@ extension JobRunner {
             && a.aspect == b.aspect && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
     }
 
+    /// What the worker keeps of a recognised re-upload for finishing the job.
+    struct RecognizedReupload {
+        /// The new video's keyframe fingerprint (stored for its own re-uploads: it is not analysed).
+        var fingerprint: ContentFingerprint?
+    }
+
     /// Runs the cheap recognition in an isolated child and prepares the request: on a match, the
     /// earlier analysis is fetched into the job's folder and reused; when the look was deferred (far
     /// apart keyframes), the analysis judges the candidates itself. Any failure here only means the
     /// video is analysed in full.
     func recognizeReupload(_ job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace, request: inout HighlightRequest,
-                           recognizedFingerprint: inout ContentFingerprint?, run: (ChildTask) async -> ChildOutcome, log: Logger) async {
+                           run: (ChildTask) async -> ChildOutcome, stages: JobStageTimer, log: Logger) async -> RecognizedReupload? {
         let candidatesPath = workspace.directory + "/" + Self.candidatesFileName
         do {
             try JSONEncoder().encode(candidates).write(to: URL(fileURLWithPath: candidatesPath), options: .atomic)
         } catch {
             log.warning("cannot write the re-upload candidates; analysing in full", metadata: ["error": "\(error)"])
-            return
+            return nil
         }
+        stages.step("recognition child start")
         let outcome = await run(ChildTask.recognize(workspace.inputPath, candidates: candidatesPath, analysis: request.analysis))
         guard case .answered(let message) = outcome, let recognition = message.recognition else {
             log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
-            return
+            return nil
         }
         if recognition.deferred {
             request.reuploadCandidates = candidatesPath
-            return
+            return nil
         }
         guard let match = recognition.match, let target = recognition.target,
               let candidate = candidates.first(where: { $0.jobId == match.jobId }) else {
             log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)"])
-            return
+            return nil
         }
+        stages.step("fetch earlier analysis")
         let analysisPath = workspace.directory + "/" + Self.reusedAnalysisFileName
         do {
             try await mediaStorage.fetch(jobID: match.jobId, file: .analysisData, to: analysisPath)
         } catch {
             log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
-            return
+            return nil
         }
-        // The same highlight asked for, but some of its footage is not in the new video (trimmed
-        // off): the earlier highlight's file lets the render copy the segments both share.
-        var earlierResult: String?
-        if let copy = candidate.copySegments, ReuploadRecognizer.copiedSegments(copy, offset: match.offset, duration: target.duration) == nil {
-            let path = workspace.directory + "/" + Self.reusedHighlightFileName
-            do {
-                try await mediaStorage.fetch(jobID: match.jobId, file: .result, to: path)
-                earlierResult = path
-            } catch {
-                log.info("the earlier highlight is gone; its segments are encoded again", metadata: ["of": "\(match.jobId)"])
+        let recognized = RecognizedReupload(fingerprint: recognition.fingerprint)
+        var earlierResult: String?, earlierPoster: String?, sameTimeline = false
+        if let copy = candidate.copySegments {
+            if ReuploadRecognizer.copiedSegments(copy, offset: match.offset, duration: target.duration) == nil {
+                // The same highlight asked for, but some of its footage is not in the new video (trimmed
+                // off): the earlier highlight's file lets the render copy the segments both share, and
+                // its poster stands for the new one when the best frame is the same.
+                stages.step("fetch earlier highlight")
+                let path = workspace.directory + "/" + Self.reusedHighlightFileName
+                do {
+                    try await mediaStorage.fetch(jobID: match.jobId, file: .result, to: path)
+                    earlierResult = path
+                    let poster = workspace.directory + "/" + Self.reusedPosterFileName
+                    if (try? await mediaStorage.fetch(jobID: match.jobId, file: .poster, to: poster)) != nil { earlierPoster = poster }
+                } catch {
+                    log.info("the earlier highlight is gone; its segments are encoded again", metadata: ["of": "\(match.jobId)"])
+                }
+            } else {
+                // The earlier highlight is returned; if the video also starts and ends where the earlier
+                // one did, its storyboard (filmstrip, curves, cuts, moments) is this one's.
+                sameTimeline = Self.sameTimeline(match: match, target: target, earlierDuration: candidate.fingerprint.duration)
             }
         }
         request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments,
-                                      earlierResult: earlierResult)
-        recognizedFingerprint = recognition.fingerprint
+                                      earlierResult: earlierResult, earlierPoster: earlierPoster, sameTimeline: sameTimeline)
         log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
-                                                    "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)"])
+                                                    "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)",
+                                                    "verification_frames": "\(recognition.verificationFrames)", "first_look": "\(recognition.firstLook ?? "matched")"])
+        return recognized
+    }
+
+    /// The new video shows the earlier one's footage from the same start to the same end, to a frame.
+    static func sameTimeline(match: ReuploadMatch, target: ReuseTarget, earlierDuration: Double) -> Bool {
+        let frame = 1 / max(1, target.frameRate > 0 ? target.frameRate : 30)
+        return abs(match.offset) <= frame && abs(target.duration - earlierDuration) <= frame
     }
 
     /// Removes the worker's own files from the job's folder.
     static func removeRecognitionFiles(_ workspace: JobWorkspace) {
-        for name in [candidatesFileName, reusedAnalysisFileName, reusedHighlightFileName] {
+        for name in [candidatesFileName, reusedAnalysisFileName, reusedHighlightFileName, reusedPosterFileName] {
             try? FileManager.default.removeItem(atPath: workspace.directory + "/" + name)
         }
     }

@@ -272,6 +272,7 @@ public final class JobRunner: Service, Sendable {
         var quality = RenderQuality(rawValue: job.quality) ?? .high
         if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
         // The child sees local files only: the input is fetched to the job's workspace first.
+        stages.step("fetch input")
         let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
         let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
         var request = media.request(source: workspace.inputPath, quality: quality)
@@ -314,13 +315,15 @@ public final class JobRunner: Service, Sendable {
         }
         var outcome = Self.workspaceFailure
         // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
-        var recognizedFingerprint: ContentFingerprint?
+        var recognized: RecognizedReupload?
         if prepared != nil {
+            stages.step("candidates")
             let candidates = await reuploadCandidates(for: job, log: log)
             if !candidates.isEmpty, !token.isCancelled {
-                await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request,
-                                        recognizedFingerprint: &recognizedFingerprint, run: runChild, log: log)
+                recognized = await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request,
+                                                     run: runChild, stages: stages, log: log)
             }
+            stages.step("highlight child start")
             outcome = await runChild(ChildTask.highlight(request))
             Self.removeRecognitionFiles(workspace)
         }
@@ -331,7 +334,8 @@ public final class JobRunner: Service, Sendable {
             // Another worker holds the job now: its media are that worker's; nothing to record.
             log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
         } else {
-            await finish(job, worker: worker, outcome: outcome, token: token, started: started, recognizedFingerprint: recognizedFingerprint, log: log)
+            await finish(job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
+                         stages: stages, log: log)
         }
         // Scratch is this process's own, whoever holds the job now.
         await mediaStorage.discardWorkspace(jobID: job.id)
@@ -344,7 +348,7 @@ public final class JobRunner: Service, Sendable {
     static let abnormalExitLimit = 2
 
     private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
-                        recognizedFingerprint: ContentFingerprint?, log: Logger) async {
+                        recognized: RecognizedReupload?, stages: JobStageTimer, log: Logger) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
         // What a failure charges against the daily worker budget: the time spent, unless the job
@@ -363,14 +367,21 @@ public final class JobRunner: Service, Sendable {
                 let duplicate = result.report.duplicateOf
                 var earlierOutput: JobOutput?
                 if let duplicate, duplicate.resultCopied {
+                    stages.step("copy earlier highlight")
                     earlierOutput = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
                     guard earlierOutput != nil, (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster])) != nil else {
                         try await retryOrFail(job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false, charge: 0, finalCode: "io",
                                               finalMessage: Self.serviceFailureMessage, log: log, detail: "the earlier job's result is gone or could not be copied")
                         return
                     }
+                    // Best effort: without it the highlight has no storyboard (as when drawing fails).
+                    if result.report.storyboardReused == true,
+                       (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard])) == nil {
+                        log.info("the earlier storyboard could not be copied", metadata: ["of": "\(duplicate.jobId)"])
+                    }
                 }
                 // Stored (on disk, or in the bucket) before the database says completed.
+                stages.step("store results")
                 guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
                     try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0, finalCode: "io",
                                           finalMessage: Self.serviceFailureMessage, log: log, detail: "the media storage refused the results")
@@ -394,13 +405,14 @@ public final class JobRunner: Service, Sendable {
                     }
                     return segment
                 }
+                stages.step("record")
                 if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: finalOutput, segments: segments, processingSeconds: elapsed,
                                                                           workerSeconds: elapsed, now: now) }) {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
                     if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
-                    await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognizedFingerprint : nil), job: job, log: log)
+                    await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil), job: job, log: log)
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
-                                                         "copied_frames": "\(render?.copiedFrames ?? 0)"])
+                                                         "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"])
                     JobMetrics.finished(.completed)
                 } else {
                     await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
