@@ -216,48 +216,64 @@ public enum HighlightEngine {
         }
         report.reframe = Reframer.plan(analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
                                        aspect: request.aspect, settings: request.reframe)
-        var render: RenderResult?
-        if let output = request.output, copied == nil {
-            var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
-            renderRequest.quality = request.quality
-            renderRequest.crossfade = crossfade
-            renderRequest.preset = request.preset
-            renderRequest.audioFade = request.audioFade
-            renderRequest.maxFrameRate = request.maxFrameRate
-            renderRequest.limits = request.limits
-            renderRequest.reframe = report.reframe
-            if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
-                renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
-                    TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
-                })
-            }
-            do {
-                render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
-            } catch where renderRequest.reuse != nil && error.kind != .cancelled {
-                // Copying from the earlier highlight failed: everything is encoded.
-                renderRequest.reuse = nil
-                render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
-            }
-            if let poster = request.posterOutput, let result = render {
-                progress?("poster", 0.97)
-                let frame = posterFrame(analysis, segments: segments)
-                let time = frame.map { posterOutputTime($0, segments: segments, outputSegments: result.outputSegments) } ?? 0
-                // The earlier highlight's poster shows this very frame: it is this poster too.
-                let halfFrame = 0.5 / max(1, analysis.frameRate)
-                if let frame, let earlierPoster, let offset = duplicate?.offset, abs(frame.time + offset - earlierPoster.time) < halfFrame,
-                   copyFile(earlierPoster.path, to: poster) {
-                    report.posterReused = true
-                } else {
-                    try Poster.write(from: output, at: time, to: poster)
-                }
-                report.posterTime = time
-            }
-        }
+        // The storyboard needs the moments, not the render: it is drawn beside it (the render alone
+        // rarely keeps both cores busy), and waited for before anything is returned or thrown.
+        var storyboard: SideThread?
         if copied != nil, request.reuse?.sameTimeline == true {
             report.storyboardReused = true
         } else if let path = request.storyboardOutput {
+            let (drawn, source, limits) = (report, request.source, request.limits)
+            let frozen = analysis
+            storyboard = SideThread(name: "moments-storyboard") { () throws(MediaError) in
+                try writeStoryboard(frozen, report: drawn, source: source, to: path, limits: limits, cancellation: cancellation)
+            }
+        }
+        var render: RenderResult?
+        do throws(MediaError) {
+            if let output = request.output, copied == nil {
+                var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
+                renderRequest.quality = request.quality
+                renderRequest.crossfade = crossfade
+                renderRequest.preset = request.preset
+                renderRequest.audioFade = request.audioFade
+                renderRequest.maxFrameRate = request.maxFrameRate
+                renderRequest.limits = request.limits
+                renderRequest.reframe = report.reframe
+                if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
+                    renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
+                        TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
+                    })
+                }
+                progress?("rendering", 0.6)
+                do {
+                    render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+                } catch where renderRequest.reuse != nil && error.kind != .cancelled {
+                    // Copying from the earlier highlight failed: everything is encoded.
+                    renderRequest.reuse = nil
+                    render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+                }
+                if let poster = request.posterOutput, let result = render {
+                    progress?("poster", 0.97)
+                    let frame = posterFrame(analysis, segments: segments)
+                    let time = frame.map { posterOutputTime($0, segments: segments, outputSegments: result.outputSegments) } ?? 0
+                    // The earlier highlight's poster shows this very frame: it is this poster too.
+                    let halfFrame = 0.5 / max(1, analysis.frameRate)
+                    if let frame, let earlierPoster, let offset = duplicate?.offset, abs(frame.time + offset - earlierPoster.time) < halfFrame,
+                       copyFile(earlierPoster.path, to: poster) {
+                        report.posterReused = true
+                    } else {
+                        try Poster.write(from: output, at: time, to: poster)
+                    }
+                    report.posterTime = time
+                }
+            }
+        } catch {
+            try? storyboard?.wait()
+            throw error
+        }
+        if let storyboard {
             progress?("storyboard", 0.98)
-            try writeStoryboard(analysis, report: report, source: request.source, to: path, limits: request.limits, cancellation: cancellation)
+            try storyboard.wait()
         }
         if let path = request.analysisOutput {
             let encoder = JSONEncoder()

@@ -78,10 +78,21 @@ struct ReuploadReuseTests {
 
     /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
     /// `first-analysis.json`.
+    /// The source second a report's poster shows (its output time walked back through the hard-cut segments).
+    static func posterSourceTime(_ report: HighlightReport) -> Double? {
+        guard var t = report.posterTime else { return nil }
+        for s in report.segments {
+            if t < s.end - s.start { return s.start + t }
+            t -= s.end - s.start
+        }
+        return nil
+    }
+
     static func firstHighlight(_ dir: Scratch) throws -> HighlightResult {
         let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
         var request = HighlightRequest(source: original)
         request.output = dir.path("first.mp4")
+        request.posterOutput = dir.path("first-poster.jpg")
         request.analysisData = dir.path("first-analysis.json")
         request.selection.targetDuration = 8
         request.quality = .low
@@ -154,10 +165,12 @@ struct ReuploadReuseTests {
 
         var again = HighlightRequest(source: copy)
         again.output = dir.path("second.mp4")
+        again.posterOutput = dir.path("second-poster.jpg")
         again.selection.targetDuration = 8
         again.quality = .low
         again.reuse = AnalysisReuse(analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
-                                    copySegments: first.report.segments, earlierResult: dir.path("first.mp4"))
+                                    copySegments: first.report.segments, earlierResult: dir.path("first.mp4"),
+                                    earlierPoster: dir.path("first-poster.jpg"))
         let second = try HighlightEngine.make(again)
         #expect(second.report.duplicateOf?.resultCopied == false)
         let render = try #require(second.render)
@@ -172,12 +185,23 @@ struct ReuploadReuseTests {
                 "\(render.copiedFrames) copied of \(render.frames), \(shared) s shared")
         #expect(render.copiedFrames < render.frames, "the new moment is encoded")
 
-        // The same highlight encoded in full: same length, same moments.
+        // The poster: the earlier one's file when the best frame is the one it shows (here it is:
+        // that moment is one both highlights share), drawn from the new highlight otherwise.
+        let earlierFrame = try #require(Self.posterSourceTime(first.report)), newFrame = try #require(Self.posterSourceTime(second.report))
+        #expect(abs(newFrame + match.offset - earlierFrame) < 0.5 / 30, "poster frames \(earlierFrame) vs \(newFrame) + \(match.offset)")
+        #expect(second.report.posterReused == true)
+        #expect(FileManager.default.contents(atPath: dir.path("second-poster.jpg")) == FileManager.default.contents(atPath: dir.path("first-poster.jpg")))
+
+        // The same highlight encoded in full: same length, same moments, the same poster frame drawn.
         again.reuse?.earlierResult = nil
+        again.reuse?.earlierPoster = nil
         again.output = dir.path("plain.mp4")
+        again.posterOutput = dir.path("plain-poster.jpg")
         let plain = try HighlightEngine.make(again)
         #expect(plain.render?.copiedFrames == 0 && plain.render?.frames == render.frames)
         #expect(plain.report.segments == second.report.segments)
+        #expect(plain.report.posterReused == nil && plain.report.posterTime == second.report.posterTime)
+        #expect(FileManager.default.fileExists(atPath: dir.path("plain-poster.jpg")))
         let info = try Probe.probe(dir.path("second.mp4"))
         #expect(abs(info.duration - render.duration) <= 1.0 / 30)
     }
