@@ -30,6 +30,10 @@ public struct FingerprintMatch: Sendable, Equatable {
 ///    new video is paired with the old entry nearest in time (within `maxPairGap`, for the gaps of
 ///    sampled decodes); two informative hashes agree within `agreeBits`, a flat entry against an
 ///    informative one disagrees, two flat ones agree when their mean luma is within `flatLumaTolerance`.
+///    Where the nearest old entry is within `closeGap` (the old decode has that very frame), an
+///    informative entry also agrees with the old entry a step before or after (a keyframe burst just
+///    after a cut shows the next step's picture, while the old step averages both sides of the
+///    cut); the offset itself is chosen on the nearest entries alone.
 /// 3. The rule (all must hold at the best offset):
 ///    - overlap (seconds both cover) >= `minOverlapSeconds` and >= `minShorterCoverage` of the
 ///      shorter video: most of the shorter video must be the other's footage, so a video that
@@ -71,6 +75,10 @@ public enum FingerprintMatcher {
         /// at other phases can align their bursts a fraction of a second off the true offset,
         /// which the windows' every frame then finds.
         public var verifyAgreement = 0.3
+        /// An old fingerprint with an entry in at least this share of its steps is dense (a full
+        /// analysis decode): the new entries were already compared with the very frames they show,
+        /// so a verification decode would only repeat the comparison, and none is asked for.
+        public var denseShare = 0.9
         public var flatLumaTolerance = 12
         public var minOverlapSeconds = 3.0
         public var minShorterCoverage = 0.75
@@ -106,13 +114,21 @@ public enum FingerprintMatcher {
         /// Not a match, but not evidence against one either: both fingerprints come from sparse
         /// decodes whose frames lie too far apart to compare (different keyframe phases) and the best
         /// alignment failed only on agreement or distance (or failed on agreement with at least
-        /// `Settings.verifyAgreement` of its pairs agreeing). Decode the NEW video at these times (a
+        /// `Settings.verifyAgreement` of its pairs agreeing), and the old one is not dense (see
+        /// `Settings.denseShare`). Decode the NEW video at these times (a
         /// keyframe seek and a few frames each), fingerprint those frames and judge again: they pair
         /// with the old entries within a frame. Each window starts at its time and lasts
         /// `verifySeconds` (the offset of two sparse decodes is only known to about half a
         /// keyframe interval). Empty otherwise.
         public var verifyAt: [Double] = []
         public var verifySeconds = 0.0
+        /// The NEW fingerprint has too few informative entries to judge (a short video, or a look at
+        /// too few of its frames): no evidence either way.
+        public var undersampled = false
+        /// Whether the two could still be the same footage: an alignment was found (whatever failed
+        /// after it), or the new fingerprint was too thin to tell. Unrelated footage usually finds
+        /// no votes at all.
+        public var inconclusive: Bool { match == nil && (offset != nil || undersampled) }
         public var description: String {
             let measures = "offset \(offset.map { String(format: "%.3f", $0) } ?? "-") overlap \(String(format: "%.1f", overlap)) pairs \(pairs) agreement \(String(format: "%.2f", agreement)) informative \(informativePairs) distance \(String(format: "%.2f", distance)) contrast \(String(format: "%.2f", contrast))"
             return (rejection.map { "rejected (\($0)): " } ?? "match: ") + measures
@@ -126,6 +142,7 @@ public enum FingerprintMatcher {
         guard min(new.duration, old.duration) >= settings.minOverlapSeconds else { return reject("too short") }
         let a = Prepared(new), b = Prepared(old)
         guard a.informative.count >= settings.minInformativePairs, b.informative.count >= settings.minInformativePairs else {
+            verdict.undersampled = a.informative.count < settings.minInformativePairs
             return reject("too few informative entries")
         }
         let candidates = vote(a, b, settings: settings)
@@ -156,7 +173,8 @@ public enum FingerprintMatcher {
         let agrees = Double(score.agree) >= settings.minAgreement * Double(score.pairs)
         let close = score.meanDistance <= settings.maxMeanDistance * score.meanAllowance
         if !(agrees && close) {
-            if verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
+            let denseOld = Double(b.present) >= settings.denseShare * Double(max(1, b.hashes.count))
+            if !denseOld, verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
                 verdict.verifyAt = verificationTimes(new, old, offset: offset, count: settings.verificationFrames)
                     .map { max(0, $0 - settings.maxPairGap) }
                 verdict.verifySeconds = 2 * settings.maxPairGap
@@ -351,12 +369,23 @@ public enum FingerprintMatcher {
                 }
                 // Frames farther apart differ more: the allowance grows with the gap.
                 let allowance = 1 + settings.gapAllowance * max(0, gap - settings.closeGap)
+                // The cost (which picks the offset) compares the nearest entries only; agreement and
+                // distance also take an adjacent step of a dense `b`: a few frames right after a cut
+                // (a sparse decode's keyframe burst) show what the next step shows, while `b`'s own
+                // step averages frames from both sides of the cut.
+                var judged = d
+                if gap <= settings.closeGap {
+                    for j in [nearest - 1, nearest + 1] where j >= 0 && j < nb && b.kinds[j] == 2
+                        && abs(b.times[j] - target) <= b.step + settings.closeGap {
+                        judged = min(judged, (a.hashes[i] ^ b.hashes[j]).nonzeroBitCount)
+                    }
+                }
                 s.informative += 1
-                s.distanceSum += d
+                s.distanceSum += judged
                 s.allowanceSum += allowance
                 s.gapSum += gap
                 s.costSum += Double(d) + settings.gapCost * gap
-                if Double(d) <= Double(settings.agreeBits) * allowance { s.agree += 1 }
+                if Double(judged) <= Double(settings.agreeBits) * allowance { s.agree += 1 }
             case (1, 1):
                 if abs(Int(a.lumas[i]) - Int(b.lumas[nearest])) <= settings.flatLumaTolerance {
                     s.agree += 1

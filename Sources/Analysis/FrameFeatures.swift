@@ -45,23 +45,8 @@ public struct FrameFeatures: Sendable {
 
     /// Fills `self` from `frame`, reusing its arrays (no allocation after the first frame).
     public mutating func measure(_ frame: FrameView) {
-        time = frame.time
+        measureThumbnail(frame)
         let w = frame.width, h = frame.height, side = FrameFeatures.thumbSide
-        // Thumbnail: area average over cells of the picture.
-        thumb.withUnsafeMutableBufferPointer { t in
-            for ty in 0..<side {
-                let y0 = ty * h / side, y1 = max(y0 + 1, (ty + 1) * h / side)
-                for tx in 0..<side {
-                    let x0 = tx * w / side, x1 = max(x0 + 1, (tx + 1) * w / side)
-                    var sum = 0
-                    for y in y0..<y1 {
-                        let row = frame.luma + y * frame.lumaStride
-                        for x in x0..<x1 { sum &+= Int(row[x]) }
-                    }
-                    t[ty * side + tx] = Float(sum) / Float((y1 - y0) * (x1 - x0))
-                }
-            }
-        }
         // Luma statistics, histogram and Laplacian in one pass over the picture.
         for i in 0..<lumaCounts.count { lumaCounts[i] = 0 }
         for i in 0..<chromaCounts.count { chromaCounts[i] = 0 }
@@ -137,6 +122,27 @@ public struct FrameFeatures: Sendable {
         let chromaCount = Float(max(1, frame.chromaWidth * frame.chromaHeight))
         for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
         for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = chromaCounts[i] / chromaCount }
+    }
+
+    /// Fills only `time` and `thumb` (all a content fingerprint needs): the re-upload look's cost.
+    public mutating func measureThumbnail(_ frame: FrameView) {
+        time = frame.time
+        let w = frame.width, h = frame.height, side = FrameFeatures.thumbSide
+        // Area average over cells of the picture.
+        thumb.withUnsafeMutableBufferPointer { t in
+            for ty in 0..<side {
+                let y0 = ty * h / side, y1 = max(y0 + 1, (ty + 1) * h / side)
+                for tx in 0..<side {
+                    let x0 = tx * w / side, x1 = max(x0 + 1, (tx + 1) * w / side)
+                    var sum = 0
+                    for y in y0..<y1 {
+                        let row = frame.luma + y * frame.lumaStride
+                        for x in x0..<x1 { sum &+= Int(row[x]) }
+                    }
+                    t[ty * side + tx] = Float(sum) / Float((y1 - y0) * (x1 - x0))
+                }
+            }
+        }
     }
 
     /// The fine grid: cell means of the luma (sized on the first frame, reused after).

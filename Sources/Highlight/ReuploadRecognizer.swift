@@ -48,6 +48,8 @@ public struct Recognition: Sendable, Codable, Equatable {
     public var framesDecoded = 0
     /// Of those, the verification windows' frames (0 when the first look decided).
     public var verificationFrames = 0
+    /// 1 when the quick pass over spaced keyframes decided, 2 when the skipped groups were decoded too.
+    public var keyframePasses: Int?
     /// Why the first look matched no candidate, for the log (the best verdict's measures); nil when it matched.
     public var firstLook: String?
     /// The new video's fingerprint from its keyframes (kept for a recognised copy, whose analysis
@@ -62,6 +64,11 @@ public struct Recognition: Sendable, Codable, Equatable {
 /// the new video at the earlier video's frames are decoded and judged again. A match counts only
 /// when the new video lies inside the earlier one (so the earlier analysis covers all of it).
 ///
+/// The keyframes are looked at in two passes: first only those at least `quickLookSpacing` apart
+/// (keyframes cluster at scene cuts, and a group every second or two recognises most copies); only
+/// when that finds no match but is not clearly unrelated footage either (an alignment was found,
+/// or too few frames to judge) are the skipped groups decoded too, and the whole judged again.
+///
 /// Cost: a keyframe and `burstFrames` frames per group, no audio; keyframes more than
 /// `maxKeyframeInterval` apart get a burst of `sparseBurstSeconds`; inputs whose keyframes are more
 /// than `maxSparseKeyframeInterval` apart are not looked at (`deferred`): their analysis judges instead.
@@ -74,6 +81,9 @@ public enum ReuploadRecognizer {
         /// still sees enough of the video; if it finds nothing, the analysis judges too.
         public var maxSparseKeyframeInterval = 12.0
         public var sparseBurstSeconds = 1.0
+        /// The quick pass decodes a keyframe's group only when it lies at least this many seconds
+        /// after the last group it decoded (0: every group at once, in one pass).
+        public var quickLookSpacing = 1.5
         /// Seconds the new video may reach past either end of the earlier one and still reuse its analysis.
         public var coverageTolerance = 0.5
         /// Seconds a copied highlight's segments may reach past the new video's ends (then clipped).
@@ -105,21 +115,57 @@ public enum ReuploadRecognizer {
         let sparse = interval > settings.maxKeyframeInterval
         let burst = sparse ? max(settings.burstFrames, Int((min(max(rate, 1), 60) * settings.sparseBurstSeconds).rounded())) : settings.burstFrames
         let expected = min(max(0, info.duration.isFinite ? info.duration : 0), 86_400)
+        func fingerprinter() -> ContentFingerprinter { ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected) }
         var features = FrameFeatures()
-        let fingerprinter = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
-        let summary = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, onFrame: { frame in
+
+        // The quick pass: groups at least `quickLookSpacing` apart; their thumbnails are kept in
+        // case the rest has to be looked at too.
+        let spacing = settings.quickLookSpacing
+        var decodedKeys = Set<Double>()
+        var skippedKeys = 0
+        var lastKey: Double?
+        var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
+        let quickPrint = fingerprinter()
+        let summary = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: { time in
+            if let last = lastKey, time - last < spacing {
+                skippedKeys += 1
+                return false
+            }
+            lastKey = time
+            decodedKeys.insert(time)
+            return true
+        }, onFrame: { frame in
             guard let view = frame.view else { return }
-            features.measure(view)
-            fingerprinter.consume(features)
+            features.measureThumbnail(view)
+            quickPrint.consume(features)
+            if spacing > 0 { quick.append(features) }
         }, onGroup: { _ in })
         result.framesDecoded = summary.framesDecoded
+        result.keyframePasses = 1
         let decodedEnd = max(summary.lastFrameTime ?? 0, summary.lastPacketTime ?? 0)
         let duration = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + 1 / rate))
-        let fingerprint = fingerprinter.finish(duration: duration)
+        var fingerprint = quickPrint.finish(duration: duration)
+        var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
+
+        if judged.match == nil, skippedKeys > 0, judged.inconclusive {
+            // The groups the quick pass skipped, fingerprinted with the kept ones in time order.
+            try cancellation?.check("recognise", path: path)
+            let whole = fingerprinter()
+            let rest = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: { !decodedKeys.contains($0) }, onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                quick.replay(before: features.time, into: whole)
+                whole.consume(features)
+            }, onGroup: { _ in })
+            quick.replayRest(into: whole)
+            result.framesDecoded += rest.framesDecoded
+            result.keyframePasses = 2
+            fingerprint = whole.finish(duration: duration)
+            judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
+        }
         let target = ReuseTarget(offset: 0, duration: duration, frameRate: info.video.frameRate, width: info.video.displayWidth,
                                  height: info.video.displayHeight, rotation: info.video.rotation, hasAudio: info.mainAudio != nil)
 
-        var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
         if judged.match == nil {
             result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
             // Verification decodes, for the candidates that asked for one.
@@ -127,10 +173,10 @@ public enum ReuploadRecognizer {
                 try cancellation?.check("recognise", path: path)
                 var verifying = FrameFeatures()
                 let windows = verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) }
-                let verifier = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
+                let verifier = fingerprinter()
                 let more = try decoder.runRanges(windows) { frame in
                     guard let view = frame.view else { return }
-                    verifying.measure(view)
+                    verifying.measureThumbnail(view)
                     verifier.consume(verifying)
                 }
                 result.framesDecoded += more.framesDecoded
@@ -158,11 +204,13 @@ public enum ReuploadRecognizer {
     /// The best match among the candidates whose analysis covers the new video, and the verdicts
     /// that asked for a verification decode (best overlap first).
     public static func judge(_ fingerprint: ContentFingerprint, candidates: [ReuploadCandidate], duration: Double,
-                             settings: Settings = Settings()) -> (match: ReuploadMatch?, verifications: [(Int, FingerprintMatcher.Verdict)]) {
+                             settings: Settings = Settings()) -> Judgement {
         var best: ReuploadMatch?
         var verify: [(Int, FingerprintMatcher.Verdict)] = []
+        var inconclusive = false
         for (i, candidate) in candidates.enumerated() {
             let verdict = FingerprintMatcher.judge(fingerprint, candidate.fingerprint)
+            if verdict.inconclusive { inconclusive = true }
             guard let m = verdict.match else {
                 if !verdict.verifyAt.isEmpty { verify.append((i, verdict)) }
                 continue
@@ -175,7 +223,16 @@ public enum ReuploadRecognizer {
             }
         }
         verify.sort { $0.1.overlap > $1.1.overlap }
-        return (best, verify)
+        return Judgement(match: best, verifications: verify, inconclusive: best == nil && inconclusive)
+    }
+
+    /// What `judge` found among the candidates.
+    public struct Judgement {
+        public var match: ReuploadMatch?
+        /// Candidates that asked for a verification decode, best overlap first (index, verdict).
+        public var verifications: [(Int, FingerprintMatcher.Verdict)]
+        /// No match, but some candidate could still be the same footage (see `Verdict.inconclusive`).
+        public var inconclusive: Bool
     }
 
     /// The earlier highlight's segments in the new video's seconds, when they all lie inside it.

@@ -83,7 +83,8 @@ extension JobRunner {
         }
         guard let match = recognition.match, let target = recognition.target,
               let candidate = candidates.first(where: { $0.jobId == match.jobId }) else {
-            log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)"])
+            log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
+                                                 "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
             return nil
         }
         stages.step("fetch earlier analysis")
@@ -121,7 +122,7 @@ extension JobRunner {
                                       earlierResult: earlierResult, earlierPoster: earlierPoster, sameTimeline: sameTimeline)
         log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
                                                     "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)",
-                                                    "verification_frames": "\(recognition.verificationFrames)", "first_look": "\(recognition.firstLook ?? "matched")"])
+                                                    "verification_frames": "\(recognition.verificationFrames)", "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "first_look": "\(recognition.firstLook ?? "matched")"])
         return recognized
     }
 

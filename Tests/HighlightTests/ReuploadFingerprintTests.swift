@@ -269,10 +269,15 @@ struct ReuploadFingerprintTests {
                 }
             }
         }
-        // A verification decode asked for by a sparse negative must not turn it into a match.
+        // A verification decode asked for by a sparse negative must not turn it into a match. A
+        // dense old fingerprint (a full decode) asks for none: the look already met its frames.
         let sparseNegative = negatives[4].1
+        let sparseOlds: Set<String> = ["original sparse", "sparse copy"]
         for (oldName, f) in family {
             let verdict = FingerprintMatcher.judge(sparseNegative, f)
+            if !sparseOlds.contains(oldName) {
+                #expect(verdict.verifyAt.isEmpty, "\(oldName) is dense: no verification decode, \(verdict.verifyAt.count) windows asked")
+            }
             guard verdict.match == nil, !verdict.verifyAt.isEmpty else { continue }
             negativeChecks += 1
             let verified = try ReuploadMedia.fingerprint(firstTen, sparse: SparseSampling(phase: 0, times: verdict.verifyAt, seconds: verdict.verifySeconds))
@@ -325,6 +330,78 @@ struct ReuploadFingerprintTests {
         let data = try JSONEncoder().encode(fOriginal)
         #expect(try JSONDecoder().decode(ContentFingerprint.self, from: data) == fOriginal)
         print("JSON of a 40 s fingerprint: \(data.count) bytes")
+    }
+}
+
+@Suite("Re-upload fingerprints: keyframes at cuts", .serialized)
+struct ReuploadCutKeyframeTests {
+    /// A re-export with scene-cut keyframes (ffmpeg's default): every keyframe, and so every burst
+    /// of a look, starts at a cut, mostly inside a fingerprint step whose full-decode entry
+    /// averages both shots. Against the original's full fingerprint the look must still be recognised.
+    @Test("a look whose keyframes all sit on cuts, anywhere in their steps, is recognised against the full original, to the frame")
+    func keyframesAtCuts() throws {
+        let dir = Scratch()
+        // 30 s of 1.5 s shots, cut 1 to 5 frames into a 0.2 s step (no one shift of the steps
+        // pairs every burst with a step of its own shot).
+        let cuts: [Double] = (1..<20).map { (i: Int) -> Double in Double(i) * 1.5 + Double(1 + i % 5) / 30 }
+        let parts = [SynthPart(start: 0, kind: .dull, seed: 60)] + cuts.enumerated().map { SynthPart(start: $1, kind: $0 % 2 == 0 ? .posed : .dull, seed: 61 + $0) }
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30, parts: parts), dir, "shots.mp4")
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30, parts: parts) { $0.crf = 32 }, dir, "shots-copy.mp4")
+        let full = try ReuploadMedia.fingerprint(original)
+        // The copy's look: each cut's frame and the 3 after it.
+        let look = try ReuploadMedia.fingerprint(copy, sparse: SparseSampling(phase: 0, times: cuts, seconds: 3.0 / 30))
+        let verdict = FingerprintMatcher.judge(look, full)
+        print("keyframes at cuts vs the full original:", verdict, verdict.match.map { "refined offset \($0.offset)" } ?? "")
+        let match = try #require(verdict.match, "recognised: \(verdict)")
+        #expect(abs(match.offset) <= 1.0 / 30 + 1e-6, "offset \(match.offset)")
+        // The same look against another video with the same cuts (lively shots) is not.
+        let otherParts = parts.map { SynthPart(start: $0.start, kind: .lively, seed: $0.seed) }
+        let other = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30, parts: otherParts), dir, "other-shots.mp4")
+        let otherVerdict = FingerprintMatcher.judge(look, try ReuploadMedia.fingerprint(other))
+        print("vs other:", otherVerdict, otherVerdict.match.map { "\($0)" } ?? "")
+        #expect(otherVerdict.match == nil)
+    }
+}
+
+extension ReuploadCutKeyframeTests {
+    /// The matcher's rule for bursts after cuts, on fingerprints made without media: an old dense
+    /// fingerprint of fast footage (every step's hash unrelated to the next), and a look whose
+    /// entries are either a whole step (a keyframe inside a shot) or the last half of a step right
+    /// after a cut (what the old NEXT step shows; the old step itself averages both shots). No one
+    /// offset pairs both kinds with their own steps by time alone.
+    @Test("a burst that starts mid-step at a cut agrees with the old step after it; nothing else moves")
+    func burstAfterCutAgreesWithTheNextStep() {
+        var random = SplitMix(seed: 77)
+        let steps = 150, step = 0.2
+        let old = (0..<steps).map { _ in random.next() & ~1 }
+        var track: [Int8] = []
+        var h = 0.0, v = 0.0
+        for _ in 0..<Int(Double(steps) * step * 30) {
+            h = max(-100, min(100, h + (random.nextUnit() - 0.5) * 12))
+            v = max(-100, min(100, v + (random.nextUnit() - 0.5) * 12))
+            track += [Int8(h), Int8(v)]
+        }
+        let oldPrint = ContentFingerprint(step: step, entries: old, duration: Double(steps) * step, trackRate: 30, track: track)
+        var entries = [UInt64?](repeating: nil, count: steps), phases = [UInt8](repeating: 128, count: steps)
+        func noisy(_ hash: UInt64) -> UInt64 { hash ^ (1 << (1 + random.next() % 63)) }
+        for (n, j) in stride(from: 2, to: steps - 2, by: 5).enumerated() {
+            if n % 2 == 0 {
+                entries[j] = noisy(old[j]) // a whole step
+            } else {
+                entries[j] = noisy(old[j + 1]) // frames 3-5 of step j, after a cut: the next step's picture
+                phases[j] = 170
+            }
+        }
+        let look = ContentFingerprint(step: step, entries: entries, duration: Double(steps) * step, phases: phases, trackRate: 30, track: track)
+        let verdict = FingerprintMatcher.judge(look, oldPrint)
+        print("bursts after cuts vs the old dense fingerprint:", verdict)
+        let match = verdict.match
+        #expect(match != nil, "\(verdict)")
+        #expect(abs(match?.offset ?? 1) <= 1.0 / 30, "offset \(String(describing: match?.offset))")
+        // The same look against unrelated fast footage is not recognised.
+        let unrelated = ContentFingerprint(step: step, entries: (0..<steps).map { _ in random.next() & ~1 }, duration: Double(steps) * step,
+                                           trackRate: 30, track: track.reversed())
+        #expect(FingerprintMatcher.match(look, unrelated) == nil)
     }
 }
 

@@ -76,6 +76,70 @@ struct ReuploadReuseTests {
         #expect(judged.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "the analysis' own fingerprint recognises it: \(String(describing: judged.match))")
     }
 
+    @Test("keyframes every second: the quick pass decodes every other group and decides; its second pass fingerprints the union as one pass would")
+    func quickPassThenTheRest() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
+        let fingerprint = try #require(try AnalysisPipeline.analyze(original).fingerprint)
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec { $0.crf = 32; $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true },
+                                           dir, "copy-1s-keys.mp4")
+        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
+        let quick = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
+        var everyGroup = ReuploadRecognizer.Settings()
+        everyGroup.quickLookSpacing = 0
+        let whole = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings(), settings: everyGroup)
+        print("1 s keyframes: quick pass \(quick.framesDecoded) frames (\(quick.keyframePasses ?? 0) pass), every group \(whole.framesDecoded) frames")
+        #expect(quick.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "\(String(describing: quick.match))")
+        #expect(quick.keyframePasses == 1 && quick.verificationFrames == 0)
+        #expect(whole.match != nil)
+        #expect(Double(quick.framesDecoded) <= 0.6 * Double(whole.framesDecoded), "\(quick.framesDecoded) vs \(whole.framesDecoded) frames")
+        // Unrelated footage is not recognised (the synthetic scenes share textures, so an
+        // alignment is found and the rest decoded too: both passes still say no).
+        let other = try ReuploadMedia.write(ReuploadMedia.spec(parts: [
+            SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
+            SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24),
+        ]) { $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true }, dir, "other-1s-keys.mp4")
+        let unrelated = try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings())
+        #expect(unrelated.match == nil)
+        print("unrelated: \(unrelated.framesDecoded) frames, \(unrelated.keyframePasses ?? 0) pass(es)")
+
+        // The two passes together: every group's frames, fingerprinted in time order with the kept ones.
+        var options = AnalysisOptions()
+        options.maxSide = AnalysisSettings().maxSide
+        options.skipNonReferenceFrames = true
+        options.decodeAudio = false
+        let decoder = try AnalysisDecoder(path: copy, options: options)
+        var features = FrameFeatures()
+        let onePass = ContentFingerprinter(rotation: 0, expectedSeconds: 40)
+        try decoder.runSampled(burstFrames: 3, onFrame: { frame in
+            guard let view = frame.view else { return }
+            features.measureThumbnail(view)
+            onePass.consume(features)
+        }, onGroup: { _ in })
+        var kept = ThumbnailLog(expectedFrames: 100)
+        var firstKeys = Set<Double>()
+        var index = 0
+        try decoder.runSampled(burstFrames: 3, decodesGroup: { time in
+            defer { index += 1 }
+            if index % 2 == 0 { firstKeys.insert(time) }
+            return index % 2 == 0
+        }, onFrame: { frame in
+            guard let view = frame.view else { return }
+            features.measureThumbnail(view)
+            kept.append(features)
+        }, onGroup: { _ in })
+        #expect(firstKeys.count >= 19 && kept.count > 0)
+        let twoPasses = ContentFingerprinter(rotation: 0, expectedSeconds: 40)
+        try decoder.runSampled(burstFrames: 3, decodesGroup: { !firstKeys.contains($0) }, onFrame: { frame in
+            guard let view = frame.view else { return }
+            features.measureThumbnail(view)
+            kept.replay(before: features.time, into: twoPasses)
+            twoPasses.consume(features)
+        }, onGroup: { _ in })
+        kept.replayRest(into: twoPasses)
+        #expect(twoPasses.finish(duration: 40) == onePass.finish(duration: 40), "the union of both passes is the one-pass fingerprint")
+    }
+
     /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
     /// `first-analysis.json`.
     /// The source second a report's poster shows (its output time walked back through the hard-cut segments).

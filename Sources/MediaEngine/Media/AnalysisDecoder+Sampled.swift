@@ -51,8 +51,11 @@ extension AnalysisDecoder {
     /// single-threaded decoder; `onFrame`, `onAudio` and `onGroup` are called on the calling
     /// thread, in time order (`onGroup` once per keyframe group, after its frames). `reorders`
     /// (from the survey) sends a few more packets per group, as B-frames come out late.
+    /// `decodesGroup`, when given, is asked at each keyframe (its time): false leaves that group
+    /// only read, not decoded (a look that wants some groups now and the others later).
     @discardableResult
     public func runSampled(burstFrames: Int, reorders: Bool = false, workers: Int = 0,
+                           decodesGroup: ((Double) -> Bool)? = nil,
                            onFrame: (borrowing AnalysisFrame) -> Void,
                            onAudio: (borrowing AudioChunk) -> Void = { _ in },
                            onGroup: (GOPRecord) -> Void) throws(MediaError) -> AnalysisSummary {
@@ -79,7 +82,7 @@ extension AnalysisDecoder {
         var pending: [GroupJob] = []
         var current: GroupJob?
         var group = -1
-        var keyTime = 0.0
+        var keyTime: Double?
         var packetsInGroup = 0
         var last: Double?
         var sizes: [Int32] = []
@@ -139,11 +142,12 @@ extension AnalysisDecoder {
                 let time = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, timeBase) - start
                 try limiter.videoPacket(time: time)
                 if let time, time.isFinite { summary.lastPacketTime = max(summary.lastPacketTime ?? time, time) }
-                if packet.isKeyframe, let time, group < 0 || time > keyTime {
+                if packet.isKeyframe, let time, keyTime.map({ time > $0 }) ?? true {
                     endGroup()
+                    keyTime = time
+                    if let decodesGroup, !decodesGroup(time) { continue } // read, not decoded
                     if free.isEmpty, !pending.isEmpty { try deliver(pending.removeFirst()) }
                     group += 1
-                    keyTime = time
                     packetsInGroup = 0
                     sizes.removeAll(keepingCapacity: true)
                     let job = free.removeLast()
