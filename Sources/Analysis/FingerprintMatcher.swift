@@ -123,7 +123,7 @@ public enum FingerprintMatcher {
         public var verifyAt: [Double] = []
         public var verifySeconds = 0.0
         /// The NEW fingerprint has too few informative entries to judge (a short video, or a look at
-        /// too few of its frames): no evidence either way.
+        /// too few of its frames), and some of them vote for an offset: worth a closer look.
         public var undersampled = false
         /// Whether the two could still be the same footage: an alignment was found (whatever failed
         /// after it), or the new fingerprint was too thin to tell. Unrelated footage usually finds
@@ -141,11 +141,13 @@ public enum FingerprintMatcher {
         guard new.step > 0, abs(new.step - old.step) < 1e-9 else { return reject("steps differ") }
         guard min(new.duration, old.duration) >= settings.minOverlapSeconds else { return reject("too short") }
         let a = Prepared(new), b = Prepared(old)
-        guard a.informative.count >= settings.minInformativePairs, b.informative.count >= settings.minInformativePairs else {
-            verdict.undersampled = a.informative.count < settings.minInformativePairs
+        guard b.informative.count >= settings.minInformativePairs else { return reject("too few informative entries") }
+        let candidates = vote(a, b, settings: settings)
+        guard a.informative.count >= settings.minInformativePairs else {
+            // Too few to judge; a closer look is worth it only when some entries vote for an offset.
+            verdict.undersampled = !candidates.isEmpty
             return reject("too few informative entries")
         }
-        let candidates = vote(a, b, settings: settings)
         guard !candidates.isEmpty else { return reject("no votes") }
 
         // Best offset at a quarter step around each candidate.

@@ -48,7 +48,8 @@ public struct Recognition: Sendable, Codable, Equatable {
     public var framesDecoded = 0
     /// Of those, the verification windows' frames (0 when the first look decided).
     public var verificationFrames = 0
-    /// 1 when the quick pass over spaced keyframes decided, 2 when the skipped groups were decoded too.
+    /// 1 when the quick pass over spaced keyframes decided; 2 when a second pass decoded the skipped
+    /// groups too, or every group with longer bursts (too few entries to judge).
     public var keyframePasses: Int?
     /// Why the first look matched no candidate, for the log (the best verdict's measures); nil when it matched.
     public var firstLook: String?
@@ -84,6 +85,10 @@ public enum ReuploadRecognizer {
         /// The quick pass decodes a keyframe's group only when it lies at least this many seconds
         /// after the last group it decoded (0: every group at once, in one pass).
         public var quickLookSpacing = 1.5
+        /// Fingerprint entries a closer look aims at when the quick pass saw too few to judge (a
+        /// short video has few groups): every group again, each with a burst of whole 0.2 s steps
+        /// (at most `sparseBurstSeconds`); the matcher needs 10 informative pairs.
+        public var lookEntries = 16
         /// Seconds the new video may reach past either end of the earlier one and still reuse its analysis.
         public var coverageTolerance = 0.5
         /// Seconds a copied highlight's segments may reach past the new video's ends (then clipped).
@@ -111,11 +116,13 @@ public enum ReuploadRecognizer {
             return result
         }
         let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
-        // Sparse keyframes: a longer burst after each (the header's rate only sizes it, clamped).
-        let sparse = interval > settings.maxKeyframeInterval
-        let burst = sparse ? max(settings.burstFrames, Int((min(max(rate, 1), 60) * settings.sparseBurstSeconds).rounded())) : settings.burstFrames
         let expected = min(max(0, info.duration.isFinite ? info.duration : 0), 86_400)
         func fingerprinter() -> ContentFingerprinter { ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected) }
+        // Sparse keyframes: a longer burst after each (the header's rate only sizes it, clamped).
+        let sparse = interval > settings.maxKeyframeInterval
+        let clampedRate = min(max(rate, 1), 60)
+        let longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
+        let burst = sparse ? longest : settings.burstFrames
         var features = FrameFeatures()
 
         // The quick pass: groups at least `quickLookSpacing` apart; their thumbnails are kept in
@@ -147,7 +154,24 @@ public enum ReuploadRecognizer {
         var fingerprint = quickPrint.finish(duration: duration)
         var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
 
-        if judged.match == nil, skippedKeys > 0, judged.inconclusive {
+        if judged.match == nil, judged.undersampled, burst < longest {
+            // Too few entries to judge (few groups: a short video), but some vote for an offset:
+            // every group again, each burst long enough for `lookEntries` entries in all.
+            try cancellation?.check("recognise", path: path)
+            let groups = Double(max(1, decodedKeys.count + skippedKeys))
+            let steps = (Double(settings.lookEntries) / groups).rounded(.up)
+            let longer = min(longest, max(burst + 1, Int((steps * fingerprinter().step * clampedRate).rounded())))
+            let closer = fingerprinter()
+            let more = try decoder.runSampled(burstFrames: longer, reorders: survey.reorders, onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                closer.consume(features)
+            }, onGroup: { _ in })
+            result.framesDecoded += more.framesDecoded
+            result.keyframePasses = 2
+            fingerprint = closer.finish(duration: duration)
+            judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
+        } else if judged.match == nil, skippedKeys > 0, judged.inconclusive {
             // The groups the quick pass skipped, fingerprinted with the kept ones in time order.
             try cancellation?.check("recognise", path: path)
             let whole = fingerprinter()
@@ -190,8 +214,9 @@ public enum ReuploadRecognizer {
             }
         }
         result.fingerprint = fingerprint
-        // A sparse look that found nothing is not the last word: the analysis judges as well.
-        if judged.match == nil && sparse { result.deferred = true }
+        // A sparse or inconclusive look that found nothing is not the last word: the analysis
+        // (which fingerprints every frame it decodes) judges as well.
+        if judged.match == nil && (sparse || judged.inconclusive) { result.deferred = true }
         if let match = judged.match {
             result.match = match
             var t = target
@@ -207,10 +232,11 @@ public enum ReuploadRecognizer {
                              settings: Settings = Settings()) -> Judgement {
         var best: ReuploadMatch?
         var verify: [(Int, FingerprintMatcher.Verdict)] = []
-        var inconclusive = false
+        var inconclusive = false, undersampled = false
         for (i, candidate) in candidates.enumerated() {
             let verdict = FingerprintMatcher.judge(fingerprint, candidate.fingerprint)
             if verdict.inconclusive { inconclusive = true }
+            if verdict.undersampled { undersampled = true }
             guard let m = verdict.match else {
                 if !verdict.verifyAt.isEmpty { verify.append((i, verdict)) }
                 continue
@@ -223,7 +249,8 @@ public enum ReuploadRecognizer {
             }
         }
         verify.sort { $0.1.overlap > $1.1.overlap }
-        return Judgement(match: best, verifications: verify, inconclusive: best == nil && inconclusive)
+        return Judgement(match: best, verifications: verify, inconclusive: best == nil && inconclusive,
+                         undersampled: best == nil && undersampled)
     }
 
     /// What `judge` found among the candidates.
@@ -233,6 +260,8 @@ public enum ReuploadRecognizer {
         public var verifications: [(Int, FingerprintMatcher.Verdict)]
         /// No match, but some candidate could still be the same footage (see `Verdict.inconclusive`).
         public var inconclusive: Bool
+        /// No match, and the fingerprint was too thin to judge some candidate it may be (see `Verdict.undersampled`).
+        public var undersampled: Bool
     }
 
     /// The earlier highlight's segments in the new video's seconds, when they all lie inside it.

@@ -140,6 +140,32 @@ struct ReuploadReuseTests {
         #expect(twoPasses.finish(duration: 40) == onePass.finish(duration: 40), "the union of both passes is the one-pass fingerprint")
     }
 
+    @Test("a copy trimmed to 16 s of 24 (8 keyframes): too few entries in the quick pass, a closer look with longer bursts recognises it")
+    func shortCopyGetsACloserLook() throws {
+        let dir = Scratch()
+        let parts: [SynthPart] = [
+            SynthPart(start: 0, kind: .dull, seed: 60), SynthPart(start: 3.5, kind: .lively, seed: 61), SynthPart(start: 8, kind: .dull, seed: 62),
+            SynthPart(start: 11, kind: .lively, seed: 63), SynthPart(start: 15, kind: .dull, seed: 64), SynthPart(start: 18, kind: .lively, seed: 65),
+        ]
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(duration: 24, parts: parts), dir, "original-24s.mp4")
+        let fingerprint = try #require(try AnalysisPipeline.analyze(original).fingerprint)
+        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
+        let trim = 8.0
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 24 - trim, parts: parts.map { SynthPart(start: $0.start - trim, kind: $0.kind, seed: $0.seed) }) {
+            $0.crf = 32
+        }, dir, "copy-16s.mp4")
+        let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
+        print("16 s copy: \(recognition.framesDecoded) frames, \(recognition.keyframePasses ?? 0) passes, \(String(describing: recognition.match))")
+        #expect(recognition.match.map { abs($0.offset - trim) <= 1.0 / 30 + 1e-6 } == true, "\(String(describing: recognition.match)) \(recognition.firstLook ?? "")")
+        #expect(recognition.keyframePasses == 2)
+        #expect(recognition.framesDecoded < Int((24 - trim) * 30) / 2, "still a look, not an analysis: \(recognition.framesDecoded) frames")
+        // A short unrelated video is not recognised.
+        let other = try ReuploadMedia.write(ReuploadMedia.spec(duration: 16, parts: [
+            SynthPart(start: 0, kind: .lively, seed: 22), SynthPart(start: 7, kind: .dull, seed: 23),
+        ]), dir, "other-16s.mp4")
+        #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
+    }
+
     /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
     /// `first-analysis.json`.
     /// The source second a report's poster shows (its output time walked back through the hard-cut segments).
