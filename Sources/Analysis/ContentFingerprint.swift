@@ -56,6 +56,13 @@ public struct ContentFingerprint: Sendable, Codable, Equatable {
         (Double(i) + Double(i < phases.count ? phases[i] : 128) / 255) * step
     }
 
+    /// An entry in at least `share` of the steps: a full analysis decode (every frame), not a
+    /// keyframe look or the sampled plan.
+    public func isDense(share: Double = 0.9) -> Bool {
+        let present = entries.reduce(0) { $0 + ($1 != nil ? 1 : 0) }
+        return Double(present) >= share * Double(max(1, entries.count))
+    }
+
     /// Entries with a hash that carries information.
     public var informativeCount: Int {
         var n = 0

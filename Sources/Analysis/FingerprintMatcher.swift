@@ -175,8 +175,7 @@ public enum FingerprintMatcher {
         let agrees = Double(score.agree) >= settings.minAgreement * Double(score.pairs)
         let close = score.meanDistance <= settings.maxMeanDistance * score.meanAllowance
         if !(agrees && close) {
-            let denseOld = Double(b.present) >= settings.denseShare * Double(max(1, b.hashes.count))
-            if !denseOld, verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
+            if !old.isDense(share: settings.denseShare), verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
                 verdict.verifyAt = verificationTimes(new, old, offset: offset, count: settings.verificationFrames)
                     .map { max(0, $0 - settings.maxPairGap) }
                 verdict.verifySeconds = 2 * settings.maxPairGap

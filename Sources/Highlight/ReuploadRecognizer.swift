@@ -11,9 +11,12 @@ public struct ReuploadCandidate: Sendable, Codable, Equatable {
     /// The earlier highlight's segments in the earlier video's seconds; nil when the new job asks
     /// for another highlight (its analysis can still be reused).
     public var copySegments: [SelectedSegment]?
+    /// The first upload this one was recognised as a copy of, as far as the candidates tell (its
+    /// own id when none): candidates of one family show the same footage.
+    public var family: String?
 
-    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?) {
-        self.jobId = jobId; self.fingerprint = fingerprint; self.copySegments = copySegments
+    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?, family: String? = nil) {
+        self.jobId = jobId; self.fingerprint = fingerprint; self.copySegments = copySegments; self.family = family
     }
 }
 
@@ -192,8 +195,11 @@ public enum ReuploadRecognizer {
 
         if judged.match == nil {
             result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
-            // Verification decodes, for the candidates that asked for one.
-            for (index, verdict) in judged.verifications.prefix(settings.verifications) {
+            // Verification decodes, for the candidates that asked for one; none for a family whose
+            // dense fingerprint (a full decode, every frame compared) already said no.
+            let settled = Set(candidates.filter { $0.fingerprint.isDense() }.map { $0.family ?? $0.jobId })
+            let asked = judged.verifications.filter { !settled.contains(candidates[$0.0].family ?? candidates[$0.0].jobId) }
+            for (index, verdict) in asked.prefix(settings.verifications) {
                 try cancellation?.check("recognise", path: path)
                 var verifying = FrameFeatures()
                 let windows = verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) }

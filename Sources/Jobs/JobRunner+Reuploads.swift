@@ -34,13 +34,31 @@ extension JobRunner {
             return []
         }
         let decoder = JSONDecoder()
+        let families = Self.families(rows.map { ($0.job.id, $0.job.output?.duplicateOf?.jobId) })
         return rows.compactMap { earlier, stored in
             guard earlier.accountId == job.accountId, stored.fingerprint.utf8.count <= Self.maxFingerprintBytes,
                   let fingerprint = try? decoder.decode(ContentFingerprint.self, from: Data(stored.fingerprint.utf8)) else { return nil }
             let copy = Self.asksForSameHighlight(job, as: earlier)
                 ? earlier.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) } : nil
-            return ReuploadCandidate(jobId: earlier.id, fingerprint: fingerprint, copySegments: copy)
+            return ReuploadCandidate(jobId: earlier.id, fingerprint: fingerprint, copySegments: copy, family: families[earlier.id])
         }
+    }
+
+    /// Each job's family: the earliest upload its chain of `duplicate_of` (job, earlier job) leads
+    /// to, followed as far as these jobs go (a job recognised as none is its own family).
+    static func families(_ jobs: [(id: String, duplicateOf: String?)]) -> [String: String] {
+        var earlierOf: [String: String] = [:]
+        for job in jobs { if let earlier = job.duplicateOf { earlierOf[job.id] = earlier } }
+        var family: [String: String] = [:]
+        for job in jobs {
+            var id = job.id, steps = 0
+            while let earlier = earlierOf[id], steps <= jobs.count {
+                id = earlier
+                steps += 1
+            }
+            family[job.id] = id
+        }
+        return family
     }
 
     /// The new job would get the earlier one's highlight: same length, quality, output cap and
@@ -78,6 +96,9 @@ extension JobRunner {
             return nil
         }
         if recognition.deferred {
+            log.info("re-upload look undecided; the analysis judges", metadata: [
+                "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
+                "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
             request.reuploadCandidates = candidatesPath
             return nil
         }

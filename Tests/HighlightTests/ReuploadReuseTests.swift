@@ -166,6 +166,28 @@ struct ReuploadReuseTests {
         #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
     }
 
+    @Test("no verification decode for a family whose dense fingerprint said no; a sparse-only family still gets one")
+    func settledFamiliesAreNotVerified() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
+        let dense = try #require(try AnalysisPipeline.analyze(original).fingerprint)
+        let sparse = try ReuploadMedia.fingerprint(original, sparse: SparseSampling(phase: 13))
+        #expect(dense.isDense() && !sparse.isDense())
+        // The first 10 s of the original, then other footage: related, but not a copy.
+        let partial = try ReuploadMedia.write(ReuploadMedia.spec(parts: Array(ReuploadMedia.originalParts.prefix(2)) + [
+            SynthPart(start: 10, kind: .lively, seed: 41), SynthPart(start: 20, kind: .dull, seed: 42), SynthPart(start: 30, kind: .lively, seed: 43),
+        ]), dir, "first-ten.mp4")
+        let family = [ReuploadCandidate(jobId: "original", fingerprint: dense, copySegments: nil, family: "original"),
+                      ReuploadCandidate(jobId: "copy", fingerprint: sparse, copySegments: nil, family: "original")]
+        let settled = try ReuploadRecognizer.recognize(partial, candidates: family, analysis: AnalysisSettings())
+        #expect(settled.match == nil)
+        #expect(settled.verificationFrames == 0, "the dense original said no: \(settled.verificationFrames) verification frames")
+        let sparseOnly = [ReuploadCandidate(jobId: "copy", fingerprint: sparse, copySegments: nil, family: "copy")]
+        let verified = try ReuploadRecognizer.recognize(partial, candidates: sparseOnly, analysis: AnalysisSettings())
+        #expect(verified.match == nil)
+        print("first 10 s then other footage: \(settled.framesDecoded) frames against the family with its dense original, \(verified.framesDecoded) (\(verified.verificationFrames) verifying) against its sparse copy alone")
+    }
+
     /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
     /// `first-analysis.json`.
     /// The source second a report's poster shows (its output time walked back through the hard-cut segments).

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import JobStore
-import Jobs
+@testable import Jobs
 import MediaEngine
 import MediaSynth
 import NIOCore
@@ -133,5 +133,16 @@ struct ReuploadTests {
             #expect((theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false, "nothing of another account's analysis")
             #expect(try await Self.used(client, key: other) == 1)
         }
+    }
+}
+
+@Suite("Re-upload candidate families")
+struct ReuploadFamilyTests {
+    @Test("a copy of a copy belongs to the first upload; a chain leaving the candidates ends where it leaves; a cycle ends")
+    func families() {
+        let families = JobRunner.families([("o", nil), ("a", "o"), ("b", "a"), ("c", "gone"), ("x", nil), ("p", "q"), ("q", "p")])
+        #expect(families["o"] == "o" && families["a"] == "o" && families["b"] == "o")
+        #expect(families["c"] == "gone" && families["x"] == "x")
+        #expect(families["p"] != nil && families["q"] != nil, "a cycle (never written, but read from the store) still ends")
     }
 }
