@@ -9,8 +9,10 @@ public struct ThumbnailLog {
     private var next = 0
     private var scratch = FrameFeatures()
 
+    /// `expectedFrames` only reserves room (at most 256 frames, 1 MB: a header's length is not
+    /// trusted to size memory); the log grows with the frames actually appended.
     public init(expectedFrames: Int = 0) {
-        let frames = min(max(0, expectedFrames), 20_000)
+        let frames = min(max(0, expectedFrames), 256)
         times.reserveCapacity(frames)
         thumbs.reserveCapacity(frames * Self.size)
     }

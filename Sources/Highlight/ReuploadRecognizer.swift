@@ -202,7 +202,8 @@ public enum ReuploadRecognizer {
             for (index, verdict) in asked.prefix(settings.verifications) {
                 try cancellation?.check("recognise", path: path)
                 var verifying = FrameFeatures()
-                let windows = verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) }
+                let windows = TimeRange.joined(verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) },
+                                               closerThan: interval)
                 let verifier = fingerprinter()
                 let more = try decoder.runRanges(windows) { frame in
                     guard let view = frame.view else { return }

@@ -47,7 +47,7 @@ struct PosterAndCLITests {
 
     @Test("moments probe --json and moments render succeed with status 0")
     func cliSuccess() throws {
-        guard FileManager.default.isExecutableFile(atPath: moments.path) else { return }
+        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
         let dir = Scratch()
         let source = try dir.video { $0.duration = 3 }
         let probe = try run(["probe", source, "--json"])
@@ -72,9 +72,17 @@ struct PosterAndCLITests {
         #expect(TimeRange.parseList("5") == nil && TimeRange.parseList("a-b") == nil && TimeRange.parseList("") == nil)
     }
 
+    @Test("ranges closer than a gap are joined, in time order")
+    func joinedRanges() {
+        let ranges = [TimeRange(start: 10, end: 11), TimeRange(start: 0, end: 1), TimeRange(start: 1.5, end: 2.5), TimeRange(start: 2, end: 3), TimeRange(start: 6, end: 7)]
+        #expect(TimeRange.joined(ranges, closerThan: 2) == [TimeRange(start: 0, end: 3), TimeRange(start: 6, end: 7), TimeRange(start: 10, end: 11)])
+        #expect(TimeRange.joined(ranges, closerThan: 0).count == 4, "only overlapping ones join")
+        #expect(TimeRange.joined([], closerThan: 1).isEmpty)
+    }
+
     @Test("moments fails with one line naming the file and the problem")
     func cliFailure() throws {
-        guard FileManager.default.isExecutableFile(atPath: moments.path) else { return }
+        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
         let dir = Scratch()
         let bad = try dir.write("bad.mp4", Data("hello".utf8))
         let result = try run(["probe", bad])

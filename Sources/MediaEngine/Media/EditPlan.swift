@@ -19,6 +19,21 @@ public struct TimeRange: Sendable, Codable, Equatable, CustomStringConvertible {
         }
         return ranges.isEmpty ? nil : ranges
     }
+
+    /// `ranges` in time order, any two less than `gap` seconds apart (or overlapping) joined into
+    /// one: decoding them separately would decode the frames between them anyway (each seek goes
+    /// back to the keyframe before its range), some twice.
+    public static func joined(_ ranges: [TimeRange], closerThan gap: Double) -> [TimeRange] {
+        var out: [TimeRange] = []
+        for r in ranges.sorted(by: { $0.start < $1.start }) {
+            if let last = out.last, r.start - last.end < gap {
+                out[out.count - 1].end = max(last.end, r.end)
+            } else {
+                out.append(r)
+            }
+        }
+        return out
+    }
 }
 
 func format(_ seconds: Double) -> String {
