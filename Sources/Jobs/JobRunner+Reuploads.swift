@@ -3,6 +3,7 @@ import Foundation
 import Highlight
 import JobStore
 import Logging
+import Synchronization
 import MediaEngine
 import Telemetry
 
@@ -76,12 +77,10 @@ extension JobRunner {
         var fingerprint: ContentFingerprint?
     }
 
-    /// Runs the cheap recognition in an isolated child and prepares the request: on a match, the
-    /// earlier analysis is fetched into the job's folder and reused; when the look was deferred (far
-    /// apart keyframes), the analysis judges the candidates itself. Any failure here only means the
-    /// video is analysed in full.
-    func recognizeReupload(_ job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace, request: inout HighlightRequest,
-                           run: (ChildTask) async -> ChildOutcome, stages: JobStageTimer, log: Logger) async -> RecognizedReupload? {
+    /// The recognition task for the job's child, its candidates written to the job's folder; nil
+    /// when they cannot be written (then the video is analysed in full). The same child goes on to
+    /// the highlight (`continues`): `afterRecognition` prepares that task from its answer.
+    func recognitionTask(candidates: [ReuploadCandidate], workspace: JobWorkspace, request: HighlightRequest, log: Logger) -> ChildTask? {
         let candidatesPath = workspace.directory + "/" + Self.candidatesFileName
         do {
             try JSONEncoder().encode(candidates).write(to: URL(fileURLWithPath: candidatesPath), options: .atomic)
@@ -89,24 +88,27 @@ extension JobRunner {
             log.warning("cannot write the re-upload candidates; analysing in full", metadata: ["error": "\(error)"])
             return nil
         }
-        stages.step("recognition child start")
-        let outcome = await run(ChildTask.recognize(workspace.inputPath, candidates: candidatesPath, analysis: request.analysis))
-        guard case .answered(let message) = outcome, let recognition = message.recognition else {
-            log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
-            return nil
-        }
+        return ChildTask.recognize(workspace.inputPath, candidates: candidatesPath, analysis: request.analysis, continues: true)
+    }
+
+    /// The highlight request after the recognition's answer: on a match, the earlier analysis is
+    /// fetched into the job's folder and reused; when the look was undecided, the analysis judges
+    /// the candidates itself. Any failure here only means the video is analysed in full.
+    func afterRecognition(_ recognition: Recognition, job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace,
+                          request: HighlightRequest, stages: JobStageTimer, log: Logger) async -> (HighlightRequest, RecognizedReupload?) {
+        var request = request
         if recognition.deferred {
             log.info("re-upload look undecided; the analysis judges", metadata: [
                 "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
                 "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
-            request.reuploadCandidates = candidatesPath
-            return nil
+            request.reuploadCandidates = workspace.directory + "/" + Self.candidatesFileName
+            return (request, nil)
         }
         guard let match = recognition.match, let target = recognition.target,
               let candidate = candidates.first(where: { $0.jobId == match.jobId }) else {
             log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
                                                  "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
-            return nil
+            return (request, nil)
         }
         stages.step("fetch earlier analysis")
         let analysisPath = workspace.directory + "/" + Self.reusedAnalysisFileName
@@ -114,7 +116,7 @@ extension JobRunner {
             try await mediaStorage.fetch(jobID: match.jobId, file: .analysisData, to: analysisPath)
         } catch {
             log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
-            return nil
+            return (request, nil)
         }
         let recognized = RecognizedReupload(fingerprint: recognition.fingerprint)
         var earlierResult: String?, earlierPoster: String?, sameTimeline = false
@@ -143,8 +145,23 @@ extension JobRunner {
                                       earlierResult: earlierResult, earlierPoster: earlierPoster, sameTimeline: sameTimeline)
         log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
                                                     "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)",
-                                                    "verification_frames": "\(recognition.verificationFrames)", "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "first_look": "\(recognition.firstLook ?? "matched")"])
-        return recognized
+                                                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
+                                                    "verification_frames": "\(recognition.verificationFrames)", "first_look": "\(recognition.firstLook ?? "matched")"])
+        return (request, recognized)
+    }
+
+    /// Waits on this thread for async work: for a child's follow-up, which is asked for on the
+    /// job's own thread (never call it from Swift's cooperative pool, whose threads it would hold).
+    static func waitOnThisThread<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+        let box = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let value = await work()
+            box.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0! }
     }
 
     /// The new video shows the earlier one's footage from the same start to the same end, to a frame.

@@ -303,14 +303,14 @@ public final class JobRunner: Service, Sendable {
         let niceness = settings.niceness
         // The job's budget holds for its children together (the recognition look, then the highlight).
         let deadline = ContinuousClock.now + .seconds(budget)
-        @Sendable func runChild(_ task: ChildTask) async -> ChildOutcome {
+        @Sendable func runChild(_ task: ChildTask, followUp: (@Sendable (ChildMessage) -> ChildTask?)? = nil) async -> ChildOutcome {
             let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
             return (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
                 IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: left, cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
-                                  cancellation: token, logger: childLog) { stage, fraction in
+                                  cancellation: token, logger: childLog, onProgress: { stage, fraction in
                     reporter.report(stage: stage, fraction: fraction)
                     stages.enter(stage)
-                }
+                }, followUp: followUp)
             }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         }
         var outcome = Self.workspaceFailure
@@ -319,12 +319,36 @@ public final class JobRunner: Service, Sendable {
         if prepared != nil {
             stages.step("candidates")
             let candidates = await reuploadCandidates(for: job, log: log)
-            if !candidates.isEmpty, !token.isCancelled {
-                recognized = await recognizeReupload(job, candidates: candidates, workspace: workspace, request: &request,
-                                                     run: runChild, stages: stages, log: log)
+            let look = candidates.isEmpty || token.isCancelled ? nil
+                : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
+            if let look {
+                // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
+                stages.step("child start")
+                let base = request, jobLog = log
+                let followed = Mutex<(recognition: Recognition, recognized: RecognizedReupload?)?>(nil)
+                outcome = await runChild(look) { message in
+                    guard let recognition = message.recognition else { return nil }
+                    let (next, found) = Self.waitOnThisThread {
+                        await self.afterRecognition(recognition, job: job, candidates: candidates, workspace: workspace,
+                                                    request: base, stages: stages, log: jobLog)
+                    }
+                    followed.withLock { $0 = (recognition, found) }
+                    stages.step("highlight")
+                    return ChildTask.highlight(next)
+                }
+                if let (_, found) = followed.withLock({ $0 }) {
+                    recognized = found
+                } else if case .cancelled = outcome {
+                } else {
+                    // No answer from the look (it failed or died before one): analysed in full, in a new child.
+                    log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
+                    stages.step("highlight child start")
+                    outcome = await runChild(ChildTask.highlight(request))
+                }
+            } else {
+                stages.step("highlight child start")
+                outcome = await runChild(ChildTask.highlight(request))
             }
-            stages.step("highlight child start")
-            outcome = await runChild(ChildTask.highlight(request))
             Self.removeRecognitionFiles(workspace)
         }
         progressTask.cancel()

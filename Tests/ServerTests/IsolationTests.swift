@@ -211,6 +211,58 @@ struct IsolationTests {
         return nil
     }
 
+    /// A job's one child: the keyframe look answers, the worker prepares the highlight from the
+    /// answer, and the same process makes it. Nothing more (the input ends) is a clean end; a
+    /// follow-up that is not a highlight of the same file is refused.
+    @Test func oneChildLooksThenMakesTheHighlight() async throws {
+        let scratch = Scratch()
+        let video = scratch.path("input.mp4")
+        try await Fixtures.data(.tiny).write(to: URL(fileURLWithPath: video))
+        let candidates = scratch.path("candidates.json")
+        try JSONEncoder().encode([ReuploadCandidate]()).write(to: URL(fileURLWithPath: candidates))
+        var request = HighlightRequest(source: video)
+        request.output = scratch.path("result.mp4")
+        request.quality = .low
+        request.selection.targetDuration = 5
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
+        let access = ChildAccess(writable: [scratch.path("")])
+        let look = ChildTask.recognize(video, candidates: candidates, analysis: request.analysis, continues: true)
+        func run(_ next: ChildTask?) -> (ChildOutcome, [String]) {
+            var stages: [String] = []
+            var asked = 0
+            let outcome = IsolatedChild.run(look, settings: settings, access: access, wallSeconds: 60, cpuSeconds: 120, cancellation: nil, logger: logger,
+                                            onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } },
+                                            followUp: { message in
+                                                asked += 1
+                                                #expect(message.recognition != nil && message.result == nil)
+                                                return next
+                                            })
+            #expect(asked == 1)
+            return (outcome, stages)
+        }
+        let (made, stages) = run(.highlight(request))
+        guard case .answered(let answer) = made, let result = answer.result else {
+            Issue.record("expected the highlight's result, got \(made)")
+            return
+        }
+        #expect(result.render != nil && FileManager.default.fileExists(atPath: scratch.path("result.mp4")))
+        #expect(stages.first == "recognising" && stages.contains("rendering"), "\(stages)")
+        let (ended, _) = run(nil)
+        guard case .answered(let only) = ended else {
+            Issue.record("expected the look's answer alone, got \(ended)")
+            return
+        }
+        #expect(only.recognition != nil && only.result == nil)
+        let (refused, _) = run(.probe(video))
+        guard case .abnormal(let reason, _) = refused else {
+            Issue.record("expected a refusal, got \(refused)")
+            return
+        }
+        #expect(reason.contains("status \(ChildExit.badTask)"), "\(reason)")
+    }
+
     /// The child sees only its own files: it cannot read another account's video or write
     /// anywhere but its job's folder (Landlock), even if FFmpeg were made to try.
     @Test func childIsConfinedToItsFiles() throws {

@@ -17,9 +17,9 @@ public enum ChildMain {
         source.setEventHandler { token.cancel() }
         source.resume()
 
-        guard let data = try? FileHandle.standardInput.readToEnd(), data.count < 1 << 20,
-              let task = try? JSONDecoder().decode(ChildTask.self, from: data) else {
-            FileHandle.standardError.write(Data("moments job-exec: expected one task as JSON on standard input\n".utf8))
+        var input = TaskReader(fd: 0)
+        guard let line = input.nextLine(), let task = try? JSONDecoder().decode(ChildTask.self, from: line) else {
+            FileHandle.standardError.write(Data("moments job-exec: expected one task as a JSON line on standard input\n".utf8))
             return ChildExit.badTask
         }
         do throws(MediaError) {
@@ -28,26 +28,68 @@ public enum ChildMain {
                 emit(ChildMessage(probe: try Probe.probe(task.source)))
             case .highlight:
                 guard let spec = task.highlight else { return ChildExit.badTask }
-                var last = (stage: "", percent: -1)
-                let result = try HighlightEngine.make(spec.request, cancellation: token) { stage, fraction in
-                    let percent = Int(fraction * 100)
-                    guard stage != last.stage || percent != last.percent else { return }
-                    last = (stage, percent)
-                    emit(ChildMessage(progress: .init(stage: stage, fraction: fraction)))
-                }
-                emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
+                try highlight(spec, token: token)
             case .recognize:
                 guard let spec = task.recognize, let data = FileManager.default.contents(atPath: spec.candidates),
                       let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data) else { return ChildExit.badTask }
                 emit(ChildMessage(progress: .init(stage: "recognising", fraction: 0)))
                 let recognition = try ReuploadRecognizer.recognize(task.source, candidates: candidates, analysis: spec.analysis, cancellation: token)
                 emit(ChildMessage(recognition: recognition))
+                guard task.continues == true else { break }
+                // The highlight the parent prepared from the answer; the end of the input: nothing more.
+                guard let next = input.nextLine() else { return 0 }
+                guard let followUp = try? JSONDecoder().decode(ChildTask.self, from: next), followUp.kind == .highlight,
+                      followUp.source == task.source, let spec = followUp.highlight else { return ChildExit.badTask }
+                try highlight(spec, token: token)
             }
             return 0
         } catch {
             if error.kind == .cancelled { return ChildExit.cancelled }
             emit(ChildMessage(failure: ChildFailure(error)))
             return ChildExit.mediaError
+        }
+    }
+
+    private static func highlight(_ spec: HighlightSpec, token: CancellationToken) throws(MediaError) {
+        var last = (stage: "", percent: -1)
+        let result = try HighlightEngine.make(spec.request, cancellation: token) { stage, fraction in
+            let percent = Int(fraction * 100)
+            guard stage != last.stage || percent != last.percent else { return }
+            last = (stage, percent)
+            emit(ChildMessage(progress: .init(stage: stage, fraction: fraction)))
+        }
+        emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
+    }
+
+    /// Reads the task lines from standard input: each up to a newline or the end, at most 1 MB.
+    struct TaskReader {
+        let fd: Int32
+        private var buffer: [UInt8] = []
+        private var ended = false
+        static let maxLine = 1 << 20
+
+        init(fd: Int32) { self.fd = fd }
+
+        /// The next non-empty line; nil at the end of the input, on a read error or an overlong line.
+        mutating func nextLine() -> Data? {
+            while true {
+                if let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = Data(buffer[..<newline])
+                    buffer.removeSubrange(...newline)
+                    if line.isEmpty { continue }
+                    return line
+                }
+                if ended || buffer.count > Self.maxLine {
+                    guard !buffer.isEmpty, buffer.count <= Self.maxLine else { return nil }
+                    defer { buffer.removeAll() }
+                    return Data(buffer)
+                }
+                var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { ended = true; continue }
+                buffer.append(contentsOf: chunk[..<n])
+            }
         }
     }
 

@@ -74,11 +74,17 @@ public enum ChildOutcome: Sendable {
 /// cooperative pool. The child dies with that thread (PR_SET_PDEATHSIG), so the caller's thread
 /// must outlive the child, which `run` guarantees by waiting for it.
 public enum IsolatedChild {
+    /// `followUp`, for a recognition that `continues`: called (on this thread) with the child's
+    /// recognition answer; the task it returns is the child's next (nil: nothing more). The outcome
+    /// is then the follow-up's (its answer, failure or end); the limits hold for both together.
     public static func run(_ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
                            cancellation: CancellationToken?, logger: Logger,
-                           onProgress: (String, Double) -> Void = { _, _ in }) -> ChildOutcome {
-        let body: Data
+                           onProgress: (String, Double) -> Void = { _, _ in },
+                           followUp: ((ChildMessage) -> ChildTask?)? = nil) -> ChildOutcome {
+        _ = brokenPipesIgnored
+        var body: Data
         do { body = try JSONEncoder().encode(task) } catch { return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false) }
+        body.append(0x0A)
         var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
         guard moments_pipe(&input) == 0 else { return .abnormal(reason: "pipe: \(String(cString: strerror(errno)))", timedOut: false) }
         guard moments_pipe(&output) == 0 else {
@@ -121,16 +127,22 @@ public enum IsolatedChild {
             return .abnormal(reason: "cannot start \(settings.executable): \(String(cString: strerror(-pid)))", timedOut: false)
         }
         // The task is small (well under a pipe's buffer); the child reads it whole before anything else.
-        let wrote = body.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(input[1], raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                offset += n
+        func send(_ data: Data) -> Bool {
+            data.withUnsafeBytes { raw -> Bool in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(input[1], raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 { if errno == EINTR { continue }; return false }
+                    offset += n
+                }
+                return true
             }
-            return true
         }
-        close(input[1])
+        let wrote = send(body)
+        // Without a follow-up the input ends here; with one, once the follow-up is sent.
+        var inputOpen = followUp != nil && wrote
+        if !inputOpen { close(input[1]) }
+        defer { if inputOpen { close(input[1]) } }
 
         var reader = LineReader()
         var errorTail = Data()
@@ -178,6 +190,15 @@ public enum IsolatedChild {
                         if let p = message.progress { onProgress(p.stage, p.fraction) }
                         if message.probe != nil || message.result != nil || message.recognition != nil { answer = message }
                         if let f = message.failure { failure = f }
+                        if message.recognition != nil, inputOpen, let followUp {
+                            // The next task, prepared from the answer (the child waits for it).
+                            if let next = followUp(message), var line = try? JSONEncoder().encode(next) {
+                                line.append(0x0A)
+                                if !send(line) { logger.warning("the child did not take its follow-up task") }
+                            }
+                            close(input[1])
+                            inputOpen = false
+                        }
                     }
                     if reader.overflowed {
                         _ = moments_kill_group(pid, SIGKILL)
@@ -214,6 +235,12 @@ public enum IsolatedChild {
             : signal == SIGXCPU ? "SIGXCPU (CPU limit)" : signal == SIGSEGV ? "SIGSEGV (crash)" : signal == SIGABRT ? "SIGABRT (abort)" : "signal \(signal)"
         return .abnormal(reason: "the child died: \(name)" + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
     }
+
+    /// A write to a child that died returns EPIPE instead of killing this process.
+    private static let brokenPipesIgnored: Bool = {
+        signal(SIGPIPE, SIG_IGN)
+        return true
+    }()
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
         let pointers = strings.map { strdup($0) } + [nil]

@@ -3,8 +3,10 @@ import Analysis
 import Highlight
 import MediaEngine
 
-/// What the service asks of an isolated child (`moments job-exec`), sent as one JSON document on
-/// its standard input. The child answers with JSON lines on its standard output (`ChildMessage`).
+/// What the service asks of an isolated child (`moments job-exec`), sent as one JSON line on its
+/// standard input. The child answers with JSON lines on its standard output (`ChildMessage`). A
+/// recognition that `continues` is followed, once answered, by a second line: the highlight task
+/// the parent prepared from the answer (or the end of the input: nothing more).
 public struct ChildTask: Codable, Sendable {
     public enum Kind: String, Codable, Sendable { case probe, highlight, recognize }
 
@@ -14,10 +16,14 @@ public struct ChildTask: Codable, Sendable {
     public var highlight: HighlightSpec?
     /// For `.recognize`: the candidates file and the analysis settings (size, decode limits).
     public var recognize: RecognizeSpec?
+    /// For `.recognize`: after its answer the same child reads and runs a `.highlight` task (one
+    /// process for the job: no second start, no second open of the input).
+    public var continues: Bool?
 
     public static func probe(_ path: String) -> ChildTask { ChildTask(kind: .probe, source: path, highlight: nil) }
-    public static func recognize(_ path: String, candidates: String, analysis: AnalysisSettings) -> ChildTask {
-        ChildTask(kind: .recognize, source: path, highlight: nil, recognize: RecognizeSpec(candidates: candidates, analysis: analysis))
+    public static func recognize(_ path: String, candidates: String, analysis: AnalysisSettings, continues: Bool = false) -> ChildTask {
+        ChildTask(kind: .recognize, source: path, highlight: nil, recognize: RecognizeSpec(candidates: candidates, analysis: analysis),
+                  continues: continues ? true : nil)
     }
     public static func highlight(_ request: HighlightRequest) -> ChildTask {
         ChildTask(kind: .highlight, source: request.source, highlight: HighlightSpec(request))
