@@ -127,6 +127,14 @@ public enum ReuploadRecognizer {
         let longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
         let burst = sparse ? longest : settings.burstFrames
         var features = FrameFeatures()
+        /// One sampled pass: each decoded frame's thumbnail measured and handed to `take`.
+        func pass(burst: Int, decodesGroup: ((Double) -> Bool)? = nil, _ take: (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary {
+            try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: decodesGroup, onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                take(features)
+            }, onGroup: { _ in })
+        }
 
         // The quick pass: groups at least `quickLookSpacing` apart; their thumbnails are kept in
         // case the rest has to be looked at too.
@@ -136,7 +144,7 @@ public enum ReuploadRecognizer {
         var lastKey: Double?
         var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
         let quickPrint = fingerprinter()
-        let summary = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: { time in
+        let summary = try pass(burst: burst, decodesGroup: { time in
             if let last = lastKey, time - last < spacing {
                 skippedKeys += 1
                 return false
@@ -144,12 +152,10 @@ public enum ReuploadRecognizer {
             lastKey = time
             decodedKeys.insert(time)
             return true
-        }, onFrame: { frame in
-            guard let view = frame.view else { return }
-            features.measureThumbnail(view)
-            quickPrint.consume(features)
-            if spacing > 0 { quick.append(features) }
-        }, onGroup: { _ in })
+        }) { thumbnail in
+            quickPrint.consume(thumbnail)
+            if spacing > 0 { quick.append(thumbnail) }
+        }
         result.framesDecoded = summary.framesDecoded
         result.keyframePasses = 1
         let decodedEnd = max(summary.lastFrameTime ?? 0, summary.lastPacketTime ?? 0)
@@ -163,14 +169,9 @@ public enum ReuploadRecognizer {
             try cancellation?.check("recognise", path: path)
             let groups = Double(max(1, decodedKeys.count + skippedKeys))
             let steps = (Double(settings.lookEntries) / groups).rounded(.up)
-            let longer = min(longest, max(burst + 1, Int((steps * fingerprinter().step * clampedRate).rounded())))
+            let longer = min(longest, max(burst + 1, Int((steps * quickPrint.step * clampedRate).rounded())))
             let closer = fingerprinter()
-            let more = try decoder.runSampled(burstFrames: longer, reorders: survey.reorders, onFrame: { frame in
-                guard let view = frame.view else { return }
-                features.measureThumbnail(view)
-                closer.consume(features)
-            }, onGroup: { _ in })
-            result.framesDecoded += more.framesDecoded
+            result.framesDecoded += try pass(burst: longer) { closer.consume($0) }.framesDecoded
             result.keyframePasses = 2
             fingerprint = closer.finish(duration: duration)
             judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
@@ -178,14 +179,11 @@ public enum ReuploadRecognizer {
             // The groups the quick pass skipped, fingerprinted with the kept ones in time order.
             try cancellation?.check("recognise", path: path)
             let whole = fingerprinter()
-            let rest = try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: { !decodedKeys.contains($0) }, onFrame: { frame in
-                guard let view = frame.view else { return }
-                features.measureThumbnail(view)
-                quick.replay(before: features.time, into: whole)
-                whole.consume(features)
-            }, onGroup: { _ in })
+            result.framesDecoded += try pass(burst: burst, decodesGroup: { !decodedKeys.contains($0) }) { thumbnail in
+                quick.replay(before: thumbnail.time, into: whole)
+                whole.consume(thumbnail)
+            }.framesDecoded
             quick.replayRest(into: whole)
-            result.framesDecoded += rest.framesDecoded
             result.keyframePasses = 2
             fingerprint = whole.finish(duration: duration)
             judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)

@@ -325,20 +325,22 @@ public final class JobRunner: Service, Sendable {
                 // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
                 stages.step("child start")
                 let base = request, jobLog = log
-                let followed = Mutex<(recognition: Recognition, recognized: RecognizedReupload?)?>(nil)
+                // Set once the look has answered: what the worker keeps of a recognised copy (nil when it is none).
+                let answered = Mutex<RecognizedReupload??>(nil)
                 outcome = await runChild(look) { message in
                     guard let recognition = message.recognition else { return nil }
                     let (next, found) = Self.waitOnThisThread {
                         await self.afterRecognition(recognition, job: job, candidates: candidates, workspace: workspace,
                                                     request: base, stages: stages, log: jobLog)
                     }
-                    followed.withLock { $0 = (recognition, found) }
+                    answered.withLock { $0 = .some(found) }
                     stages.step("highlight")
                     return ChildTask.highlight(next)
                 }
-                if let (_, found) = followed.withLock({ $0 }) {
+                if let found = answered.withLock({ $0 }) {
                     recognized = found
                 } else if case .cancelled = outcome {
+                    // Stopped before the look answered: nothing to fall back to.
                 } else {
                     // No answer from the look (it failed or died before one): analysed in full, in a new child.
                     log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
