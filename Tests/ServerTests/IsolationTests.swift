@@ -102,6 +102,44 @@ struct IsolationTests {
         }
     }
 
+    /// A job's child whose re-upload look dies before answering (here: every look) does not cost
+    /// the job: the worker makes the highlight in a fresh child, at the first attempt.
+    @Test func lookWithoutAnAnswerFallsBackToAFreshHighlightChild() async throws {
+        let scratch = Scratch()
+        let real = IsolationSettings.defaultExecutable()
+        let fake = scratch.path("fake-moments")
+        try """
+            #!/bin/sh
+            IFS= read -r line
+            case "$line" in
+              *'"kind":"recognize"'*) exit 9 ;;
+            esac
+            printf '%s\\n' "$line" | \(real) job-exec; exit $?
+            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o755)
+        let server = try await TestServer { s in
+            s.childExecutable = fake
+            s.retryBackoffSeconds = 0
+        }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            var jobs: [String] = []
+            for _ in 0..<2 {
+                let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+                #expect(accepted.status == .ok, "\(accepted.text)")
+                let job = try #require(try accepted.json()["job_id"] as? String)
+                let seen = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+                #expect(seen.last?["status"] as? String == "completed", "\(seen.last ?? [:])")
+                jobs.append(job)
+            }
+            // The second job had an earlier upload to compare with, so its child looked first (and died).
+            let detail = try await client.get("/api/v1/jobs/\(jobs[1])", key: key).json()
+            #expect(detail["attempts"] as? Int == 1, "no second attempt: \(detail)")
+            #expect(detail["duplicate_of"] == nil || detail["duplicate_of"] is NSNull, "the look never answered: \(detail)")
+        }
+    }
+
     /// A child that never finishes is killed at the job's time budget; the job fails at once
     /// (a deterministic overrun is not retried).
     @Test func hangingChildIsStoppedByTheTimeBudget() async throws {
