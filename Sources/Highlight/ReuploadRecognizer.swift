@@ -68,10 +68,11 @@ public struct Recognition: Sendable, Codable, Equatable {
 /// the new video at the earlier video's frames are decoded and judged again. A match counts only
 /// when the new video lies inside the earlier one (so the earlier analysis covers all of it).
 ///
-/// The keyframes are looked at in two passes: first only those at least `quickLookSpacing` apart
-/// (keyframes cluster at scene cuts, and a group every second or two recognises most copies); only
-/// when that finds no match but is not clearly unrelated footage either (an alignment was found,
-/// or too few frames to judge) are the skipped groups decoded too, and the whole judged again.
+/// The keyframes are looked at in passes: first only those at least `quickLookSpacing` apart
+/// (keyframes cluster at scene cuts, and a group every second or two recognises most copies). Only
+/// when that finds no match but is not clearly unrelated footage either is a second pass made: the
+/// skipped groups, judged with the kept ones (an alignment was found but not accepted), or every
+/// group with longer bursts (too few entries to judge, but they vote for an offset).
 ///
 /// Cost: a keyframe and `burstFrames` frames per group, no audio; keyframes more than
 /// `maxKeyframeInterval` apart get a burst of `sparseBurstSeconds`; inputs whose keyframes are more

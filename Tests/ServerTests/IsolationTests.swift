@@ -3,7 +3,7 @@ import HTTPTypes
 import Highlight
 import HummingbirdTesting
 import JobStore
-import Jobs
+@testable import Jobs
 import Logging
 import MediaEngine
 import MomentsConfig
@@ -299,6 +299,27 @@ struct IsolationTests {
             return
         }
         #expect(reason.contains("status \(ChildExit.badTask)"), "\(reason)")
+    }
+
+    /// The child's task lines: one per newline, empty ones skipped, the last one without a newline
+    /// too (a task written whole, then the input closed); a line over 1 MB is refused.
+    @Test func taskLinesAreReadOneAtATime() throws {
+        signal(SIGPIPE, SIG_IGN) // the writer of an overlong line meets a closed pipe
+        func lines(_ bytes: Data) -> [Data?] {
+            var fds: [Int32] = [-1, -1]
+            #expect(pipe(&fds) == 0)
+            let writeEnd = fds[1]
+            let writer = Thread { bytes.withUnsafeBytes { _ = write(writeEnd, $0.baseAddress, $0.count) }; close(writeEnd) }
+            writer.start()
+            var reader = ChildMain.TaskReader(fd: fds[0])
+            var out: [Data?] = []
+            while let line = reader.nextLine() { out.append(line) }
+            close(fds[0])
+            return out
+        }
+        #expect(lines(Data("{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}".utf8)) == [Data("{\"a\":1}".utf8), Data("{\"b\":2}".utf8), Data("{\"c\":3}".utf8)])
+        #expect(lines(Data()).isEmpty)
+        #expect(lines(Data(repeating: 0x41, count: (1 << 20) + 10) + Data("\n{}\n".utf8)).isEmpty, "an overlong line ends the input")
     }
 
     /// The child sees only its own files: it cannot read another account's video or write

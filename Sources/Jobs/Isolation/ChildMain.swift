@@ -61,10 +61,13 @@ public enum ChildMain {
         emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
     }
 
-    /// Reads the task lines from standard input: each up to a newline or the end, at most 1 MB.
+    /// Reads the task lines from standard input (split by the parent's `LineReader`): each up to a
+    /// newline or the end of the input, at most 1 MB.
     struct TaskReader {
         let fd: Int32
-        private var buffer: [UInt8] = []
+        private var lines = LineReader()
+        private var pending: [Data] = []
+        private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         private var ended = false
         static let maxLine = 1 << 20
 
@@ -73,22 +76,21 @@ public enum ChildMain {
         /// The next non-empty line; nil at the end of the input, on a read error or an overlong line.
         mutating func nextLine() -> Data? {
             while true {
-                if let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = Data(buffer[..<newline])
-                    buffer.removeSubrange(...newline)
+                if !pending.isEmpty {
+                    let line = pending.removeFirst()
                     if line.isEmpty { continue }
-                    return line
+                    return line.count <= Self.maxLine ? line : nil
                 }
-                if ended || buffer.count > Self.maxLine {
-                    guard !buffer.isEmpty, buffer.count <= Self.maxLine else { return nil }
-                    defer { buffer.removeAll() }
-                    return Data(buffer)
+                if ended {
+                    // A last line without a newline.
+                    defer { lines.buffer.removeAll() }
+                    return lines.buffer.isEmpty || lines.buffer.count > Self.maxLine ? nil : lines.buffer
                 }
-                var chunk = [UInt8](repeating: 0, count: 64 * 1024)
                 let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { ended = true; continue }
-                buffer.append(contentsOf: chunk[..<n])
+                pending = lines.feed(chunk[0..<n])
+                if lines.overflowed || lines.buffer.count > Self.maxLine { return nil }
             }
         }
     }
