@@ -11,11 +11,18 @@
 /// without a cut.
 public struct FineChange {
     public static let maxShift = 2
+    /// Farthest start of the shift search (fine cells).
+    public static let maxHint = 12
+    /// The camera shift (fine cells) the last score took out.
+    public private(set) var shift = (x: 0, y: 0)
     public let tolerance: Int
     public let topFraction: Float
     public let edgeBand: Float
     /// Counts of per-cell differences in 256 bins (reused: nothing is allocated per frame).
     private var bins = [Int](repeating: 0, count: 256)
+    /// The last score's per-cell changes (luma levels; -1 for cells it leaves out), for
+    /// `ChangeHistory`; sized on the first frame.
+    public private(set) var cells: [Float] = []
 
     public init(tolerance: Int = 1, topFraction: Float = 0.005, edgeBand: Float = 0.15) {
         self.tolerance = max(0, min(3, tolerance))
@@ -24,18 +31,26 @@ public struct FineChange {
     }
 
     /// The score of `current` against `previous`, 0...1 (0 when either has no fine grid or their sizes differ).
-    public mutating func score(_ previous: FrameFeatures, _ current: FrameFeatures) -> Float {
-        let w = current.fineWidth, h = current.fineHeight, m = Self.maxShift, r = tolerance
+    /// `around` is where the camera's shift search starts (fine cells, e.g. the coarser measure's
+    /// shift scaled to this grid): a whip pan moves the picture by more than `maxShift` fine cells
+    /// a frame, which the search then still takes out.
+    public mutating func score(_ previous: FrameFeatures, _ current: FrameFeatures, around: (x: Int, y: Int) = (0, 0)) -> Float {
+        let w = current.fineWidth, h = current.fineHeight, r = tolerance
+        let hint = (x: max(-Self.maxHint, min(Self.maxHint, around.x)), y: max(-Self.maxHint, min(Self.maxHint, around.y)))
+        let m = Self.maxShift + max(abs(hint.x), abs(hint.y))
         guard w == previous.fineWidth, h == previous.fineHeight, w > 2 * (m + r) + 2, h > 2 * (m + r) + 2,
               previous.fine.count == w * h, current.fine.count == w * h else { return 0 }
         for i in 0..<bins.count { bins[i] = 0 }
+        if self.cells.count != w * h { self.cells = [Float](repeating: -1, count: w * h) }
+        for i in 0..<self.cells.count { self.cells[i] = -1 }
         var cells = 0
         previous.fine.withUnsafeBufferPointer { a in
             current.fine.withUnsafeBufferPointer { b in
                 // The camera's share: the shift that explains the most, from every other row and column.
                 var shift = (x: 0, y: 0), bestCost = Int.max
-                for dy in -m...m {
-                    for dx in -m...m {
+                let sm = Self.maxShift
+                for dy in (hint.y - sm)...(hint.y + sm) {
+                    for dx in (hint.x - sm)...(hint.x + sm) {
                         var cost = 0
                         var y = m + 1
                         while y < h - m - 1 {
@@ -47,8 +62,10 @@ public struct FineChange {
                         if cost < bestCost { bestCost = cost; shift = (dx, dy) }
                     }
                 }
+                self.shift = shift
                 let band = Int(Float(h) * edgeBand)
                 bins.withUnsafeMutableBufferPointer { counts in
+                  self.cells.withUnsafeMutableBufferPointer { map in
                     for y in 0..<h {
                         let cy = y + shift.y
                         guard cy - r >= 0, cy + r < h, y > m, y < h - m - 1, y >= band, y < h - band else { continue }
@@ -62,9 +79,11 @@ public struct FineChange {
                                 for xx in (cx - r)...(cx + r) { best = min(best, abs(v - Int(a[row + xx]))) }
                             }
                             counts[best] += 1
+                            map[y * w + x] = Float(best)
                             cells += 1
                         }
                     }
+                  }
                 }
             }
         }

@@ -21,6 +21,11 @@ public struct LocalChange {
     public let edgeBand: Float
     /// Counts of per-cell differences in 256 bins (reused: nothing is allocated per frame).
     private var bins = [Int](repeating: 0, count: 256)
+    /// The last measure's per-cell changes (luma levels; -1 for cells it leaves out), for
+    /// `ChangeHistory`.
+    public private(set) var cells = [Float](repeating: -1, count: LocalChange.side * LocalChange.side)
+    /// The camera shift (cells of the 32x32 grid) the last measure took out.
+    public private(set) var shift = (x: 0, y: 0)
 
     public init(tolerance: Int = 1, topFraction: Float = 0.04, textureWeight: Float = 1, edgeBand: Float = 0.15) {
         self.edgeBand = min(0.4, max(0, edgeBand))
@@ -42,6 +47,7 @@ public struct LocalChange {
         guard previous.thumb.count == side * side, current.thumb.count == side * side,
               previous.texture.count == side * side, current.texture.count == side * side else { return (0, 1) }
         for i in 0..<bins.count { bins[i] = 0 }
+        for i in 0..<self.cells.count { self.cells[i] = -1 }
         var cells = 0
         previous.thumb.withUnsafeBufferPointer { a in
             current.thumb.withUnsafeBufferPointer { b in
@@ -59,9 +65,11 @@ public struct LocalChange {
                         if cost < bestCost { bestCost = cost; shift = (dx, dy) }
                     }
                 }
+                self.shift = shift
                 previous.texture.withUnsafeBufferPointer { ta in
                     current.texture.withUnsafeBufferPointer { tb in
                         bins.withUnsafeMutableBufferPointer { counts in
+                          self.cells.withUnsafeMutableBufferPointer { map in
                             // Cells whose whole neighbourhood, moved by the shift, lies in the
                             // previous grid: at the border, content enters and leaves the picture.
                             let band = Int(Float(side) * edgeBand)
@@ -78,9 +86,11 @@ public struct LocalChange {
                                         for xx in (cx - reach)...(cx + reach) { best = min(best, abs(v - a[row + xx]) + k * abs(t - ta[row + xx])) }
                                     }
                                     counts[min(255, max(0, Int(best)))] += 1
+                                    map[y * side + x] = best
                                     cells += 1
                                 }
                             }
+                          }
                         }
                     }
                 }

@@ -24,8 +24,9 @@ public struct MediaDefaults: Sendable {
         public var audioSampleRate = 16_000
         /// auto | full | sampled (see DecodePlanSettings).
         public var decodePlan = "auto"
-        /// Look for jump cuts too (two moments of one scene joined by a cut).
-        public var jumpCuts = true
+        /// Look for jump cuts too (two moments of one scene joined by a cut); off by default (see
+        /// `ShotDetector.Settings.jumpCuts`).
+        public var jumpCuts = false
     }
 
     public struct HighlightDefaults: Sendable {

@@ -109,12 +109,13 @@ struct DecodePlanTests {
         #expect(a.boundaries.count == 1 && abs((a.boundaries.first?.time ?? 0) - 1.3) < 0.5 / 60, "\(a.boundaries)")
         #expect(a.width == 2160 && a.height == 3840, "portrait: \(a.width)x\(a.height)")
         #expect(a.summary.framesDecoded < 20, "sampled \(a.summary.framesDecoded) of 150 frames")
-        // Jump cuts (on by default) do not change the plan: `auto` still samples (jumps are judged
-        // on the frames it decodes). Decoded in full, the same cut, and no jump in the phone's
-        // picture (without the synthetic frame-number barcode: a code redrawn on every frame is
-        // what the fine grid calls a jump, in a picture that otherwise stays).
-        #expect(AnalysisSettings().shots.jumpCuts)
+        // Jump cuts (off by default; on here) do not change the plan: `auto` still samples (jumps
+        // are judged on the frames it decodes). Decoded in full, the same cut, and no jump in the
+        // phone's picture (without the synthetic frame-number barcode: a code redrawn on every
+        // frame is what the fine grid calls a jump, in a picture that otherwise stays).
+        #expect(!AnalysisSettings().shots.jumpCuts)
         var full = AnalysisSettings()
+        full.shots.jumpCuts = true
         full.plan.choice = .full
         var plain = spec
         plain.barcode = false

@@ -185,7 +185,7 @@ struct ReframeTests {
     }
 
     /// analysis.jumpCuts: a jump cut between two posed parts of one scene is found on its frame
-    /// with jump cuts on (the default), and is no boundary when they are off.
+    /// with jump cuts on, and is no boundary when they are off (the default).
     @Test("jump cuts in a decoded video: found on the frame when on, none when off")
     func jumpCutsInAVideo() throws {
         let dir = Scratch()

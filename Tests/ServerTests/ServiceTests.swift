@@ -191,11 +191,11 @@ struct ServiceTests {
         #expect(PlanSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")) == PlanSettings())
         let noRecuts = PlanSettings(reader: try await MomentsConfiguration.reader(environment: ["PLANS_FREE_RECUTS": "false"], file: "Config/moments.json"))
         #expect(!noRecuts.free.recuts && noRecuts.pro.recuts)
-        // Jump cuts: on as shipped, off by media.analysis.jumpCuts.
+        // Jump cuts: off as shipped, on by media.analysis.jumpCuts.
         let shippedMedia = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
-        #expect(shippedMedia.analysisSettings.shots.jumpCuts)
-        let still = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: ["MEDIA_ANALYSIS_JUMP_CUTS": "false"], file: "Config/moments.json"))
-        #expect(!still.analysisSettings.shots.jumpCuts)
+        #expect(!shippedMedia.analysisSettings.shots.jumpCuts)
+        let jumps = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: ["MEDIA_ANALYSIS_JUMP_CUTS": "true"], file: "Config/moments.json"))
+        #expect(jumps.analysisSettings.shots.jumpCuts)
         await #expect(throws: (any Error).self) {
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: file))
             _ = try await MomentsConfiguration.reader(environment: [:], file: file)
