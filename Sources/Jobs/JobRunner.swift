@@ -119,7 +119,7 @@ public final class JobRunner: Service, Sendable {
             switch event {
             case .jobQueued: notifyNewJob()
             case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
-            case .webhookQueued: break // the webhook dispatcher listens for these itself
+            case .webhookQueued, .pushQueued: break // the webhook and push dispatchers listen for these themselves
             }
         }
     }
