@@ -47,9 +47,11 @@ public final class JobRunner: Service, Sendable {
         processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
         webhooks = WebhookDispatcher(database: database, settings: settings.webhooks, baseURL: settings.baseURL,
                                      worker: "\(processTag)#webhooks", logger: logger, clock: clock)
-        pushes = apns.map {
-            PushDispatcher(database: database, client: APNsClient(credentials: $0), settings: settings.push, worker: "\(processTag)#pushes",
-                           logger: logger, clock: clock)
+        if let apns {
+            pushes = PushDispatcher(database: database, client: APNsClient(credentials: apns), settings: settings.push,
+                                    worker: "\(processTag)#pushes", logger: logger, clock: clock)
+        } else {
+            pushes = nil
         }
     }
 

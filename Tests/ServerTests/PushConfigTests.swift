@@ -184,7 +184,7 @@ struct PushConfigTests {
             func verify(using algorithm: some JWTAlgorithm) async throws {}
         }
         let verifier = JWTKeyCollection()
-        await verifier.add(ecdsa: try ES256PublicKey(pem: key.publicKey.pemRepresentation), kid: "KEY1234567")
+        await verifier.add(ecdsa: try ES256PublicKey(pem: key.publicKey.pemRepresentation), kid: JWKIdentifier(string: "KEY1234567"))
         let claims = try await verifier.verify(first.jwt, as: Claims.self)
         #expect(claims.iss == "TEAM765432" && claims.iat == Int(t0.timeIntervalSince1970))
         let header = try JSONSerialization.jsonObject(with: Self.base64URL(String(first.jwt.split(separator: ".")[0]))) as? [String: Any]

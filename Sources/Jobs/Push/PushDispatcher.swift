@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import MomentsConfig
+import Synchronization
 import Telemetry
 
 /// Sends the push outbox to APNs: claims due pushes (leased, so dispatchers in several processes
@@ -22,8 +23,11 @@ public final class PushDispatcher: Sendable {
 
     /// A claimed push is this dispatcher's for this long (longer than two sends can take).
     static let leaseSeconds = 60.0
-    /// Pushes sent at once (multiplexed over the HTTP/2 connection).
+    /// Pushes claimed at once.
     static let batch = 32
+    /// Pushes being sent at once, at most (multiplexed over the HTTP/2 connection).
+    static let maxInFlight = 128
+    private let inFlight = Atomic<Int>(0)
     /// How often the outbox is looked at when no store event woke the dispatcher (retries coming due).
     static let pollSeconds = 1.0
 
@@ -33,11 +37,13 @@ public final class PushDispatcher: Sendable {
         self.logger = logger; self.clock = clock
     }
 
-    /// Sends until the task is cancelled.
+    /// Sends until the task is cancelled. Each push is sent by a task of its own, and more are
+    /// claimed as soon as there is room: a push APNs is slow to answer (up to its 10 s timeout)
+    /// holds up no other push, up to `maxInFlight` at once.
     public func run() async {
         let (bell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let events = database.events()
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             group.addTask {
                 for await event in events where event == .pushQueued { ring.yield() }
             }
@@ -47,30 +53,46 @@ public final class PushDispatcher: Sendable {
                     try? await Task.sleep(for: .seconds(Self.pollSeconds))
                 }
             }
-            group.addTask {
-                for await _ in bell {
-                    if Task.isCancelled { break }
-                    await self.sendDue()
+            for await _ in bell {
+                if Task.isCancelled { break }
+                while !Task.isCancelled {
+                    let room = min(Self.batch, Self.maxInFlight - inFlight.load(ordering: .relaxed))
+                    guard room > 0, let claimed = await claim(limit: room) else { break }
+                    for push in claimed {
+                        inFlight.add(1, ordering: .relaxed)
+                        group.addTask {
+                            await self.attempt(push)
+                            self.inFlight.subtract(1, ordering: .relaxed)
+                            ring.yield()
+                        }
+                    }
+                    if claimed.count < room { break }
                 }
             }
+            group.cancelAll()
         }
     }
 
-    /// Sends every push due now, a batch at a time. Returns how many were attempted.
+    /// Pushes due now, leased to this dispatcher; nil when none (or the outbox cannot be read).
+    func claim(limit: Int) async -> [PushDelivery]? {
+        do {
+            let claimed = try await database.claimDuePushes(worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+            return claimed.isEmpty ? nil : claimed
+        } catch is CancellationError {
+            return nil
+        } catch {
+            logger.error("cannot read the push outbox", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Sends every push due now, a batch at a time, waiting for each batch (tools and tests; `run`
+    /// does not wait). Returns how many were attempted.
     @discardableResult
     public func sendDue() async -> Int {
         var attempted = 0
         while !Task.isCancelled {
-            let claimed: [PushDelivery]
-            do {
-                claimed = try await database.claimDuePushes(worker: worker, leaseSeconds: Self.leaseSeconds, limit: Self.batch, now: clock())
-            } catch is CancellationError {
-                break
-            } catch {
-                logger.error("cannot read the push outbox", metadata: ["error": "\(error)"])
-                break
-            }
-            if claimed.isEmpty { break }
+            guard let claimed = await claim(limit: Self.batch) else { break }
             await withTaskGroup(of: Void.self) { group in
                 for push in claimed { group.addTask { await self.attempt(push) } }
             }
