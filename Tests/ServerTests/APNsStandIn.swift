@@ -64,7 +64,7 @@ final class APNsStandIn: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script, "--dir", scratch.path, "--key-id", Self.keyId, "--team-id", Self.teamId, "--topic", Self.topic]
         let errors = scratch.path("stderr.log")
-        FileManager.default.createFile(atPath: errors, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         process.standardOutput = FileHandle.nullDevice
         try process.run()

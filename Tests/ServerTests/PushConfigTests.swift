@@ -75,7 +75,7 @@ struct PushConfigTests {
         #expect(try refusal { $0.caFile = scratch.path("ca.pem") }.contains("APNS_CA_FILE"))
 
         // The service does not start with it.
-        #expect(throws: APNsConfigurationError.self) {
+        await #expect(throws: APNsConfigurationError.self) {
             _ = try await TestServer { s in
                 s.push = push
                 s.push.keyPath = scratch.path("garbage.p8")
