@@ -87,12 +87,17 @@ final class APNsStandIn: @unchecked Sendable {
         }
     }
 
-    /// Stops the stand-in (its own process only).
+    /// Stops the stand-in (its own process only): SIGTERM, then SIGKILL after 5 s.
     func stop() async {
         guard process.isRunning else { return }
         process.terminate()
         let process = self.process
-        _ = try? await RawConnection.offPool { process.waitUntilExit() }
+        _ = try? await RawConnection.offPool {
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
     }
 
     /// Runs `body` with the stand-in, stopping it after.
