@@ -160,4 +160,46 @@ struct PushTests {
             #expect(Set(final.compactMap(\.authorization)).count <= 2)
         }
     }
+
+    /// 403 ExpiredProviderToken: a new provider token is signed and the push sent again at once,
+    /// within the same attempt; later pushes use the new token.
+    @Test func anExpiredProviderTokenIsReplacedAndThePushSentAgain() async throws {
+        try await APNsStandIn.with { standIn in
+            let server = try await TestServer { $0.workers = 0 }
+            var settings = PushSettings()
+            standIn.configure(&settings)
+            let store = server.service.database
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Date())
+            let expired = APNsStandIn.token("e4b1", 1), good = APNsStandIn.token("600d", 2)
+            _ = try await store.registerDevice(accountId: account.id, token: expired, environment: .production, limit: 20, now: Date())
+            let job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium",
+                          input: JobInput(size: 1000, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320,
+                                          height: 180, rotation: 0, frameRate: 30),
+                          estimatedSeconds: 5, now: Date())
+            try await store.insertUnmetered(job)
+            #expect(try await store.fail(id: job.id, worker: nil, code: "test", message: "Stopped by the test.", chargeSeconds: 0, now: Date()))
+            let client = APNsClient(credentials: try #require(try APNsCredentials.load(settings)))
+            let dispatcher = PushDispatcher(database: store, client: client, settings: settings, worker: "test#pushes", logger: Logger(label: "push-test"))
+            #expect(await dispatcher.sendDue() == 1)
+            let hits = try await standIn.hits { $0.count >= 2 }
+            #expect(hits.map(\.status) == [403, 200] && hits.map(\.token) == [expired, expired])
+            #expect(hits.count == 2 && hits[0].authorization != hits[1].authorization, "a new provider token for the second send")
+            #expect(hits.count == 2 && hits[1].received - hits[0].received < 1, "sent again at once")
+            #expect(await client.tokens.signedCount == 2)
+            let pushes = try await store.pushDeliveries(jobId: job.id)
+            #expect(pushes.first?.status == .sent && pushes.first?.attempts == 1)
+
+            // The next push reuses the new token.
+            _ = try await store.registerDevice(accountId: account.id, token: good, environment: .production, limit: 20, now: Date())
+            var second = job
+            second.id = UUID().uuidString.lowercased()
+            second.status = .pending
+            try await store.insertUnmetered(second)
+            #expect(try await store.fail(id: second.id, worker: nil, code: "test", message: "Stopped by the test.", chargeSeconds: 0, now: Date()))
+            #expect(await dispatcher.sendDue() == 2)
+            let later = try await standIn.hits { $0.count >= 4 }
+            #expect(Set(later.dropFirst(2).map(\.authorization)) == [hits.last?.authorization], "the replacement serves the next pushes")
+            #expect(await client.tokens.signedCount == 2)
+        }
+    }
 }
