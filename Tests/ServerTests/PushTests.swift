@@ -32,74 +32,90 @@ struct PushTests {
 
     /// The required test: a completed job pushes once to each good device (production and sandbox,
     /// each at its endpoint), a flaky device gets it after a retry, a dead device and a bad token are
-    /// removed, a stalled device holds up nobody, another account's device gets nothing, and one
-    /// provider token serves every push. The first push leaves within a second of the job's end.
+    /// removed, a stalled device holds up nobody (nor the job's webhook), another account's device
+    /// gets nothing, and one provider token serves every push. The first push leaves within a
+    /// second of the job's end.
     @Test func completedJobIsPushedToEachGoodDeviceOnce() async throws {
+        let receiver = WebhookTests.Receiver(failures: 0)
         try await APNsStandIn.with { standIn in
-            let server = try await TestServer { standIn.configure(&$0.push) }
+            let server = try await TestServer { s in
+                standIn.configure(&s.push)
+                s.webhooks.allowPrivateTargets = true
+                s.webhooks.pollSeconds = 0.2
+            }
             let video = try await Fixtures.data(.short)
-            try await withServer(server, .live) { client in
-                let (_, key) = try await client.createAccount()
-                let (_, otherKey) = try await client.createAccount()
-                let good = APNsStandIn.token("600d", 1), sandbox = APNsStandIn.token("600d", 2), flaky = APNsStandIn.token("f1a", 3)
-                let dead = APNsStandIn.token("dead", 4), bad = APNsStandIn.token("bad0", 5), stalled = APNsStandIn.token("57a1", 6)
-                let others = APNsStandIn.token("600d", 7)
-                for token in [good, flaky, dead, bad, stalled] {
-                    #expect(try await Self.register(client, key: key, token: token).status == .created)
+            try await receiver.run { webhookURL in
+                try await withServer(server, .live) { client in
+                    let (_, key) = try await client.createAccount()
+                    #expect(try await WebhookTests.register(client, key: key, url: webhookURL).status == .ok)
+                    let (_, otherKey) = try await client.createAccount()
+                    let good = APNsStandIn.token("600d", 1), sandbox = APNsStandIn.token("600d", 2), flaky = APNsStandIn.token("f1a", 3)
+                    let dead = APNsStandIn.token("dead", 4), bad = APNsStandIn.token("bad0", 5), stalled = APNsStandIn.token("57a1", 6)
+                    let others = APNsStandIn.token("600d", 7)
+                    for token in [good, flaky, dead, bad, stalled] {
+                        #expect(try await Self.register(client, key: key, token: token).status == .created)
+                    }
+                    // Upper case is the same token; PUT again answers 200.
+                    #expect(try await Self.register(client, key: key, token: sandbox.uppercased(), environment: "sandbox").status == .created)
+                    #expect(try await Self.register(client, key: key, token: sandbox, environment: "sandbox").status == .ok)
+                    #expect(try await Self.register(client, key: otherKey, token: others).status == .created)
+
+                    let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+                    let job = try #require(try accepted.json()["job_id"] as? String, "\(accepted.text)")
+                    _ = try await client.poll(job: job, key: key) { $0["status"] as? String == "completed" }
+
+                    // The webhook is not held up by the pushes (one of which APNs never answers).
+                    let webhookDeadline = Date().addingTimeInterval(5)
+                    while receiver.received.isEmpty && Date() < webhookDeadline { try await Task.sleep(for: .milliseconds(20)) }
+                    let webhookSeen = Date()
+                    #expect(receiver.received.count == 1, "the job's webhook arrived")
+
+                    let hits = try await standIn.hits { hits in
+                        let answered = { (token: String, status: Int) in hits.contains { $0.token == token && $0.status == status } }
+                        return answered(good, 200) && answered(sandbox, 200) && answered(flaky, 200) && answered(dead, 410) && answered(bad, 400)
+                            && hits.contains { $0.token == stalled }
+                    }
+                    for hit in hits { Self.expectLikeApple(hit, job: job) }
+                    let byToken = Dictionary(grouping: hits, by: \.token)
+                    #expect(byToken[good]?.count == 1 && byToken[sandbox]?.count == 1, "each good device once")
+                    #expect(byToken[good]?.first?.authority == "127.0.0.1:\(standIn.port)")
+                    #expect(byToken[sandbox]?.first?.authority == "localhost:\(standIn.port)", "sandbox devices go to the sandbox endpoint")
+                    let flakyHits = try #require(byToken[flaky])
+                    #expect(flakyHits.map(\.status) == [503, 200], "\(flakyHits.map(\.status))")
+                    if flakyHits.count == 2 {
+                        #expect(flakyHits[1].received - flakyHits[0].received >= 0.25, "the retry waits apns.retryBackoffSeconds")
+                    }
+                    #expect(byToken[dead]?.count == 1 && byToken[bad]?.count == 1, "a device APNs refuses for good is not tried again")
+                    #expect(byToken[others] == nil, "another account's device gets nothing")
+                    #expect(Set(hits.compactMap(\.authorization)).count == 1, "one provider token serves every push")
+
+                    let payload = try #require(byToken[good]?.first?.payload)
+                    #expect(payload.job_id == job && payload.status == "completed" && payload.aps.sound == "default")
+                    #expect(payload.aps.alert.title == "Your highlight is ready" && payload.aps.alert.body.contains("ready to watch"))
+
+                    // Within a second of the job's end (the store's finishedAt; both clocks are this machine's).
+                    let finished = try #require(try await server.service.database.job(id: job)?.finishedAt)
+                    let latency = try #require(byToken[good]?.first?.received) - finished.timeIntervalSince1970
+                    print("push latency: job end to APNs receipt \(String(format: "%.3f", latency)) s")
+                    #expect(latency < 1.0, "job end to push: \(latency) s")
+                    #expect(webhookSeen.timeIntervalSince(finished) < 2, "job end to webhook: \(webhookSeen.timeIntervalSince(finished)) s")
+
+                    // The dead device and the bad token are gone; the others stay.
+                    let devices = try await client.get("/api/v1/account/devices", key: key).json()
+                    let listed = Set((devices["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String })
+                    #expect(listed == [good, sandbox, flaky, stalled], "\(listed)")
+                    #expect(devices["push_enabled"] as? Bool == true)
+
+                    let pushes = try await server.service.database.pushDeliveries(jobId: job)
+                    #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId != "" })
+                    #expect(Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky])
+
+                    let (_, metrics) = try await client.metrics()
+                    #expect((metrics.value("moments_pushes_sent_total") ?? 0) >= 3, "\(metrics.text)")
+                    #expect((metrics.value("moments_push_failures_total", ["reason": "Unregistered"]) ?? 0) >= 1)
+                    #expect((metrics.value("moments_push_failures_total", ["reason": "BadDeviceToken"]) ?? 0) >= 1)
+                    #expect((metrics.value("moments_push_failures_total", ["reason": "ServiceUnavailable"]) ?? 0) >= 1)
                 }
-                // Upper case is the same token; PUT again answers 200.
-                #expect(try await Self.register(client, key: key, token: sandbox.uppercased(), environment: "sandbox").status == .created)
-                #expect(try await Self.register(client, key: key, token: sandbox, environment: "sandbox").status == .ok)
-                #expect(try await Self.register(client, key: otherKey, token: others).status == .created)
-
-                let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
-                let job = try #require(try accepted.json()["job_id"] as? String, "\(accepted.text)")
-                _ = try await client.poll(job: job, key: key) { $0["status"] as? String == "completed" }
-
-                let hits = try await standIn.hits { hits in
-                    let answered = { (token: String, status: Int) in hits.contains { $0.token == token && $0.status == status } }
-                    return answered(good, 200) && answered(sandbox, 200) && answered(flaky, 200) && answered(dead, 410) && answered(bad, 400)
-                        && hits.contains { $0.token == stalled }
-                }
-                for hit in hits { Self.expectLikeApple(hit, job: job) }
-                let byToken = Dictionary(grouping: hits, by: \.token)
-                #expect(byToken[good]?.count == 1 && byToken[sandbox]?.count == 1, "each good device once")
-                #expect(byToken[good]?.first?.authority == "127.0.0.1:\(standIn.port)")
-                #expect(byToken[sandbox]?.first?.authority == "localhost:\(standIn.port)", "sandbox devices go to the sandbox endpoint")
-                let flakyHits = try #require(byToken[flaky])
-                #expect(flakyHits.map(\.status) == [503, 200], "\(flakyHits.map(\.status))")
-                if flakyHits.count == 2 {
-                    #expect(flakyHits[1].received - flakyHits[0].received >= 0.25, "the retry waits apns.retryBackoffSeconds")
-                }
-                #expect(byToken[dead]?.count == 1 && byToken[bad]?.count == 1, "a device APNs refuses for good is not tried again")
-                #expect(byToken[others] == nil, "another account's device gets nothing")
-                #expect(Set(hits.compactMap(\.authorization)).count == 1, "one provider token serves every push")
-
-                let payload = try #require(byToken[good]?.first?.payload)
-                #expect(payload.job_id == job && payload.status == "completed" && payload.aps.sound == "default")
-                #expect(payload.aps.alert.title == "Your highlight is ready" && payload.aps.alert.body.contains("ready to watch"))
-
-                // Within a second of the job's end (the store's finishedAt; both clocks are this machine's).
-                let finished = try #require(try await server.service.database.job(id: job)?.finishedAt)
-                let latency = try #require(byToken[good]?.first?.received) - finished.timeIntervalSince1970
-                print("push latency: job end to APNs receipt \(String(format: "%.3f", latency)) s")
-                #expect(latency < 1.0, "job end to push: \(latency) s")
-
-                // The dead device and the bad token are gone; the others stay.
-                let devices = try await client.get("/api/v1/account/devices", key: key).json()
-                let listed = Set((devices["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String })
-                #expect(listed == [good, sandbox, flaky, stalled], "\(listed)")
-                #expect(devices["push_enabled"] as? Bool == true)
-
-                let pushes = try await server.service.database.pushDeliveries(jobId: job)
-                #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId != "" })
-                #expect(Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky])
-
-                let (_, metrics) = try await client.metrics()
-                #expect((metrics.value("moments_pushes_sent_total") ?? 0) >= 3, "\(metrics.text)")
-                #expect((metrics.value("moments_push_failures_total", ["reason": "Unregistered"]) ?? 0) >= 1)
-                #expect((metrics.value("moments_push_failures_total", ["reason": "BadDeviceToken"]) ?? 0) >= 1)
-                #expect((metrics.value("moments_push_failures_total", ["reason": "ServiceUnavailable"]) ?? 0) >= 1)
             }
         }
     }
