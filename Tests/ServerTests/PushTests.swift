@@ -46,7 +46,7 @@ struct PushTests {
             let video = try await Fixtures.data(.short)
             try await receiver.run { webhookURL in
                 try await withServer(server, .live) { client in
-                    let (_, key) = try await client.createAccount()
+                    let (accountId, key) = try await client.createAccount()
                     #expect(try await WebhookTests.register(client, key: key, url: webhookURL).status == .ok)
                     let (_, otherKey) = try await client.createAccount()
                     let good = APNsStandIn.token("600d", 1), sandbox = APNsStandIn.token("600d", 2), flaky = APNsStandIn.token("f1a", 3)
@@ -107,7 +107,7 @@ struct PushTests {
                     #expect(devices["push_enabled"] as? Bool == true)
 
                     let pushes = try await server.service.database.pushDeliveries(jobId: job)
-                    #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId != "" })
+                    #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId == accountId && $0.jobId == job })
                     #expect(Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky])
 
                     let (_, metrics) = try await client.metrics()
