@@ -36,15 +36,18 @@ run: release
 # service tests again on the production engines (PostgreSQL + S3).
 # The service tests run in two halves, one after the other (each runs its tests in parallel): all
 # of them at once starve the live servers on a 2-core machine (timeouts in the streaming tests).
-TRANSPORT_SUITES := ^ServerTests\.(ResumableUpload|IETFResumable|Tuspy|Webhook)
+TRANSPORT_SUITES := ^ServerTests\.(ResumableUpload|IETFResumable|Tuspy|Webhook|Push)
 SERVICE_TESTS := --filter "^ServerTests\." --skip "$(TRANSPORT_SUITES)"
 TRANSPORT_TESTS := --filter "$(TRANSPORT_SUITES)"
 # opentimelineio and xmllint check the timeline exports (OTIO read back, FCPXML against a DTD);
 # tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client;
-# curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests.
+# curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests;
+# hypercorn, PyJWT and cryptography run scripts/apns-standin, the push tests' local APNs (HTTP/2 over TLS).
 test-tools:
 	@python3 -c 'import tusclient' 2>/dev/null || { echo "Installing tuspy with pip"; \
 		python3 -m pip install --quiet tuspy 2>/dev/null || python3 -m pip install --quiet --break-system-packages tuspy; }
+	@python3 -c 'import hypercorn, jwt, cryptography' 2>/dev/null || { echo "Installing hypercorn, PyJWT and cryptography with pip (the push tests' APNs stand-in)"; \
+		python3 -m pip install --quiet hypercorn pyjwt cryptography 2>/dev/null || python3 -m pip install --quiet --break-system-packages hypercorn pyjwt cryptography; }
 	@python3 -c 'import opentimelineio' 2>/dev/null || { echo "Installing opentimelineio with pip (the timeline tests read the OTIO export back)"; \
 		python3 -m pip install --quiet opentimelineio 2>/dev/null || python3 -m pip install --quiet --break-system-packages opentimelineio; }
 	@command -v xmllint >/dev/null 2>&1 || { echo "Installing xmllint (the timeline tests validate the FCPXML export)"; SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \

@@ -112,6 +112,8 @@ let package = Package(
             dependencies: [
                 "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "CFileSync", "Telemetry", "ObjectStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),

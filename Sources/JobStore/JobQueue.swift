@@ -130,7 +130,7 @@ extension AppDatabase {
             return try Self.recover(expired, in: db, maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
         }
         if !result.requeued.isEmpty { broadcaster.send(.jobQueued) }
-        if !result.failed.isEmpty { broadcaster.send(.webhookQueued) }
+        if !result.failed.isEmpty { broadcaster.send(.webhookQueued); broadcaster.send(.pushQueued) }
         return result
     }
 
@@ -145,9 +145,10 @@ extension AppDatabase {
             try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
             try Self.enqueueWebhook(db, job: job, now: now)
+            try Self.enqueuePushes(db, job: job, now: now)
             return true
         }
-        if completed { broadcaster.send(.webhookQueued) }
+        if completed { broadcaster.send(.webhookQueued); broadcaster.send(.pushQueued) }
         return completed
     }
 
@@ -166,9 +167,10 @@ extension AppDatabase {
             try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
             try Self.enqueueWebhook(db, job: job, now: now)
+            try Self.enqueuePushes(db, job: job, now: now)
             return true
         }
-        if failed { broadcaster.send(.webhookQueued) }
+        if failed { broadcaster.send(.webhookQueued); broadcaster.send(.pushQueued) }
         return failed
     }
 
@@ -236,7 +238,10 @@ extension AppDatabase {
                 requeued.append(job.id)
             }
             try job.update(db)
-            if job.status == .failed { try enqueueWebhook(db, job: job, now: now) }
+            if job.status == .failed {
+                try enqueueWebhook(db, job: job, now: now)
+                try enqueuePushes(db, job: job, now: now)
+            }
         }
         return (requeued, failed)
     }

@@ -137,11 +137,13 @@ public enum StoreEvent: Sendable, Equatable {
     case jobCancelled(id: String)
     /// A webhook delivery was written to the outbox (a job reached a final state).
     case webhookQueued
+    /// A push was written to the outbox (a job with registered devices completed or failed).
+    case pushQueued
 }
 
 /// The whole store.
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
-                              UploadRepository, WebhookRepository, FingerprintRepository {
+                              UploadRepository, WebhookRepository, PushRepository, FingerprintRepository {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up

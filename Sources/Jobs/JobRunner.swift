@@ -38,7 +38,7 @@ public final class JobRunner: Service, Sendable {
     let processTag: String
 
     public init(database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil, settings: ServiceSettings, media: MediaDefaults,
-                logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+                apns: APNsCredentials? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database; self.layout = layout; self.settings = settings; self.media = media
         self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
@@ -47,10 +47,18 @@ public final class JobRunner: Service, Sendable {
         processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
         webhooks = WebhookDispatcher(database: database, settings: settings.webhooks, baseURL: settings.baseURL,
                                      worker: "\(processTag)#webhooks", logger: logger, clock: clock)
+        if let apns {
+            pushes = PushDispatcher(database: database, client: APNsClient(credentials: apns), settings: settings.push,
+                                    worker: "\(processTag)#pushes", logger: logger, clock: clock)
+        } else {
+            pushes = nil
+        }
     }
 
     /// Delivers the webhook outbox while the runner runs (in `serve` and `worker` processes alike).
     public let webhooks: WebhookDispatcher
+    /// Sends the push outbox to APNs while the runner runs (nil: no APNs key, pushes are off).
+    public let pushes: PushDispatcher?
 
     /// The lease owner name of worker loop `index`.
     func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
@@ -80,7 +88,7 @@ public final class JobRunner: Service, Sendable {
         let workerSlots = WorkerMetrics.started(settings.workers); defer { workerSlots.stopped() }
         await withGracefulShutdownHandler {
             // Worker loops and the sweeper end at shutdown; the helpers around them (poll, store
-            // events, lease renewal, rescuer, webhook dispatcher) are cancelled once those have ended.
+            // events, lease renewal, rescuer, webhook and push dispatchers) are cancelled once those have ended.
             await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<settings.workers {
                     let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -101,6 +109,7 @@ public final class JobRunner: Service, Sendable {
                 group.addTask { await self.renewLeasesWhileRunning(); return false }
                 group.addTask { await self.rescueWhileRunning(); return false }
                 group.addTask { await self.webhooks.run(); return false }
+                if let pushes { group.addTask { await pushes.run(); return false } }
                 var essential = settings.workers + 1
                 while essential > 0, let wasEssential = await group.next() {
                     if wasEssential { essential -= 1 }
@@ -119,7 +128,7 @@ public final class JobRunner: Service, Sendable {
             switch event {
             case .jobQueued: notifyNewJob()
             case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
-            case .webhookQueued: break // the webhook dispatcher listens for these itself
+            case .webhookQueued, .pushQueued: break // the webhook and push dispatchers listen for these themselves
             }
         }
     }

@@ -105,6 +105,8 @@ public struct ServiceSettings: Sendable, Equatable {
 
     /// `webhooks.*`: signed webhooks (see WebhookSettings).
     public var webhooks = WebhookSettings()
+    /// `apns.*`: push notifications to the account's phones (see PushSettings).
+    public var push = PushSettings()
 
     public init() {}
 
@@ -146,6 +148,7 @@ public struct ServiceSettings: Sendable, Equatable {
         defaultTargetDuration = config.int(forKey: "upload.defaultTargetDuration", default: defaultTargetDuration)
         accountsPerAddressPerHour = config.int(forKey: "accounts.maxPerAddressPerHour", default: accountsPerAddressPerHour)
         webhooks = WebhookSettings(reader: config)
+        push = PushSettings(reader: config)
     }
 
     /// The origin used in absolute URLs.

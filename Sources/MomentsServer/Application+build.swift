@@ -56,6 +56,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
     WebhookController(service: service).addRoutes(to: protected, table: table)
+    DeviceController(service: service).addRoutes(to: protected, table: table)
     SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)
     return (router, table)
 }

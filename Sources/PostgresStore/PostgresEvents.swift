@@ -40,7 +40,7 @@ final class EventHub: Sendable {
 }
 
 extension PostgresStore {
-    /// The store's one listening connection: LISTEN on the three channels (jobs queued, cancels, webhooks), every notification fanned out
+    /// The store's one listening connection: LISTEN on the four channels (jobs queued, cancels, webhooks, pushes), every notification fanned out
     /// through `hub`. After a failure it connects again (after a second) and then yields `.jobQueued`
     /// once, since notifications sent meanwhile were missed. Ends when its task is cancelled.
     static func listen(client: PostgresClient, hub: EventHub, logger: Logger, ready: AsyncStream<Void>.Continuation) async {
@@ -51,25 +51,31 @@ extension PostgresStore {
                     try await connection.listen(on: queuedChannel) { queued in
                         try await connection.listen(on: cancelChannel) { cancelled in
                             try await connection.listen(on: webhookChannel) { webhooks in
-                                ready.yield()
-                                if reconnecting {
-                                    logger.info("PostgreSQL event listener connected again")
-                                    hub.yield(.jobQueued)
-                                    hub.yield(.webhookQueued)
-                                }
-                                try await withThrowingTaskGroup(of: Void.self) { group in
-                                    group.addTask {
-                                        for try await _ in queued { hub.yield(.jobQueued) }
+                                try await connection.listen(on: pushChannel) { pushes in
+                                    ready.yield()
+                                    if reconnecting {
+                                        logger.info("PostgreSQL event listener connected again")
+                                        hub.yield(.jobQueued)
+                                        hub.yield(.webhookQueued)
+                                        hub.yield(.pushQueued)
                                     }
-                                    group.addTask {
-                                        for try await notification in cancelled { hub.yield(.jobCancelled(id: notification.payload)) }
+                                    try await withThrowingTaskGroup(of: Void.self) { group in
+                                        group.addTask {
+                                            for try await _ in queued { hub.yield(.jobQueued) }
+                                        }
+                                        group.addTask {
+                                            for try await notification in cancelled { hub.yield(.jobCancelled(id: notification.payload)) }
+                                        }
+                                        group.addTask {
+                                            for try await _ in webhooks { hub.yield(.webhookQueued) }
+                                        }
+                                        group.addTask {
+                                            for try await _ in pushes { hub.yield(.pushQueued) }
+                                        }
+                                        // Any sequence ending means the connection is gone: listen again.
+                                        try await group.next()
+                                        group.cancelAll()
                                     }
-                                    group.addTask {
-                                        for try await _ in webhooks { hub.yield(.webhookQueued) }
-                                    }
-                                    // Any sequence ending means the connection is gone: listen again.
-                                    try await group.next()
-                                    group.cancelAll()
                                 }
                             }
                         }

@@ -6,7 +6,7 @@ import PostgresNIO
 /// in one transaction under a transaction-scoped advisory lock: processes starting at once wait
 /// for each other, and each migration is applied exactly once (or not at all).
 ///
-/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v11) with PostgreSQL's types:
+/// Equivalent to the SQLite schema (AppDatabase's migrations, v1–v12) with PostgreSQL's types:
 /// timestamptz for instants, jsonb for the job's input, output and segments, bigint counters, and
 /// a `seq` identity on job and api_key standing for SQLite's rowid (insertion order breaks ties).
 enum PostgresMigrations {
@@ -213,6 +213,41 @@ enum PostgresMigrations {
             )
             """,
             #"CREATE INDEX content_fingerprint_account ON content_fingerprint ("accountId", "createdAt")"#,
+        ]),
+        (6, "push notifications: devices and outbox", [
+            """
+            CREATE TABLE push_device (
+                token text PRIMARY KEY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                environment text NOT NULL,
+                "createdAt" timestamptz NOT NULL,
+                "updatedAt" timestamptz NOT NULL
+            )
+            """,
+            #"CREATE INDEX push_device_account ON push_device ("accountId", "createdAt")"#,
+            """
+            CREATE TABLE push_delivery (
+                id text PRIMARY KEY,
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                "jobId" text NOT NULL,
+                token text NOT NULL,
+                environment text NOT NULL,
+                payload text NOT NULL,
+                status text NOT NULL,
+                attempts bigint NOT NULL DEFAULT 0,
+                "nextAttemptAt" timestamptz,
+                "createdAt" timestamptz NOT NULL,
+                "sentAt" timestamptz,
+                "lastStatusCode" bigint,
+                "lastReason" text,
+                "leaseOwner" text,
+                "leaseExpiresAt" timestamptz
+            )
+            """,
+            #"CREATE INDEX push_delivery_due ON push_delivery (status, "nextAttemptAt")"#,
+            #"CREATE INDEX push_delivery_job ON push_delivery ("jobId", "createdAt")"#,
+            #"CREATE INDEX push_delivery_token ON push_delivery (token, status)"#,
         ]),
     ]
 

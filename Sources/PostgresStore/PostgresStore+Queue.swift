@@ -56,7 +56,10 @@ extension PostgresStore {
                     requeued.append(job.id)
                 }
                 try await Rows.update(job, on: connection, logger: logger)
-                if job.status == .failed { try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger) }
+                if job.status == .failed {
+                    try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
+                    try await Self.enqueuePushes(job, now: now, on: connection, logger: logger)
+                }
             }
             if !requeued.isEmpty { try await Self.notifyQueued(connection, logger: logger) }
             return (requeued, failed)
@@ -80,6 +83,7 @@ extension PostgresStore {
             try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
             try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
+            try await Self.enqueuePushes(job, now: now, on: connection, logger: logger)
             return true
         }
     }
@@ -98,6 +102,7 @@ extension PostgresStore {
             try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
             try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
+            try await Self.enqueuePushes(job, now: now, on: connection, logger: logger)
             return true
         }
     }

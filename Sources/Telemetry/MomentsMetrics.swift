@@ -67,6 +67,13 @@ enum MomentsMetrics {
     static let webhookAttempts = "moments_webhook_attempts_total"
     static let webhookAttemptsHelp = "Webhook delivery attempts, by outcome (delivered, retried, gave_up)."
 
+    // MARK: Pushes
+
+    static let pushesSent = "moments_pushes_sent_total"
+    static let pushesSentHelp = "Pushes APNs accepted."
+    static let pushFailures = "moments_push_failures_total"
+    static let pushFailuresHelp = "Push attempts APNs refused or did not answer, by reason (APNs' reason, timeout, connection, tls, signing, expired, other)."
+
     /// Creates every metric family (and the labelled series whose label sets are known in advance)
     /// so a scrape shows them at zero before the first event.
     static func touch() { _ = initialised }
@@ -85,6 +92,8 @@ enum MomentsMetrics {
         _ = registry.makeGauge(name: workersBusyRatio, help: workersBusyRatioHelp)
         for code in QuotaRefusalCode.allCases { _ = QuotaMetrics.counter(code) }
         for outcome in WebhookAttemptOutcome.allCases { _ = WebhookMetrics.counter(outcome) }
+        _ = PushMetrics.sentCounter
+        for reason in PushMetrics.reasons { _ = PushMetrics.failedCounter(reason) }
         return true
     }()
 }

@@ -79,6 +79,8 @@ struct ProcessContext {
             let store = try await StoreOpener.open(location, sandboxForAll: appStore.sandboxForAll, logger: logger)
             return try JobService(settings: settings, media: media, plans: PlanSettings(reader: config), appStore: appStore,
                                   store: store, logger: logger)
+        } catch let error as APNsConfigurationError {
+            fail("\(error)")
         } catch {
             fail("cannot open the store (\(location.redacted)) or the storage at \(settings.storagePath): \(error)")
         }

@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+
+/// The account's phones for push notifications: register (or change the environment of) a device
+/// token with PUT, list, remove.
+struct DeviceController {
+    let service: JobService
+
+    func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.put, "/api/v1/account/devices/:token", on: group, use: register)
+        table.add(.get, "/api/v1/account/devices", on: group, use: list)
+        table.add(.delete, "/api/v1/account/devices/:token", on: group, use: remove)
+    }
+
+    /// Largest registration body read (`{"environment": "production"}` is 29 bytes).
+    static let maxBodyBytes = 1024
+
+    /// PUT /api/v1/account/devices/{token} {"environment": "production"|"sandbox"}: 201 when the
+    /// device is new to the account, 200 when it was known (its environment updated).
+    @Sendable func register(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<DeviceView> {
+        let account = try context.requireAccount()
+        let token = try Self.token(context)
+        guard service.runner.pushes != nil else {
+            throw Problem(.serviceUnavailable, code: "push_unavailable", title: "Push notifications are off",
+                          detail: "This server sends no push notifications (it has no APNs key). Follow your jobs with GET /api/v1/jobs/{id}/events or a webhook.")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maxBodyBytes)
+        } catch {
+            throw Problem(.contentTooLarge, code: "body_too_large", detail: "A device registration is a small JSON object such as {\"environment\": \"production\"}.")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
+            throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"environment\": \"production\"}.")
+        }
+        if object.keys.contains(where: { $0 != "environment" }) {
+            throw Problem.badRequest("unknown_field", "A device registration accepts only \"environment\".")
+        }
+        guard let name = object["environment"] as? String, let environment = PushEnvironment(rawValue: name) else {
+            throw Problem(.unprocessableContent, code: "invalid_environment",
+                          detail: "\"environment\" must be \"production\" (App Store and TestFlight builds) or \"sandbox\" (development builds).")
+        }
+        let limit = service.settings.push.maxDevicesPerAccount
+        switch try await service.database.registerDevice(accountId: account.id, token: token, environment: environment, limit: limit,
+                                                         now: service.clock()) {
+        case .created(let device):
+            return EditedResponse(status: .created, response: DeviceView(device))
+        case .updated(let device):
+            return EditedResponse(status: .ok, response: DeviceView(device))
+        case .limitReached(let limit):
+            throw Problem(.conflict, code: "device_limit", title: "Too many devices",
+                          detail: "This account has \(limit) devices, the most it may have. Remove one with DELETE /api/v1/account/devices/{token} first.",
+                          extensions: ["limit": .int(limit)])
+        }
+    }
+
+    /// GET /api/v1/account/devices: the account's devices, oldest first.
+    @Sendable func list(_ request: Request, context: AppRequestContext) async throws -> DeviceListView {
+        let account = try context.requireAccount()
+        let devices = try await service.database.devices(accountId: account.id)
+        return DeviceListView(devices: devices.map(DeviceView.init), limit: service.settings.push.maxDevicesPerAccount,
+                              pushEnabled: service.runner.pushes != nil)
+    }
+
+    /// DELETE /api/v1/account/devices/{token}: no more pushes to it (those pending are given up).
+    @Sendable func remove(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let account = try context.requireAccount()
+        let token = try Self.token(context)
+        guard try await service.database.deleteDevice(accountId: account.id, token: token, now: service.clock()) else {
+            throw Problem(.notFound, code: "device_not_found", title: "Device not found",
+                          detail: "This account has no such device. List its devices with GET /api/v1/account/devices.")
+        }
+        return Response(status: .noContent)
+    }
+
+    /// The path's token: exactly 64 hexadecimal characters (APNs device tokens are 32 bytes), lowercased.
+    static func token(_ context: AppRequestContext) throws -> String {
+        guard let text = context.parameters.get("token"), let token = PushDevice.canonicalToken(text) else {
+            throw Problem(.unprocessableContent, code: "invalid_device_token",
+                          detail: "A device token is the 64 hexadecimal characters of the token APNs gave the app (32 bytes in hex).")
+        }
+        return token
+    }
+}
+
+struct DeviceView: ResponseEncodable {
+    var token: String
+    var environment: String
+    var createdAt: Date
+    var updatedAt: Date
+
+    enum CodingKeys: String, CodingKey { case token, environment, createdAt = "created_at", updatedAt = "updated_at" }
+
+    init(_ device: PushDevice) {
+        token = device.token; environment = device.environment.rawValue; createdAt = device.createdAt; updatedAt = device.updatedAt
+    }
+}
+
+struct DeviceListView: ResponseEncodable {
+    var devices: [DeviceView]
+    /// Devices the account may have.
+    var limit: Int
+    /// False when the server has no APNs key (nothing is pushed).
+    var pushEnabled: Bool
+
+    enum CodingKeys: String, CodingKey { case devices, limit, pushEnabled = "push_enabled" }
+}
