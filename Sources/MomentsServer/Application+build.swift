@@ -43,6 +43,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     }
     HealthController(service: service).addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
+    StudioController().addRoutes(to: router, table: table)
     let queueSampler = QueueSampler(store: service.database)
     MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(to: router, table: table)
     AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
