@@ -1,6 +1,7 @@
 // A completed job: the highlight playing, its download, poster, storyboard, timeline exports, and
-// the original's timeline. Media are fetched with the key and shown from blob: URLs (the whole file
-// is in memory, so the player seeks anywhere).
+// the original's timeline. The highlight, poster and storyboard come through signed media links
+// (an element cannot send the key; the player asks for byte ranges, so seeking works); the
+// timelines, made on request, are fetched with the key and offered as blob: URLs.
 import { blobURL, call, jobPath } from "./api.js";
 import { $, showError } from "./dom.js";
 import { showTimeline } from "./timeline.js";
@@ -17,6 +18,12 @@ async function media(path) {
   const url = await blobURL(path);
   urls.push(url);
   return url;
+}
+
+/// The path of a link the API made (its origin may be the configured public one, not the page's).
+function sameOrigin(link) {
+  const url = new URL(link, location.href);
+  return url.pathname + url.search;
 }
 
 export const currentJob = () => shownJob;
@@ -37,17 +44,19 @@ export async function showResult(id) {
   shownJob = job;
   showError("recut-error");
   const short = job.job_id.slice(0, 8);
-  const video = await media(jobPath(id, "/download"));
+  const links = await call("GET", jobPath(id, "/media-links"));
   const player = $("#player");
-  player.src = video;
+  player.src = sameOrigin(links.highlight);
   const download = $("#download");
-  download.href = video;
+  download.href = player.src;
   download.download = `highlight_${short}.mp4`;
   $("#result").hidden = false;
   showTimeline(job);
-  const pictures = [["#poster", "/poster"], ["#storyboard", "/storyboard.png"]].map(async ([selector, rest]) => {
+  const pictures = [["#poster", links.poster], ["#storyboard", links.storyboard]].map(([selector, link]) => {
     const img = $(selector);
-    try { img.src = await media(jobPath(id, rest)); img.hidden = false; } catch { img.hidden = true; }
+    img.hidden = false;
+    img.onerror = () => { img.hidden = true; };
+    img.src = sameOrigin(link);
   });
   const exports = ["fcpxml", "otio", "edl"].map(async (format) => {
     const link = $(`#export-${format}`);
