@@ -24,6 +24,10 @@ public enum MediaLinks {
         public var keyId: String
         public var file: String
         public var expires: Int64
+
+        public init(jobId: String, accountId: String, keyId: String, file: String, expires: Int64) {
+            self.jobId = jobId; self.accountId = accountId; self.keyId = keyId; self.file = file; self.expires = expires
+        }
     }
 
     public enum Refusal: Error, Equatable, Sendable {

@@ -78,15 +78,16 @@ async function watch(id, mine) {
 
 async function recut(event) {
   const job = currentJob();
+  const aspect = event.currentTarget.dataset.aspect;
   if (!job) return;
   showError("recut-error");
   const buttons = document.querySelectorAll(".recut button");
   buttons.forEach((b) => { b.disabled = true; });
   try {
-    const created = await call("POST", jobPath(job.job_id, "/recuts"), { aspect: event.currentTarget.dataset.aspect, ...marks() });
+    const created = await call("POST", jobPath(job.job_id, "/recuts"), { aspect, ...marks() });
     const mine = ++run;
     localStorage.setItem(CURRENT, created.job_id);
-    progress.start(`Re-cut queued (${event.currentTarget.dataset.aspect})`, progress.share);
+    progress.start(`Re-cut queued (${aspect})`, progress.share);
     refreshHistory();
     await watch(created.job_id, mine);
   } catch (error) {
