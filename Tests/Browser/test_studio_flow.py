@@ -76,9 +76,10 @@ def test_whole_flow(studio, media, out_dir):
     # History: newest first, survives a reload.
     expect(page.get_by_role("heading", name="Your highlights")).to_be_visible()
     expect(page.locator("#jobs li")).to_have_count(1)
+    page.get_by_role("heading", name="Your highlight", exact=True).evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(out_dir / "studio-1280x800.png"))
     page.set_viewport_size({"width": 390, "height": 844})
-    page.get_by_role("heading", name="Your highlight", exact=True).scroll_into_view_if_needed()
+    page.get_by_role("heading", name="Your highlight", exact=True).evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(out_dir / "studio-390x844.png"))
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, "the page scrolls sideways at 390 px"
     page.set_viewport_size({"width": 1280, "height": 800})

@@ -93,6 +93,7 @@ export function showTimeline(job) {
   pins = [...(job.parameters?.include || [])];
   excluded = (job.parameters?.exclude || []).map((r) => Array.isArray(r) ? r : [r.start, r.end]);
   $("#timeline").setAttribute("aria-valuemax", String(Math.round(duration * 10) / 10));
+  $("#timeline-end").textContent = seconds(duration);
   moveTo(0);
   draw();
 }
