@@ -4,7 +4,8 @@ import urllib.request
 
 from playwright.sync_api import expect
 
-from studio_steps import RECORD_PROGRESS, choose_and_make, create_account, progress_values, wait_for_playing_highlight
+from studio_steps import (RECORD_PROGRESS, choose_and_make, create_account, progress_values, tab_through,
+                          wait_for_playing_highlight)
 
 
 def test_page_headers(server):
@@ -103,14 +104,37 @@ def test_whole_flow(studio, media, out_dir):
     # Delete the older highlight's media from the history.
     page.locator("#jobs li").nth(1).get_by_role("button", name="Delete").click()
     expect(page.locator("#jobs li").nth(1).locator(".status")).to_have_text("deleted")
-    # Only the forged link's refusal above may show in the console.
-    assert console.unexpected(allowed=["status of 403"]) == [], console.errors
+    # Every control is reachable by keyboard, with a visible focus ring (the re-cut is shown again).
+    wait_for_playing_highlight(page)
+    missed, unringed = tab_through(page)
+    assert missed == [] and unringed == [], (missed, unringed)
+
+    # Forget the key, then come back with it through the "API key" field: the history is the account's.
+    key = page.evaluate("() => localStorage.getItem('moments.key')")
+    page.get_by_role("button", name="Forget key").click()
+    expect(page.get_by_role("heading", name="Your highlights")).to_be_hidden()
+    page.get_by_label("API key").fill("mk_not_a_key")
+    page.get_by_role("button", name="Use key").click()
+    expect(page.locator("#account-error")).to_contain_text("not valid")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Use key").click()
+    expect(page.locator("#jobs li")).to_have_count(2)
+
+    # Only the forged link's and the wrong key's refusals above may show in the console.
+    assert console.unexpected(allowed=["status of 403", "status of 401"]) == [], console.errors
 
 
 def test_refused_file(studio, media):
+    """A file that is not a video, dropped on the page: the server's refusal in words next to Video."""
     page, console = studio
     create_account(page)
-    choose_and_make(page, media["refused"])
+    page.evaluate("""(text) => {
+        const data = new DataTransfer();
+        data.items.add(new File([text], 'notes.mp4', { type: 'video/mp4' }));
+        document.querySelector('#drop').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    }""", media["refused"].read_text())
+    expect(page.locator("#drop")).to_contain_text("notes.mp4")
+    page.get_by_role("button", name="Make highlight").click()
     message = page.locator("#video-error")
     expect(message).to_be_visible()
     text = message.inner_text()
