@@ -36,15 +36,18 @@ def workdir():
 
 @pytest.fixture(scope="session")
 def media(workdir):
-    """A 10 s 640x360 synthetic video with shots and sound, and a file that is not a video."""
+    """10 s and 30 s 640x360 synthetic videos with shots and sound, and a file that is not a video."""
     if not BINARY.exists():
         pytest.fail(f"{BINARY} is missing: build it first (swift build), or set MOMENTS_BIN")
     video = workdir / "holiday.mp4"
     subprocess.run([str(BINARY), "sample", "-o", str(video), "--duration", "10"], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
+    longer = workdir / "weekend.mp4"
+    subprocess.run([str(BINARY), "sample", "-o", str(longer), "--duration", "30"], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
     refused = workdir / "notes.mp4"
     refused.write_bytes(b"These are my notes, not a video.\n" * 2000)
-    return {"video": video, "refused": refused}
+    return {"video": video, "longer": longer, "refused": refused}
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""A tus upload cut off after its first PATCH resumes, after a reload, from the server's offset."""
+"""A tus upload cut off (a dropped connection, or a reload in the middle of it) resumes from the
+server's offset when the same file is chosen again."""
 import re
 
 from playwright.sync_api import expect
@@ -46,3 +47,32 @@ def test_resumed_upload_after_reload(studio, media):
     item.get_by_role("button", name="Cancel").or_(item.get_by_role("button", name="Delete")).click()
     expect(item.locator(".status")).to_have_text(re.compile("cancelled|deleted"))
     assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors
+
+
+def test_reload_during_upload_resumes(studio, media, server):
+    page, console = studio
+    key = create_account(page)
+    # A slow uplink (48 KB/s), so the page is reloaded while a PATCH is on its way.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 48 * 1024})
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.status == 204, timeout=30_000) as first:
+        choose_and_make(page, media["longer"], length=5)
+    upload_url = first.value.url
+    page.reload()
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    state = page.request.get(upload_url, headers={"Authorization": f"Bearer {key}"}).json()
+    assert state["state"] == "receiving" and 0 < state["offset"] < state["length"], state
+
+    resumed = []
+    page.on("request", lambda r: resumed.append((r.url, r.headers.get("upload-offset")))
+            if r.method == "PATCH" and "/api/v1/uploads/" in r.url else None)
+    choose_and_make(page, media["longer"], length=5)
+    expect(page.get_by_text("resumed at")).to_be_visible()
+    expect(page.locator("#jobs li")).to_have_count(1)
+    assert resumed and resumed[0][0] == upload_url and int(resumed[0][1]) >= state["offset"] > 0, (resumed, state)
+    final = page.request.get(upload_url, headers={"Authorization": f"Bearer {key}"}).json()
+    assert final["complete"] and final["job_id"], final
+    page.locator("#jobs li").first.get_by_role("button", name="Cancel").or_(
+        page.locator("#jobs li").first.get_by_role("button", name="Delete")).click()
+    assert console.unexpected() == [], console.errors
