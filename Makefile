@@ -65,7 +65,8 @@ test: setup test-tools
 	$(MAKE) test-browser
 
 # The web studio in a browser (Tests/Browser, pytest): Playwright for Python driving Debian's
-# chromium headless against a live `moments serve` (the debug build; MOMENTS_BIN to change it).
+# chromium headless against a live `moments serve` (the debug build, as `make test` builds it;
+# MOMENTS_BIN to use another).
 # Installs what is missing: chromium with apt, playwright and pytest with pip (Playwright's own
 # browser download is not used). Screenshots land in bench-out/.
 test-browser:
@@ -73,7 +74,7 @@ test-browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@python3 -c 'import playwright, pytest' 2>/dev/null || { echo "Installing playwright and pytest with pip"; \
 		python3 -m pip install --quiet playwright pytest 2>/dev/null || python3 -m pip install --quiet --break-system-packages playwright pytest; }
-	$(SWIFT) build --product moments
+	$(SWIFT) build --build-tests
 	python3 -m pytest Tests/Browser -p no:cacheprovider
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
