@@ -1,11 +1,15 @@
 """The whole studio flow in a browser: account, upload, progress, result, re-cut, history."""
+import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from playwright.sync_api import expect
 
 from studio_steps import (RECORD_PROGRESS, choose_and_make, create_account, progress_values, tab_through,
                           wait_for_playing_highlight)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_page_headers(server):
@@ -31,6 +35,31 @@ def test_page_headers(server):
             raise AssertionError(f"{name} was served")
         except urllib.error.HTTPError as error:
             assert error.code == 404
+
+
+def test_page_is_small_and_has_no_inline_code():
+    """The page's own JavaScript and CSS stay under 60 KB; no inline script, style or handler."""
+    studio = ROOT / "Sources" / "MomentsServer" / "Studio"
+    assets = [p for p in studio.iterdir() if p.suffix in (".js", ".css")]
+    assert sum(p.stat().st_size for p in assets) < 60_000
+    html = (studio / "index.html").read_text()
+    assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html) == []
+    assert re.findall(r"<style|\sstyle=|\son[a-z]+=", html) == []
+    for script in studio.glob("*.js"):
+        assert "innerHTML" not in script.read_text() and "eval(" not in script.read_text(), script.name
+
+
+def test_progress_falls_back_to_polling(studio, media):
+    """Without the event stream the bar still follows the job (polling /status) to a playing highlight."""
+    page, console = studio
+    page.route("**/events", lambda route: route.abort())
+    create_account(page)
+    page.evaluate(RECORD_PROGRESS)
+    choose_and_make(page, media["video"], length=5)
+    wait_for_playing_highlight(page)
+    values = progress_values(page)
+    assert values == sorted(values) and values[-1] == 100, values
+    assert console.unexpected(allowed=["net::ERR_FAILED"]) == [], console.errors
 
 
 def test_whole_flow(studio, media, out_dir):
