@@ -60,6 +60,7 @@ function forget() {
 
 function showSignedIn(signedIn) {
   $("#signed-out").hidden = signedIn;
+  $("#welcome").hidden = signedIn;
   $("#signed-in").hidden = !signedIn;
 }
 

@@ -54,7 +54,7 @@ async function make(event) {
     refreshHistory();
     await watch(id, mine);
   } catch (error) {
-    progress.failed("Stopped.");
+    progress.failed("Stopped: see the message above.");
     showError(errorTarget(error), error);
   } finally {
     button.disabled = false;
