@@ -3,10 +3,18 @@
 import { call, key } from "./api.js";
 import { $, showError } from "./dom.js";
 
-let onChange = () => {};
+let changed = () => {};
+let state = null;
 
-export function initAccount(changed) {
-  onChange = changed;
+/// Tells the page when the account appears or goes (not on every refresh).
+function onChange(signedIn) {
+  if (signedIn === state) return;
+  state = signedIn;
+  changed(signedIn);
+}
+
+export function initAccount(handler) {
+  changed = handler;
   $("#create-account").addEventListener("click", create);
   $("#key-form").addEventListener("submit", useKey);
   $("#forget-key").addEventListener("click", forget);

@@ -47,17 +47,23 @@ async function make(event) {
   button.disabled = true;
   const mine = ++run;
   progress.start("Starting the upload");
+  let id;
   try {
-    const id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value },
+    id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value },
       (sent, total, from) => { if (mine === run) progress.upload(sent, total, from); });
-    localStorage.setItem(CURRENT, id);
-    refreshHistory();
-    await watch(id, mine);
   } catch (error) {
     progress.failed("Stopped: see the message above.");
     showError(errorTarget(error), error);
+    return;
   } finally {
     button.disabled = false;
+  }
+  localStorage.setItem(CURRENT, id);
+  refreshHistory();
+  try {
+    await watch(id, mine);
+  } catch (error) {
+    showError("make-error", error);
   }
 }
 
@@ -132,19 +138,20 @@ function signedIn(yes) {
   refreshHistory();
 }
 
+/// A file dropped anywhere on the page is the video (the browser would otherwise open it).
 function initDrop() {
   const drop = $("#drop");
   const input = $("#video");
   input.addEventListener("change", () => choose(input.files[0]));
   for (const name of ["dragenter", "dragover"]) {
-    drop.addEventListener(name, (event) => { event.preventDefault(); drop.classList.add("over"); });
+    document.addEventListener(name, (event) => { event.preventDefault(); drop.classList.add("over"); });
   }
-  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (event) => {
+  document.addEventListener("dragleave", (event) => { if (!event.relatedTarget) drop.classList.remove("over"); });
+  document.addEventListener("drop", (event) => {
     event.preventDefault();
     drop.classList.remove("over");
     const file = event.dataTransfer?.files?.[0];
-    if (!file) return;
+    if (!file || $("#make").hidden) return;
     try { input.files = event.dataTransfer.files; } catch { /* read-only in some browsers */ }
     choose(file);
   });
