@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from studio_steps import choose_and_make, create_account
+from studio_steps import choose_and_make, create_account, wait_for_playing_highlight
 
 
 def test_resumed_upload_after_reload(studio, media):
@@ -76,3 +76,30 @@ def test_reload_during_upload_resumes(studio, media, server):
     page.locator("#jobs li").first.get_by_role("button", name="Cancel").or_(
         page.locator("#jobs li").first.get_by_role("button", name="Delete")).click()
     assert console.unexpected() == [], console.errors
+
+
+def test_lost_answer_to_the_last_patch_makes_one_job(studio, media):
+    """The last PATCH arrives but its answer is lost: the page finds the job (HEAD) instead of
+    uploading the video again and making (and charging) a second one."""
+    page, console = studio
+    create_account(page)
+    creations = []
+
+    def lose_the_job_answer(route):
+        request = route.request
+        if request.method == "POST":
+            creations.append(request.url)
+        if request.method != "PATCH":
+            return route.continue_()
+        answer = route.fetch()
+        if answer.headers.get("moments-job-id"):
+            return route.abort("connectionreset")
+        return route.fulfill(response=answer)
+
+    page.route("**/api/v1/uploads**", lose_the_job_answer)
+    choose_and_make(page, media["video"], length=5)
+    expect(page.locator("#jobs li")).to_have_count(1)
+    wait_for_playing_highlight(page)
+    assert len(creations) == 1, creations
+    expect(page.locator("#jobs li")).to_have_count(1)
+    assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors

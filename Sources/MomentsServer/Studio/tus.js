@@ -43,19 +43,28 @@ async function create(file, fields) {
   return xhr.getResponseHeader("Location");
 }
 
-/// The server's offset of a stored upload, or null when it is gone (expired, finished, unknown).
-async function offsetOf(url) {
+/// The server's state of a stored upload: its offset, and its job once it made one; null when it
+/// is gone (expired, cancelled, unknown).
+async function stateOf(url) {
   const xhr = await request("HEAD", url);
   if (xhr.status !== 200) return null;
-  if (xhr.getResponseHeader("Moments-Job-Id")) return null;
-  return Number(xhr.getResponseHeader("Upload-Offset"));
+  const offset = Number(xhr.getResponseHeader("Upload-Offset"));
+  if (!Number.isSafeInteger(offset)) return null;
+  return { offset, job: xhr.getResponseHeader("Moments-Job-Id") };
+}
+
+function finished(storeKey, job) {
+  localStorage.removeItem(storeKey);
+  return job;
 }
 
 /// Uploads `file`; resolves with the job id. `progress(sent, total, resumedFrom)`.
 export async function upload(file, fields, progress) {
   const storeKey = identity(file, fields);
   let url = localStorage.getItem(storeKey);
-  let offset = url ? await offsetOf(url).catch(() => null) : null;
+  const stored = url ? await stateOf(url).catch(() => null) : null;
+  if (stored?.job) return finished(storeKey, stored.job); // it had finished when the page went away
+  let offset = stored?.offset ?? null;
   if (offset == null) {
     url = await create(file, fields);
     localStorage.setItem(storeKey, url);
@@ -75,14 +84,17 @@ export async function upload(file, fields, progress) {
     } catch (error) {
       if (++failures > RETRIES) throw new ApiError(0, { detail: "The connection dropped during the upload. Choose the same file again to resume where it stopped." });
       await new Promise((resolve) => setTimeout(resolve, 500 * failures));
-      const server = await offsetOf(url).catch(() => null);
-      if (server != null) offset = server;
+      const server = await stateOf(url).catch(() => null);
+      if (server?.job) return finished(storeKey, server.job); // the answer was lost, not the upload
+      if (server) offset = server.offset;
       continue;
     }
     if (xhr.status === 409) { // our offset was stale: take the server's
-      const server = await offsetOf(url);
+      if (++failures > RETRIES) throw xhrError(xhr);
+      const server = await stateOf(url);
       if (server == null) throw xhrError(xhr);
-      offset = server;
+      if (server.job) return finished(storeKey, server.job);
+      offset = server.offset;
       continue;
     }
     if (xhr.status !== 204) {
@@ -94,9 +106,6 @@ export async function upload(file, fields, progress) {
     if (!Number.isSafeInteger(offset)) throw new ApiError(0, { detail: "The server's answer to the upload was not understood." });
     progress(offset, file.size, resumedFrom);
     const job = xhr.getResponseHeader("Moments-Job-Id");
-    if (job) {
-      localStorage.removeItem(storeKey);
-      return job;
-    }
+    if (job) return finished(storeKey, job);
   }
 }
