@@ -64,6 +64,9 @@ struct StudioController {
 
     static func respond(_ request: Request, name: String, cacheControl: String) throws -> Response {
         guard let asset = assets[name] else {
+            if assets.isEmpty {
+                throw Problem(.internalServerError, code: "internal_error", detail: "The studio is missing from this build.")
+            }
             throw Problem(.notFound, code: "not_found", detail: "There is no studio file of that name.")
         }
         var headers: HTTPFields = [
