@@ -17,7 +17,10 @@ function problemCode(problem) {
 export const key = {
   get: () => localStorage.getItem(KEY),
   set: (value) => localStorage.setItem(KEY, value),
-  forget: () => localStorage.removeItem(KEY),
+  /// Forgets the key and everything kept with it (uploads to resume, the job being followed).
+  forget: () => {
+    for (const name of Object.keys(localStorage)) if (name.startsWith("moments.")) localStorage.removeItem(name);
+  },
 };
 
 export function authHeaders(extra = {}) {
