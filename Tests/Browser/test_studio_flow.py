@@ -49,19 +49,6 @@ def test_page_is_small_and_has_no_inline_code():
         assert "innerHTML" not in script.read_text() and "eval(" not in script.read_text(), script.name
 
 
-def test_progress_falls_back_to_polling(studio, media):
-    """Without the event stream the bar still follows the job (polling /status) to a playing highlight."""
-    page, console = studio
-    page.route("**/events", lambda route: route.abort())
-    create_account(page)
-    page.evaluate(RECORD_PROGRESS)
-    choose_and_make(page, media["video"], length=5)
-    wait_for_playing_highlight(page)
-    values = progress_values(page)
-    assert values == sorted(values) and values[-1] == 100, values
-    assert console.unexpected(allowed=["net::ERR_FAILED"]) == [], console.errors
-
-
 def test_whole_flow(studio, media, out_dir):
     page, console = studio
     # Every control is reachable by keyboard: the first Tab stop is "Create account".

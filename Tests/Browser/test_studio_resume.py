@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from studio_steps import choose_and_make, create_account, wait_for_playing_highlight
+from studio_steps import RECORD_PROGRESS, choose_and_make, create_account, progress_values, wait_for_playing_highlight
 
 
 def test_resumed_upload_after_reload(studio, media):
@@ -80,9 +80,12 @@ def test_reload_during_upload_resumes(studio, media, server):
 
 def test_lost_answer_to_the_last_patch_makes_one_job(studio, media):
     """The last PATCH arrives but its answer is lost: the page finds the job (HEAD) instead of
-    uploading the video again and making (and charging) a second one."""
+    uploading the video again and making (and charging) a second one. The event stream is not
+    available either: the bar follows the job by polling its status, forward only, to the end."""
     page, console = studio
+    page.route("**/events", lambda route: route.abort())
     create_account(page)
+    page.evaluate(RECORD_PROGRESS)
     creations = []
 
     def lose_the_job_answer(route):
@@ -101,5 +104,7 @@ def test_lost_answer_to_the_last_patch_makes_one_job(studio, media):
     expect(page.locator("#jobs li")).to_have_count(1)
     wait_for_playing_highlight(page)
     assert len(creations) == 1, creations
+    values = progress_values(page)
+    assert values == sorted(values) and values[-1] == 100, values
     expect(page.locator("#jobs li")).to_have_count(1)
     assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors
