@@ -75,7 +75,7 @@ test-browser:
 	@python3 -c 'import playwright, pytest' 2>/dev/null || { echo "Installing playwright and pytest with pip"; \
 		python3 -m pip install --quiet playwright pytest 2>/dev/null || python3 -m pip install --quiet --break-system-packages playwright pytest; }
 	$(SWIFT) build --build-tests
-	python3 -m pytest Tests/Browser -p no:cacheprovider
+	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest Tests/Browser -p no:cacheprovider
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
 # bench-phone libx265 and zscale in the ffmpeg CLI, and curl; bench-uploads curl and tuspy; bench-reuploads curl).
