@@ -7,7 +7,7 @@ export SWIFT
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
-.PHONY: run test test-tools setup build release bench clean fuzz
+.PHONY: run test test-tools test-browser setup build release bench clean fuzz
 
 # Installs the system libraries only when pkg-config cannot find them (sudo when not root).
 setup:
@@ -65,6 +65,20 @@ test: setup test-tools
 		scripts/swift-test --filter "^StoreTests\.|ObjectStorageTests" && \
 		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(SERVICE_TESTS) && \
 		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(TRANSPORT_TESTS)'
+	$(MAKE) test-browser
+
+# The web studio in a browser (Tests/Browser, pytest): Playwright for Python driving Debian's
+# chromium headless against a live `moments serve` (the debug build, as `make test` builds it;
+# MOMENTS_BIN to use another).
+# Installs what is missing: chromium with apt, playwright and pytest with pip (Playwright's own
+# browser download is not used). Screenshots land in bench-out/.
+test-browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "Installing chromium (the studio's browser tests)"; SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@python3 -c 'import playwright, pytest' 2>/dev/null || { echo "Installing playwright and pytest with pip"; \
+		python3 -m pip install --quiet playwright pytest 2>/dev/null || python3 -m pip install --quiet --break-system-packages playwright pytest; }
+	$(SWIFT) build --build-tests
+	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest Tests/Browser -p no:cacheprovider
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
 # bench-phone libx265 and zscale in the ffmpeg CLI, and curl; bench-uploads curl and tuspy; bench-reuploads curl).

@@ -136,7 +136,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.copy("openapi.json")]
+            resources: [.copy("openapi.json"), .copy("Studio")]
         ),
         // S3-compatible object storage (AWS S3, Cloudflare R2, MinIO): SigV4 signing and a streaming client.
         .target(

@@ -43,6 +43,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     }
     HealthController(service: service).addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
+    StudioController().addRoutes(to: router, table: table)
     let queueSampler = QueueSampler(store: service.database)
     MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(to: router, table: table)
     AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
@@ -53,6 +54,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     ResumableUploadController(service: service, uploads: uploads, resumable: resumable).addRoutes(to: router, protected: protected, table: table)
     JobsController(service: service).addRoutes(to: protected, table: table)
     JobEditsController(service: service).addRoutes(to: protected, table: table)
+    MediaLinksController(service: service).addRoutes(to: router, protected: protected, table: table)
     JobEventsController(service: service).addRoutes(to: protected, table: table)
     AccountController(service: service).addRoutes(to: protected, table: table)
     WebhookController(service: service).addRoutes(to: protected, table: table)

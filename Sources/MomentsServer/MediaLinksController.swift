@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+
+/// Signed media links: `GET /api/v1/jobs/{id}/media-links` (with the key) answers links to the
+/// completed job's highlight, poster and storyboard that work without the key for an hour;
+/// `GET|HEAD /api/v1/media/{token}` serves the file a link names (byte ranges, as the download).
+/// What a `<video>` or `<img>` element needs: it cannot send the Authorization header.
+struct MediaLinksController {
+    let service: JobService
+    let files = MediaResponder()
+
+    struct LinksView: ResponseEncodable {
+        var highlight: String
+        var poster: String
+        var storyboard: String
+        var expiresAt: Date
+        enum CodingKeys: String, CodingKey { case highlight, poster, storyboard, expiresAt = "expires_at" }
+    }
+
+    func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
+        table.add(.get, "/api/v1/jobs/:id/media-links", on: protected, use: links)
+        table.add(.get, "/api/v1/media/:token", on: router, use: media)
+        table.add(.head, "/api/v1/media/:token", on: router, use: media)
+    }
+
+    @Sendable func links(_ request: Request, context: AppRequestContext) async throws -> LinksView {
+        let account = try context.requireAccount()
+        let job = try await service.ownedJob(context)
+        guard job.status == .completed, job.mediaDeletedAt == nil else { throw JobMediaState.unavailable(job) }
+        guard let keyId = context.apiKeyId,
+              let (tokens, expires) = try await service.mediaLinks(job: job, account: account, keyId: keyId) else {
+            throw APIKeyMiddleware.unauthorized("revoked_api_key", "This API key was revoked. Use another key of your account.")
+        }
+        let base = service.settings.baseURL
+        let url = { (file: String) in "\(base)/api/v1/media/\(tokens[file] ?? "")" }
+        return LinksView(highlight: url("highlight.mp4"), poster: url("poster.jpg"), storyboard: url("storyboard.png"), expiresAt: expires)
+    }
+
+    @Sendable func media(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let token = try context.parameters.require("token")
+        let (job, file): (Job, MediaFile)
+        switch try await service.mediaLink(Substring(token)) {
+        case .success(let opened): (job, file) = opened
+        case .failure(.expired):
+            throw Problem(.forbidden, code: "media_link_expired",
+                          detail: "This media link has expired. Ask for new links with GET /api/v1/jobs/{id}/media-links.")
+        case .failure(.invalid):
+            throw Problem(.forbidden, code: "invalid_media_link",
+                          detail: "This media link is not valid (mistyped, or its API key was revoked). Ask for new links with GET /api/v1/jobs/{id}/media-links.")
+        }
+        guard let download = try await Problem.storageCall({ try await service.media(job, file) }) else {
+            if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
+            throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard.")
+        }
+        switch file {
+        case .poster:
+            return try await files.respond(request, context: context, download: download, contentType: "image/jpeg",
+                                           disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
+        case .storyboard:
+            return try await files.respond(request, context: context, download: download, contentType: "image/png",
+                                           disposition: "inline; filename=\"storyboard_\(job.id).png\"")
+        default:
+            return try await files.respond(request, context: context, download: download, contentType: "video/mp4",
+                                           disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
+        }
+    }
+}

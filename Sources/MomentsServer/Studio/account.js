@@ -1,0 +1,100 @@
+// The account: create one (the key shown once, kept in localStorage), use a key, forget it;
+// the plan and this month's quota.
+import { call, key } from "./api.js";
+import { $, showError } from "./dom.js";
+
+let changed = () => {};
+let state = null;
+
+/// Tells the page when the account appears or goes (not on every refresh).
+function onChange(signedIn) {
+  if (signedIn === state) return;
+  state = signedIn;
+  changed(signedIn);
+}
+
+export function initAccount(handler) {
+  changed = handler;
+  $("#create-account").addEventListener("click", create);
+  $("#key-form").addEventListener("submit", useKey);
+  $("#forget-key").addEventListener("click", forget);
+}
+
+async function create() {
+  const button = $("#create-account");
+  showError("account-error");
+  button.disabled = true;
+  try {
+    const created = await call("POST", "/api/v1/accounts");
+    key.set(created.api_key);
+    $("#new-key-value").textContent = created.api_key;
+    $("#new-key").hidden = false;
+    await refreshAccount();
+  } catch (error) {
+    showError("account-error", error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function useKey(event) {
+  event.preventDefault();
+  const field = $("#api-key");
+  const value = field.value.trim();
+  showError("account-error");
+  if (!value) return showError("account-error", "Paste your API key first.");
+  const previous = key.get();
+  key.set(value);
+  try {
+    await call("GET", "/api/v1/account");
+    field.value = "";
+    $("#new-key").hidden = true;
+    await refreshAccount();
+  } catch (error) {
+    if (previous) key.set(previous); else key.forget();
+    showError("account-error", error);
+    field.focus();
+  }
+}
+
+function forget() {
+  key.forget();
+  $("#new-key").hidden = true;
+  $("#new-key-value").textContent = "";
+  showSignedIn(false);
+  onChange(false);
+  $("#create-account").focus();
+}
+
+function showSignedIn(signedIn) {
+  $("#signed-out").hidden = signedIn;
+  $("#welcome").hidden = signedIn;
+  $("#signed-in").hidden = !signedIn;
+}
+
+/// Shows the plan and quota for the stored key (signed out without one, or when it stopped working).
+export async function refreshAccount() {
+  if (!key.get()) {
+    showSignedIn(false);
+    onChange(false);
+    return;
+  }
+  try {
+    const account = await call("GET", "/api/v1/account");
+    const usage = account.usage || {};
+    $("#plan").textContent = `Plan: ${account.plan}.`;
+    $("#quota").textContent = usage.limit == null
+      ? `${usage.used} highlights this month (no monthly limit).`
+      : `${usage.used} of ${usage.limit} highlights used this month (${usage.remaining} left).`;
+    showError("account-error");
+    showSignedIn(true);
+    onChange(true);
+  } catch (error) {
+    if (error.status === 401 || error.status === 403) {
+      key.forget();
+      showSignedIn(false);
+      onChange(false);
+    }
+    showError("account-error", error);
+  }
+}

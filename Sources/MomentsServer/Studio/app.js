@@ -1,0 +1,172 @@
+// The studio's wiring: account → upload → progress → result → re-cuts, and the history.
+import { call, jobPath, key } from "./api.js";
+import { initAccount, refreshAccount } from "./account.js";
+import { $, showError } from "./dom.js";
+import { follow } from "./follow.js";
+import { initHistory, refreshHistory } from "./history.js";
+import { progress } from "./progress.js";
+import { currentJob, hideResult, showResult } from "./result.js";
+import { initTimeline, marks } from "./timeline.js";
+import { upload } from "./tus.js";
+
+const CURRENT = "moments.current";
+let chosen = null;
+let run = 0;
+
+/// Which control an API error belongs next to.
+function errorTarget(error) {
+  const code = error.code || "";
+  if (code.includes("target_duration")) return "length-error";
+  if (code.includes("aspect")) return "aspect-error";
+  if (error.status === 401 || error.status === 403) return "account-error";
+  if ([402, 429, 503, 507].includes(error.status)) return "make-error";
+  return "video-error";
+}
+
+function clearFormErrors() {
+  for (const id of ["video-error", "length-error", "aspect-error", "make-error"]) showError(id);
+}
+
+function choose(file) {
+  chosen = file || null;
+  showError("video-error");
+  $("#drop").classList.toggle("chosen", !!chosen);
+  $("#drop .hint").textContent = chosen ? `${chosen.name} (${(chosen.size / 1e6).toFixed(1)} MB)` : "or drop a video file here";
+}
+
+async function make(event) {
+  event.preventDefault();
+  clearFormErrors();
+  const length = Number($("#length").value);
+  if (!chosen) return showError("video-error", "Choose a video first.");
+  if (!Number.isInteger(length) || length < 5 || length > 180) {
+    $("#length").focus();
+    return showError("length-error", "The length must be a whole number of seconds from 5 to 180.");
+  }
+  const button = $("#make-button");
+  button.disabled = true;
+  const mine = ++run;
+  progress.start("Starting the upload");
+  let id;
+  try {
+    id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value },
+      (sent, total, from) => { if (mine === run) progress.upload(sent, total, from); });
+  } catch (error) {
+    progress.failed("Stopped: see the message above.");
+    showError(errorTarget(error), error);
+    return;
+  } finally {
+    button.disabled = false;
+  }
+  localStorage.setItem(CURRENT, id);
+  refreshHistory();
+  try {
+    await watch(id, mine);
+  } catch (error) {
+    showError("make-error", error);
+  }
+}
+
+/// Follows job `id` on the progress bar, then shows it.
+async function watch(id, mine) {
+  const final = await follow(id, (status) => { if (mine === run) progress.job(status); });
+  if (mine !== run) return;
+  refreshHistory();
+  refreshAccount();
+  if (final.status === "completed") {
+    await showResult(id);
+    $("#result-title").scrollIntoView({ block: "nearest" });
+  } else {
+    progress.failed(final.message || `The job ${final.status}.`);
+    showError("make-error", final.message || `The job ${final.status}.`);
+  }
+}
+
+async function recut(event) {
+  const job = currentJob();
+  const aspect = event.currentTarget.dataset.aspect;
+  if (!job) return;
+  showError("recut-error");
+  const buttons = document.querySelectorAll(".recut button");
+  buttons.forEach((b) => { b.disabled = true; });
+  try {
+    const created = await call("POST", jobPath(job.job_id, "/recuts"), { aspect, ...marks() });
+    const mine = ++run;
+    localStorage.setItem(CURRENT, created.job_id);
+    progress.start(`Re-cut queued (${aspect})`, progress.share);
+    refreshHistory();
+    await watch(created.job_id, mine);
+  } catch (error) {
+    showError("recut-error", error);
+  } finally {
+    buttons.forEach((b) => { b.disabled = false; });
+  }
+}
+
+/// Opens a job of the history (or the one the page was following before a reload).
+async function open(id) {
+  showError("history-error");
+  const mine = ++run;
+  try {
+    const status = await call("GET", jobPath(id, "/status"));
+    localStorage.setItem(CURRENT, id);
+    if (status.status === "completed") {
+      progress.start(status.message || "Done", 100);
+      await showResult(id);
+    } else if (status.status === "pending" || status.status === "processing") {
+      progress.start(status.message, progress.share);
+      await watch(id, mine);
+    } else {
+      showError("history-error", status.message || `This highlight is ${status.status}.`);
+    }
+  } catch (error) {
+    showError("history-error", error);
+  }
+}
+
+function signedIn(yes) {
+  $("#make").hidden = !yes;
+  $("#history").hidden = !yes;
+  if (!yes) {
+    run++;
+    hideResult();
+    $("#progress-box").hidden = true;
+    $("#jobs").replaceChildren();
+    localStorage.removeItem(CURRENT);
+    return;
+  }
+  refreshHistory();
+}
+
+/// A file dropped anywhere on the page is the video (the browser would otherwise open it).
+function initDrop() {
+  const drop = $("#drop");
+  const input = $("#video");
+  input.addEventListener("change", () => choose(input.files[0]));
+  for (const name of ["dragenter", "dragover"]) {
+    document.addEventListener(name, (event) => { event.preventDefault(); drop.classList.add("over"); });
+  }
+  document.addEventListener("dragleave", (event) => { if (!event.relatedTarget) drop.classList.remove("over"); });
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    const file = event.dataTransfer?.files?.[0];
+    if (!file || $("#make").hidden) return;
+    try { input.files = event.dataTransfer.files; } catch { /* read-only in some browsers */ }
+    choose(file);
+  });
+}
+
+async function start() {
+  initAccount(signedIn);
+  initTimeline();
+  initHistory(open, (id) => { if (currentJob()?.job_id === id) hideResult(); });
+  initDrop();
+  $("#upload-form").addEventListener("submit", make);
+  for (const button of document.querySelectorAll(".recut button")) button.addEventListener("click", recut);
+  await refreshAccount();
+  const current = localStorage.getItem(CURRENT);
+  if (key.get() && current) open(current);
+}
+
+start();

@@ -1,0 +1,71 @@
+// A completed job: the highlight playing, its download, poster, storyboard, timeline exports, and
+// the original's timeline. The highlight, poster and storyboard come through signed media links
+// (an element cannot send the key; the player asks for byte ranges, so seeking works); the
+// timelines, made on request, are fetched with the key and offered as blob: URLs.
+import { blobURL, call, jobPath } from "./api.js";
+import { $, showError } from "./dom.js";
+import { showTimeline } from "./timeline.js";
+
+let urls = [];
+let shownJob = null;
+
+function release() {
+  for (const url of urls) URL.revokeObjectURL(url);
+  urls = [];
+}
+
+async function media(path) {
+  const url = await blobURL(path);
+  urls.push(url);
+  return url;
+}
+
+/// The path of a link the API made (its origin may be the configured public one, not the page's).
+function sameOrigin(link) {
+  const url = new URL(link, location.href);
+  return url.pathname + url.search;
+}
+
+export const currentJob = () => shownJob;
+
+export function hideResult() {
+  release();
+  shownJob = null;
+  $("#result").hidden = true;
+  $("#player").removeAttribute("src");
+}
+
+/// Shows job `id` (completed) and returns its detail.
+export async function showResult(id) {
+  const job = await call("GET", jobPath(id));
+  if (job.status !== "completed") throw new Error(job.error?.message || `This highlight is ${job.status}.`);
+  if (job.media_deleted_at) throw new Error("This highlight's media were deleted.");
+  release();
+  shownJob = job;
+  showError("recut-error");
+  const short = job.job_id.slice(0, 8);
+  const links = await call("GET", jobPath(id, "/media-links"));
+  const player = $("#player");
+  player.src = sameOrigin(links.highlight);
+  const download = $("#download");
+  download.href = player.src;
+  download.download = `highlight_${short}.mp4`;
+  $("#result").hidden = false;
+  showTimeline(job);
+  const pictures = [["#poster", links.poster], ["#storyboard", links.storyboard]].map(([selector, link]) => {
+    const img = $(selector);
+    img.hidden = false;
+    img.onerror = () => { img.hidden = true; };
+    img.src = sameOrigin(link);
+  });
+  const exports = ["fcpxml", "otio", "edl"].map(async (format) => {
+    const link = $(`#export-${format}`);
+    try {
+      link.href = await media(jobPath(id, `/timeline?format=${format}`));
+      link.download = `highlight_${short}.${format}`;
+      link.hidden = false;
+    } catch { link.hidden = true; }
+  });
+  await Promise.all([...pictures, ...exports]);
+  return job;
+}

@@ -1,0 +1,104 @@
+// The original's timeline: the chosen segments, and the moments to pin or leave out in a re-cut,
+// marked by clicking (or with the arrow keys and Enter).
+import { $, el, seconds } from "./dom.js";
+
+const EXCLUDE_HALF = 1;
+let duration = 0;
+let cursor = 0;
+let pins = [];
+let excluded = [];
+
+export function initTimeline() {
+  const bar = $("#timeline");
+  bar.addEventListener("click", (event) => {
+    const box = bar.getBoundingClientRect();
+    if (box.width <= 0 || duration <= 0) return;
+    moveTo(((event.clientX - box.left) / box.width) * duration);
+    mark();
+  });
+  bar.addEventListener("keydown", (event) => {
+    const step = event.shiftKey ? 5 : 1;
+    const moves = { ArrowLeft: -step, ArrowDown: -step, ArrowRight: step, ArrowUp: step, Home: -duration, End: duration };
+    if (event.key in moves) {
+      moveTo(cursor + moves[event.key]);
+    } else if (event.key === "Enter" || event.key === " ") {
+      mark();
+    } else {
+      return;
+    }
+    event.preventDefault();
+  });
+}
+
+function mode() {
+  return document.querySelector('input[name="mark"]:checked')?.value || "pin";
+}
+
+function moveTo(time) {
+  cursor = Math.round(Math.min(duration, Math.max(0, time)) * 10) / 10;
+  const bar = $("#timeline");
+  bar.setAttribute("aria-valuenow", String(cursor));
+  bar.setAttribute("aria-valuetext", seconds(cursor));
+  bar.querySelector(".cursor").style.left = `${duration ? (cursor / duration) * 100 : 0}%`;
+}
+
+function mark() {
+  if (mode() === "pin") {
+    if (!pins.includes(cursor)) pins.push(cursor);
+  } else {
+    const start = Math.max(0, cursor - EXCLUDE_HALF);
+    const end = Math.min(duration, cursor + EXCLUDE_HALF);
+    if (end > start) excluded.push([Math.round(start * 10) / 10, Math.round(end * 10) / 10]);
+  }
+  draw();
+}
+
+function block(className, start, end, label) {
+  const part = el("div", null, className);
+  part.style.left = `${(start / duration) * 100}%`;
+  part.style.width = `${Math.max(0.4, ((end - start) / duration) * 100)}%`;
+  part.title = label;
+  return part;
+}
+
+let segments = [];
+
+function draw() {
+  const bar = $("#timeline");
+  for (const old of bar.querySelectorAll(".segment, .pin, .excluded")) old.remove();
+  if (duration <= 0) return;
+  segments.forEach((s, i) => bar.append(block("segment", s.start, s.end, `Moment ${i + 1}: ${seconds(s.start)}–${seconds(s.end)}`)));
+  excluded.forEach(([start, end]) => bar.append(block("excluded", start, end, `Left out: ${seconds(start)}–${seconds(end)}`)));
+  pins.forEach((time) => bar.append(block("pin", time, time, `Pinned: ${seconds(time)}`)));
+
+  const list = $("#marks");
+  list.replaceChildren();
+  const item = (text, remove) => {
+    const li = el("li", text);
+    const button = el("button", "Remove");
+    button.type = "button";
+    button.setAttribute("aria-label", `Remove: ${text}`);
+    button.addEventListener("click", () => { remove(); draw(); $("#timeline").focus(); });
+    li.append(" ", button);
+    list.append(li);
+  };
+  pins.forEach((time, i) => item(`Pinned at ${seconds(time)}`, () => pins.splice(i, 1)));
+  excluded.forEach(([start, end], i) => item(`Left out ${seconds(start)}–${seconds(end)}`, () => excluded.splice(i, 1)));
+}
+
+/// Shows a job's original with its segments and its own pins and exclusions.
+export function showTimeline(job) {
+  duration = job.input?.duration || 0;
+  segments = (job.segments || []).filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end));
+  pins = [...(job.parameters?.include || [])];
+  excluded = (job.parameters?.exclude || []).map((r) => Array.isArray(r) ? r : [r.start, r.end]);
+  $("#timeline").setAttribute("aria-valuemax", String(Math.round(duration * 10) / 10));
+  $("#timeline-end").textContent = seconds(duration);
+  moveTo(0);
+  draw();
+}
+
+/// The marks as a re-cut's include and exclude.
+export function marks() {
+  return { include: [...pins].sort((a, b) => a - b), exclude: excluded.map((r) => [...r]) };
+}
