@@ -59,22 +59,8 @@ public struct ChangeHistory {
         let count = maps[middle].count
         guard count > 0 else { return nil }
         // The middle's top cells: those at or above the level where the top `topFraction` starts.
-        for i in 0..<bins.count { bins[i] = 0 }
-        var valid = 0
-        maps[middle].withUnsafeBufferPointer { m in
-            for v in m where v >= 0 {
-                bins[min(255, Int(v))] += 1
-                valid += 1
-            }
-        }
-        guard valid > 0 else { return nil }
-        let wanted = max(1, Int((Float(valid) * topFraction).rounded()))
-        var level = 255, taken = 0
-        while level > 0 && taken + bins[level] < wanted {
-            taken += bins[level]
-            level -= 1
-        }
-        let cutoff = Float(level)
+        guard let cutoff = maps[middle].withUnsafeBufferPointer({ TopCells.cutoff($0, topFraction: topFraction, bins: &bins) })
+        else { return nil }
         var top: Float = 0, cells = 0
         var before: Float = 0, after: Float = 0
         var beforeFrames = 0, afterFrames = 0

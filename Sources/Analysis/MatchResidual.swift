@@ -27,20 +27,11 @@ public struct MatchResidual {
         let w = current.fineWidth, h = current.fineHeight
         guard w == previous.fineWidth, h == previous.fineHeight, cells.count == w * h, w > 4, h > 4,
               previous.fine.count == w * h, current.fine.count == w * h else { return 0 }
-        for i in 0..<bins.count { bins[i] = 0 }
-        var valid = 0
-        for v in cells where v >= 0 {
-            bins[min(255, Int(v))] += 1
-            valid += 1
-        }
-        guard valid > 0 else { return 0 }
+        guard let level = cells.withUnsafeBufferPointer({ TopCells.cutoff($0, topFraction: topFraction, bins: &bins) })
+        else { return 0 }
+        let cutoff = max(1, level)
+        let valid = cells.reduce(0) { $0 + ($1 >= 0 ? 1 : 0) }
         let wanted = max(1, Int((Float(valid) * topFraction).rounded()))
-        var level = 255, taken = 0
-        while level > 0 && taken + bins[level] < wanted {
-            taken += bins[level]
-            level -= 1
-        }
-        let cutoff = Float(max(1, level))
         let r = radius
         var total = 0, counted = 0
         previous.fine.withUnsafeBufferPointer { a in

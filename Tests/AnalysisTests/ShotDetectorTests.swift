@@ -155,14 +155,24 @@ struct ShotDetectorTests {
 
     @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame when asked for, the hard cuts stay cuts; off by default")
     func jumpCut() {
-        let frames = posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30) + posed(14, 40, at: 60, 100)
+        // The subject holds still on both sides of each jump (the evidence a jump needs).
+        func still(_ seed: Int, _ count: Int, at x: Int, _ y: Int) -> [OwnedFrame] {
+            (0..<count).map { _ in Scenes.frame(seed: seed, object: (x, y)) }
+        }
+        let frames = still(13, 45, at: 30, 40) + still(13, 40, at: 170, 90) + still(14, 40, at: 60, 30) + still(14, 40, at: 60, 100)
         #expect(detect(frames).map(\.kind) == [.cut], "jump cuts are off by default")
-        var off = ShotDetector.Settings()
-        off.jumpCuts = false
-        #expect(detect(frames, settings: off).map(\.kind) == [.cut], "jump cuts off")
         let found = detect(frames, settings: Self.jumps)
         #expect(found.map(\.kind) == [.jump, .cut, .jump], "\(found)")
         #expect(found.map { Int(($0.time * 30).rounded()) } == [45, 85, 125])
+        // A subject that sways all the time keeps its cells changing on both sides: the measures
+        // spike on the jump's frame, but the history evidence says unsure, so no jump.
+        let swaying = posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30) + posed(14, 40, at: 60, 100)
+        #expect(detect(swaying, settings: Self.jumps).map(\.kind) == [.cut])
+        var measuresOnly = Self.jumps
+        measuresOnly.jumpHistoryRatio = 0
+        measuresOnly.jumpMinResidual = 0
+        let spikes = detect(swaying, settings: measuresOnly)
+        #expect(spikes.map { Int(($0.time * 30).rounded()) } == [45, 85, 125], "\(spikes)")
     }
 
     func detectJumps(_ frames: [OwnedFrame]) -> [ShotBoundary] { detect(frames, settings: Self.jumps) }
