@@ -164,7 +164,7 @@ public final class ShotDetector {
     /// score could be a jump (0 elsewhere, and for the last `jumpHistoryFrames` frames).
     public private(set) var fineEvidence: [Float] = []
     /// Per frame whose score could be a jump: the motion-compensated residual of its most-changed
-    /// fine cells (`MatchResidual`, luma levels; 0 elsewhere).
+    /// fine cells (`MatchResidual`, luma levels; 0 elsewhere). Empty with jump cuts off.
     public private(set) var residuals: [Float] = []
     private var residual: MatchResidual
     private var fineHistory: ChangeHistory
@@ -236,11 +236,13 @@ public final class ShotDetector {
             : (score: 0, stillShare: 1)
         localScores.append(change.score)
         fineScores.append(settings.jumpCuts ? previous.map { fine.score($0, features, around: fineShiftHint(features)) } ?? 0 : 0)
-        residuals.append(0)
-        if settings.jumpCuts, let previous, localScores[index] >= settings.jumpThreshold || fineScores[index] >= settings.jumpFineThreshold {
-            residuals[index] = residual.measure(previous, features, cells: fine.cells, shift: fine.shift)
+        if settings.jumpCuts {
+            residuals.append(0)
+            if let previous, localScores[index] >= settings.jumpThreshold || fineScores[index] >= settings.jumpFineThreshold {
+                residuals[index] = residual.measure(previous, features, cells: fine.cells, shift: fine.shift)
+            }
+            recordHistory(index: index, hasPrevious: previous != nil)
         }
-        if settings.jumpCuts { recordHistory(index: index, hasPrevious: previous != nil) }
         fineReturns.append(1)
         stillShares.append(change.stillShare)
         localReturns.append(1)
