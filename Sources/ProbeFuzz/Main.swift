@@ -77,7 +77,7 @@ enum Seeds {
             try Synth.write(spec, to: mp4)
             try FileManager.default.copyItem(atPath: mp4, toPath: "\(directory)/\(name).mp4")
             // (AVI would need H.264 in Annex B, which a plain remux does not convert to.)
-            for (container, ext) in [("matroska", "mkv"), ("mpegts", "ts"), ("flv", "flv")] {
+            for (container, ext) in [("matroska", "mkv"), ("mpegts", "ts"), ("flv", "flv"), ("asf", "wmv")] {
                 let output = "\(directory)/\(name).\(ext)"
                 do { try Remuxer.remux(mp4, to: output, container: container) } catch {
                     try? FileManager.default.removeItem(atPath: output)

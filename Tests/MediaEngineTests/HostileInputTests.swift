@@ -245,7 +245,7 @@ struct HostileInputTests {
     }
 
     @Test("the accepted containers open and decode through the safe path", arguments: [
-        ("matroska", "mkv", "matroska,webm"), ("mpegts", "ts", "mpegts"), ("flv", "flv", "flv"),
+        ("matroska", "mkv", "matroska,webm"), ("mpegts", "ts", "mpegts"), ("flv", "flv", "flv"), ("asf", "wmv", "asf"),
     ]) // (MPEG-PS and AVI would need the H.264 converted to Annex B, which a plain remux does not do)
     func acceptedContainers(muxer: String, ext: String, demuxer: String) throws {
         let dir = Scratch()

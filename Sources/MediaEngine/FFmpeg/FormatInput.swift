@@ -102,10 +102,56 @@ final class FormatInput {
     }
 
     /// Seeks `stream` to the last keyframe at or before `timestamp` (in the stream's time base).
+    ///
+    /// Demuxers without an index (MPEG-TS, MPEG-PS: a bisection over byte positions) can land on
+    /// the keyframe after the target, which would start a range late. The landing is checked by
+    /// reading up to the stream's first keyframe; when it lies after `timestamp` the seek is
+    /// retried from further back (1, 2, 4 … 64 s), and finally from the start of the file.
     func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
+        guard let handle = stream(index: index) else {
+            throw MediaError(.invalidRange, operation: "seek", path: path, detail: "no stream \(index)")
+        }
+        let second = max(1, MediaTime.timestamp(1, handle.timeBase))
+        for attempt in 0...FormatInput.seekRetries {
+            let target = attempt == 0 ? timestamp : timestamp &- (second << (attempt - 1))
+            try seekBackward(index, target)
+            guard let landed = try firstKeyframeTime(of: index), landed > timestamp else {
+                try seekBackward(index, target) // the same seek again: reading resumes at that keyframe
+                return
+            }
+        }
+        // Still after the target: read from the start of the file.
+        try check(av_seek_frame(pointer, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame to the start", path: path, context: logKey)
+    }
+
+    /// How many times `seek` steps further back before reading from the start (the last step: 64 s).
+    static let seekRetries = 7
+    /// Packets `firstKeyframeTime` reads at most (a stream whose keyframes are further apart is
+    /// taken as landed where the demuxer put it).
+    static let seekCheckPackets = 2048
+
+    private func seekBackward(_ index: Int, _ timestamp: Int64) throws(MediaError) {
         try check(av_seek_frame(pointer, Int32(index), timestamp, AVSEEK_FLAG_BACKWARD),
                   "av_seek_frame to \(timestamp)", path: path, context: logKey)
     }
+
+    /// The presentation time of the first keyframe of `index` read from here; nil at the end of
+    /// the file or when none comes within `seekCheckPackets` packets. Moves the read position.
+    private func firstKeyframeTime(of index: Int) throws(MediaError) -> Int64? {
+        let packet: Packet
+        if let existing = seekProbe { packet = existing } else { packet = try Packet(); seekProbe = packet }
+        for _ in 0..<FormatInput.seekCheckPackets {
+            guard try read(into: packet) else { return nil }
+            defer { packet.unref() }
+            guard packet.streamIndex == index, packet.isKeyframe else { continue }
+            let time = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+            if time != MediaTime.noPTS { return time }
+        }
+        return nil
+    }
+
+    /// The packet `seek` reads its check into (allocated at the first seek).
+    private var seekProbe: Packet?
 
     /// The container's start time in seconds (0 when unknown); Moments' times count from here.
     var startSeconds: Double {

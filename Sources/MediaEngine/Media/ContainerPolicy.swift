@@ -7,10 +7,11 @@ public enum ContainerPolicy {
     /// FFmpeg demuxer names accepted (each entry is one demuxer, named as FFmpeg names it):
     /// MP4/MOV/3GP (phones, most cameras), Matroska/WebM (Android, screen recorders), AVI (older
     /// cameras), MPEG-TS (AVCHD camcorders' .MTS/.M2TS), MPEG-PS (DVD and older camcorders'
-    /// .MPG/.MOD/.VOB), FLV, Ogg. None of them opens another file (MP4's external data
-    /// references are off in FFmpeg and refused by the I/O guard anyway).
+    /// .MPG/.MOD/.VOB), FLV, Ogg, ASF (.WMV/.ASF: older phones', cameras' and Windows exports).
+    /// None of them opens another file (MP4's external data references are off in FFmpeg and
+    /// refused by the I/O guard anyway; an ASF file is one self-contained stream of packets).
     public static let demuxers: [String] = [
-        "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "mpegts", "mpeg", "flv", "ogg",
+        "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "mpegts", "mpeg", "flv", "ogg", "asf",
     ]
 
     /// The same list as FFmpeg's `format_whitelist` option wants it.
@@ -32,7 +33,7 @@ public enum ContainerPolicy {
 
     /// What the user is told when a container is refused.
     public static let refusalDetail =
-        "this kind of file is not accepted: upload the video file itself (MP4, MOV, MKV, WebM, AVI, MTS, MPG, FLV or OGG), not a playlist, manifest, list or image sequence"
+        "this kind of file is not accepted: upload the video file itself (MP4, MOV, MKV, WebM, AVI, MTS, MPG, FLV, OGG or WMV), not a playlist, manifest, list or image sequence"
 
     public static func accepts(_ demuxer: String) -> Bool { demuxers.contains(demuxer) }
 

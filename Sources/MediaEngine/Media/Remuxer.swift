@@ -4,8 +4,9 @@ import CFFmpeg
 /// how test media and fuzzing seeds in other containers are made from Synth's MP4s.
 public enum Remuxer {
     /// Writes the video and audio streams of `source` to `output` in FFmpeg's muxer `container`
-    /// (e.g. "matroska", "mpegts", "avi", "flv").
-    public static func remux(_ source: String, to output: String, container: String) throws(MediaError) {
+    /// (e.g. "matroska", "mpegts", "avi", "flv", "asf"), every timestamp moved `offset` seconds
+    /// later (a broadcast or camcorder capture whose clock starts hours in).
+    public static func remux(_ source: String, to output: String, container: String, offset: Double = 0) throws(MediaError) {
         let input = try Probe.open(source, cancellation: nil)
         let out = try FormatOutput(path: output, format: container, cancellation: nil)
         var map: [Int: UnsafeMutablePointer<AVStream>] = [:]
@@ -20,6 +21,11 @@ public enum Remuxer {
             defer { packet.unref() }
             guard let handle = input.stream(index: packet.streamIndex), let stream = map[handle.index] else { continue }
             packet.pointer.pointee.pos = -1
+            if offset != 0 {
+                let shift = MediaTime.timestamp(offset, handle.timeBase)
+                if packet.pts != MediaTime.noPTS { packet.pointer.pointee.pts += shift }
+                if packet.dts != MediaTime.noPTS { packet.pointer.pointee.dts += shift }
+            }
             try out.write(packet, from: handle.timeBase, to: stream)
         }
         try out.finish()
