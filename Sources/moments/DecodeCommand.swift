@@ -54,10 +54,13 @@ struct SampleCommand: ParsableCommand {
     @Option(help: "Width (a multiple of 16).") var width = 640
     @Option(help: "Height.") var height = 360
     @Option(help: "Clockwise rotation to write in the display matrix (0, 90, 180, 270).") var rotation = 0
+    @Flag(help: "The planted-highlight layout instead (60 s of lively, dull, black, frozen and blurred parts; --duration is ignored), as scripts/bench-analysis scores it.")
+    var planted = false
 
     func run() throws {
         try runReportingErrors {
-            var spec = SynthSpec.sample(duration: duration, width: width, height: height)
+            var spec = planted ? SynthSpec.planted(width: width, height: height)
+                : SynthSpec.sample(duration: duration, width: width, height: height)
             spec.preset = "veryfast"
             spec.rotation = rotation
             try Synth.write(spec, to: output)

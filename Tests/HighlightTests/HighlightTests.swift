@@ -28,26 +28,7 @@ func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [Synt
 
 /// 60 s: lively parts among dull, black, frozen and blurred ones, and a repeat of the first lively part.
 func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ in }) throws -> (path: String, spec: SynthSpec) {
-    var spec = SynthSpec()
-    spec.width = 320
-    spec.height = 180
-    spec.duration = 60
-    spec.barcode = false
-    spec.preset = "veryfast"
-    spec.parts = [
-        SynthPart(start: 0, kind: .dull, seed: 1),
-        SynthPart(start: 6, kind: .lively, seed: 2),
-        SynthPart(start: 11, kind: .black, seed: 0),
-        SynthPart(start: 15, kind: .dull, seed: 3),
-        SynthPart(start: 21, kind: .lively, seed: 4),
-        SynthPart(start: 26, kind: .frozen, seed: 5),
-        SynthPart(start: 31, kind: .blurred, seed: 6),
-        SynthPart(start: 36, kind: .lively, seed: 7),
-        SynthPart(start: 41, kind: .dull, seed: 8),
-        SynthPart(start: 46, kind: .lively, seed: 2), // the same footage as 6-11
-        SynthPart(start: 51, kind: .lively, seed: 9),
-        SynthPart(start: 56, kind: .dull, seed: 10),
-    ]
+    var spec = SynthSpec.planted()
     configure(&spec)
     let path = dir.path("planted.mp4")
     try Synth.write(spec, to: path)

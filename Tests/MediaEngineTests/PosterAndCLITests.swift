@@ -65,6 +65,17 @@ struct PosterAndCLITests {
         #expect(reused.status == 0 && reused.out.contains("(45 copied)"), "\(reused.out) \(reused.err)")
     }
 
+    @Test("moments sample --planted writes the 60 s planted-highlight layout the benchmark scores")
+    func plantedSample() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
+        let dir = Scratch()
+        let out = dir.path("planted.mp4")
+        let result = try run(["sample", "--planted", "--width", "160", "--height", "96", "-o", out])
+        #expect(result.status == 0, "\(result.err)")
+        let info = try Probe.probe(out)
+        #expect(abs(info.duration - 60) < 0.1 && info.video.displayWidth == 160)
+    }
+
     @Test("segment lists parse, negative bounds too")
     func segmentLists() {
         #expect(TimeRange.parseList("5.0-10.0,20-25") == [TimeRange(start: 5, end: 10), TimeRange(start: 20, end: 25)])
