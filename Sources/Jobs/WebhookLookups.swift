@@ -202,13 +202,13 @@ public enum SystemResolver {
             return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
                 var addr = sin.pointee.sin_addr
                 guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-                return String(cString: buffer)
+                return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         case AF_INET6:
             return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
                 var addr = sin6.pointee.sin6_addr
                 guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-                return String(cString: buffer)
+                return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         default:
             return nil

@@ -212,8 +212,8 @@ struct HostileWebhookTests {
                 for _ in 0..<3 { hostileJobs.append(try await Self.event(client, key: hostile, video: video)) }
                 #expect(try await Self.waitFor(15) { !trickler.seen.isEmpty }, "the trickler was never called")
 
-                let queued = Date()
                 let job = try await Self.event(client, key: other, video: video)
+                let queued = Date()
                 _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) { $0.first?["status"] as? String == "delivered" }
                 let waited = Date().timeIntervalSince(queued)
                 #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
@@ -257,8 +257,8 @@ struct HostileWebhookTests {
                 for _ in 0..<3 { hostileJobs.append(try await Self.event(client, key: hostile, video: video)) }
                 #expect(try await Self.waitFor(15) { !trickler.seen.isEmpty }, "the trickler was never called")
 
-                let queued = Date()
                 let job = try await Self.event(client, key: other, video: video)
+                let queued = Date()
                 _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) { $0.first?["status"] as? String == "delivered" }
                 let waited = Date().timeIntervalSince(queued)
                 #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
