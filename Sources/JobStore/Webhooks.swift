@@ -237,7 +237,10 @@ public protocol WebhookRepository: Sendable {
     /// Removes the endpoint; deliveries still pending are given up when next due. False: none.
     func deleteWebhookEndpoint(accountId: String) async throws -> Bool
     /// Takes up to `limit` pending deliveries that are due at `now` and not leased, leasing them to
-    /// `worker` until `now + leaseSeconds` (several dispatchers on several hosts skip each other's).
+    /// `worker` until `now + leaseSeconds` (several dispatchers on several hosts skip each other's):
+    /// at most one per account, and none of an account that has a delivery leased now (whoever
+    /// holds it), so a slow endpoint holds up only its own account's deliveries. The oldest due
+    /// delivery of each account; accounts in the order of those.
     func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook]
     /// Logs an attempt and applies its outcome to a delivery `worker` holds. False: not held any
     /// more (its lease ran out and another dispatcher took it).
@@ -331,9 +334,14 @@ extension AppDatabase {
 
     public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook] {
         try await pool.write { db in
+            // The oldest due delivery of each account none of whose deliveries is leased now.
             let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM webhook_delivery WHERE status = 'pending' AND nextAttemptAt <= ?
-                AND (leaseExpiresAt IS NULL OR leaseExpiresAt < ?) ORDER BY nextAttemptAt LIMIT ?
+                SELECT * FROM (
+                    SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.accountId ORDER BY d.nextAttemptAt, d.rowid) AS accountRank
+                    FROM webhook_delivery d
+                    WHERE d.status = 'pending' AND d.nextAttemptAt <= ?
+                    AND d.accountId NOT IN (SELECT accountId FROM webhook_delivery WHERE status = 'pending' AND leaseExpiresAt >= ?)
+                ) WHERE accountRank = 1 ORDER BY nextAttemptAt LIMIT ?
                 """, arguments: [now, now, limit])
             var claimed: [ClaimedWebhook] = []
             let expires = now.addingTimeInterval(leaseSeconds)

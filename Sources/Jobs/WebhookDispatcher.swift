@@ -4,15 +4,20 @@ import JobStore
 import Logging
 import MomentsConfig
 import NIOCore
+import Synchronization
 import Telemetry
 
 /// Delivers the webhook outbox: claims due deliveries (leased, so dispatchers in several processes
-/// share the work), checks the endpoint's address again (DNS may have changed since it was
-/// registered), POSTs the signed event with a 10 s timeout and no redirects followed, and records
-/// the attempt: 2xx delivered; anything else tried again after `webhooks.retryBackoffSeconds`·2^(n−1)
-/// (at most an hour) until 24 h after the event, then given up. Runs in every process that runs
-/// the job runner (`moments serve` and `moments worker`), woken by the store's `webhookQueued`
-/// event and every `webhooks.pollSeconds`.
+/// share the work; the store hands out at most one delivery per account at a time, so a slow
+/// endpoint holds up only its own account's deliveries), checks the endpoint's address again (DNS
+/// may have changed since it was registered) and connects to the very address it checked, POSTs
+/// the signed event with no redirects followed, within one deadline for the whole attempt (lookup,
+/// connection, the answer's head; its body is not read), and records the attempt: 2xx delivered;
+/// anything else tried again after `webhooks.retryBackoffSeconds`·2^(n−1) (at most an hour) until
+/// 24 h after the event, then given up. Attempts run side by side (up to `maxInFlight`); a finished
+/// one makes room for the next at once (no round waits for its slowest attempt). Runs in every
+/// process that runs the job runner (`moments serve` and `moments worker`), woken by the store's
+/// `webhookQueued` event and every `webhooks.pollSeconds`.
 public final class WebhookDispatcher: Sendable {
     let database: any MomentsStore
     let settings: WebhookSettings
@@ -22,30 +27,31 @@ public final class WebhookDispatcher: Sendable {
     let clock: @Sendable () -> Date
     /// This dispatcher's lease owner name.
     let worker: String
+    let checker: Mutex<WebhookTargetChecker>
+    /// Attempts running now.
+    let inFlight = Mutex(0)
 
-    /// The longest an attempt may take, connection included.
-    public static let timeout: TimeAmount = .seconds(10)
+    /// The longest an attempt may take: address lookup, connection, TLS, request and the answer's
+    /// head together.
+    public static let deadline: Duration = .seconds(10)
     /// A claimed delivery is this dispatcher's for this long (longer than an attempt can take).
     static let leaseSeconds = 60.0
-    /// Deliveries attempted at once.
+    /// Attempts running at once (each to another account's endpoint).
+    static let maxInFlight = 32
+    /// Deliveries claimed at once by `deliverDue`.
     static let batch = 16
-    /// Largest part of an endpoint's answer read (the rest is ignored).
-    static let maxResponseBytes = 64 * 1024
-
-    /// Redirects are not followed (a 3xx is a failed attempt); no decompression; the timeout is set
-    /// per request.
-    static let httpClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
-        configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
 
     public init(database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, logger: Logger,
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database; self.settings = settings; self.baseURL = baseURL; self.worker = worker
         self.logger = logger; self.clock = clock
+        checker = Mutex(WebhookTargetChecker(allowPrivate: settings.allowPrivateTargets))
+    }
+
+    /// How endpoint URLs are checked (registration uses it too, so both share one lookup budget).
+    public var targets: WebhookTargetChecker {
+        get { checker.withLock { $0 } }
+        set { checker.withLock { $0 = newValue } }
     }
 
     /// Delivers until the task is cancelled.
@@ -63,9 +69,25 @@ public final class WebhookDispatcher: Sendable {
                 }
             }
             group.addTask {
-                for await _ in bell {
-                    if Task.isCancelled { break }
-                    await self.deliverDue()
+                await withDiscardingTaskGroup { attempts in
+                    for await _ in bell {
+                        if Task.isCancelled { break }
+                        // Claims what there is room for; each attempt rings the bell when it ends.
+                        while !Task.isCancelled {
+                            let room = Self.maxInFlight - self.inFlight.withLock { $0 }
+                            if room <= 0 { break }
+                            let claimed = await self.claim(limit: room)
+                            for item in claimed {
+                                self.inFlight.withLock { $0 += 1 }
+                                attempts.addTask {
+                                    await self.attempt(item)
+                                    self.inFlight.withLock { $0 -= 1 }
+                                    ring.yield()
+                                }
+                            }
+                            if claimed.count < room { break }
+                        }
+                    }
                 }
             }
             // Every child runs until the task is cancelled (the store's event stream may end
@@ -73,26 +95,33 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Attempts every delivery due now, a batch at a time. Returns how many were attempted.
+    /// Due deliveries, at most `limit` (none when the store cannot be read: the next bell tries again).
+    func claim(limit: Int) async -> [ClaimedWebhook] {
+        do {
+            return try await database.claimDueWebhooks(worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+        } catch is CancellationError {
+            return []
+        } catch {
+            logger.error("cannot read the webhook outbox", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
+    /// Attempts every delivery due now, a batch at a time (one per account each time), and waits
+    /// for them. Returns how many were attempted.
     @discardableResult
     public func deliverDue() async -> Int {
         var attempted = 0
+        var seen: Set<String> = []
         while !Task.isCancelled {
-            let claimed: [ClaimedWebhook]
-            do {
-                claimed = try await database.claimDueWebhooks(worker: worker, leaseSeconds: Self.leaseSeconds, limit: Self.batch, now: clock())
-            } catch is CancellationError {
-                break
-            } catch {
-                logger.error("cannot read the webhook outbox", metadata: ["error": "\(error)"])
-                break
-            }
-            if claimed.isEmpty { break }
+            // Each delivery once per call (a failed one may come due again meanwhile).
+            let claimed = await claim(limit: Self.batch)
+            if claimed.isEmpty || claimed.allSatisfy({ seen.contains($0.delivery.id) }) { break }
+            seen.formUnion(claimed.map(\.delivery.id))
             await withTaskGroup(of: Void.self) { group in
                 for item in claimed { group.addTask { await self.attempt(item) } }
             }
             attempted += claimed.count
-            if claimed.count < Self.batch { break }
         }
         return attempted
     }
@@ -166,32 +195,78 @@ public final class WebhookDispatcher: Sendable {
         return try payload.json()
     }
 
-    /// POSTs `body` to the endpoint; its HTTP status.
+    /// Checks the endpoint's address and POSTs `body` to it, within `deadline` from start to the
+    /// answer's head; its HTTP status. The connection goes to the address that was checked (the
+    /// URL's host stays the Host header and the TLS server name); it is closed once the head is
+    /// in (the body is not read: only the status counts).
     func post(_ body: String, delivery: WebhookDelivery, endpoint: WebhookEndpoint) async throws -> Int {
-        let target = try await WebhookTargets.check(endpoint.url, allowPrivate: settings.allowPrivateTargets)
+        let checker = targets
         let timestamp = Int(clock().timeIntervalSince1970)
-        var request = HTTPClientRequest(url: target.requestURL)
-        request.method = .POST
-        if let host = target.hostHeader { request.headers.replaceOrAdd(name: "Host", value: host) }
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "Moments-Webhooks/1")
-        request.headers.add(name: "Moments-Event", value: delivery.eventType.rawValue)
-        request.headers.add(name: "Moments-Delivery", value: delivery.id)
-        request.headers.add(name: "Moments-Signature", value: WebhookSignature.header(secret: endpoint.secret, timestamp: timestamp,
-                                                                                       body: Array(body.utf8)))
-        request.body = .bytes(ByteBuffer(string: body))
-        let response = try await Self.httpClient.execute(request, timeout: Self.timeout, logger: nil)
-        // The answer's body is not used; reading some of it lets the connection be reused.
-        _ = try? await response.body.collect(upTo: Self.maxResponseBytes)
+        let signature = WebhookSignature.header(secret: endpoint.secret, timestamp: timestamp, body: Array(body.utf8))
+        let deadline = Self.deadline
+        return try await Self.within(deadline) {
+            let target = try await checker.check(endpoint.url, account: delivery.accountId)
+            var request = HTTPClientRequest(url: target.url)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "User-Agent", value: "Moments-Webhooks/1")
+            request.headers.add(name: "Moments-Event", value: delivery.eventType.rawValue)
+            request.headers.add(name: "Moments-Delivery", value: delivery.id)
+            request.headers.add(name: "Moments-Signature", value: signature)
+            request.body = .bytes(ByteBuffer(string: body))
+            let client = Self.client(pinning: target)
+            do {
+                let status = try await Self.status(of: request, on: client, deadline: .now() + .seconds(Int64(deadline.components.seconds)))
+                try? await client.shutdown()
+                return status
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+        }
+    }
+
+    /// The status of the answer to `request`; its body is dropped unread (which ends the request).
+    static func status(of request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> Int {
+        let response = try await client.execute(request, deadline: deadline, logger: nil)
         return Int(response.status.code)
+    }
+
+    /// A client for one attempt, connecting to the checked address: redirects are not followed,
+    /// no decompression.
+    static func client(pinning target: WebhookTarget) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
+        configuration.decompression = .disabled
+        configuration.dnsOverride = target.dnsOverride
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// The attempt ran out of time.
+    struct DeadlineExceeded: Error {}
+
+    /// Runs `operation`, cancelled (and `DeadlineExceeded` thrown) when it takes longer than `limit`.
+    static func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
+            return value
+        }
     }
 
     /// What the delivery log says about an error (no internals: the endpoint's owner reads it).
     static func describe(_ error: any Error) -> String {
+        if error is DeadlineExceeded { return "the endpoint could not be reached: no answer within 10 seconds" }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
-                return "no answer within 10 seconds"
+                return "the endpoint could not be reached: no answer within 10 seconds"
             case .remoteConnectionClosed:
                 return "the endpoint closed the connection without answering"
             default:
@@ -199,11 +274,11 @@ public final class WebhookDispatcher: Sendable {
             }
         }
         let text = String(describing: error).lowercased()
-        if text.contains("refused") { return "the connection was refused" }
-        if text.contains("timeout") || text.contains("timed out") { return "no answer within 10 seconds" }
+        if text.contains("refused") { return "the endpoint could not be reached: the connection was refused" }
+        if text.contains("timeout") || text.contains("timed out") { return "the endpoint could not be reached: no answer within 10 seconds" }
         if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") {
             return "the TLS handshake failed (is the endpoint's certificate valid for its host name?)"
         }
-        return "could not connect to the endpoint"
+        return "the endpoint could not be reached; check that it accepts https connections from the internet"
     }
 }

@@ -1,32 +1,32 @@
 import Foundation
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Why a webhook URL is refused, in words for its owner (the HTTP layer shows `detail`; the
-/// dispatcher logs it as the attempt's error).
+/// dispatcher logs it as the attempt's error). Never names a resolved address or what an internal
+/// name resolves to.
 public struct WebhookTargetRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// invalid_webhook_url, webhook_https_required, webhook_private_target, webhook_unresolvable,
-    /// webhook_lookup_busy (transient: too many lookups at once)
+    /// invalid_webhook_url, webhook_https_required, webhook_private_target (an address written in
+    /// the URL), webhook_unresolvable (a host name that does not resolve to public addresses
+    /// only), webhook_lookup_busy (transient: too many lookups at once, in all or for the account)
     public var code: String
     public var detail: String
     public var description: String { detail }
 }
 
-/// A URL that passed the checks, with the address it resolved to.
+/// A URL that passed the checks, with the addresses its host resolved to.
 public struct WebhookTarget: Sendable, Equatable {
     public var url: String
+    /// The URL's host as the HTTP client reads it (brackets of an IPv6 literal removed).
+    public var host: String
     /// The addresses the host resolved to (all allowed).
     public var addresses: [String]
-    /// The URL the request is sent to: for http, the host replaced by the checked address (the
-    /// connection goes where the check looked: no second DNS answer); for https the URL itself
-    /// (the certificate is checked against the name).
-    public var requestURL: String
-    /// The Host header to send with `requestURL` when it names an address (nil: the URL's own).
-    public var hostHeader: String?
+    /// The address the delivery connects to: the first one checked. The request keeps its URL
+    /// (Host header and TLS server name stay the URL's host, and the certificate is checked against
+    /// it); only the connection goes to this address, so a second DNS answer cannot send it
+    /// elsewhere.
+    public var pinned: String { addresses[0] }
+    /// The HTTP client's DNS override that pins the connection (empty when the URL names an
+    /// address the client takes as it is).
+    public var dnsOverride: [String: String]
 }
 
 /// What a webhook may be sent to: http(s) URLs of at most 2 KB without credentials, whose host
@@ -35,54 +35,21 @@ public struct WebhookTarget: Sendable, Equatable {
 public enum WebhookTargets {
     public static let maxURLLength = 2048
 
-    /// Parses and checks `text`, resolving its host (getaddrinfo on a thread of its own).
-    public static func check(_ text: String, allowPrivate: Bool) async throws(WebhookTargetRefusal) -> WebhookTarget {
-        let (components, host) = try parse(text, allowPrivate: allowPrivate)
-        let addresses: [String]
-        do {
-            addresses = try await resolve(host)
-        } catch ResolutionError.busy {
-            throw WebhookTargetRefusal(code: "webhook_lookup_busy",
-                                       detail: "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
-        } catch {
-            throw WebhookTargetRefusal(code: "webhook_unresolvable",
-                                       detail: "The host \(host) of the webhook URL does not resolve to an address. Check the URL's spelling and DNS.")
-        }
-        guard let first = addresses.first else {
-            throw WebhookTargetRefusal(code: "webhook_unresolvable",
-                                       detail: "The host \(host) of the webhook URL does not resolve to an address. Check the URL's spelling and DNS.")
-        }
-        if !allowPrivate {
-            for address in addresses {
-                if let kind = classify(address) {
-                    throw WebhookTargetRefusal(code: "webhook_private_target",
-                                               detail: "The webhook URL's host \(host) resolves to \(address), a \(kind) address; webhooks go only to public internet addresses. Use a publicly reachable https URL.")
-                }
-            }
-        }
-        var target = WebhookTarget(url: text, addresses: addresses, requestURL: text, hostHeader: nil)
-        if components.scheme?.lowercased() == "http" {
-            let bracketed = { (address: String) in address.contains(":") ? "[\(address)]" : address }
-            let port = components.port.map { ":\($0)" } ?? ""
-            let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-            target.requestURL = "http://" + bracketed(first) + port + path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-            target.hostHeader = bracketed(host) + port
-        }
-        return target
-    }
-
-    /// The URL's form alone (no DNS): scheme, length, host, no credentials.
+    /// The URL's form alone (no DNS): scheme, length, host, no credentials. The host is the one the
+    /// HTTP client will connect to (Foundation's URL, as the client reads it).
     static func parse(_ text: String, allowPrivate: Bool) throws(WebhookTargetRefusal) -> (URLComponents, String) {
         guard text.utf8.count <= maxURLLength else {
             throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL is longer than \(maxURLLength) bytes; use a shorter one.")
         }
+        let malformed = WebhookTargetRefusal(code: "invalid_webhook_url",
+                                             detail: "The webhook URL must be an absolute http or https URL such as https://example.com/moments-webhook.")
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              var host = components.host, !host.isEmpty else {
-            throw WebhookTargetRefusal(code: "invalid_webhook_url",
-                                       detail: "The webhook URL must be an absolute http or https URL such as https://example.com/moments-webhook.")
+              let componentsHost = components.host.map(unbracketed), !componentsHost.isEmpty,
+              let clientHost = URL(string: text)?.host.map(unbracketed), clientHost == componentsHost else {
+            throw malformed
         }
         guard scheme == "https" || scheme == "http" else {
-            throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL must start with https:// (not \(scheme)://).")
+            throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL must start with https://.")
         }
         guard scheme == "https" || allowPrivate else {
             throw WebhookTargetRefusal(code: "webhook_https_required",
@@ -92,121 +59,75 @@ public enum WebhookTargets {
             throw WebhookTargetRefusal(code: "invalid_webhook_url",
                                        detail: "The webhook URL must not contain a user name or password; verify deliveries with the Moments-Signature header instead.")
         }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (components, host)
+        return (components, clientHost)
     }
 
-    /// Lookups running now, and the most allowed at once: each holds a thread (getaddrinfo
-    /// blocks, up to the resolver's timeout), so a burst of registrations cannot pile them up.
-    static let lookups = Mutex<Int>(0)
-    public static let maxConcurrentLookups = 32
-
-    /// The addresses `host` resolves to, as text. getaddrinfo blocks: it runs on a thread of its
-    /// own, never on the cooperative pool.
-    public static func resolve(_ host: String) async throws -> [String] {
-        let admitted = lookups.withLock { count -> Bool in
-            guard count < maxConcurrentLookups else { return false }
-            count += 1
-            return true
-        }
-        guard admitted else { throw ResolutionError.busy }
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                let result = Result { try resolveBlocking(host) }
-                lookups.withLock { $0 -= 1 }
-                continuation.resume(with: result)
-            }.start()
-        }
+    static func unbracketed(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
-    enum ResolutionError: Error { case failed, busy }
+    /// The address classifier of the special-purpose registry (kept here for callers of old).
+    public static func classify(_ address: String) -> String? { SpecialPurposeAddresses.classify(address) }
+}
 
-    static func resolveBlocking(_ host: String) throws -> [String] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { throw ResolutionError.failed }
-        defer { freeaddrinfo(first) }
-        var addresses: [String] = []
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            if let address = info.pointee.ai_addr, let text = numeric(address, family: info.pointee.ai_family), !addresses.contains(text) {
-                addresses.append(text)
+/// Checks webhook URLs: their form, then their host's addresses (looked up within the lookup
+/// budget, on a thread of its own). Registration and every delivery attempt use it.
+public struct WebhookTargetChecker: Sendable {
+    public var allowPrivate: Bool
+    public var network: WebhookNetwork
+    public var budget: WebhookLookupBudget
+
+    public init(allowPrivate: Bool, network: WebhookNetwork = .system, budget: WebhookLookupBudget = .shared) {
+        self.allowPrivate = allowPrivate; self.network = network; self.budget = budget
+    }
+
+    static let unreachable = WebhookTargetRefusal(
+        code: "webhook_unresolvable",
+        detail: "The webhook URL's host could not be reached: it must resolve in public DNS to public internet addresses only. Check the URL's spelling and the host's DNS records, then try again.")
+
+    /// Parses and checks `text` for `account` (whose share of the lookup budget it uses).
+    public func check(_ text: String, account: String) async throws(WebhookTargetRefusal) -> WebhookTarget {
+        let (_, host) = try WebhookTargets.parse(text, allowPrivate: allowPrivate)
+        let addresses: [String]
+        let literal = SystemResolver.numeric(host)
+        if let literal {
+            addresses = [literal]
+        } else {
+            do {
+                addresses = try await network.lookup(host, account: account, budget: budget)
+            } catch {
+                switch error {
+                case .serverBusy:
+                    throw WebhookTargetRefusal(code: "webhook_lookup_busy",
+                                               detail: "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
+                case .accountBusy:
+                    throw WebhookTargetRefusal(code: "webhook_lookup_busy",
+                                               detail: "This account is checking several slow webhook addresses at the moment. Try again in a few seconds, with a host name that resolves quickly.")
+                case .cancelled:
+                    throw WebhookTargetRefusal(code: "webhook_unresolvable",
+                                               detail: "The webhook URL's host could not be looked up in time. Check the host's DNS, then try again.")
+                case .failed:
+                    throw Self.unreachable
+                }
             }
-            cursor = info.pointee.ai_next
         }
-        return addresses
-    }
-
-    static func numeric(_ address: UnsafeMutablePointer<sockaddr>, family: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        switch family {
-        case AF_INET:
-            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                var addr = sin.pointee.sin_addr
-                guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-                return String(cString: buffer)
+        guard !addresses.isEmpty else { throw Self.unreachable }
+        if !allowPrivate {
+            for address in addresses {
+                guard let kind = network.classify(address) else { continue }
+                // An address written in the URL is the owner's own: saying what it is tells
+                // nothing. What a name resolves to is not said (it may be internal DNS).
+                if literal != nil {
+                    throw WebhookTargetRefusal(code: "webhook_private_target",
+                                               detail: "The webhook URL names a \(kind) address; webhooks go only to public internet addresses. Use a publicly reachable https URL.")
+                }
+                throw Self.unreachable
             }
-        case AF_INET6:
-            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                var addr = sin6.pointee.sin6_addr
-                guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-                return String(cString: buffer)
-            }
-        default:
-            return nil
         }
-    }
-
-    /// The bytes of a numeric IPv4 (4) or IPv6 (16) address; nil when `text` is neither.
-    static func bytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
-    }
-
-    /// Nil for a public unicast address; otherwise what it is ("loopback", "private", "link-local",
-    /// "unspecified", "multicast", "reserved"). Text that is not an address counts as "reserved".
-    public static func classify(_ address: String) -> String? {
-        guard let b = bytes(address) else { return "reserved" }
-        if b.count == 4 { return classifyV4(b) }
-        // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms are judged by their IPv4 address.
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return classifyV4(Array(b[12..<16])) }
-        if b.allSatisfy({ $0 == 0 }) { return "unspecified" }
-        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return "loopback" }
-        if b[0..<12].allSatisfy({ $0 == 0 }) { return "reserved" }
-        if b[0] & 0xfe == 0xfc { return "private" }                  // fc00::/7 unique local
-        if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return "link-local" } // fe80::/10
-        if b[0] == 0xfe && b[1] & 0xc0 == 0xc0 { return "private" }    // fec0::/10 site-local (deprecated)
-        if b[0] == 0xff { return "multicast" }                       // ff00::/8
-        // NAT64 (64:ff9b::/96) reaches an IPv4 address: judged by it.
-        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4..<12].allSatisfy({ $0 == 0 }) {
-            return classifyV4(Array(b[12..<16]))
-        }
-        return nil
-    }
-
-    static func classifyV4(_ b: [UInt8]) -> String? {
-        switch (b[0], b[1]) {
-        case (0, _): return b.allSatisfy { $0 == 0 } ? "unspecified" : "reserved"   // 0.0.0.0/8
-        case (10, _): return "private"                                             // 10/8
-        case (100, 64...127): return "private"                                     // 100.64/10 (CGNAT)
-        case (127, _): return "loopback"                                           // 127/8
-        case (169, 254): return "link-local"                                       // 169.254/16
-        case (172, 16...31): return "private"                                      // 172.16/12
-        case (192, 168): return "private"                                          // 192.168/16
-        case (192, 0) where b[2] == 0: return "reserved"                           // 192.0.0/24 (IETF)
-        case (198, 18...19): return "reserved"                                     // 198.18/15 (benchmarking)
-        case (224...239, _): return "multicast"                                    // 224/4
-        case (240...255, _): return "reserved"                                     // 240/4 and broadcast
-        default: return nil
-        }
+        var override: [String: String] = [:]
+        // A name (or a numeric form the client would resolve itself, like "2130706433") connects
+        // to the checked address; an address in standard form is taken as it is.
+        if SpecialPurposeAddresses.bytes(host) == nil { override[host] = addresses[0] }
+        return WebhookTarget(url: text, host: host, addresses: addresses, dnsOverride: override)
     }
 }

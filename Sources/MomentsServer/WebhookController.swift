@@ -30,9 +30,10 @@ struct WebhookController {
         guard let url = object["url"] as? String, !url.isEmpty else {
             throw Problem.badRequest("invalid_webhook_url", "\"url\" is required: the https URL Moments should POST job events to.")
         }
-        let allowPrivate = service.settings.webhooks.allowPrivateTargets
+        // The dispatcher's checker: registration and deliveries share the lookup budget, and
+        // this account's lookups count against its own share only.
         do {
-            _ = try await WebhookTargets.check(url, allowPrivate: allowPrivate)
+            _ = try await service.runner.webhooks.targets.check(url, account: account.id)
         } catch {
             if error.code == "webhook_lookup_busy" {
                 throw Problem(.serviceUnavailable, code: error.code, detail: error.detail, headers: [.retryAfter: "5"])

@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// Webhook endpoints and the outbox (AppDatabase's Webhooks.swift). Dispatchers in any number of
-/// processes claim due deliveries with `FOR UPDATE SKIP LOCKED` and a lease; an outbox row is
+/// processes claim due deliveries under a transaction-scoped advisory lock, with a lease; an outbox row is
 /// written in the transaction of the job's final state change, with a NOTIFY delivered on commit.
 extension PostgresStore {
     static let webhookChannel = "moments_webhooks"
@@ -52,12 +52,19 @@ extension PostgresStore {
     public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook] {
         let expires = now.addingTimeInterval(leaseSeconds)
         return try await transaction { connection in
+            // Claims are taken one at a time across processes (they are short), so that two
+            // dispatchers never lease two deliveries of one account: the oldest due delivery of
+            // each account none of whose deliveries is leased now.
+            try await connection.run("SELECT pg_advisory_xact_lock(hashtextextended('moments:webhook-claims', 0))", logger: logger)
             let deliveries = try await connection.rows("""
-                WITH due AS (
-                    SELECT id FROM webhook_delivery
-                    WHERE status = 'pending' AND "nextAttemptAt" <= \(now) AND ("leaseExpiresAt" IS NULL OR "leaseExpiresAt" < \(now))
-                    ORDER BY "nextAttemptAt" LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
+                WITH first AS (
+                    SELECT DISTINCT ON ("accountId") id, "nextAttemptAt" FROM webhook_delivery
+                    WHERE status = 'pending' AND "nextAttemptAt" <= \(now)
+                    AND "accountId" NOT IN (
+                        SELECT "accountId" FROM webhook_delivery WHERE status = 'pending' AND "leaseExpiresAt" >= \(now))
+                    ORDER BY "accountId", "nextAttemptAt", seq
+                ), due AS (
+                    SELECT id FROM first ORDER BY "nextAttemptAt" LIMIT \(limit)
                 )
                 UPDATE webhook_delivery d SET "leaseOwner" = \(worker), "leaseExpiresAt" = \(expires)
                 FROM due WHERE d.id = due.id

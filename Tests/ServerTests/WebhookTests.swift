@@ -276,6 +276,37 @@ struct WebhookTests {
         }
     }
 
+    /// The attempt's deadline covers the address lookup too: a resolver that does not answer ends
+    /// the attempt at 10 s ("could not be reached"); the lookup's thread keeps its share of the
+    /// budget until the resolver returns.
+    @Test func aHangingLookupEndsAtTheDeadline() async throws {
+        let server = try await TestServer { s in s.workers = 0 }
+        let gate = HostileWebhookTests.Gate()
+        defer { gate.open() }
+        let network = WebhookNetwork(resolve: { _ in
+            while !gate.isOpen { Thread.sleep(forTimeInterval: 0.01) }
+            throw POSIXError(.ETIMEDOUT)
+        })
+        let budget = WebhookLookupBudget()
+        let (accountId, _, _, job) = try await Self.failedJob(server, url: "https://hangs.example.net/hook")
+        var logger = Logger(label: "moments-test")
+        logger.logLevel = .critical
+        let dispatcher = WebhookDispatcher(database: server.service.database, settings: server.service.settings.webhooks,
+                                           baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+        dispatcher.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
+        let started = ContinuousClock.now
+        #expect(await dispatcher.deliverDue() == 1)
+        let took = ContinuousClock.now - started
+        #expect(took > .seconds(9) && took < .seconds(13), "\(took)")
+        let attempt = try #require(try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId).first?.attempts.first)
+        #expect(attempt.statusCode == nil && attempt.error?.contains("could not be reached") == true, "\(attempt)")
+        #expect(budget.running == 1, "the lookup's thread still holds its share")
+        gate.open()
+        let deadline = Date().addingTimeInterval(5)
+        while budget.running > 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(budget.running == 0)
+    }
+
     /// A delivery that never gets a 2xx is given up 24 hours after its event.
     @Test func givesUpAfter24Hours() async throws {
         let clock = TestClock(Date())
@@ -337,13 +368,20 @@ struct WebhookTests {
         #expect(server.service.settings.webhooks.allowPrivateTargets == false)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            for url in ["https://127.0.0.1/hook", "https://localhost:8443/hook", "https://10.1.2.3/", "https://172.16.0.1/",
+            for url in ["https://127.0.0.1/hook", "https://10.1.2.3/", "https://172.16.0.1/",
                         "https://192.168.1.10/", "https://100.64.0.1/", "https://169.254.169.254/latest/meta-data",
                         "https://[::1]/hook", "https://[fd00::1]/", "https://[fe80::1]/", "https://0.0.0.0/", "https://2130706433/",
-                        "https://[::ffff:127.0.0.1]/"] {
+                        "https://[::ffff:127.0.0.1]/", "https://[::ffff:0:127.0.0.1]/", "https://[64:ff9b:1::a00:1]/",
+                        "https://[64:ff9b::8.8.8.8]/", "https://192.0.2.1/", "https://198.51.100.7/", "https://203.0.113.9/",
+                        "https://198.18.0.1/", "https://[2001:db8::1]/", "https://[2002:7f00:1::1]/", "https://[100::1]/"] {
                 let problem = try await Self.register(client, key: key, url: url).expectProblem(.badRequest, code: "webhook_private_target")
                 #expect((problem["detail"] as? String)?.contains("public") == true, "\(url): \(problem)")
             }
+            // A name: what it resolves to is not said (it could be internal DNS).
+            let named = try await Self.register(client, key: key, url: "https://localhost:8443/hook").expectProblem(.badRequest, code: "webhook_unresolvable")
+            let detail = try #require(named["detail"] as? String)
+            #expect(detail.contains("could not be reached") && !detail.contains("127.0.0.1") && !detail.contains("localhost")
+                    && !detail.contains("loopback"), "\(detail)")
             try await Self.register(client, key: key, url: "http://example.com/hook").expectProblem(.badRequest, code: "webhook_https_required")
             try await Self.register(client, key: key, url: "ftp://example.com/hook").expectProblem(.badRequest, code: "invalid_webhook_url")
             try await Self.register(client, key: key, url: "https://user:pw@example.com/").expectProblem(.badRequest, code: "invalid_webhook_url")
@@ -403,16 +441,110 @@ struct WebhookTests {
         }
     }
 
-    /// An http URL is sent to the address that was checked (no second DNS answer), with the
-    /// URL's own Host; https keeps its name (the certificate is checked against it).
-    @Test func httpTargetsArePinnedToTheCheckedAddress() async throws {
-        let target = try await WebhookTargets.check("http://localhost:8080/a/b?c=d", allowPrivate: true)
+    /// The whole IANA special-purpose registries (IPv4 and IPv6), each block at its first and last
+    /// address and just outside it.
+    @Test func specialPurposeRegistry() {
+        let blocks: [(first: String, last: String, before: String?, after: String?)] = [
+            ("0.0.0.0", "0.255.255.255", nil, "1.0.0.0"),
+            ("10.0.0.0", "10.255.255.255", "9.255.255.255", "11.0.0.0"),
+            ("100.64.0.0", "100.127.255.255", "100.63.255.255", "100.128.0.0"),
+            ("127.0.0.0", "127.255.255.255", "126.255.255.255", "128.0.0.0"),
+            ("169.254.0.0", "169.254.255.255", "169.253.255.255", "169.255.0.0"),
+            ("172.16.0.0", "172.31.255.255", "172.15.255.255", "172.32.0.0"),
+            ("192.0.0.0", "192.0.0.255", "191.255.255.255", "192.0.1.0"),
+            ("192.0.2.0", "192.0.2.255", "192.0.1.255", "192.0.3.0"),
+            ("192.31.196.0", "192.31.196.255", "192.31.195.255", "192.31.197.0"),
+            ("192.52.193.0", "192.52.193.255", "192.52.192.255", "192.52.194.0"),
+            ("192.88.99.0", "192.88.99.255", "192.88.98.255", "192.88.100.0"),
+            ("192.168.0.0", "192.168.255.255", "192.167.255.255", "192.169.0.0"),
+            ("192.175.48.0", "192.175.48.255", "192.175.47.255", "192.175.49.0"),
+            ("198.18.0.0", "198.19.255.255", "198.17.255.255", "198.20.0.0"),
+            ("198.51.100.0", "198.51.100.255", "198.51.99.255", "198.51.101.0"),
+            ("203.0.113.0", "203.0.113.255", "203.0.112.255", "203.0.114.0"),
+            ("224.0.0.0", "255.255.255.255", "223.255.255.255", nil),
+            ("::", "::", nil, nil),
+            ("::1", "::1", nil, nil),
+            ("::ffff:0:0:0", "::ffff:0:ffff:ffff", nil, nil),
+            ("64:ff9b::", "64:ff9b::ffff:ffff", nil, nil),
+            ("64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", nil, nil),
+            ("100::", "100::ffff:ffff:ffff:ffff", nil, nil),
+            ("2001::", "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", nil, "2001:200::"),
+            ("2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::"),
+            ("2002::", "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2003::"),
+            ("3fff::", "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil),
+            ("fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
+            ("fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
+            ("fec0::", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
+            ("ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
+        ]
+        for block in blocks {
+            #expect(SpecialPurposeAddresses.classify(block.first) != nil, "\(block.first)")
+            #expect(SpecialPurposeAddresses.classify(block.last) != nil, "\(block.last)")
+            if let before = block.before { #expect(SpecialPurposeAddresses.classify(before) == nil, "\(before) is public") }
+            if let after = block.after { #expect(SpecialPurposeAddresses.classify(after) == nil, "\(after) is public") }
+        }
+        let kinds: [String: String] = [
+            "192.0.2.10": "documentation", "198.51.100.1": "documentation", "203.0.113.200": "documentation",
+            "2001:db8::1": "documentation", "3fff::1": "documentation", "198.18.3.4": "benchmarking", "198.19.0.1": "benchmarking",
+            "::ffff:0:127.0.0.1": "reserved", "64:ff9b::808:808": "reserved", "64:ff9b:1::a00:1": "reserved",
+            "2002:808:808::1": "reserved", "2001::1": "reserved", "100::1": "reserved", "::ffff:192.0.2.1": "documentation",
+            "::ffff:0.0.0.0": "unspecified", "::8.8.8.8": "reserved", "5f00::1": "reserved", "2620:4f:8000::1": "reserved",
+            "fec0::1": "private", "4000::1": "reserved", "1234::1": "reserved",
+        ]
+        for (address, kind) in kinds { #expect(SpecialPurposeAddresses.classify(address) == kind, "\(address)") }
+        // Public neighbours.
+        for address in ["2001:200::1", "2620:4f:8001::1", "2400:cb00::1", "2a00:1450:4001::1", "3ffe::1", "::ffff:1.1.1.1",
+                        "192.0.1.1", "192.31.197.1", "198.20.0.1", "223.255.255.255"] {
+            #expect(SpecialPurposeAddresses.classify(address) == nil, "\(address) is public")
+        }
+    }
+
+    /// The connection goes to the address that was checked (the HTTP client's DNS override pins
+    /// the name to it), while the URL — its Host header, its TLS server name — stays as written;
+    /// a URL naming an address in standard form needs no override.
+    @Test func targetsArePinnedToTheCheckedAddress() async throws {
+        let checker = WebhookTargetChecker(allowPrivate: true, budget: WebhookLookupBudget())
+        let target = try await checker.check("http://localhost:8080/a/b?c=d", account: "acct")
         #expect(target.addresses.allSatisfy { WebhookTargets.classify($0) == "loopback" } && !target.addresses.isEmpty)
-        let pinned = try #require(target.addresses.first)
-        #expect(target.requestURL == "http://\(pinned.contains(":") ? "[\(pinned)]" : pinned):8080/a/b?c=d")
-        #expect(target.hostHeader == "localhost:8080")
-        let secure = try await WebhookTargets.check("https://127.0.0.1/x", allowPrivate: true)
-        #expect(secure.requestURL == "https://127.0.0.1/x" && secure.hostHeader == nil)
+        #expect(target.url == "http://localhost:8080/a/b?c=d" && target.host == "localhost")
+        #expect(target.dnsOverride == ["localhost": target.pinned])
+        let secure = try await checker.check("https://127.0.0.1/x", account: "acct")
+        #expect(secure.url == "https://127.0.0.1/x" && secure.dnsOverride.isEmpty && secure.pinned == "127.0.0.1")
+        let v6 = try await checker.check("https://[::1]:8443/x", account: "acct")
+        #expect(v6.host == "::1" && v6.dnsOverride.isEmpty && v6.pinned == "::1")
+        // A numeric form the client would resolve itself is pinned too.
+        let decimal = try await checker.check("http://2130706433:9/x", account: "acct")
+        #expect(decimal.dnsOverride == ["2130706433": "127.0.0.1"])
+    }
+
+    /// Lookups beyond an account's share are refused at once (the account is told to try again);
+    /// other accounts keep theirs; a finished lookup gives its share back.
+    @Test func lookupBudgetIsPerAccount() async throws {
+        let gate = HostileWebhookTests.Gate()
+        defer { gate.open() }
+        let network = WebhookNetwork(resolve: { _ in
+            while !gate.isOpen { Thread.sleep(forTimeInterval: 0.01) }
+            return ["93.184.215.14"]
+        })
+        let budget = WebhookLookupBudget(total: 3, perAccount: 2)
+        let checker = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
+        let held = (0..<2).map { n in Task { try await checker.check("https://slow\(n).example.net/", account: "a") } }
+        let deadline = Date().addingTimeInterval(5)
+        while budget.running < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        await #expect(throws: WebhookTargetRefusal.self) { try await checker.check("https://third.example.net/", account: "a") }
+        let other = Task { try await checker.check("https://other.example.net/", account: "b") }
+        while budget.running < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        do {
+            _ = try await checker.check("https://fourth.example.net/", account: "c")
+            Issue.record("the total was exceeded")
+        } catch {
+            #expect(error.code == "webhook_lookup_busy" && error.detail.contains("many"), "\(error)")
+        }
+        gate.open()
+        for task in held { #expect(try await task.value.pinned == "93.184.215.14") }
+        #expect(try await other.value.pinned == "93.184.215.14")
+        #expect(budget.running == 0)
+        #expect(try await checker.check("https://again.example.net/", account: "a").addresses == ["93.184.215.14"])
     }
 
     /// Retries back off exponentially (capped at an hour) and stop 24 h after the event.

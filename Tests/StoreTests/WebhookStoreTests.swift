@@ -81,14 +81,26 @@ struct WebhookStoreTests {
     func claimsLeaseEachDeliveryToOneDispatcher(engine: Engine) async throws {
         try await StoreHarness.with(engine) { h in
             let store = h.store
-            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            _ = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook", secret: "whsec_a", now: Self.t0)
+            // Five accounts with two events each.
             var jobs: [Job] = []
-            for i in 0..<10 {
-                let job = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + Double(i)))
-                _ = try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 20)
-                jobs.append(job)
+            var accountOf: [String: String] = [:]
+            for a in 0..<5 {
+                let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+                _ = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook\(a)", secret: "whsec_a", now: Self.t0)
+                for i in 0..<2 {
+                    let job = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + Double(a * 2 + i)))
+                    _ = try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 20)
+                    jobs.append(job)
+                }
             }
+            let all = try await withThrowingTaskGroup(of: [WebhookDelivery].self) { group in
+                for job in jobs { group.addTask { try await Self.deliveries(store, job) } }
+                var all: [WebhookDelivery] = []
+                for try await log in group { all += log }
+                return all
+            }
+            for delivery in all { accountOf[delivery.id] = delivery.accountId }
+            #expect(all.count == 10)
             // Four dispatchers (two of them on another connection or process) claim at once.
             let second = try await h.secondInstance()
             // Indexed by dispatcher (the group answers in completion order, not in index order).
@@ -106,10 +118,14 @@ struct WebhookStoreTests {
             }
             let claimed = claims.flatMap { $0 }
             #expect(claimed.count == Set(claimed).count, "no delivery claimed twice: \(claims)")
-            // Leased: not claimable again until the lease runs out.
+            #expect(Set(claimed.map { accountOf[$0] }).count == claimed.count, "one delivery per account at a time: \(claims)")
+            // Leased: not claimable again until the lease runs out; nor is any other delivery of an
+            // account with one leased.
             let rest = try await store.claimDueWebhooks(worker: "d9", leaseSeconds: 60, limit: 20, now: Self.t0 + 31)
-            #expect(Set(rest.map(\.delivery.id)).isDisjoint(with: claimed) && claimed.count + rest.count == 10)
+            #expect(Set(rest.map(\.delivery.id)).isDisjoint(with: claimed) && claimed.count + rest.count == 5)
+            #expect(Set((claimed + rest.map(\.delivery.id)).map { accountOf[$0] }).count == 5, "each account's first")
             #expect(rest.allSatisfy { $0.endpoint?.secret == "whsec_a" })
+            #expect(try await store.claimDueWebhooks(worker: "d9", leaseSeconds: 60, limit: 20, now: Self.t0 + 32).isEmpty)
 
             // Only the holder records an attempt.
             let id = try #require(claims.first(where: { !$0.isEmpty })?.first)
@@ -117,23 +133,30 @@ struct WebhookStoreTests {
             let attempt = WebhookAttempt(deliveryId: id, number: 1, at: Self.t0 + 32, statusCode: 500, error: nil, durationMs: 12)
             #expect(!(try await store.recordWebhookAttempt(attempt, worker: "intruder", outcome: .delivered, now: Self.t0 + 32)))
             #expect(try await store.recordWebhookAttempt(attempt, worker: holder, outcome: .retry(at: Self.t0 + 42), now: Self.t0 + 32))
-            // Not due before its next attempt; due (and claimable) after.
+            // Its account is free again: its other delivery comes next; this one is not due before
+            // its next attempt.
             let early = try await store.claimDueWebhooks(worker: "d8", leaseSeconds: 60, limit: 20, now: Self.t0 + 41)
-            #expect(!early.map(\.delivery.id).contains(id))
+            let sibling = try #require(early.first?.delivery.id)
+            #expect(early.count == 1 && sibling != id && accountOf[sibling] == accountOf[id], "\(early.map(\.delivery.id))")
+            let done = WebhookAttempt(deliveryId: sibling, number: 1, at: Self.t0 + 41, statusCode: 200, error: nil, durationMs: 5)
+            #expect(try await store.recordWebhookAttempt(done, worker: "d8", outcome: .delivered, now: Self.t0 + 41))
             let due = try await store.claimDueWebhooks(worker: "d8", leaseSeconds: 60, limit: 20, now: Self.t0 + 42)
-            #expect(due.map(\.delivery.id).contains(id))
+            #expect(due.map(\.delivery.id) == [id])
             let success = WebhookAttempt(deliveryId: id, number: 2, at: Self.t0 + 43, statusCode: 204, error: nil, durationMs: 7)
             #expect(try await store.recordWebhookAttempt(success, worker: "d8", outcome: .delivered, now: Self.t0 + 43))
             // Delivered: never claimed again, and its log has both attempts in order.
             let later = try await store.claimDueWebhooks(worker: "d7", leaseSeconds: 60, limit: 20, now: Self.t0 + 1000)
-            #expect(!later.map(\.delivery.id).contains(id))
+            #expect(!later.map(\.delivery.id).contains(id) && !later.map(\.delivery.id).contains(sibling))
+            #expect(Set(later.map { accountOf[$0.delivery.id] }).count == later.count && later.count == 4,
+                    "the other four accounts' (expired leases): \(later.map(\.delivery.id))")
             let logs = try await withThrowingTaskGroup(of: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])].self) { group in
-                for job in jobs { group.addTask { try await store.webhookDeliveries(jobId: job.id, accountId: account.id) } }
+                for job in jobs { group.addTask { try await store.webhookDeliveries(jobId: job.id, accountId: job.accountId) } }
                 var all: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] = []
                 for try await log in group { all += log }
                 return all
             }
             let entry = try #require(logs.first { $0.delivery.id == id })
+            #expect(logs.count == 10)
             #expect(entry.delivery.status == .delivered && entry.delivery.deliveredAt == Self.t0 + 43 && entry.delivery.attempts == 2)
             #expect(entry.delivery.lastStatusCode == 204 && entry.delivery.nextAttemptAt == nil && entry.delivery.leaseOwner == nil)
             #expect(entry.attempts.map(\.statusCode) == [500, 204] && entry.attempts.map(\.durationMs) == [12, 7])
