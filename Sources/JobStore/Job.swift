@@ -42,6 +42,9 @@ public struct JobEdit: Codable, Sendable, Equatable {
     /// The input is kept after the highlight is made (the plan allows re-cuts), until the result's
     /// retention ends.
     public var keepsInput: Bool?
+    /// The job whose stored input is this one's too: a recognised re-upload of the same video
+    /// keeps one copy, the newest's (re-cuts of this job copy it from there).
+    public var inputHeldBy: String?
 
     public init(aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
                 recutOf: String? = nil, keepsInput: Bool? = nil) {

@@ -143,7 +143,7 @@ public enum StoreEvent: Sendable, Equatable {
 
 /// The whole store.
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
-                              UploadRepository, WebhookRepository, PushRepository, FingerprintRepository {
+                              UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up

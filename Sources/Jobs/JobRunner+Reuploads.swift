@@ -75,6 +75,11 @@ extension JobRunner {
     struct RecognizedReupload {
         /// The new video's keyframe fingerprint (stored for its own re-uploads: it is not analysed).
         var fingerprint: ContentFingerprint?
+        /// The earlier job it is a copy of.
+        var earlierJobId: String = ""
+        /// It starts and ends where the earlier video does (to a frame): the same video, whose
+        /// kept input can serve both jobs (`settleKeptInputs`).
+        var sameTimeline = false
     }
 
     /// The recognition task for the job's child, its candidates written to the job's folder; nil
@@ -118,7 +123,8 @@ extension JobRunner {
             log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
             return (request, nil)
         }
-        let recognized = RecognizedReupload(fingerprint: recognition.fingerprint)
+        let recognized = RecognizedReupload(fingerprint: recognition.fingerprint, earlierJobId: match.jobId,
+                                            sameTimeline: Self.sameTimeline(match: match, target: target, earlierDuration: candidate.fingerprint.duration))
         var earlierResult: String?, earlierPoster: String?, sameTimeline = false
         if let copy = candidate.copySegments {
             if ReuploadRecognizer.copiedSegments(copy, offset: match.offset, duration: target.duration) == nil {

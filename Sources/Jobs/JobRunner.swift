@@ -28,6 +28,8 @@ public final class JobRunner: Service, Sendable {
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
     let media: MediaDefaults
+    /// The plans (kept-input allowance when a highlight is made).
+    let plans: PlanSettings
     let logger: Logger
     let clock: @Sendable () -> Date
     private let running = Mutex<[String: Running]>([:])
@@ -38,8 +40,8 @@ public final class JobRunner: Service, Sendable {
     let processTag: String
 
     public init(database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil, settings: ServiceSettings, media: MediaDefaults,
-                apns: APNsCredentials? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.database = database; self.layout = layout; self.settings = settings; self.media = media
+                apns: APNsCredentials? = nil, plans: PlanSettings = PlanSettings(), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.database = database; self.layout = layout; self.settings = settings; self.media = media; self.plans = plans
         self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
         var host = [CChar](repeating: 0, count: 256)
@@ -445,6 +447,7 @@ public final class JobRunner: Service, Sendable {
                                                                           workerSeconds: elapsed, now: now) }) {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
                     if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
+                    await settleKeptInputs(job, recognized: recognized, log: log)
                     await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil), job: job, log: log)
                     log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
                                                          "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"])

@@ -76,7 +76,13 @@ extension JobService {
         job.edit = edit.job(sourceName: base.sourceName, recutOf: original.id, keepsInput: current.plan.recuts)
         return try await enqueue(job, account: account, plan: current, now: now) {
             do {
-                try await mediaStorage.copyMedia(from: original.id, to: job.id, files: [.input, .analysisData])
+                // A recognised re-upload of the same video may hold the original's input for it.
+                if let holder = base.inputHeldBy, holder != original.id {
+                    try await mediaStorage.copyMedia(from: holder, to: job.id, files: [.input])
+                    try await mediaStorage.copyMedia(from: original.id, to: job.id, files: [.analysisData])
+                } else {
+                    try await mediaStorage.copyMedia(from: original.id, to: job.id, files: [.input, .analysisData])
+                }
             } catch MediaStorageError.notFound {
                 throw RecutRefusal.inputGone
             } catch is MediaStorageError {

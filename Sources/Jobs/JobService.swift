@@ -59,7 +59,7 @@ public final class JobService: Sendable {
         // Pushes: the APNs key is read now, so a bad one stops the start (APNsConfigurationError).
         let apns = try APNsCredentials.load(settings.push)
         if apns == nil { logger.notice("Push notifications are off", metadata: ["reason": "no APNs key (APNS_KEY_PATH)"]) }
-        self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, apns: apns,
+        self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, apns: apns, plans: plans,
                                 logger: logger, clock: clock)
         // The probe answers an upload the client is waiting on (bounded by its time limit): it runs at
         // the API's priority, not the render's (`jobs.niceness`).

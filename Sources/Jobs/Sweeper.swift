@@ -56,9 +56,11 @@ struct Sweeper: Sendable {
                 if job.mediaDeletedAt != nil {
                     // Deleted (DELETE, retention) while the storage failed: its files go now.
                     await storage.removeMedia(jobID: media.jobID, keepingInput: false)
-                } else if media.hasInput && !settings.keepUploads && !(job.status == .completed && job.edit?.keepsInput == true) {
+                } else if media.hasInput && !settings.keepUploads
+                            && !(job.status == .completed && job.edit?.keepsInput == true && job.edit?.inputHeldBy == nil) {
                     // Left by a crash between completion and the input's removal; a completed job
-                    // whose plan allows re-cuts keeps its input until its retention ends.
+                    // whose plan allows re-cuts keeps its input until its retention ends (unless a
+                    // re-upload of the same video holds it: then that one's copy is kept).
                     await storage.removeInput(jobID: media.jobID)
                 }
             }

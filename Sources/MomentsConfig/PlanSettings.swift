@@ -22,6 +22,11 @@ public struct Plan: Sendable, Equatable {
     /// input and analysis, no new upload). Each re-cut counts as one highlight against
     /// `monthlyHighlights`, like an upload. When allowed, inputs are kept for `retentionDays`.
     public var recuts: Bool = true
+    /// Bytes of uploaded videos an account may keep for re-cuts (the sum of its kept inputs). When
+    /// a highlight is made, the account's oldest kept inputs are released (deleted early: their
+    /// re-cuts answer 410) until the rest fit; an input larger than this is not kept at all.
+    /// A recognised re-upload of a kept video keeps one copy (the newest) for both jobs.
+    public var keptInputBytes: Int64 = 10 << 30
 }
 
 /// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
@@ -29,9 +34,9 @@ public struct Plan: Sendable, Equatable {
 /// does a `dailyWorkerSeconds` of 0.
 public struct PlanSettings: Sendable, Equatable {
     public var free = Plan(name: "free", monthlyHighlights: 3, maxUploadBytes: 1 << 30, maxDurationSeconds: 600,
-                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800)
+                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800, keptInputBytes: 2 << 30)
     public var pro = Plan(name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
-                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800)
+                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30)
     /// The App Store product that grants pro.
     public var proProductId = "com.moments.pro.monthly"
 
@@ -53,7 +58,8 @@ public struct PlanSettings: Sendable, Equatable {
                     concurrentJobs: max(1, r.int(forKey: "concurrentJobs", default: d.concurrentJobs)),
                     retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays),
                     dailyWorkerSeconds: budget > 0 ? budget : nil,
-                    recuts: r.bool(forKey: "recuts", default: d.recuts))
+                    recuts: r.bool(forKey: "recuts", default: d.recuts),
+                    keptInputBytes: max(0, Int64(r.int(forKey: "keptInputBytes", default: Int(d.keptInputBytes)))))
     }
 
     public func plan(named name: String) -> Plan { name == "pro" ? pro : free }

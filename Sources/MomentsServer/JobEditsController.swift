@@ -102,7 +102,7 @@ struct JobEditsController {
             return Problem(.forbidden, code: "recuts_not_allowed", detail: "The \(plan) plan does not include re-cuts. Upload the video again with the new settings.")
         case .inputGone:
             return Problem(.gone, code: "input_deleted",
-                           detail: "The original video of this highlight is no longer kept (deleted, or its retention period is over). Upload it again to make a new highlight.")
+                           detail: "The original video of this highlight is no longer kept (deleted, its retention period is over, or released to keep the account's stored videos within its plan). Upload it again to make a new highlight.")
         }
     }
 

@@ -15,5 +15,7 @@ struct ResumableUploadSweeper: Service {
         }
         // Appends that have answered finish recording their bytes before the process ends.
         await uploads.settleAll()
+        // Open parts not yet in the bucket (S3) are written, so another host can continue them.
+        await uploads.staging.flushPending()
     }
 }
