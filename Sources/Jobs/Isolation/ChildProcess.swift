@@ -45,12 +45,22 @@ public struct ChildUser: Sendable, Equatable {
     public var gid: UInt32
     public init(uid: UInt32, gid: UInt32) { self.uid = uid; self.gid = gid }
 
-    /// `nobody` (65534 where the system has no such user) when this process is root, else nil.
+    /// `nobody` (65534 where the system has no such user) when this process is root with the
+    /// capabilities to give folders away and change user (CAP_CHOWN, CAP_SETGID, CAP_SETUID), else nil.
     public static let `default`: ChildUser? = {
-        guard geteuid() == 0 else { return nil }
+        guard geteuid() == 0, canChangeUser else { return nil }
         guard let entry = getpwnam("nobody") else { return ChildUser(uid: 65534, gid: 65534) }
         return ChildUser(uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
     }()
+
+    /// CAP_CHOWN (0), CAP_SETGID (6) and CAP_SETUID (7) in this process's effective set.
+    static var canChangeUser: Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let effective = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        let needed: UInt64 = 1 << 0 | 1 << 6 | 1 << 7
+        return effective & needed == needed
+    }
 
     /// Whether this user may run `path`: every folder on the way searchable, the file readable and
     /// executable (a checkout under /root is not, for nobody).
@@ -143,6 +153,9 @@ public enum IsolatedChild {
         // The child's own user: the folders it writes become its own (its files are created there
         // by the server); what it only reads must be readable by others (the server's umask 022).
         var user = settings.user
+        if user == nil && geteuid() == 0 {
+            warnOnce(logger, "running as root without the capabilities to change user: children run as root (held by their filter, Landlock and cgroup)")
+        }
         if let child = user, !child.canRun(settings.executable) {
             warnOnce(logger, "the child's user (uid \(child.uid)) cannot run \(settings.executable): children run as this process's user")
             user = nil
