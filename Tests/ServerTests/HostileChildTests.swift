@@ -221,6 +221,29 @@ struct HostileChildTests {
         }
     }
 
+    /// A root server's child runs as nobody; where nobody cannot reach the program (a folder closed
+    /// to others, a checkout under /root), the child still runs, as the server's user.
+    @Test func childRunsAsNobodyWhereItCan() throws {
+        guard let user = ChildUser.default else { return } // not root (or no CAP_SETUID): nothing to switch
+        let scratch = Scratch()
+        let closed = scratch.path("closed")
+        try FileManager.default.createDirectory(atPath: closed, withIntermediateDirectories: true)
+        chmod(closed, 0o700)
+        for folder in [scratch.path(""), closed] {
+            let script = folder + "/show-user"
+            try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            #expect(user.canRun(script) == (folder != closed))
+            let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
+                                            access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
+            guard case .abnormal(let reason, _) = outcome else {
+                Issue.record("expected an abnormal end, got \(outcome)")
+                continue
+            }
+            #expect(reason.contains("uid=\(folder == closed ? 0 : user.uid)"), "\(folder): \(reason)")
+        }
+    }
+
     /// The real `moments serve` is not dumpable: a process of its own user without CAP_SYS_PTRACE
     /// (a child of a server that is not root, say) cannot read its environment (the credentials).
     /// Run as root, both drop every capability first (setpriv), as a server that is not root has

@@ -156,8 +156,8 @@ public enum IsolatedChild {
         if user == nil && geteuid() == 0 {
             warnOnce(logger, "running as root without the capabilities to change user: children run as root (held by their filter, Landlock and cgroup)")
         }
-        if let child = user, !child.canRun(settings.executable) {
-            warnOnce(logger, "the child's user (uid \(child.uid)) cannot run \(settings.executable): children run as this process's user")
+        if let child = user, !child.canRun(settings.executable) || !ChildAccess.libraryFolders.allSatisfy({ child.canReach($0, 0o1) }) {
+            warnOnce(logger, "the child's user (uid \(child.uid)) cannot run \(settings.executable) or load its libraries: children run as this process's user")
             user = nil
         }
         if let child = user, let closed = access.readable.first(where: { !child.canReach($0, 0o4) })
