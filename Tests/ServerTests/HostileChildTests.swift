@@ -221,6 +221,23 @@ struct HostileChildTests {
         }
     }
 
+    /// The cgroups a killed server left (its children's, named by its pid) go at the next start;
+    /// those of a live server stay.
+    @Test func cgroupsOfADeadServerAreRemoved() throws {
+        guard let parent = ChildCgroup.parent else { return } // no cgroup v2 this process may write
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = parent + "/moments-child-\(gone.processIdentifier)-1"
+        let live = parent + "/moments-child-\(getppid())-1"
+        #expect(mkdir(dead, 0o755) == 0 && mkdir(live, 0o755) == 0)
+        defer { rmdir(live); rmdir(dead) }
+        ChildCgroup.removeLeftovers(in: parent)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live))
+    }
+
     /// A root server's child runs as nobody; where nobody cannot reach the program (a folder closed
     /// to others, a checkout under /root), the child still runs, as the server's user.
     @Test func childRunsAsNobodyWhereItCan() throws {

@@ -36,8 +36,26 @@ final class ChildCgroup: @unchecked Sendable {
         guard mkdir(probe, 0o755) == 0 || errno == EEXIST else { return nil }
         let usable = FileManager.default.fileExists(atPath: probe + "/cgroup.procs")
         rmdir(probe)
-        return usable ? parent : nil
+        guard usable else { return nil }
+        removeLeftovers(in: parent)
+        return parent
     }()
+
+    /// The cgroups a server that died (kill -9, power loss) left: whatever still runs in them is
+    /// killed and they are removed. Those of a live server (its pid in the name) are left alone.
+    static func removeLeftovers(in parent: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix("moments-child-") {
+            let fields = name.split(separator: "-")
+            guard fields.count == 4, let owner = pid_t(fields[2]), owner != getpid(), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            let path = parent + "/" + name
+            let killFD = moments_open_write(path + "/cgroup.kill")
+            if killFD >= 0 { _ = moments_write_text(killFD, "1"); close(killFD) }
+            for _ in 0..<100 {
+                if rmdir(path) == 0 || errno == ENOENT { break }
+                usleep(10_000)
+            }
+        }
+    }
 
     private static let counter = Atomic<Int>(0)
 
