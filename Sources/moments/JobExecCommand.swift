@@ -9,7 +9,26 @@ struct JobExecCommand: ParsableCommand {
         abstract: "Run one media task in isolation (started by the service; not for direct use).",
         shouldDisplay: false)
 
+    /// Tests of the sandbox: enter it as a media child does, try each way out, report to this file.
+    @Option(name: .customLong("sandbox-probe"), help: .hidden) var sandboxProbe: String?
+    @Option(name: .customLong("server-pid"), help: .hidden) var serverPID: Int32?
+    @Option(name: .customLong("udp-port"), help: .hidden) var udpPort: UInt16?
+    @Option(name: .customLong("abstract-socket"), help: .hidden) var abstractSocket: String?
+    @Option(name: .customLong("unix-socket"), help: .hidden) var unixSocket: String?
+    @Option(name: .customLong("shm-file"), help: .hidden) var sharedMemoryFile: String?
+
     func run() throws {
+        if let sandboxProbe {
+            var targets = SandboxProbe.Targets(report: sandboxProbe)
+            targets.serverPID = serverPID
+            targets.udpPort = udpPort
+            targets.abstractSocket = abstractSocket
+            targets.unixSocket = unixSocket
+            targets.sharedMemoryFile = sharedMemoryFile
+            let status = SandboxProbe.run(targets)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let status = ChildMain.run()
         if status != 0 { throw ExitCode(status) }
     }

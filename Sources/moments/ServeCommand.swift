@@ -22,6 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try await ProcessContext.load(storage: storage, logLevel: logLevel)
+        // Before anything else: the environment holds credentials.
+        IsolatedChild.protectServerProcess(logger: context.logger)
         var settings = context.settings
         if let host { settings.host = host }
         if let port { settings.port = port }

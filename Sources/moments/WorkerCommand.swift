@@ -23,6 +23,8 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try await ProcessContext.load(storage: storage, logLevel: logLevel)
+        // Before anything else: the environment holds credentials.
+        IsolatedChild.protectServerProcess(logger: context.logger)
         var settings = context.settings
         if let workers { settings.workers = workers }
         guard settings.workers > 0 else { throw ValidationError("--workers must be at least 1") }

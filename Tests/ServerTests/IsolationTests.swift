@@ -322,6 +322,52 @@ struct IsolationTests {
         #expect(lines(Data(repeating: 0x41, count: (1 << 20) + 10) + Data("\n{}\n".utf8)).isEmpty, "an overlong line ends the input")
     }
 
+    /// The parent's reader of a child's output looks at each byte once: a 33 MB line without a
+    /// newline, fed 64 KB at a time as the child writes it, is refused as soon as it passes the
+    /// 32 MB limit, in a time proportional to its length (it used to be searched again from its
+    /// start on every read: minutes of the server's CPU).
+    @Test func overlongLineIsRefusedInLinearTime() {
+        var reader = LineReader()
+        let chunk = [UInt8](repeating: 0x41, count: 64 * 1024)
+        let started = Date()
+        var fed = 0, lines = 0
+        while fed < 33 << 20 && !reader.overflowed {
+            lines += reader.feed(chunk[...]).count
+            fed += chunk.count
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(reader.overflowed && lines == 0)
+        #expect(fed == (32 << 20) + chunk.count, "refused at the read that passed the limit: \(fed)")
+        #expect(reader.buffer.isEmpty, "nothing of the line is kept")
+        #expect(reader.feed(Array("{}\n".utf8)[...]).isEmpty, "a broken stream stays broken")
+        #expect(seconds < 10, "\(seconds) s")
+    }
+
+    /// Many small lines, some split across reads: each one whole, in order, in linear time (each
+    /// line used to move the rest of the buffer).
+    @Test func manySmallLinesAreSplitInLinearTime() {
+        var reader = LineReader()
+        var stream = [UInt8]()
+        for i in 0..<400_000 { stream += Array("{\"n\":\(i)}\n".utf8) }
+        let started = Date()
+        var lines: [Data] = []
+        var offset = 0
+        while offset < stream.count {
+            let end = min(stream.count, offset + 64 * 1024 - 7) // reads that end inside a line
+            lines += reader.feed(stream[offset..<end])
+            offset = end
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(lines.count == 400_000 && !reader.overflowed && reader.buffer.isEmpty)
+        #expect(lines.first == Data("{\"n\":0}".utf8) && lines.last == Data("{\"n\":399999}".utf8))
+        #expect(lines[123_456] == Data("{\"n\":123456}".utf8))
+        #expect(seconds < 10, "\(seconds) s")
+        // A line of exactly the limit passes; one byte more does not.
+        var small = LineReader(maxLine: 8)
+        #expect(small.feed(Array("12345678\n".utf8)[...]) == [Data("12345678".utf8)])
+        #expect(small.feed(Array("1234".utf8)[...]).isEmpty && small.feed(Array("56789".utf8)[...]).isEmpty && small.overflowed)
+    }
+
     /// The child sees only its own files: it cannot read another account's video or write
     /// anywhere but its job's folder (Landlock), even if FFmpeg were made to try.
     @Test func childIsConfinedToItsFiles() throws {

@@ -1,3 +1,4 @@
+import CIsolation
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -11,6 +12,7 @@ import MediaEngine
 public enum ChildMain {
     public static func run() -> Int32 {
         adoptProcessNiceness()
+        enterSandbox()
         let token = CancellationToken()
         signal(SIGTERM, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
@@ -61,12 +63,23 @@ public enum ChildMain {
         emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
     }
 
+    /// Installs the system-call filter (`moments_enter_sandbox`): before the task is read and any
+    /// media is opened, so nothing FFmpeg parses runs without it. Where the filter cannot be
+    /// installed the child goes on (its user, limits, cgroup and Landlock still hold) and says so.
+    static func enterSandbox() {
+        let rc = moments_enter_sandbox()
+        if rc != 0 {
+            FileHandle.standardError.write(Data("moments job-exec: warning: no system-call filter (\(String(cString: strerror(-rc)))): running without it\n".utf8))
+        }
+    }
+
     /// Reads the task lines from standard input (split by the parent's `LineReader`): each up to a
     /// newline or the end of the input, at most 1 MB.
     struct TaskReader {
         let fd: Int32
-        private var lines = LineReader()
+        private var lines = LineReader(maxLine: TaskReader.maxLine)
         private var pending: [Data] = []
+        private var next = 0
         private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         private var ended = false
         static let maxLine = 1 << 20
@@ -76,8 +89,9 @@ public enum ChildMain {
         /// The next non-empty line; nil at the end of the input, on a read error or an overlong line.
         mutating func nextLine() -> Data? {
             while true {
-                if !pending.isEmpty {
-                    let line = pending.removeFirst()
+                if next < pending.count {
+                    let line = pending[next]
+                    next += 1
                     if line.isEmpty { continue }
                     return line.count <= Self.maxLine ? line : nil
                 }
@@ -90,6 +104,7 @@ public enum ChildMain {
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { ended = true; continue }
                 pending = lines.feed(chunk[0..<n])
+                next = 0
                 if lines.overflowed || lines.buffer.count > Self.maxLine { return nil }
             }
         }

@@ -1,0 +1,80 @@
+import CIsolation
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// For the tests of the child's sandbox: `moments job-exec --sandbox-probe REPORT …` enters the
+/// same sandbox as a media child (`ChildMain.enterSandbox`, in a process the server started with
+/// `IsolatedChild.run`), then tries, as code an attacker got to run through a decoder would, each
+/// way out, and writes what worked as JSON to REPORT (in a folder the child may write). The server
+/// never passes these arguments; run by hand, the probe only attacks its own sandbox.
+public enum SandboxProbe {
+    public struct Targets: Sendable {
+        public var report: String
+        public var serverPID: Int32?
+        public var udpPort: UInt16?
+        public var abstractSocket: String?
+        public var unixSocket: String?
+        public var sharedMemoryFile: String?
+        public init(report: String) { self.report = report }
+    }
+
+    /// Each attempt: "allowed" or "blocked: <error>" (plus "limit" figures: "nproc").
+    public static func run(_ targets: Targets) -> Int32 {
+        ChildMain.enterSandbox()
+        var results: [String: String] = [:]
+        func outcome(_ ok: Bool) -> String { ok ? "allowed" : "blocked: \(String(cString: strerror(errno)))" }
+
+        if let server = targets.serverPID {
+            let fd = open("/proc/\(server)/environ", O_RDONLY | O_CLOEXEC)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = fd >= 0 ? read(fd, &buffer, buffer.count) : -1
+            results["environ"] = outcome(n > 0)
+            if fd >= 0 { close(fd) }
+            results["kill"] = outcome(kill(server, 0) == 0)
+            results["ptrace"] = outcome(moments_probe_ptrace(server) == 0)
+        }
+        if let port = targets.udpPort {
+            results["udp"] = outcome(moments_probe_udp(port) == 0)
+        }
+        if let name = targets.abstractSocket {
+            results["abstract_socket"] = outcome(moments_probe_unix(name, 1) == 0)
+        }
+        if let path = targets.unixSocket {
+            results["unix_socket"] = outcome(moments_probe_unix(path, 0) == 0)
+        }
+        if let file = targets.sharedMemoryFile {
+            let fd = open(file, O_WRONLY | O_CLOEXEC)
+            let wrote = fd >= 0 && write(fd, "x", 1) == 1
+            results["shm_write"] = outcome(wrote)
+            if fd >= 0 { close(fd) }
+        }
+        // A grandchild in a session of its own that keeps the pipes (it sleeps 900 s); its pid is
+        // reported, for the test to see it does not outlive the job.
+        let grandchild = moments_probe_setsid_grandchild(900)
+        results["fork"] = grandchild > 0 ? "allowed" : "blocked: \(String(cString: strerror(-grandchild)))"
+        if grandchild > 0 { results["grandchild"] = "\(grandchild)" }
+        // Beyond the limit of processes: forks until one fails (the children exit at once).
+        let forks = moments_probe_forks(4096)
+        results["forks"] = "\(forks)"
+        // EPERM from the filter; without it the kernel looks for the file (ENOENT).
+        results["execve"] = moments_probe_execve() == -EPERM ? "blocked: filter" : "allowed"
+        let limit = moments_process_limit()
+        results["nproc"] = limit == 0 ? "unlimited" : "\(limit)"
+        // Threads must still work (FFmpeg decodes with them).
+        let done = DispatchSemaphore(value: 0)
+        let worker = Thread { done.signal() }
+        worker.start()
+        results["thread"] = done.wait(timeout: .now() + 10) == .success ? "allowed" : "blocked"
+        results["uid"] = "\(getuid())"
+
+        guard let data = try? JSONSerialization.data(withJSONObject: results, options: [.sortedKeys]),
+              FileManager.default.createFile(atPath: targets.report, contents: data) else {
+            FileHandle.standardError.write(Data("sandbox probe: cannot write the report\n".utf8))
+            return 1
+        }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        return 0
+    }
+}

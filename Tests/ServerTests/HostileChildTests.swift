@@ -1,0 +1,302 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+@testable import Jobs
+import Logging
+import Testing
+
+/// Code an attacker got to run inside a media child (through a decoder bug) tries every way out:
+/// `moments job-exec --sandbox-probe` enters the very sandbox a job's child enters (same start by
+/// `IsolatedChild.run`, same `ChildMain.enterSandbox`), then tries each escape and reports. And a
+/// child that leaves something holding its pipes does not hold the request or the worker.
+@Suite("Hostile clients: the child's sandbox", .serialized)
+struct HostileChildTests {
+    /// What the probe is pointed at: a listening abstract and path Unix socket, a /dev/shm file
+    /// anybody may write, and this process (standing for the server).
+    final class Targets: @unchecked Sendable {
+        let scratch = Scratch()
+        let abstractName = "moments-hostile-\(UUID().uuidString)"
+        let socketPath: String
+        let sharedMemory = "/dev/shm/moments-hostile-\(UUID().uuidString)"
+        private var sockets: [Int32] = []
+
+        init() throws {
+            socketPath = scratch.path("listening.sock")
+            sockets.append(try Self.listen(abstractName, abstract: true))
+            sockets.append(try Self.listen(socketPath, abstract: false))
+            chmod(socketPath, 0o777) // the file's permissions are no obstacle: the sandbox must be
+            try Data("shared".utf8).write(to: URL(fileURLWithPath: sharedMemory))
+            chmod(sharedMemory, 0o666)
+        }
+
+        deinit {
+            for fd in sockets { close(fd) }
+            unlink(sharedMemory)
+        }
+
+        var arguments: String {
+            "--server-pid \(getpid()) --udp-port 9 --abstract-socket \(abstractName) --unix-socket \(socketPath) --shm-file \(sharedMemory)"
+        }
+
+        static func listen(_ name: String, abstract: Bool) throws -> Int32 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw POSIXError(.EIO) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(name.utf8)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (i, byte) in bytes.enumerated() { raw[i + (abstract ? 1 : 0)] = byte }
+            }
+            let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 1 : 0))
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            guard bound == 0, Glibc.listen(fd, 8) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+            return fd
+        }
+    }
+
+    static var quiet: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// A child script that runs the sandbox probe (the real `moments`), reporting to `report`.
+    static func probeScript(in scratch: Scratch, report: String, targets: Targets) throws -> String {
+        let real = IsolationSettings.defaultExecutable()
+        #expect(FileManager.default.isExecutableFile(atPath: real), "build the moments executable first (swift build)")
+        let path = scratch.path("probe-child")
+        try """
+            #!/bin/sh
+            exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+        return path
+    }
+
+    static func isAlive(_ pid: pid_t) -> Bool {
+        // A zombie (not reaped by its new parent yet) is gone for this purpose.
+        guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return !stat[stat.index(after: close)...].hasPrefix(" Z")
+    }
+
+    /// Checks a probe's report: every way out blocked, threads still made.
+    static func expectContained(_ report: [String: String]) {
+        for attempt in ["environ", "kill", "ptrace", "udp", "abstract_socket", "unix_socket", "shm_write", "fork", "execve"] {
+            #expect(report[attempt]?.hasPrefix("blocked") == true, "\(attempt): \(report[attempt] ?? "not tried") (\(report))")
+        }
+        #expect(report["forks"] == "0", "processes made: \(report["forks"] ?? "?")")
+        #expect(report["grandchild"] == nil, "\(report)")
+        #expect(report["thread"] == "allowed", "threads are what FFmpeg decodes with: \(report)")
+        if let user = ChildUser.default {
+            #expect(report["uid"] == "\(user.uid)", "a root server's child runs as nobody: \(report)")
+            #expect(report["nproc"] == "1024", "\(report)")
+        }
+        // Not root: the child keeps this process's user; the filter, Landlock and this process
+        // being undumpable (as `serve` makes itself) hold it.
+    }
+
+    static func readReport(_ path: String) -> [String: String]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [String: String]
+    }
+
+    /// The sandbox, from inside: the server's environment, UDP, abstract and path Unix sockets,
+    /// signals to the server, tracing it, writing /dev/shm, fork (a `setsid` grandchild, or enough
+    /// processes to pass RLIMIT_NPROC) and execve all fail; threads work.
+    @Test(.timeLimit(.minutes(3))) func everyWayOutIsBlocked() throws {
+        let dumpable = IsolatedChild.isDumpable
+        defer { IsolatedChild.isDumpable = dumpable }
+        IsolatedChild.protectServerProcess(logger: Self.quiet) // as `moments serve` does
+        let targets = try Targets()
+        let own = targets.scratch.path("job")
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        let report = own + "/report.json"
+        let script = try Self.probeScript(in: targets.scratch, report: report, targets: targets)
+        let started = Date()
+        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 4 << 30, niceness: 0),
+                                        access: ChildAccess(writable: [own]), wallSeconds: 60, cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+        let results = try #require(Self.readReport(report), "no report: \(outcome)")
+        Self.expectContained(results)
+        #expect(Date().timeIntervalSince(started) < 30, "\(outcome)")
+        if let pid = results["grandchild"].flatMap({ pid_t($0) }) {
+            #expect(!Self.isAlive(pid), "the setsid grandchild outlived its job")
+            kill(pid, SIGKILL)
+        }
+    }
+
+    /// Were a child to start something that keeps its pipes (a grandchild in its own session),
+    /// the parent stops reading shortly after the child ends, and the grandchild ends with the job
+    /// (its cgroup, where the machine has cgroup v2 for this process).
+    @Test(.timeLimit(.minutes(2))) func grandchildHoldingThePipesHoldsNothing() throws {
+        let scratch = Scratch()
+        let own = scratch.path("job")
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        for (ending, budget) in [("exit 9", 60.0), ("exec /bin/sleep 1000", 3.0)] {
+            let marker = own + "/grandchild.pid"
+            unlink(marker)
+            let script = scratch.path("leaves-a-grandchild")
+            try """
+                #!/bin/sh
+                /usr/bin/setsid /bin/sleep 300 &
+                echo $! > \(marker)
+                \(ending)
+                """.write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            let started = Date()
+            let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
+                                            access: ChildAccess(writable: [own]), wallSeconds: budget, cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+            let took = Date().timeIntervalSince(started)
+            #expect(took < budget.rounded(.up) + 10, "\(ending): \(took) s: \(outcome)")
+            guard case .abnormal(let reason, let timedOut) = outcome else {
+                Issue.record("\(ending): expected an abnormal end, got \(outcome)")
+                continue
+            }
+            #expect(timedOut == (budget < 10), "\(ending): \(reason)")
+            let pid = try #require((try? String(contentsOfFile: marker, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            if ChildCgroup.parent != nil {
+                #expect(!Self.isAlive(pid), "\(ending): the grandchild \(pid) outlived the job")
+            }
+            kill(pid, SIGKILL)
+        }
+    }
+
+    /// Over HTTP, at the upload's probe: a child whose grandchild keeps its pipes gets the upload
+    /// its answer (422) in seconds, not when the grandchild lets go.
+    @Test(.timeLimit(.minutes(3))) func uploadIsAnsweredWhateverHoldsTheProbesPipes() async throws {
+        let scratch = Scratch()
+        let fake = scratch.path("fake-moments")
+        try """
+            #!/bin/sh
+            /usr/bin/setsid /bin/sleep 300 &
+            exit 9
+            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o755)
+        let server = try await TestServer { s in s.childExecutable = fake }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            let started = Date()
+            let refused = try await client.upload(key: key, file: video)
+            try refused.expectProblem(.unprocessableContent, code: "unreadable")
+            #expect(Date().timeIntervalSince(started) < 20, "\(Date().timeIntervalSince(started)) s")
+        }
+    }
+
+    /// Over HTTP, a job's child: the attacker's code, run where the highlight would be made,
+    /// finds every way out blocked; the job fails and the server goes on.
+    @Test(.timeLimit(.minutes(4))) func jobChildCannotReachTheServer() async throws {
+        let dumpable = IsolatedChild.isDumpable
+        defer { IsolatedChild.isDumpable = dumpable }
+        IsolatedChild.protectServerProcess(logger: Self.quiet) // as `moments serve` does
+        let targets = try Targets()
+        let fake = targets.scratch.path("fake-moments")
+        let server = try await TestServer { s in
+            s.childExecutable = fake
+            s.retryBackoffSeconds = 0
+        }
+        let real = IsolationSettings.defaultExecutable()
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (accountId, key) = try await client.createAccount()
+            // Where a job's child may write that outlives the job: its account's analysis cache.
+            let report = server.layout.accountCacheDirectory(accountId) + "/probe.json"
+            try """
+                #!/bin/sh
+                input=$(/bin/cat)
+                case "$input" in
+                  *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
+                esac
+                exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
+                """.write(toFile: fake, atomically: true, encoding: .utf8)
+            chmod(fake, 0o755)
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            #expect(accepted.status == .ok, "\(accepted.text)")
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            let seen = try await client.poll(job: job, key: key, timeout: 120) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            #expect(seen.last?["status"] as? String == "failed", "\(seen.last ?? [:])")
+            let results = try #require(Self.readReport(report), "the probe did not report")
+            Self.expectContained(results)
+            #expect((try await client.get("/health", key: nil)).status == .ok)
+        }
+    }
+
+    /// The cgroups a killed server left (its children's, named by its pid) go at the next start;
+    /// those of a live server stay.
+    @Test func cgroupsOfADeadServerAreRemoved() throws {
+        guard let parent = ChildCgroup.parent else { return } // no cgroup v2 this process may write
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = parent + "/moments-child-\(gone.processIdentifier)-1"
+        let live = parent + "/moments-child-\(getppid())-1"
+        #expect(mkdir(dead, 0o755) == 0 && mkdir(live, 0o755) == 0)
+        defer { rmdir(live); rmdir(dead) }
+        ChildCgroup.removeLeftovers(in: parent)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live))
+    }
+
+    /// A root server's child runs as nobody; where nobody cannot reach the program (a folder closed
+    /// to others, a checkout under /root), the child still runs, as the server's user.
+    @Test func childRunsAsNobodyWhereItCan() throws {
+        guard let user = ChildUser.default else { return } // not root (or no CAP_SETUID): nothing to switch
+        let scratch = Scratch()
+        let closed = scratch.path("closed")
+        try FileManager.default.createDirectory(atPath: closed, withIntermediateDirectories: true)
+        chmod(closed, 0o700)
+        for folder in [scratch.path(""), closed] {
+            let script = folder + "/show-user"
+            try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            #expect(user.canRun(script) == (folder != closed))
+            let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
+                                            access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
+            guard case .abnormal(let reason, _) = outcome else {
+                Issue.record("expected an abnormal end, got \(outcome)")
+                continue
+            }
+            #expect(reason.contains("uid=\(folder == closed ? 0 : user.uid)"), "\(folder): \(reason)")
+        }
+    }
+
+    /// The real `moments serve` is not dumpable: a process of its own user without CAP_SYS_PTRACE
+    /// (a child of a server that is not root, say) cannot read its environment (the credentials).
+    /// Run as root, both drop every capability first (setpriv), as a server that is not root has
+    /// none; a capless `sleep` of the same user shows the reading itself works.
+    @Test(.timeLimit(.minutes(2))) func serverEnvironmentIsClosedToItsOwnUser() async throws {
+        let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
+        let setpriv = "/usr/bin/setpriv"
+        let capless = getuid() == 0 ? [setpriv, "--inh-caps=-all", "--bounding-set=-all", "--"] : []
+        if getuid() == 0 {
+            try #require(FileManager.default.isExecutableFile(atPath: setpriv), "setpriv (util-linux) is needed to drop root's capabilities")
+        }
+        func start(_ command: [String], environment: [String: String] = [:]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: (capless + command)[0])
+            process.arguments = Array((capless + command).dropFirst())
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        func readsEnvironment(of pid: Int32) throws -> Bool {
+            let reader = try start(["/bin/cat", "/proc/\(pid)/environ"])
+            reader.waitUntilExit()
+            return reader.terminationStatus == 0
+        }
+        let scratch = Scratch()
+        let port = try freePort()
+        let server = try start([executable, "serve", "--log-level", "warning"],
+                               environment: ["STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
+                                             "STORAGE_MIN_FREE_BYTES": "1048576", "MOMENTS_HOSTILE_CANARY": "secret"])
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        let sleeper = try start(["/bin/sleep", "600"])
+        defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }
+        try await ProcessHarness.waitUntilUp("http://127.0.0.1:\(port)")
+        #expect(try readsEnvironment(of: sleeper.processIdentifier), "the check itself: a dumpable process's environment is readable")
+        #expect(try !readsEnvironment(of: server.processIdentifier), "moments serve's environment is closed to its own user")
+    }
+}
