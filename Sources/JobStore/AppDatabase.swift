@@ -216,6 +216,7 @@ public final class AppDatabase: MomentsStore {
             try db.create(index: "content_fingerprint_account", on: "content_fingerprint", columns: ["accountId", "createdAt"])
         }
         registerPushMigration(&migrator)
+        registerUploadAdmissionMigration(&migrator)
         return migrator
     }
 }

@@ -17,6 +17,9 @@ public protocol AccountRepository: Sendable {
     @discardableResult func setDisabled(accountId: String, _ disabled: Bool, now: Date) async throws -> Account?
     /// Marks an account as a tester (sandbox purchases grant it pro) or not. Nil: no such account.
     @discardableResult func setTester(accountId: String, _ tester: Bool) async throws -> Account?
+    /// Counts a sign-up of `client` (an opaque key) unless it already made `perWindow` in the last
+    /// `windowSeconds`: one transaction, so the limit holds across API processes.
+    func admitSignup(client: String, perWindow: Int, windowSeconds: Double, now: Date) async throws -> SignupAdmission
 }
 
 /// API keys: several per account, stored as SHA-256, checked on every request.

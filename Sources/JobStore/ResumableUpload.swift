@@ -104,6 +104,17 @@ public protocol UploadRepository: Sendable {
     func receivingUploads(accountId: String, now: Date) async throws -> Int
     /// Which of `ids` are uploads still receiving (staged bytes of any other are orphans).
     func receivingUploadIDs(_ ids: [String]) async throws -> Set<String>
+    /// Creates an upload in one transaction that first checks the plan's limits (UploadAdmission.swift):
+    /// the month's quota, jobs at once counting the account's active jobs, its uploads still
+    /// receiving and its plain uploads being received, and the day's worker time. Race-free across
+    /// processes. `limits` is asked inside the transaction with whether the account is pro at `now`.
+    func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<ResumableUpload, QuotaRefusal>
+    /// A plain upload's place against jobs at once, taken with the same checks in one transaction
+    /// and held until `until` (renewed while its body arrives) or until released.
+    func admitUpload(id: String, accountId: String, until: Date, now: Date,
+                     limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Void, QuotaRefusal>
+    func renewUploadAdmission(id: String, until: Date) async throws
+    func releaseUploadAdmission(id: String) async throws
 }
 
 // MARK: SQLite
@@ -174,6 +185,15 @@ extension AppDatabase {
             }
             if upload.state == .receiving, upload.holder != nil, let held = upload.heldUntil, held > now { return .busy(upload) }
             guard upload.state == .receiving else { return .held(upload) }
+            if upload.expiresAt < now {
+                // Past its expiry and not yet swept: it stays dead (an append must not revive it).
+                try db.execute(sql: "UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
+                               arguments: [now, id])
+                upload.state = .expired
+                upload.holder = nil
+                upload.heldUntil = nil
+                return .held(upload)
+            }
             upload.holder = holder
             upload.heldUntil = until
             try upload.update(db)

@@ -229,6 +229,9 @@ public final class JobService: Sendable {
         return UploadRejection(status: 402, code: "quota_exceeded", detail: detail, extras: extras)
     }
 
+    /// What frees a place an unfinished upload holds.
+    static let unfinishedUploadHint = " An upload keeps its place while it is received; an unfinished resumable upload until it completes, is cancelled (DELETE its upload URL) or expires."
+
     func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> UploadRejection {
         QuotaMetrics.refused(.tooManyJobs)
         let now = clock()
@@ -242,7 +245,7 @@ public final class JobService: Sendable {
         if uploading > 0 { extras["uploading"] = .int(uploading) }
         return UploadRejection(
             status: 429, code: "too_many_jobs",
-            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(busy) \(busy == 1 ? "is" : "are") still in progress\(uploading > 0 ? " (counting uploads still being received)" : ""). Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").",
+            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(busy) \(busy == 1 ? "is" : "are") still in progress\(uploading > 0 ? " (counting uploads still being received)" : ""). Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").\(uploading > 0 ? Self.unfinishedUploadHint : "")",
             extras: extras,
             retryAfter: retry)
     }

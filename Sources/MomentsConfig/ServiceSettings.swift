@@ -81,6 +81,14 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `upload.maxConcurrent` / UPLOAD_MAX_CONCURRENT: upload bodies received at once by the whole
     /// server; one more is refused (503 with Retry-After) before its body is read (0 = no cap).
     public var maxConcurrentUploads = 16
+    /// `upload.maxConcurrentPerAccount` / UPLOAD_MAX_CONCURRENT_PER_ACCOUNT: upload bodies (plain
+    /// uploads and resumable appends) one account may have received at once; one more is refused
+    /// (429 with Retry-After) before its body is read. 0 = a quarter of `upload.maxConcurrent`
+    /// (at least 1); -1 = no per-account cap.
+    public var maxConcurrentUploadsPerAccount = 0
+    /// `http.maxEventStreamsPerAccount` / HTTP_MAX_EVENT_STREAMS_PER_ACCOUNT: job event streams
+    /// one account may have open at once in this process (429 beyond; 0 = no cap).
+    public var maxEventStreamsPerAccount = 8
     /// `upload.minBytesPerSecond` / UPLOAD_MIN_BYTES_PER_SECOND and `upload.stallSeconds` /
     /// UPLOAD_STALL_SECONDS: a request body that brings fewer than minBytesPerSecond × stallSeconds
     /// bytes in any stallSeconds window is cut off (connection closed, partial file deleted).
@@ -139,6 +147,8 @@ public struct ServiceSettings: Sendable, Equatable {
         retryBackoffSeconds = max(0, config.double(forKey: "jobs.retryBackoffSeconds", default: retryBackoffSeconds))
         maxUploadBytes = Int64(config.int(forKey: "upload.maxBytes", default: Int(maxUploadBytes)))
         maxConcurrentUploads = max(0, config.int(forKey: "upload.maxConcurrent", default: maxConcurrentUploads))
+        maxConcurrentUploadsPerAccount = max(-1, config.int(forKey: "upload.maxConcurrentPerAccount", default: maxConcurrentUploadsPerAccount))
+        maxEventStreamsPerAccount = max(0, config.int(forKey: "http.maxEventStreamsPerAccount", default: maxEventStreamsPerAccount))
         minUploadBytesPerSecond = max(0, config.int(forKey: "upload.minBytesPerSecond", default: minUploadBytesPerSecond))
         uploadStallSeconds = max(0, config.double(forKey: "upload.stallSeconds", default: uploadStallSeconds))
         resumableExpiryHours = max(0.001, config.double(forKey: "upload.resumableExpiryHours", default: resumableExpiryHours))

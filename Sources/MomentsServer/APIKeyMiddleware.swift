@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
@@ -33,6 +34,35 @@ struct APIKeyMiddleware: RouterMiddleware {
             context.account = account
             context.apiKeyId = keyId
             return try await next(request, context)
+        }
+    }
+
+    /// The key of `Authorization: Bearer <api_key>` (nil when the header is missing or malformed).
+    static func bearerKey(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// How often a long request (an event stream, an append) checks that its key still works: a
+    /// revoked key or a disabled account ends it within about this long.
+    static let recheckInterval = Duration.seconds(2)
+
+    /// Runs `onRevoked` once when the request's key stops working (revoked, account disabled),
+    /// checking every `recheckInterval` until the returned task is cancelled. A store error is
+    /// not a revocation (the next check decides).
+    static func watchKey(of request: Request, service: JobService, onRevoked: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        let key = bearerKey(request)
+        return Task {
+            guard let key else { return }
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: recheckInterval) } catch { return }
+                guard let lookup = try? await service.authenticate(apiKey: key) else { continue }
+                if case .valid = lookup { continue }
+                onRevoked()
+                return
+            }
         }
     }
 

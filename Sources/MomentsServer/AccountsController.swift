@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Jobs
-import Synchronization
+import JobStore
 
 /// POST /api/v1/accounts: a new account and its API key (shown this once).
 struct AccountsController {
@@ -16,7 +16,7 @@ struct AccountsController {
 
     @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<AccountCreatedResponse> {
         let client = addresses.client(peer: context.peerAddress, forwardedFor: request.headers[values: .xForwardedFor])
-        if let retry = limiter.admit(client?.limiterKey ?? "unknown", now: service.clock()) {
+        if let retry = try await limiter.admit(client?.limiterKey ?? "unknown", store: service.database, now: service.clock()) {
             throw Problem(.tooManyRequests, code: "too_many_accounts",
                           detail: "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
                           headers: [.retryAfter: String(retry)])
@@ -52,23 +52,19 @@ extension HTTPField.Name {
 /// At most `perHour` accounts per client (an IPv4 address or an IPv6 /64, see
 /// `IPAddress.limiterKey`) in a sliding hour: the free quota is per account,
 /// so unlimited sign-ups would let one client multiply it. (A per-device proof, such as StoreKit's
-/// AppTransaction or App Attest, would bind it more tightly.)
+/// AppTransaction or App Attest, would bind it more tightly.) Counted in the store, so the limit
+/// holds however many API processes share it; the store keeps a digest of the client, not its address.
 final class CreationLimiter: Sendable {
     let perHour: Int
-    private let recent = Mutex<[String: [Date]]>([:])
 
     init(perHour: Int) { self.perHour = perHour }
 
     /// Nil when admitted (and counted); otherwise seconds until the next one is allowed.
-    func admit(_ address: String, now: Date) -> Int? {
+    func admit(_ address: String, store: any MomentsStore, now: Date) async throws -> Int? {
         guard perHour > 0 else { return nil }
-        return recent.withLock { table in
-            if table.count > 10_000 { table = table.filter { $0.value.contains { now.timeIntervalSince($0) < 3600 } } }
-            var times = (table[address] ?? []).filter { now.timeIntervalSince($0) < 3600 }
-            defer { table[address] = times }
-            guard times.count < perHour else { return max(1, Int((3600 - now.timeIntervalSince(times[0])).rounded(.up))) }
-            times.append(now)
-            return nil
+        switch try await store.admitSignup(client: Account.hash(apiKey: "signup " + address), perWindow: perHour, windowSeconds: 3600, now: now) {
+        case .admitted: return nil
+        case .refused(let retry): return retry
         }
     }
 }

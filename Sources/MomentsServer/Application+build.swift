@@ -48,7 +48,7 @@ public func buildRouter(service: JobService, logger: Logger? = nil,
     MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(to: router, table: table)
     AccountsController(service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour), addresses: addresses)
         .addRoutes(to: router, table: table)
-    let uploads = UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads)
+    let uploads = UploadRegistry(maxConcurrent: service.settings.maxConcurrentUploads, perAccount: service.settings.maxConcurrentUploadsPerAccount)
     UploadController(service: service, uploads: uploads).addRoutes(to: router, protected: protected, table: table)
     let resumable = resumable ?? ResumableUploads(service: service, logger: logger ?? Logger(label: "moments"))
     ResumableUploadController(service: service, uploads: uploads, resumable: resumable).addRoutes(to: router, protected: protected, table: table)

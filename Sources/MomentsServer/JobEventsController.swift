@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import Synchronization
 
 /// A job's progress pushed as server-sent events (`GET /api/v1/jobs/{id}/events`,
 /// `text/event-stream`): the same fields as `/status`, one event each time they change, until the
@@ -17,6 +18,8 @@ import Jobs
 /// - The stream closes after the final state (completed, failed or cancelled).
 struct JobEventsController {
     let service: JobService
+    /// Streams open in this process, per account (`http.maxEventStreamsPerAccount`).
+    let slots = EventStreamSlots()
     /// How often the store is read for a change while a stream is open.
     static let pollInterval = Duration.milliseconds(250)
     /// What EventSource waits before reconnecting (the stream's `retry:` field).
@@ -63,6 +66,16 @@ struct JobEventsController {
         if first.status.isFinished, lastSeen == snapshot.id {
             return Response(status: .noContent)
         }
+        // One account cannot hold an unbounded number of streams (each reads the store 4 times a second).
+        guard let slot = slots.take(account: account.id, limit: service.settings.maxEventStreamsPerAccount) else {
+            let limit = service.settings.maxEventStreamsPerAccount
+            throw Problem(.tooManyRequests, code: "too_many_streams",
+                          detail: "Your account already has \(limit) event stream\(limit == 1 ? "" : "s") open. Close one (each stream follows one job; poll GET /api/v1/jobs/{id}/status for the rest), then try again.",
+                          extensions: ["limit": .int(limit)], headers: [.retryAfter: "10"])
+        }
+        // A key revoked (or an account disabled) while the stream is open ends it within a few seconds.
+        let revoked = EventStreamSlots.Flag()
+        let watch = APIKeyMiddleware.watchKey(of: request, service: service) { revoked.set() }
         let heartbeat = Duration.milliseconds(Int64((service.settings.eventsHeartbeatSeconds * 1000).rounded()))
         let service = self.service
         let headers: HTTPFields = [
@@ -71,6 +84,8 @@ struct JobEventsController {
             HTTPField.Name("X-Accel-Buffering")!: "no", // nginx: pass each event on at once
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            // The slot goes back and the watch stops when the stream ends, however it ends.
+            defer { watch.cancel(); slot.release() }
             let clock = ContinuousClock()
             var preamble = ByteBuffer()
             preamble.writeString("retry: \(Self.reconnectMilliseconds)\n\n")
@@ -86,6 +101,7 @@ struct JobEventsController {
                 sent = current
                 if current.status.status.isFinished { break }
                 try await Task.sleep(for: Self.pollInterval)
+                if revoked.isSet { break }
                 if clock.now - lastWrite >= heartbeat {
                     var ping = ByteBuffer()
                     ping.writeStaticString(": ping\n\n")
@@ -98,5 +114,50 @@ struct JobEventsController {
             }
             try await writer.finish(nil)
         })
+    }
+}
+
+/// Event streams open in this process, per account. A slot is given back by `release` or, should
+/// the response never run, when the last reference to it goes.
+final class EventStreamSlots: Sendable {
+    private let open = Mutex<[String: Int]>([:])
+
+    /// A slot for one more stream of `account`, or nil when it has `limit` open (0: no cap).
+    func take(account: String, limit: Int) -> Slot? {
+        let taken = open.withLock { open -> Bool in
+            let count = open[account, default: 0]
+            if limit > 0 && count >= limit { return false }
+            open[account] = count + 1
+            return true
+        }
+        return taken ? Slot(slots: self, account: account) : nil
+    }
+
+    fileprivate func give(_ account: String) {
+        open.withLock { open in
+            let left = open[account, default: 1] - 1
+            open[account] = left > 0 ? left : nil
+        }
+    }
+
+    /// Set once, read by the stream (its key stopped working).
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .relaxed) }
+        var isSet: Bool { value.load(ordering: .relaxed) }
+    }
+
+    final class Slot: Sendable {
+        private let slots: EventStreamSlots
+        private let account: String
+        private let released = Atomic<Bool>(false)
+
+        fileprivate init(slots: EventStreamSlots, account: String) { self.slots = slots; self.account = account }
+
+        func release() {
+            if !released.exchange(true, ordering: .relaxed) { slots.give(account) }
+        }
+
+        deinit { release() }
     }
 }

@@ -233,16 +233,20 @@ struct ResumableUploadController {
     /// Runs an append with the server-wide upload cap and the disk floor of a plain upload.
     func appending(_ id: String, _ append: ResumableUploads.Append, request: Request, context: AppRequestContext) async throws -> ResumableUploads.Outcome {
         let account = try context.requireAccount()
-        let ticket = uploads.beginAppend()
+        let ticket = uploads.beginAppend(account: account.id)
         defer { uploads.end(ticket) }
-        guard uploads.startReceiving(ticket, declaredBytes: append.contentLength ?? 0) else {
-            throw Problem(.serviceUnavailable, code: "server_busy",
-                          detail: "The server is receiving as many uploads as it can right now. Try again in a minute; the upload keeps what it has.",
-                          headers: [.retryAfter: String(UploadController.busyRetrySeconds)])
-        }
+        try uploads.startReceiving(ticket, declaredBytes: append.contentLength ?? 0, logger: context.logger, resumable: true)
         try service.checkDiskSpace(expectedBytes: (append.contentLength ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
         let channel = context.channel
+        // A key revoked (or an account disabled) while the body arrives ends the append within a
+        // few seconds; the bytes already received are kept for the account.
+        let logger = context.logger
+        let watch = APIKeyMiddleware.watchKey(of: request, service: service) {
+            logger.info("append stopped: its API key no longer works")
+            channel.close(promise: nil)
+        }
+        defer { watch.cancel() }
         return try await resumable.append(id: id, account: account, append, body: request.body, tooLarge: { plan in
             UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
         }, stop: { channel.close(promise: nil) }, wrote: { written in

@@ -41,26 +41,49 @@ struct UploadController {
     /// The upload route itself (`upload` counts its outcome).
     func receive(_ request: Request, context: AppRequestContext) async throws -> UploadResponse {
         let account = try context.requireAccount()
-        let settings = service.settings
-        let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
-        let declared = request.headers[.contentLength].flatMap { Int64($0) }
-        let (ticket, others) = uploads.begin(account: account.id)
+        _ = try MultipartUpload.boundary(contentType: request.headers[.contentType])
+        let (ticket, _) = uploads.begin(account: account.id)
         defer { uploads.end(ticket) }
         let current: JobService.AccountPlan
+        // The account's other uploads in progress count through their places in the store (below),
+        // whichever process receives them.
+        let admission = UUID().uuidString.lowercased()
         do {
-            current = try await service.precheck(account, uploadsInProgress: others)
+            current = try await service.precheck(account, uploadsInProgress: 0)
+            try await service.admitUpload(id: admission, account: account, plan: current)
         } catch let rejection as UploadRejection {
             throw Self.problem(rejection)
         }
+        let service = self.service
+        let renewal = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(JobService.uploadAdmissionSeconds / 4))
+                if Task.isCancelled { break }
+                await service.renewUploadAdmission(id: admission)
+            }
+        }
+        do {
+            let response = try await receiveAdmitted(request, context: context, account: account, ticket: ticket, current: current)
+            renewal.cancel()
+            await service.releaseUploadAdmission(id: admission)
+            return response
+        } catch {
+            renewal.cancel()
+            await service.releaseUploadAdmission(id: admission)
+            throw error
+        }
+    }
+
+    /// The upload once it has its place against the plan: size, server-wide cap, disk, body, job.
+    func receiveAdmitted(_ request: Request, context: AppRequestContext, account: Account, ticket: UploadRegistry.Ticket,
+                         current: JobService.AccountPlan) async throws -> UploadResponse {
+        let settings = service.settings
+        let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
         let maxBytes = min(settings.maxUploadBytes, current.plan.maxUploadBytes)
         let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, service: service)
         if let declared, declared > maxBytes + MultipartUpload.maxOverheadBytes { throw tooLarge }
-        guard uploads.startReceiving(ticket, declaredBytes: declared ?? 0) else {
-            context.logger.notice("upload refused: server-wide upload cap reached", metadata: ["limit": "\(uploads.maxConcurrent)"])
-            throw Problem(.serviceUnavailable, code: "server_busy",
-                          detail: "The server is receiving as many uploads as it can right now. Try again in a minute.",
-                          headers: [.retryAfter: String(Self.busyRetrySeconds)])
-        }
+        try uploads.startReceiving(ticket, declaredBytes: declared ?? 0, logger: context.logger)
         do {
             try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
         } catch {

@@ -249,6 +249,27 @@ enum PostgresMigrations {
             #"CREATE INDEX push_delivery_job ON push_delivery ("jobId", "createdAt")"#,
             #"CREATE INDEX push_delivery_token ON push_delivery (token, status)"#,
         ]),
+        (8, "upload admission and sign-up limit", [
+            """
+            CREATE TABLE upload_admission (
+                id text PRIMARY KEY,
+                "accountId" text NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                "createdAt" timestamptz NOT NULL,
+                "expiresAt" timestamptz NOT NULL
+            )
+            """,
+            #"CREATE INDEX upload_admission_account ON upload_admission ("accountId", "expiresAt")"#,
+            #"CREATE INDEX upload_admission_expiry ON upload_admission ("expiresAt")"#,
+            """
+            CREATE TABLE signup_attempt (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                client text NOT NULL,
+                "createdAt" timestamptz NOT NULL
+            )
+            """,
+            #"CREATE INDEX signup_attempt_client ON signup_attempt (client, "createdAt")"#,
+            #"CREATE INDEX signup_attempt_time ON signup_attempt ("createdAt")"#,
+        ]),
     ]
 
     /// Brings the database to the current schema; returns the versions applied now.

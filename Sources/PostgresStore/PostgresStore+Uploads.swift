@@ -58,6 +58,16 @@ extension PostgresStore {
                 """, logger: logger).first.map(Self.upload) else { return .missing }
             guard upload.state == .receiving else { return .held(upload) }
             if upload.holder != nil, let held = upload.heldUntil, held > now { return .busy(upload) }
+            if upload.expiresAt < now {
+                // Past its expiry and not yet swept: it stays dead (an append must not revive it).
+                try await connection.run("""
+                    UPDATE resumable_upload SET state = 'expired', holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now) WHERE id = \(id)
+                    """, logger: logger)
+                upload.state = .expired
+                upload.holder = nil
+                upload.heldUntil = nil
+                return .held(upload)
+            }
             try await connection.run("""
                 UPDATE resumable_upload SET holder = \(holder), "heldUntil" = \(until) WHERE id = \(id)
                 """, logger: logger)

@@ -11,10 +11,15 @@ public struct PostgresURLError: Error, CustomStringConvertible, Sendable, Equata
 /// A `postgres://` or `postgresql://` URL as PostgresClient's configuration:
 /// `postgres://user:password@host:port/database?sslmode=disable|prefer|require|verify-ca|verify-full`.
 /// User and password are percent-decoded; the port defaults to 5432, the database to the user's
-/// name (as libpq does); sslmode defaults to `prefer`. `require` and `verify-full` verify the
+/// name (as libpq does); sslmode defaults to `require` (a URL without it never talks in clear, and
+/// never to a server that cannot prove its name: a local server without TLS needs
+/// `?sslmode=disable` said explicitly). `require` and `verify-full` verify the
 /// server's certificate and host name (`verify-ca` the certificate only): a TLS connection that
 /// accepts any certificate protects against nothing an attacker on the path cares about.
 public enum PostgresURL {
+    /// The sslmode of a URL that names none.
+    public static let defaultSSLMode = "require"
+
     public static func configuration(_ url: String) throws -> PostgresClient.Configuration {
         try parse(url).clientConfiguration
     }
@@ -73,7 +78,7 @@ public enum PostgresURL {
         if database.hasPrefix("/") { database.removeFirst() }
         if database.isEmpty { database = user }
 
-        var sslmode = "prefer"
+        var sslmode = Self.defaultSSLMode
         for item in parts.queryItems ?? [] {
             switch item.name {
             case "sslmode": sslmode = item.value ?? ""

@@ -87,7 +87,9 @@ public final class ResumableUploads: Sendable {
         if creation.edit != EditRequest() { upload.edit = creation.edit.job(sourceName: nil, keepsInput: false) }
         try await staging.prepare(id: upload.id, offset: 0)
         do {
-            try await store.createUpload(upload)
+            // The plan's checks again, in the transaction that inserts the row: parallel
+            // creations of one account cannot all pass the check above.
+            upload = try await service.createAdmitted(upload, account: account, plan: plan)
         } catch {
             await staging.remove(id: upload.id)
             throw error
@@ -132,7 +134,17 @@ public final class ResumableUploads: Sendable {
     /// The upload as its owner sees it (nil: none for this account).
     public func upload(id: String, account: Account) async throws -> ResumableUpload? {
         await settled(id)
-        return try await store.upload(id: id, accountId: account.id)
+        return try await store.upload(id: id, accountId: account.id).map(expiredIfLapsed)
+    }
+
+    /// A receiving upload past its expiry, not held by an append, is expired whether or not the
+    /// sweeper has marked it yet (its offset request answers 410; an append cannot revive it).
+    func expiredIfLapsed(_ upload: ResumableUpload) -> ResumableUpload {
+        let now = self.now
+        guard upload.state == .receiving, upload.expiresAt < now, (upload.heldUntil ?? .distantPast) <= now else { return upload }
+        var upload = upload
+        upload.state = .expired
+        return upload
     }
 
     /// Waits until an append of this process that has answered has also recorded its bytes.
@@ -161,7 +173,7 @@ public final class ResumableUploads: Sendable {
             while upload.holder != nil, upload.state == .receiving, (upload.heldUntil ?? .distantPast) > now, Date() < deadline {
                 try await Task.sleep(for: .milliseconds(10))
                 guard let fresh = try await store.upload(id: id, accountId: account.id) else { return nil }
-                upload = fresh
+                upload = expiredIfLapsed(fresh)
             }
             return upload
         }
@@ -325,9 +337,11 @@ public final class ResumableUploads: Sendable {
             do {
                 for try await var chunk in body {
                     if position + Int64(pending.readableBytes) + Int64(chunk.readableBytes) > limit {
-                        throw upload.length != nil || append.length != nil
+                        // Wrapped: `tooLarge` may be any error (the HTTP layer's problem), and
+                        // anything but a refusal below counts as a dropped connection.
+                        throw Refusal(error: upload.length != nil || append.length != nil
                             ? UploadRejection(status: 413, code: "past_length", detail: "The bytes sent go past the upload's declared length (\(limit) bytes).")
-                            : tooLarge(plan)
+                            : tooLarge(plan))
                     }
                     hasher?.update(chunk.readableBytesView)
                     pending.writeBuffer(&chunk)
@@ -348,6 +362,10 @@ public final class ResumableUploads: Sendable {
                 }
             } catch let rejection as UploadRejection {
                 throw rejection
+            } catch let refusal as Refusal {
+                // Past the limit, whatever the framing (Content-Length, chunked, deferred length):
+                // refused, and nothing of this append past the bytes already written is kept.
+                throw refusal.error
             } catch {
                 // The connection dropped, the body broke, or a newer append closed it: keep
                 // what arrived (unless a checksum can no longer be verified).
@@ -561,6 +579,12 @@ public final class ResumableUploads: Sendable {
             gone
         }
     }
+}
+
+/// A refusal raised while the body is read, kept apart from the body's own errors (a dropped
+/// connection keeps what arrived; a refusal answers).
+private struct Refusal: Error {
+    let error: any Error
 }
 
 /// The running digest of an append's bytes.
