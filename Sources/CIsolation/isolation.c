@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <grp.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/sched.h>
@@ -282,6 +283,33 @@ static size_t only_self(struct sock_filter *f, size_t n, int nr, pid_t self, int
     return n + sizeof(part) / sizeof(part[0]);
 }
 
+int moments_drop_capabilities(void) {
+    // A child that kept root (where `nobody` cannot reach the executable) would otherwise still
+    // hold CAP_SYS_PTRACE and CAP_DAC_OVERRIDE: it could read the undumpable server's
+    // /proc/<pid>/environ (the credentials) and any file. Without capabilities, uid 0 is only an
+    // owner like any other. The bounding set first (needs CAP_SETPCAP, still held), then the rest.
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return -errno;
+    for (int cap = 0; cap <= 63; cap++) {
+        // Without CAP_SETPCAP (a server that is not root) the bounding set stays: it grants nothing
+        // once the permitted set is empty and no_new_privs is set.
+        if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EPERM) return -errno;
+    }
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capset, &header, data) != 0) return -errno;
+    return 0;
+}
+
+int moments_effective_capabilities(unsigned long long *effective) {
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capget, &header, data) != 0) return -errno;
+    *effective = (unsigned long long)data[0].effective | ((unsigned long long)data[1].effective << 32);
+    return 0;
+}
+
 int moments_enter_sandbox(void) {
 #ifndef MOMENTS_AUDIT_ARCH
     return -ENOSYS;
@@ -321,6 +349,7 @@ int moments_enter_sandbox(void) {
     f[n++] = (struct sock_filter)RET_ALLOW;
     if (n > sizeof(f) / sizeof(f[0])) return -E2BIG;
     struct sock_fprog program = { .len = (unsigned short)n, .filter = f };
+    (void)moments_drop_capabilities(); // a process without capabilities has none to drop; the probe reports what is left
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -errno;
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) return -errno;
     return 0;

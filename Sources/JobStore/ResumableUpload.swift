@@ -115,6 +115,9 @@ public protocol UploadRepository: Sendable {
                      limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Void, QuotaRefusal>
     func renewUploadAdmission(id: String, until: Date) async throws
     func releaseUploadAdmission(id: String) async throws
+    /// The plain uploads' places whose id starts with `prefix` (a process names its places after
+    /// itself, so a restarted server finds those its dead predecessor held).
+    func uploadAdmissionIDs(prefix: String) async throws -> [String]
 }
 
 // MARK: SQLite

@@ -92,6 +92,12 @@ extension AppDatabase {
         }
     }
 
+    public func uploadAdmissionIDs(prefix: String) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM upload_admission WHERE substr(id, 1, length(?1)) = ?1", arguments: [prefix])
+        }
+    }
+
     public func admitSignup(client: String, perWindow: Int, windowSeconds: Double, now: Date) async throws -> SignupAdmission {
         guard perWindow > 0 else { return .admitted }
         return try await pool.write { db in

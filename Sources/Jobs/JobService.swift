@@ -19,6 +19,9 @@ public final class JobService: Sendable {
     public let clock: @Sendable () -> Date
     let inspector: UploadInspector
     let estimator = TimeEstimator()
+    /// Frees the plain uploads' places this host's dead processes left (started with the service;
+    /// awaited before the first admission: `UploadAdmission.swift`).
+    let releasePlacesOfDeadProcesses: Task<Void, Never>
 
     public let plans: PlanSettings
     /// Nil when no Apple root certificate is configured: subscription endpoints then refuse
@@ -66,6 +69,7 @@ public final class JobService: Sendable {
         var probeIsolation = runner.isolation
         probeIsolation.niceness = 0
         self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
+        releasePlacesOfDeadProcesses = Task { [database] in await Self.releaseDeadHolders(database) }
         try runner.recoverAtStartup()
     }
 

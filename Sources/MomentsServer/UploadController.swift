@@ -47,7 +47,7 @@ struct UploadController {
         let current: JobService.AccountPlan
         // The account's other uploads in progress count through their places in the store (below),
         // whichever process receives them.
-        let admission = UUID().uuidString.lowercased()
+        let admission = service.newUploadAdmissionID()
         do {
             current = try await service.precheck(account, uploadsInProgress: 0)
             try await service.admitUpload(id: admission, account: account, plan: current)

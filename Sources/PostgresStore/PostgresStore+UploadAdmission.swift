@@ -65,6 +65,10 @@ extension PostgresStore {
         try await execute("DELETE FROM upload_admission WHERE id = \(id)")
     }
 
+    public func uploadAdmissionIDs(prefix: String) async throws -> [String] {
+        try await rows("SELECT id FROM upload_admission WHERE left(id, length(\(prefix))) = \(prefix)").map { try $0.decode(String.self) }
+    }
+
     public func admitSignup(client: String, perWindow: Int, windowSeconds: Double, now: Date) async throws -> SignupAdmission {
         guard perWindow > 0 else { return .admitted }
         return try await transaction { connection -> SignupAdmission in

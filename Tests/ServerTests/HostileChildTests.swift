@@ -88,6 +88,8 @@ struct HostileChildTests {
         #expect(report["forks"] == "0", "processes made: \(report["forks"] ?? "?")")
         #expect(report["grandchild"] == nil, "\(report)")
         #expect(report["thread"] == "allowed", "threads are what FFmpeg decodes with: \(report)")
+        // No capability left, so even a child that kept root cannot read the undumpable server.
+        #expect(report["capabilities"] == "0", "\(report)")
         if let user = ChildUser.default {
             #expect(report["uid"] == "\(user.uid)", "a root server's child runs as nobody: \(report)")
             #expect(report["nproc"] == "1024", "\(report)")

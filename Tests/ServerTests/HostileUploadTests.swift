@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobStore
-import Jobs
+@testable import Jobs
 import MomentsConfig
 import MomentsServer
 import Testing
@@ -285,5 +285,25 @@ extension HostileUploadTests {
         let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped.maxConcurrentUploadsPerAccount == 0 && shipped.maxEventStreamsPerAccount == 8)
         #expect(shipped.maxConcurrentUploadsPerAccount == ServiceSettings().maxConcurrentUploadsPerAccount)
+    }
+}
+
+/// A plain upload's place names the process that holds it, so the next server on the host frees
+/// the places of one that was killed instead of holding the account up for their lease.
+@Suite("Upload places of dead processes")
+struct UploadHolderTests {
+    @Test func placesOfGoneProcessesOnThisHostAreDead() throws {
+        let me = UploadHolder.current
+        #expect(me.pid == getpid() && me.started != "0")
+        #expect(!UploadHolder.isDead(me.name + "/a-place"), "this process's own place")
+        // A process that does not exist, and this pid started at another time (a reused pid).
+        #expect(UploadHolder.isDead(me.hostPrefix + "999999999/12345/x"))
+        #expect(UploadHolder.isDead(me.hostPrefix + "\(getpid())/1/x"))
+        // A live process of the host (pid 1) at its own start time is alive.
+        let initStart = try #require(UploadHolder.startTime(of: 1))
+        #expect(!UploadHolder.isDead(me.hostPrefix + "1/\(initStart)/x"))
+        // Another host's or another boot's places are left to their lease.
+        #expect(!UploadHolder.isDead("other-host/\(me.boot)/999999999/1/x"))
+        #expect(!UploadHolder.isDead("\(me.host)/another-boot/999999999/1/x"))
     }
 }

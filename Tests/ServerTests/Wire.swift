@@ -12,6 +12,10 @@ struct Wire: Sendable {
     static let client: HTTPClient = {
         var config = HTTPClient.Configuration()
         config.redirectConfiguration = .disallow
+        // Bursts (sixty creations at once) on a loaded 2-core machine: more connections, and a
+        // request may wait longer for one than the 10 s default before it counts as failed.
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
+        config.timeout.connect = .seconds(60)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: config)
     }()
 

@@ -55,6 +55,11 @@ pid_t moments_spawn_child(const char *path, char *const argv[], char *const envp
 /// no tracing, namespaces, mounts, links, System V or POSIX IPC. Irreversible; inherited by every
 /// thread made afterwards. 0, or -errno (-ENOSYS: not on this architecture).
 int moments_enter_sandbox(void);
+/// Drops every capability (bounding, ambient, effective, permitted, inheritable); part of
+/// `moments_enter_sandbox`. 0 or -errno.
+int moments_drop_capabilities(void);
+/// This process's effective capabilities as a bit set. 0 or -errno.
+int moments_effective_capabilities(unsigned long long *effective);
 
 /// Gives the folder `path` and everything beneath it (folders, and files with a single link; never
 /// following symbolic links) to `uid`/`gid`. 0, or -errno when the folder itself could not be changed.

@@ -68,6 +68,8 @@ public enum SandboxProbe {
         worker.start()
         results["thread"] = done.wait(timeout: .now() + 10) == .success ? "allowed" : "blocked"
         results["uid"] = "\(getuid())"
+        var capabilities: UInt64 = 0
+        results["capabilities"] = moments_effective_capabilities(&capabilities) == 0 ? String(capabilities, radix: 16) : "unknown"
 
         guard let data = try? JSONSerialization.data(withJSONObject: results, options: [.sortedKeys]),
               FileManager.default.createFile(atPath: targets.report, contents: data) else {
