@@ -153,28 +153,26 @@ final class LookupWaiter: Sendable {
 /// getaddrinfo, blocking: call it from a thread of its own.
 public enum SystemResolver {
     public static func addresses(of host: String) throws -> [String] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
-        return try query(host, hints: hints)
+        try query(host, hints: streamHints(flags: 0))
     }
 
     /// The address `host` spells when it is numeric in any form the C library accepts
     /// ("127.0.0.1", "2130706433", "::1"); nil for a name. Never asks DNS.
     public static func numeric(_ host: String) -> String? {
+        (try? query(host, hints: streamHints(flags: AI_NUMERICHOST)))?.first
+    }
+
+    /// Stream-socket addresses of either family.
+    static func streamHints(flags: Int32) -> addrinfo {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_flags = AI_NUMERICHOST
+        hints.ai_flags = flags
         #if canImport(Glibc)
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else
         hints.ai_socktype = SOCK_STREAM
         #endif
-        return (try? query(host, hints: hints))?.first
+        return hints
     }
 
     struct Failed: Error {}
