@@ -179,6 +179,9 @@ public final class JobRunner: Service, Sendable {
     }
 
     func rescueExpiredLeases() async {
+        // This process's own jobs first: after a stall longer than the lease (a starved machine),
+        // the rescuer may wake before the renewer and would take back jobs still running here.
+        await renewLeases()
         do {
             let rescued = try await database.rescueExpiredLeases(maxAttempts: settings.maxAttempts,
                                                                  backoffSeconds: settings.retryBackoffSeconds, now: clock())

@@ -35,7 +35,7 @@ struct CrashRecoveryTests {
         }
         #expect(status["status"] as? String == "processing", "\(status)")
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        await server.exited()
         let progressBefore = status["progress"] as? Int ?? 0
 
         server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
@@ -60,7 +60,7 @@ struct CrashRecoveryTests {
 
         // SIGTERM: a clean stop.
         server.terminate()
-        server.waitUntilExit()
+        await server.exited()
         #expect(server.terminationReason == .exit)
     }
 
@@ -88,7 +88,7 @@ struct CrashRecoveryTests {
         // The bytes are being written (to an unnamed file that only gets its name once complete).
         try await Task.sleep(for: .seconds(1))
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        await server.exited()
         socket.close()
 
         server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
@@ -102,7 +102,7 @@ struct CrashRecoveryTests {
         usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
         server.terminate()
-        server.waitUntilExit()
+        await server.exited()
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+@testable import Jobs
 import Testing
 
 /// Leases on claimed jobs (`jobs.leaseSeconds`): a worker that vanished loses its job to the
@@ -32,6 +33,34 @@ struct LeaseTests {
             #expect(back.message.contains("attempt 2 of 3"), "\(back.message)")
             // The vanished worker cannot write about it any more.
             #expect(try await db.updateProgress(id: job, worker: "ghost-host/1/x#0", progress: 50, stage: "rendering", message: "x", now: Date()) == false)
+        }
+    }
+
+    /// A process that stalled for longer than the lease (a starved machine) and wakes with its
+    /// rescuer first does not take back the jobs it is still running: it renews its own leases
+    /// before it rescues. (The stall is the test clock jumping ahead of the last renewal.)
+    @Test func aStalledProcessKeepsItsOwnRunningJobs() async throws {
+        let clock = TestClock(Date())
+        let server = try await TestServer(clock: clock) { s in
+            s.leaseSeconds = 30
+        }
+        try await withServer(server, .live) { client in
+            let (_, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: try await Fixtures.data(.long), fields: [("target_duration", "10")])
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            var running = false
+            for _ in 0..<600 where !running {
+                running = server.service.runner.runningJobIDs.contains(job)
+                if !running { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            try #require(running, "the job never started")
+            clock.now = clock.now.addingTimeInterval(90)
+            await server.service.runner.rescueExpiredLeases()
+            let current = try #require(try await server.service.database.job(id: job))
+            #expect(current.attempts == 1 && (current.status == .processing || current.status == .completed), "\(current.status) attempt \(current.attempts)")
+            _ = try await client.poll(job: job, key: key, timeout: 240) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
+            #expect(detail["status"] as? String == "completed" && detail["attempts"] as? Int == 1, "\(detail)")
         }
     }
 

@@ -70,10 +70,19 @@ enum TestServers {
     }
 
     /// A new, empty database on the test cluster (created with psql); its URL. One at a time:
-    /// PostgreSQL refuses a CREATE DATABASE while another one copies the same template.
-    static func freshDatabase() throws -> String {
+    /// PostgreSQL refuses a CREATE DATABASE while another one copies the same template. The wait
+    /// and psql run on a thread of their own: a blocked pool thread would stall every server in
+    /// this test process (a stall longer than a job's lease looks like a dead worker).
+    static func freshDatabase() async throws -> String {
         let admin = try postgresURL
         let name = "moments_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        try await RawConnection.offPool { try create(name, admin: admin) }
+        guard var parts = URLComponents(string: admin) else { throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start") }
+        parts.path = "/" + name
+        return parts.string!
+    }
+
+    private static func create(_ name: String, admin: String) throws {
         try creation.withLock { _ in
             var attempt = 0
             while true {
@@ -88,9 +97,6 @@ enum TestServers {
                 usleep(200_000)
             }
         }
-        guard var parts = URLComponents(string: admin) else { throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start") }
-        parts.path = "/" + name
-        return parts.string!
     }
 
     private static let creation = Mutex(())
@@ -112,4 +118,12 @@ struct MissingTestServer: Error, CustomStringConvertible {
     var what: String
     var how: String
     var description: String { "\(what) is not running for the tests: run `\(how)` first (make test does)." }
+}
+
+extension Process {
+    /// Waits for the process to end on a thread of its own, not on the pool the servers under test
+    /// need (a graceful stop can take seconds on a loaded machine).
+    func exited() async {
+        _ = try? await RawConnection.offPool { self.waitUntilExit() }
+    }
 }

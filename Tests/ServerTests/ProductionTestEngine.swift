@@ -10,7 +10,7 @@ import PostgresStore
 /// the media in a fresh bucket on the S3 test server.
 enum ProductionTestEngine {
     static func open(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (any MomentsStore, any MediaStorage) {
-        let url = try TestServers.freshDatabase()
+        let url = try await TestServers.freshDatabase()
         settings.databaseURL = url
         let store = try await PostgresStore(url: url, sandboxForAll: sandboxForAll, logger: logger)
         let s3 = try TestServers.s3

@@ -52,7 +52,7 @@ struct ScaleOutTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         kill(workers[0].processIdentifier, SIGKILL)
-        workers[0].waitUntilExit()
+        await workers[0].exited()
 
         // Every job completes; the killed worker's job on its second attempt.
         var details: [[String: Any]] = []
@@ -91,7 +91,7 @@ struct ScaleOutTests {
         // SIGTERM: clean stops.
         for process in workers + [api] {
             process.terminate()
-            process.waitUntilExit()
+            await process.exited()
             #expect(process.terminationReason == .exit)
         }
     }
@@ -101,7 +101,7 @@ struct ScaleOutTests {
     /// exactly 3 are accepted, the rest get 402, and the account is charged 3.
     @Test func quotaHoldsAcrossAPIProcesses() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
-        let databaseURL = try TestServers.freshDatabase()
+        let databaseURL = try await TestServers.freshDatabase()
         let scratch = Scratch()
         let ports = try [freePort(), freePort()]
         var apis: [Process] = []
@@ -187,7 +187,7 @@ struct Cluster {
     var base: String { "http://127.0.0.1:\(port)" }
 
     init(extra: [String: String] = [:]) async throws {
-        databaseURL = try TestServers.freshDatabase()
+        databaseURL = try await TestServers.freshDatabase()
         let s3 = try TestServers.s3
         let name = "cluster-\(UUID().uuidString.prefix(8).lowercased())"
         bucket = S3Client(configuration: S3Configuration(

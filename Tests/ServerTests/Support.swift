@@ -119,7 +119,7 @@ struct TestServer {
         settings.progressIntervalMs = 50
         configure(&settings)
         var logger = Logger(label: "moments-test")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["MOMENTS_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
         appStore.sandboxForAll = sandboxForAll
