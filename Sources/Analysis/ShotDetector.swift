@@ -168,7 +168,8 @@ public final class ShotDetector {
     public private(set) var residuals: [Float] = []
     private var residual: MatchResidual
     private var fineHistory: ChangeHistory
-    private var gradual: [ShotBoundary] = []
+    /// Dissolve candidates found as frames arrive (the decisions keep the strongest of overlapping ones).
+    private(set) var gradual: [ShotBoundary] = []
 
     // Recent frames, newest last: thumbnails and histograms (ring of fixed size).
     private var ring: [FrameFeatures] = []
@@ -361,119 +362,5 @@ public final class ShotDetector {
         let mid = times[(start + end + 1) / 2]
         gradual.append(ShotBoundary(kind: .dissolve, time: mid, windowStart: times[start - 1], windowEnd: times[end],
                                     score: min(1, total)))
-    }
-
-    /// Decides the boundaries, in time order.
-    public func finish() -> [ShotBoundary] {
-        var result: [ShotBoundary] = []
-        let n = scores.count
-        // Fades: runs of black frames with pictures on both sides.
-        var i = 0
-        var blackRuns: [(Int, Int)] = []
-        while i < n {
-            guard isBlack[i] else { i += 1; continue }
-            var j = i
-            while j + 1 < n && isBlack[j + 1] { j += 1 }
-            if i > 0 && j < n - 1 { blackRuns.append((i, j)) }
-            i = j + 1
-        }
-        // A fade's window spans the black and the brightness ramps into and out of it.
-        var fadeWindows: [(Double, Double)] = []
-        for (a, b) in blackRuns {
-            var lo = a - 1, hi = b + 1
-            while lo > 0 && brightness[lo - 1] > brightness[lo] + 0.5 && times[a] - times[lo - 1] <= settings.gradualMaxSeconds { lo -= 1 }
-            while hi + 1 < n && brightness[hi + 1] > brightness[hi] + 0.5 && times[hi + 1] - times[b] <= settings.gradualMaxSeconds { hi += 1 }
-            fadeWindows.append((times[lo], times[hi]))
-            let middle = times[(a + b + 1) / 2]
-            result.append(ShotBoundary(kind: .fade, time: middle, windowStart: times[lo], windowEnd: times[hi], score: 1))
-        }
-        func nearBlack(_ t: Double, margin: Double = 0) -> Bool {
-            fadeWindows.contains { t >= $0.0 - margin && t <= $0.1 + margin }
-        }
-        // Hard cuts.
-        let w = settings.adaptiveWindow
-        for i in 1..<max(1, n) {
-            let s = scores[i]
-            guard s >= settings.cutThreshold else { continue }
-            if i > 1 && scores[i - 1] > s { continue }
-            if i + 1 < n && scores[i + 1] >= s { continue }
-            var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i {
-                sum += scores[j]
-                count += 1
-            }
-            let mean = count > 0 ? sum / Float(count) : 0
-            guard s >= settings.adaptiveRatio * mean else { continue }
-            guard returnDistances[i] > max(settings.burstSimilarity, settings.burstReturnShare * s), !endsBurst[i], !insideBurst[i] else { continue } // a flash or other burst
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { continue } // part of a fade
-            result.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
-        }
-        // Jump cuts: a local change that spikes where the whole-frame score does not, with most of
-        // the picture staying: `values[i]` at least `threshold`, a peak, and `ratio` x the mean of
-        // its neighbours (frames that repeat the one before, below `repeatBelow`, left out).
-        func spikes(_ values: [Float], at i: Int, threshold: Float, ratio: Float, repeatBelow: Float, needsNeighbours: Bool) -> Bool {
-            let s = values[i]
-            guard s >= threshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { return false }
-            if i > 1 && values[i - 1] > s { return false }
-            if i + 1 < n && values[i + 1] >= s { return false }
-            var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i && values[j] >= repeatBelow {
-                sum += values[j]
-                count += 1
-            }
-            if needsNeighbours && count == 0 { return false }
-            return s >= ratio * (count > 0 ? sum / Float(count) : 0)
-        }
-        func addJump(at i: Int, score: Float) {
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], margin: 0) { return }
-            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { return }
-            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, score)))
-        }
-        // On the 32x32 cells.
-        for i in 1..<max(1, n) where settings.jumpCuts {
-            guard spikes(localScores, at: i, threshold: settings.jumpThreshold, ratio: settings.jumpAdaptiveRatio,
-                         repeatBelow: settings.jumpRepeatBelow, needsNeighbours: false) else { continue }
-            // The cells come back (a flash, something passing for a frame or two), or the last
-            // frames cannot tell yet: no jump.
-            guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n else { continue }
-            guard fineEvidence[i] >= settings.jumpHistoryRatio, residuals[i] >= settings.jumpMinResidual else { continue }
-            addJump(at: i, score: localScores[i])
-        }
-        // On the fine grid: where small subjects move everywhere, some of them find nothing like
-        // them nearby.
-        for i in 1..<max(1, n) where settings.jumpCuts && i < fineScores.count {
-            guard spikes(fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: settings.jumpFineRatio,
-                         repeatBelow: settings.jumpFineRepeatBelow, needsNeighbours: true) else { continue }
-            // The picture, or its subjects, come back (a flash, something passing), or the last
-            // frames cannot tell yet: no jump. (The whole-frame burst marks say nothing here: across
-            // a jump in a still scene the whole picture always "comes back".)
-            guard fineReturns[i] > settings.jumpFineReturnShare * fineScores[i], i + settings.burstFrames < n else { continue }
-            guard fineEvidence[i] >= settings.jumpHistoryRatio, residuals[i] >= settings.jumpMinResidual else { continue }
-            addJump(at: i, score: fineScores[i])
-        }
-        // Dissolves not explained by a fade or a cut; of overlapping candidates, the strongest.
-        var dissolves: [ShotBoundary] = []
-        for g in gradual.sorted(by: { $0.score > $1.score })
-            where !dissolves.contains(where: { g.windowStart < $0.windowEnd && g.windowEnd > $0.windowStart }) {
-            dissolves.append(g)
-        }
-        for g in dissolves where !nearBlack(g.time, margin: 0.2) {
-            if result.contains(where: { ($0.kind == .cut || $0.kind == .jump) && $0.time >= g.windowStart - 0.05 && $0.time <= g.windowEnd + 0.05 }) { continue }
-            result.append(g)
-        }
-        return ShotDetector.keepStrongest(result, minShotSeconds: settings.minShotSeconds)
-    }
-
-    /// `boundaries` in time order, keeping the stronger of two closer than `minShotSeconds`.
-    public static func keepStrongest(_ boundaries: [ShotBoundary], minShotSeconds: Double) -> [ShotBoundary] {
-        var kept: [ShotBoundary] = []
-        for b in boundaries.sorted(by: { $0.time < $1.time }) {
-            if let last = kept.last, b.time - last.time < minShotSeconds {
-                if b.score > last.score { kept[kept.count - 1] = b }
-                continue
-            }
-            kept.append(b)
-        }
-        return kept
     }
 }
