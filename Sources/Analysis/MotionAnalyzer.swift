@@ -73,6 +73,32 @@ public final class MotionAnalyzer {
             current = [UInt8](repeating: 0, count: w * h)
             previousTime = nil
         }
+        halve(frame, width: w, height: h)
+        defer {
+            swap(&previous, &current)
+            previousTime = frame.time
+        }
+        guard let last = previousTime, frame.time > last else {
+            // After a gap the frame is only the reference for the next one: no sample, so the
+            // curve shows no stillness that was never seen.
+            if !restarted { samples.append(Self.still(at: frame.time)) }
+            restarted = false
+            return
+        }
+        let blocks = matchBlocks(width: w, height: h)
+        guard !vx.isEmpty else {
+            samples.append(Self.still(at: frame.time))
+            return
+        }
+        samples.append(sample(time: frame.time, dt: Float(frame.time - last), blocks: blocks, width: w, height: h))
+    }
+
+    private static func still(at time: Double) -> Sample {
+        Sample(time: time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0)
+    }
+
+    /// The frame's luma at half size (2x2 means) into `current`.
+    private func halve(_ frame: FrameView, width w: Int, height h: Int) {
         current.withUnsafeMutableBufferPointer { c in
             for y in 0..<h {
                 let r0 = frame.luma + 2 * y * frame.lumaStride, r1 = r0 + frame.lumaStride
@@ -81,20 +107,11 @@ public final class MotionAnalyzer {
                 }
             }
         }
-        defer {
-            swap(&previous, &current)
-            previousTime = frame.time
-        }
-        guard let last = previousTime, frame.time > last else {
-            // After a gap the frame is only the reference for the next one: no sample, so the
-            // curve shows no stillness that was never seen.
-            if !restarted {
-                samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
-            }
-            restarted = false
-            return
-        }
-        let dt = Float(frame.time - last)
+    }
+
+    /// Block vectors of `current` against `previous` into `vx`/`vy` (with the blocks' centres),
+    /// for blocks with texture whose best match is close enough; returns the blocks looked at.
+    private func matchBlocks(width w: Int, height h: Int) -> Int {
         vx.removeAll(keepingCapacity: true)
         vy.removeAll(keepingCapacity: true)
         blockX.removeAll(keepingCapacity: true)
@@ -124,10 +141,12 @@ public final class MotionAnalyzer {
                 }
             }
         }
-        guard !vx.isEmpty else {
-            samples.append(Sample(time: frame.time, cameraX: 0, cameraY: 0, subject: 0, subjectPeak: 0, shake: 0, coverage: 0))
-            return
-        }
+        return blocks
+    }
+
+    /// The camera (median vector), the subject (the blocks that move against it) and where the
+    /// subject is, from the block vectors.
+    private func sample(time: Double, dt: Float, blocks: Int, width w: Int, height h: Int) -> Sample {
         let mx = median(&vx), my = median(&vy)
         predictor = (Int(mx.rounded()), Int(my.rounded()))
         var stray: Float = 0, peak: Float = 0
@@ -141,21 +160,20 @@ public final class MotionAnalyzer {
         }
         stray /= Float(vx.count)
         let scale = 1 / (Float(w) * dt)
-        var sample = Sample(time: frame.time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
+        var sample = Sample(time: time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
                             subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks)))
-        if weights > 0 {
-            cx /= weights
-            cy /= weights
-            sample.subjectX = cx / Float(w)
-            sample.subjectY = cy / Float(h)
-            var spread: Float = 0
-            for i in 0..<vx.count {
-                let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
-                if d > 1 { spread += d * ((blockX[i] - cx) * (blockX[i] - cx) + (blockY[i] - cy) * (blockY[i] - cy)).squareRoot() }
-            }
-            sample.subjectSpread = spread / weights / Float(w)
+        guard weights > 0 else { return sample }
+        cx /= weights
+        cy /= weights
+        sample.subjectX = cx / Float(w)
+        sample.subjectY = cy / Float(h)
+        var spread: Float = 0
+        for i in 0..<vx.count {
+            let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
+            if d > 1 { spread += d * ((blockX[i] - cx) * (blockX[i] - cx) + (blockY[i] - cy) * (blockY[i] - cy)).squareRoot() }
         }
-        samples.append(sample)
+        sample.subjectSpread = spread / weights / Float(w)
+        return sample
     }
 
     /// Computes shake once all frames are in; returns the samples.

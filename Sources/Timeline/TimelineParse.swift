@@ -20,8 +20,26 @@ public enum TimelineParse {
     /// when a frames field reaches 30). A two-line dissolve event (a zero-length cut to the
     /// outgoing clip, then `D nnn`) extends the outgoing clip by `nnn` frames.
     public static func edl(_ text: String, rate: TimelineRate? = nil) throws -> [(sourceIn: Int, sourceOut: Int)] {
-        struct Event { var number: Int; var transition: String; var duration: Int?; var timecodes: [Timecode] }
-        var events: [Event] = []
+        let parsed = try edlEvents(text)
+        let highFrames = parsed.events.contains { $0.timecodes.contains { $0.frames >= 30 } }
+        let effective = (rate ?? parsed.declared ?? {
+            if parsed.dropFrame { return highFrames ? .ntsc60 : .ntsc30 }
+            return TimelineRate(numerator: highFrames ? 60 : 30, denominator: 1)
+        }()).reduced
+        return try edlClips(parsed.events, rate: effective)
+    }
+
+    /// One event line of an EDL.
+    struct EDLEvent {
+        var number: Int
+        var transition: String
+        var duration: Int?
+        var timecodes: [Timecode]
+    }
+
+    /// The event lines of an EDL, whether its FCM line says drop-frame, and its declared rate.
+    static func edlEvents(_ text: String) throws -> (events: [EDLEvent], dropFrame: Bool, declared: TimelineRate?) {
+        var events: [EDLEvent] = []
         var dropFrame = false
         var declared: TimelineRate?
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -38,35 +56,39 @@ public enum TimelineParse {
                 }
                 continue
             }
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            guard let first = fields.first, first.allSatisfy(\.isNumber), let number = Int(first) else { continue }
-            guard fields.count >= 8 else { throw TimelineParseError("EDL line \(index + 1): too few fields") }
-            let transition = fields[3].uppercased()
-            var next = 4
-            var duration: Int?
-            if transition != "C" {
-                guard let d = Int(fields[4]) else {
-                    throw TimelineParseError("EDL line \(index + 1): transition \(transition) without a duration")
-                }
-                duration = d
-                next = 5
-            }
-            guard fields.count >= next + 4 else { throw TimelineParseError("EDL line \(index + 1): missing timecodes") }
-            var timecodes: [Timecode] = []
-            for field in fields[next..<(next + 4)] {
-                guard let tc = Timecode(field) else {
-                    throw TimelineParseError("EDL line \(index + 1): bad timecode \(field)")
-                }
-                timecodes.append(tc)
-            }
-            events.append(Event(number: number, transition: transition, duration: duration, timecodes: timecodes))
+            if let event = try edlEvent(line, lineNumber: index + 1) { events.append(event) }
         }
+        return (events, dropFrame, declared)
+    }
 
-        let highFrames = events.contains { $0.timecodes.contains { $0.frames >= 30 } }
-        let effective = (rate ?? declared ?? {
-            if dropFrame { return highFrames ? .ntsc60 : .ntsc30 }
-            return TimelineRate(numerator: highFrames ? 60 : 30, denominator: 1)
-        }()).reduced
+    /// An event line (`nnn reel V C|D [duration] srcIn srcOut recIn recOut`), nil for other lines.
+    static func edlEvent(_ line: String, lineNumber: Int) throws -> EDLEvent? {
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard let first = fields.first, first.allSatisfy(\.isNumber), let number = Int(first) else { return nil }
+        guard fields.count >= 8 else { throw TimelineParseError("EDL line \(lineNumber): too few fields") }
+        let transition = fields[3].uppercased()
+        var next = 4
+        var duration: Int?
+        if transition != "C" {
+            guard let d = Int(fields[4]) else {
+                throw TimelineParseError("EDL line \(lineNumber): transition \(transition) without a duration")
+            }
+            duration = d
+            next = 5
+        }
+        guard fields.count >= next + 4 else { throw TimelineParseError("EDL line \(lineNumber): missing timecodes") }
+        var timecodes: [Timecode] = []
+        for field in fields[next..<(next + 4)] {
+            guard let tc = Timecode(field) else {
+                throw TimelineParseError("EDL line \(lineNumber): bad timecode \(field)")
+            }
+            timecodes.append(tc)
+        }
+        return EDLEvent(number: number, transition: transition, duration: duration, timecodes: timecodes)
+    }
+
+    /// The clips the events make at `rate`; a dissolve extends the outgoing clip.
+    static func edlClips(_ events: [EDLEvent], rate effective: TimelineRate) throws -> [(sourceIn: Int, sourceOut: Int)] {
         func frame(_ tc: Timecode) throws -> Int {
             guard let f = tc.frame(rate: effective) else {
                 throw TimelineParseError("EDL timecode \(tc) is not valid at \(effective) fps")
