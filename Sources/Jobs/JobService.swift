@@ -173,9 +173,9 @@ public final class JobService: Sendable {
         return AccountPlan(plan: plan, entitlement: entitlement, usage: usage, upgrade: entitlement.grantsPro ? nil : plans.pro)
     }
 
-    /// Before an upload streams: refuses at once when the month's quota is used up (402) or the
-    /// plan's jobs-at-once limit is reached (429), so nobody uploads a gigabyte to be told no. The
-    /// accepting transaction checks both again.
+    /// Before an upload streams: refuses at once when the month's quota is used up or the plan's
+    /// jobs-at-once limit is reached, so nobody uploads a gigabyte to be told no. The accepting
+    /// transaction checks both again.
     public func precheck(_ account: Account) async throws -> AccountPlan {
         try await precheck(account, uploadsInProgress: 0)
     }

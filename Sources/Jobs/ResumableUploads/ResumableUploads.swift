@@ -14,7 +14,7 @@ import _NIOFileSystem
 /// One append at a time per upload: an append holds the upload (a hold in the database, renewed
 /// while bytes arrive, so it works across API hosts). A new append to an upload held by a stale
 /// append of this process stops the stale one (it keeps the bytes it has) and takes over, as the
-/// IETF draft advises for a client that reconnected; one held on another host is refused (423).
+/// IETF draft advises for a client that reconnected; one held on another host is refused (`.uploadLocked`).
 public final class ResumableUploads: Sendable {
     let service: JobService
     public let staging: UploadStaging
@@ -71,9 +71,9 @@ public final class ResumableUploads: Sendable {
     /// The largest file the account may upload now (server and plan).
     public func maxBytes(_ plan: JobService.AccountPlan) -> Int64 { min(service.settings.maxUploadBytes, plan.plan.maxUploadBytes) }
 
-    /// Creates an upload after the checks of a plain upload: quota (402), jobs at once counting the
-    /// account's uploads still receiving (429), daily budget, the declared length against the plan
-    /// (413, via `tooLarge`) and the disk (507).
+    /// Creates an upload after the checks of a plain upload: quota, jobs at once counting the
+    /// account's uploads still receiving, daily budget, the declared length against the plan (via
+    /// `tooLarge`) and the disk.
     public func create(_ creation: Creation, account: Account, tooLarge: (JobService.AccountPlan) -> Error) async throws -> (ResumableUpload, JobService.AccountPlan) {
         let plan = try await service.precheck(account)
         if let length = creation.length {
