@@ -22,7 +22,7 @@ public struct EditRequest: Sendable, Equatable {
 
     /// From text fields: `aspect=9:16`, `include=12.5,40`, `exclude=10-20,30.5-35` (JSON arrays
     /// are taken too: `[12.5, 40]`, `[[10, 20]]` or `[{"start": 10, "end": 20}]`).
-    public static func parse(aspect: String?, include: String?, exclude: String?) throws(UploadRejection) -> EditRequest {
+    public static func parse(aspect: String?, include: String?, exclude: String?) throws(Refusal) -> EditRequest {
         var edit = EditRequest()
         if let aspect = aspect?.trimmingCharacters(in: .whitespaces), !aspect.isEmpty {
             edit.aspect = try parseAspect(aspect)
@@ -37,17 +37,15 @@ public struct EditRequest: Sendable, Equatable {
         return edit
     }
 
-    public static func parseAspect(_ text: String) throws(UploadRejection) -> AspectRatio {
+    public static func parseAspect(_ text: String) throws(Refusal) -> AspectRatio {
         guard let aspect = AspectRatio(rawValue: text.lowercased()) else {
-            throw UploadRejection(status: 422, code: "invalid_aspect",
-                                  detail: "aspect must be one of \(AspectRatio.allCases.map(\.rawValue).joined(separator: ", ")); it was \"\(text.prefix(40))\".")
+            throw .invalidAspect(text)
         }
         return aspect
     }
 
-    static func parseTimes(_ text: String) throws(UploadRejection) -> [Double] {
-        let invalid = UploadRejection(status: 422, code: "invalid_include",
-                                      detail: "include lists the source times (seconds) that must be in the highlight: \"12.5,40\" or [12.5, 40].")
+    static func parseTimes(_ text: String) throws(Refusal) -> [Double] {
+        let invalid = Refusal.invalidInclude(.malformed)
         var values: [Double] = []
         if text.hasPrefix("[") {
             guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
@@ -65,9 +63,8 @@ public struct EditRequest: Sendable, Equatable {
         return values
     }
 
-    static func parseRanges(_ text: String) throws(UploadRejection) -> [JobRange] {
-        let invalid = UploadRejection(status: 422, code: "invalid_exclude",
-                                      detail: "exclude lists source ranges (seconds) never to show: \"10-20,30-35\", [[10, 20]] or [{\"start\": 10, \"end\": 20}], each start before its end.")
+    static func parseRanges(_ text: String) throws(Refusal) -> [JobRange] {
+        let invalid = Refusal.invalidExclude(.malformed)
         var ranges: [JobRange] = []
         if text.hasPrefix("[") {
             guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
@@ -99,35 +96,31 @@ public struct EditRequest: Sendable, Equatable {
         return number.doubleValue
     }
 
-    func checkCounts() throws(UploadRejection) {
+    func checkCounts() throws(Refusal) {
         if include.count > Self.maxPins {
-            throw UploadRejection(status: 422, code: "invalid_include", detail: "include takes at most \(Self.maxPins) times; it had \(include.count).")
+            throw .invalidInclude(.tooMany(include.count))
         }
         if exclude.count > Self.maxExclusions {
-            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude takes at most \(Self.maxExclusions) ranges; it had \(exclude.count).")
+            throw .invalidExclude(.tooMany(exclude.count))
         }
     }
 
     /// Checks the times against the video's length and the target: every pinned time inside the
     /// video and outside every excluded range, the pins fitting the target, footage left to show.
-    public func check(duration: Double, targetDuration: Int, minSegment: Double = 1.5) throws(UploadRejection) {
+    public func check(duration: Double, targetDuration: Int, minSegment: Double = 1.5) throws(Refusal) {
         try checkCounts()
         for t in include where t >= duration {
-            throw UploadRejection(status: 422, code: "invalid_include",
-                                  detail: String(format: "The pinned time %.1f s is past the end of the video (%.1f s).", t, duration))
+            throw .invalidInclude(.pastEnd(time: t, duration: duration))
         }
         for t in include {
             // A pinned segment needs a little footage around its time: a pin within a quarter second
             // of an excluded range counts as inside it.
             if let range = exclude.first(where: { t >= $0.start - Self.pinClearance && t <= $0.end + Self.pinClearance }) {
-                throw UploadRejection(status: 422, code: "invalid_include",
-                                      detail: String(format: "The pinned time %.2f s is inside (or within %.2f s of) the excluded range %.2f-%.2f s; move or remove one of them.",
-                                                     t, Self.pinClearance, range.start, range.end))
+                throw .invalidInclude(.nearExclusion(time: t, range: range))
             }
         }
         if Double(Set(include).count) * minSegment > Double(targetDuration) {
-            throw UploadRejection(status: 422, code: "invalid_include",
-                                  detail: "\(Set(include).count) pinned times do not fit a \(targetDuration) s highlight; pin fewer or ask for a longer one.")
+            throw .invalidInclude(.doNotFit(pins: Set(include).count, targetDuration: targetDuration))
         }
         // Footage left once the exclusions are taken out.
         var covered = 0.0, reach = 0.0
@@ -137,7 +130,7 @@ public struct EditRequest: Sendable, Equatable {
             reach = max(reach, r.end)
         }
         if duration - covered < minSegment {
-            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude leaves no footage to make a highlight of.")
+            throw .invalidExclude(.leavesNothing)
         }
     }
 

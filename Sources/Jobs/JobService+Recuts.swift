@@ -39,30 +39,15 @@ extension JobService {
         guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
         // The plan as it is now (a subscription may have lapsed since the upload).
         if original.input.duration > current.plan.maxDurationSeconds || original.input.size > current.plan.maxUploadBytes {
-            throw UploadRejection(status: 422, code: "too_long",
-                                  detail: String(format: "The original video (%.0f s, %lld MB) is beyond what the %@ plan accepts now (%.0f s, %lld MB).",
-                                                 original.input.duration, original.input.size / 1_000_000, current.plan.name,
-                                                 current.plan.maxDurationSeconds, current.plan.maxUploadBytes / 1_000_000),
-                                  extras: ["limit_seconds": .int(Int(current.plan.maxDurationSeconds)), "plan": .string(current.plan.name)])
+            let plan = current.plan
+            throw Refusal.originalBeyondPlan(.init(duration: original.input.duration, bytes: original.input.size,
+                                                   plan: plan.name, limitSeconds: plan.maxDurationSeconds,
+                                                   limitBytes: plan.maxUploadBytes))
         }
 
         let base = original.edit ?? JobEdit()
-        let target = request.targetDuration ?? original.targetDuration
-        guard target >= settings.minTargetDuration && target <= settings.maxTargetDuration else {
-            throw UploadRejection(status: 422, code: "invalid_target_duration",
-                                  detail: "target_duration must be between \(settings.minTargetDuration) and \(settings.maxTargetDuration) seconds; it was \(target).")
-        }
-        let quality = request.quality?.lowercased() ?? original.quality
-        guard ["low", "medium", "high"].contains(quality) else {
-            throw UploadRejection(status: 422, code: "invalid_quality", detail: "quality must be low, medium or high; it was \"\(request.quality ?? "")\".")
-        }
-        var edit = EditRequest(aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
-                               include: request.include ?? base.include, exclude: request.exclude ?? base.exclude)
-        edit.include = edit.include.filter { $0.isFinite }
-        guard edit.include.allSatisfy({ $0 >= 0 }), edit.exclude.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else {
-            throw UploadRejection(status: 422, code: "invalid_exclude", detail: "Times are seconds of the original video: no negative time, every range's start before its end.")
-        }
-        try edit.check(duration: original.input.duration, targetDuration: target)
+        let options = try HighlightOptions.recut(request, of: original, limits: settings.highlightLimits)
+        let (target, quality, edit) = (options.targetDuration, options.quality.rawValue, options.edit)
 
         let now = clock()
         let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []
@@ -86,7 +71,7 @@ extension JobService {
             } catch MediaStorageError.notFound {
                 throw RecutRefusal.inputGone
             } catch is MediaStorageError {
-                throw Self.storageUnavailable
+                throw Refusal.storageUnavailable
             }
         }
     }

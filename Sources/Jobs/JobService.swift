@@ -137,13 +137,10 @@ public final class JobService: Sendable {
     /// A fresh path under Storage/uploads for a body being received.
     public func newUploadPath() -> String { layout.newUploadPath() }
 
-    /// Refuses (507) when storing `expectedBytes` more would leave less than the configured floor.
-    public func checkDiskSpace(expectedBytes: Int64) throws(UploadRejection) {
+    /// Refuses when storing `expectedBytes` more would leave less than the configured floor.
+    public func checkDiskSpace(expectedBytes: Int64) throws(Refusal) {
         guard let free = layout.freeBytes() else { return }
-        if free - expectedBytes < settings.minFreeBytes {
-            throw UploadRejection(status: 507, code: "insufficient_storage",
-                detail: "The server is low on storage space and cannot take this upload now. Try again later.")
-        }
+        if free - expectedBytes < settings.minFreeBytes { throw .insufficientStorage }
     }
 
     // MARK: Plans and quota
@@ -176,9 +173,9 @@ public final class JobService: Sendable {
         return AccountPlan(plan: plan, entitlement: entitlement, usage: usage, upgrade: entitlement.grantsPro ? nil : plans.pro)
     }
 
-    /// Before an upload streams: refuses at once when the month's quota is used up (402) or the
-    /// plan's jobs-at-once limit is reached (429), so nobody uploads a gigabyte to be told no. The
-    /// accepting transaction checks both again.
+    /// Before an upload streams: refuses at once when the month's quota is used up or the plan's
+    /// jobs-at-once limit is reached, so nobody uploads a gigabyte to be told no. The accepting
+    /// transaction checks both again.
     public func precheck(_ account: Account) async throws -> AccountPlan {
         try await precheck(account, uploadsInProgress: 0)
     }
@@ -203,40 +200,23 @@ public final class JobService: Sendable {
         return current
     }
 
-    /// 429 until the next UTC day: the plan's daily worker time is spent.
-    func overBudget(limit: Double, used: Double, plan: Plan) -> UploadRejection {
+    /// Refused until the next UTC day: the plan's daily worker time is spent.
+    func overBudget(limit: Double, used: Double, plan: Plan) -> Refusal {
         QuotaMetrics.refused(.dailyBudgetExceeded)
         let next = UsagePeriod.day(of: clock()).next
         let retry = max(1, Int(next.timeIntervalSince(clock()).rounded(.up)))
-        var detail = "Your \(plan.name) plan's processing time for today (\(Int(limit / 60)) minutes) is used up; it renews at \(ISO8601DateFormatter().string(from: next))."
-        var extras: [String: UploadRejection.Value] = ["limit_seconds": .int(Int(limit)), "used_seconds": .int(Int(used.rounded())),
-                                                       "resets_at": .string(ISO8601DateFormatter().string(from: next)), "plan": .string(plan.name)]
-        if plan.name == plans.free.name {
-            detail += " Subscribe to \(plans.proProductId) for more."
-            extras["product_id"] = .string(plans.proProductId)
-        }
-        return UploadRejection(status: 429, code: "daily_budget_exceeded", detail: detail, extras: extras, retryAfter: retry)
+        let product = plan.name == plans.free.name ? plans.proProductId : nil
+        return .dailyBudgetExceeded(.init(limitSeconds: limit, usedSeconds: used, resetsAt: next, plan: plan.name,
+                                          upgradeProduct: product, retryAfter: retry))
     }
 
-    func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> UploadRejection {
+    func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> Refusal {
         QuotaMetrics.refused(.quotaExceeded)
-        let resets = ISO8601DateFormatter().string(from: usage.resetsAt)
-        var extras: [String: UploadRejection.Value] = ["limit": .int(limit), "used": .int(used), "remaining": .int(max(0, limit - used)),
-                                                       "resets_at": .string(resets), "plan": .string(plan.name)]
-        var detail = "You have made \(used) of your \(limit) \(plan.name) highlights this month. The count resets on \(resets)"
-        if plan.name == plans.free.name {
-            detail += "; subscribe to \(plans.proProductId) for unlimited highlights."
-            extras["product_id"] = .string(plans.proProductId)
-        } else {
-            detail += " (the fair-use limit of the \(plan.name) plan)."
-        }
-        return UploadRejection(status: 402, code: "quota_exceeded", detail: detail, extras: extras)
+        return .quotaExceeded(.init(limit: limit, used: used, resetsAt: usage.resetsAt, plan: plan.name,
+                                    upgradeProduct: plan.name == plans.free.name ? plans.proProductId : nil))
     }
 
-    /// What frees a place an unfinished upload holds.
-    static let unfinishedUploadHint = " An upload keeps its place while it is received; an unfinished resumable upload until it completes, is cancelled (DELETE its upload URL) or expires."
-
-    func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> UploadRejection {
+    func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> Refusal {
         QuotaMetrics.refused(.tooManyJobs)
         let now = clock()
         let waits = active.map { job -> Double in
@@ -244,14 +224,9 @@ public final class JobService: Sendable {
             return Double(job.estimatedSeconds) - elapsed
         }
         let retry = Int(min(600, max(5, waits.min() ?? 30)).rounded(.up))
-        let busy = active.count + uploading
-        var extras: [String: UploadRejection.Value] = ["limit": .int(limit), "active": .int(active.count), "product_id": .string(plans.proProductId)]
-        if uploading > 0 { extras["uploading"] = .int(uploading) }
-        return UploadRejection(
-            status: 429, code: "too_many_jobs",
-            detail: "Your plan runs \(limit) job\(limit == 1 ? "" : "s") at a time and \(busy) \(busy == 1 ? "is" : "are") still in progress\(uploading > 0 ? " (counting uploads still being received)" : ""). Try again in about \(retry) s\(limit < plans.pro.concurrentJobs ? ", or subscribe to \(plans.proProductId) to run \(plans.pro.concurrentJobs) at once" : "").\(uploading > 0 ? Self.unfinishedUploadHint : "")",
-            extras: extras,
-            retryAfter: retry)
+        let proJobs = plans.pro.concurrentJobs
+        return .tooManyJobs(.init(limit: limit, active: active.count, uploading: uploading, retryAfter: retry,
+                                  product: plans.proProductId, upgradeJobs: limit < proJobs ? proJobs : nil))
     }
 
     /// Probes the received file and, when it is a usable video within the plan's limits, makes it
@@ -266,15 +241,12 @@ public final class JobService: Sendable {
             try edit.check(duration: input.duration, targetDuration: targetDuration)
             let plan = current.plan
             if input.duration > plan.maxDurationSeconds {
-                var detail = String(format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.", input.duration, plan.name, plan.maxDurationSeconds)
-                var extras: [String: UploadRejection.Value] = ["limit_seconds": .int(Int(plan.maxDurationSeconds)), "plan": .string(plan.name)]
-                if let upgrade = current.upgrade, input.duration <= upgrade.maxDurationSeconds {
-                    detail += " Trim it, or subscribe to \(plans.proProductId) for up to \(Int(upgrade.maxDurationSeconds / 60)) minutes."
-                    extras["product_id"] = .string(plans.proProductId)
-                } else {
-                    detail += " Trim it and upload again."
+                var upgrade: (product: String, limitSeconds: Double)?
+                if let pro = current.upgrade, input.duration <= pro.maxDurationSeconds {
+                    upgrade = (plans.proProductId, pro.maxDurationSeconds)
                 }
-                throw UploadRejection(status: 422, code: "too_long", detail: detail, extras: extras)
+                throw Refusal.tooLongForPlan(.init(duration: input.duration, limitSeconds: plan.maxDurationSeconds,
+                                                   plan: plan.name, upgrade: upgrade))
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)

@@ -18,7 +18,7 @@ extension JobService {
     }
 
     /// Inserts a resumable upload after the plan's checks, in one transaction; a refusal is the
-    /// same 402/429 a plain upload gets.
+    /// same one a plain upload gets.
     public func createAdmitted(_ upload: ResumableUpload, account: Account, plan current: AccountPlan) async throws -> ResumableUpload {
         await releasePlacesOfDeadProcesses.value
         switch try await database.createUpload(upload, now: clock(), limits: planLimits) {
@@ -55,7 +55,7 @@ extension JobService {
         try? await database.releaseUploadAdmission(id: id)
     }
 
-    func rejection(_ refusal: QuotaRefusal, account: Account, plan current: AccountPlan) async -> UploadRejection {
+    func rejection(_ refusal: QuotaRefusal, account: Account, plan current: AccountPlan) async -> Refusal {
         switch refusal {
         case .overQuota(let limit, let used):
             return overQuota(limit: limit, used: used, usage: current.usage, plan: current.plan)

@@ -41,9 +41,9 @@ struct JobEditsController {
                 links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
             return EditedResponse(status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
         } catch let refusal as JobService.RecutRefusal {
-            throw Self.problem(refusal, id: id)
-        } catch let rejection as UploadRejection {
-            throw UploadController.problem(rejection)
+            throw Problem(refusal, jobID: id)
+        } catch let refusal as Refusal {
+            throw Problem(refusal)
         }
     }
 
@@ -61,16 +61,16 @@ struct JobEditsController {
         do {
             if let value = object["target_duration"] {
                 guard let number = EditRequest.jsonNumber(value), number == number.rounded(), abs(number) < 1e6 else {
-                    throw UploadRejection(status: 422, code: "invalid_target_duration", detail: "target_duration must be a whole number of seconds.")
+                    throw Refusal.targetDurationNotWhole
                 }
                 recut.targetDuration = Int(number)
             }
             if let value = object["quality"] {
-                guard let text = value as? String else { throw UploadRejection(status: 422, code: "invalid_quality", detail: "quality must be low, medium or high.") }
+                guard let text = value as? String else { throw Refusal.qualityNotAString }
                 recut.quality = text
             }
             if let value = object["aspect"] {
-                guard let text = value as? String else { throw UploadRejection(status: 422, code: "invalid_aspect", detail: "aspect must be a string such as \"9:16\".") }
+                guard let text = value as? String else { throw Refusal.aspectNotAString }
                 recut.aspect = try EditRequest.parseAspect(text).rawValue
             }
             // include and exclude take the same shapes as the upload's fields, as JSON.
@@ -79,31 +79,15 @@ struct JobEditsController {
                 recut.include = try EditRequest.parse(aspect: nil, include: text, exclude: nil).include
             }
             if let value = object["exclude"], !(value is NSNull) {
-                guard value is [Any] else { throw UploadRejection(status: 422, code: "invalid_exclude", detail: "exclude must be a list of ranges.") }
+                guard value is [Any] else { throw Refusal.invalidExclude(.notAList) }
                 let text = String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
                 recut.exclude = try EditRequest.parse(aspect: nil, include: nil, exclude: text).exclude
                 if (value as? [Any])?.isEmpty == true { recut.exclude = [] }
             }
-        } catch let rejection as UploadRejection {
-            throw UploadController.problem(rejection)
+        } catch let refusal as Refusal {
+            throw Problem(refusal)
         }
         return recut
-    }
-
-    static func problem(_ refusal: JobService.RecutRefusal, id: String) -> Problem {
-        switch refusal {
-        case .notFound:
-            return Problem.jobNotFound(id)
-        case .notCompleted(let state):
-            return Problem(.conflict, code: "job_not_completed",
-                           detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
-                           extensions: ["job_status": .string(state.rawValue)])
-        case .notAllowed(let plan):
-            return Problem(.forbidden, code: "recuts_not_allowed", detail: "The \(plan) plan does not include re-cuts. Upload the video again with the new settings.")
-        case .inputGone:
-            return Problem(.gone, code: "input_deleted",
-                           detail: "The original video of this highlight is no longer kept (deleted, its retention period is over, or released to keep the account's stored videos within its plan). Upload it again to make a new highlight.")
-        }
     }
 
     // MARK: Timeline

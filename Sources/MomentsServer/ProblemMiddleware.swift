@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Jobs
 import Logging
 
 /// Turns every error into problem+json: our Problems as they are, Hummingbird's HTTP errors (no
@@ -27,6 +28,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         switch error {
         case let problem as Problem:
             return problem
+        case let refusal as Refusal:
+            return Problem(refusal)
         case let error as any HTTPResponseError:
             return problem(for: error, request: request, context: context)
         case let error as DecodingError:

@@ -103,15 +103,10 @@ struct ResumableUploadController {
         if length == 0 || (completes && !body) {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
         }
-        let (targetDuration, quality) = try UploadController(service: service, uploads: uploads).parameters(fields)
-        let edit: EditRequest
-        do {
-            edit = try EditRequest.parse(aspect: fields["aspect"], include: fields["include"], exclude: fields["exclude"])
-        } catch {
-            throw UploadController.problem(error)
-        }
+        let options = try HighlightOptions.parse(fields: fields, limits: service.settings.highlightLimits)
         let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: length, filename: filename,
-                                                 targetDuration: targetDuration, quality: quality, edit: edit)
+                                                 targetDuration: options.targetDuration,
+                                                 quality: options.quality.rawValue, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
             UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
         }
@@ -154,7 +149,9 @@ struct ResumableUploadController {
             let account = try context.requireAccount()
             if proto == .tus { try Self.checkTusVersion(request.headers) }
             guard let upload = try await resumable.settledUpload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
-            if upload.state == .terminated || upload.state == .expired { throw Self.problem(ResumableUploads.goneRejection, proto: proto) }
+            if upload.state == .terminated || upload.state == .expired {
+                throw Self.problem(Refusal.uploadGone, proto: proto)
+            }
             var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
             fields.append(contentsOf: protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
             if proto == .tus {
@@ -391,11 +388,9 @@ struct ResumableUploadController {
     static func problem(_ error: any Error, proto: ResumableProtocol) -> any Error {
         var problem: Problem
         switch error {
-        case let rejection as UploadRejection:
-            problem = UploadController.problem(rejection)
-            if rejection.status == 460 { problem.status = .init(code: 460, reasonPhrase: "Checksum Mismatch"); problem.title = "Checksum Mismatch" }
-            if rejection.status == 423 { problem.status = .init(code: 423, reasonPhrase: "Locked"); problem.title = "Locked" }
-            if case .int(let offset)? = rejection.extras["offset"] { problem.headers[.uploadOffset] = String(offset) }
+        case let refusal as Refusal:
+            problem = Problem(refusal)
+            if case .int(let offset)? = refusal.extras["offset"] { problem.headers[.uploadOffset] = String(offset) }
         case let p as Problem:
             problem = p
         default:
@@ -411,5 +406,4 @@ struct ResumableUploadController {
 extension ResumableUploads {
     static let notFoundProblem = Problem(.notFound, code: "upload_not_found", title: "Upload not found",
                                          detail: "There is no such upload for this API key. Create one with POST /api/v1/uploads.")
-    static var goneRejection: UploadRejection { gone }
 }

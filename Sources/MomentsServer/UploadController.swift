@@ -12,8 +12,6 @@ struct UploadController {
     /// The uploads being received now (per account, server-wide, disk declared).
     let uploads: UploadRegistry
 
-    static let qualities = ["low", "medium", "high"]
-
     func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/upload", on: protected, use: upload)
         table.add(.get, "/api/v1/upload/formats", on: router, use: formats)
@@ -32,6 +30,9 @@ struct UploadController {
         } catch let problem as Problem {
             UploadMetrics.refused(code: problem.code)
             throw problem
+        } catch let refusal as Refusal {
+            UploadMetrics.refused(code: refusal.code)
+            throw Problem(refusal)
         } catch {
             UploadMetrics.refused(code: "error")
             throw error
@@ -48,12 +49,8 @@ struct UploadController {
         // The account's other uploads in progress count through their places in the store (below),
         // whichever process receives them.
         let admission = service.newUploadAdmissionID()
-        do {
-            current = try await service.precheck(account, uploadsInProgress: 0)
-            try await service.admitUpload(id: admission, account: account, plan: current)
-        } catch let rejection as UploadRejection {
-            throw Self.problem(rejection)
-        }
+        current = try await service.precheck(account, uploadsInProgress: 0)
+        try await service.admitUpload(id: admission, account: account, plan: current)
         let service = self.service
         let renewal = Task {
             while !Task.isCancelled {
@@ -84,41 +81,30 @@ struct UploadController {
         let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, service: service)
         if let declared, declared > maxBytes + MultipartUpload.maxOverheadBytes { throw tooLarge }
         try uploads.startReceiving(ticket, declaredBytes: declared ?? 0, logger: context.logger)
-        do {
-            try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
-        } catch {
-            throw Self.problem(error)
-        }
+        try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
         let path = service.newUploadPath()
         let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: maxBytes,
                                                          tooLarge: tooLarge, logger: context.logger) { written in
             uploads.wrote(ticket, bytes: written)
             // Every upload in progress, this one included, may still write what it declared.
-            do { try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes()) } catch let rejection as UploadRejection { throw Self.problem(rejection) }
+            do {
+                try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
+            } catch let refusal as Refusal {
+                throw Problem(refusal)
+            }
         }
         uploads.wrote(ticket, bytes: received.fileBytes)
-        let targetDuration: Int
-        let quality: String
-        let edit: EditRequest
+        let options: HighlightOptions
         do {
-            (targetDuration, quality) = try parameters(received.fields)
-            edit = try EditRequest.parse(aspect: received.fields["aspect"], include: received.fields["include"], exclude: received.fields["exclude"])
-        } catch let rejection as UploadRejection {
-            try? FileManager.default.removeItem(atPath: path)
-            throw Self.problem(rejection)
+            options = try HighlightOptions.parse(fields: received.fields, limits: settings.highlightLimits)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
-        let job: Job
-        let usage: JobService.QuotaUsage
-        do {
-            (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: targetDuration, quality: quality,
-                                                          plan: current, edit: edit, sourceName: received.filename)
-        } catch let rejection as UploadRejection {
-            throw Self.problem(rejection)
-        }
+        let (job, usage) = try await service.acceptUpload(
+            at: path, account: account, targetDuration: options.targetDuration, quality: options.quality.rawValue,
+            plan: current, edit: options.edit, sourceName: received.filename)
         let base = settings.baseURL
         let estimate = job.estimatedSeconds
         return UploadResponse(
@@ -132,43 +118,6 @@ struct UploadController {
 
     /// Retry-After of a 503 server_busy.
     static let busyRetrySeconds = 30
-
-    func parameters(_ fields: [String: String]) throws -> (Int, String) {
-        let settings = service.settings
-        var target = settings.defaultTargetDuration
-        if let text = fields["target_duration"] {
-            guard let value = Int(text) else {
-                throw Problem.badRequest("invalid_target_duration", "target_duration must be a whole number of seconds, not \"\(text)\".")
-            }
-            target = value
-        }
-        guard target >= settings.minTargetDuration && target <= settings.maxTargetDuration else {
-            throw Problem(.unprocessableContent, code: "invalid_target_duration",
-                          detail: "target_duration must be between \(settings.minTargetDuration) and \(settings.maxTargetDuration) seconds; it was \(target).",
-                          extensions: ["minimum": .int(settings.minTargetDuration), "maximum": .int(settings.maxTargetDuration)])
-        }
-        let quality = fields["quality"]?.lowercased() ?? "high"
-        guard Self.qualities.contains(quality) else {
-            throw Problem(.unprocessableContent, code: "invalid_quality",
-                          detail: "quality must be low, medium or high; it was \"\(fields["quality"] ?? "")\".",
-                          extensions: ["allowed": .strings(Self.qualities)])
-        }
-        return (target, quality)
-    }
-
-    static func problem(_ rejection: UploadRejection) -> Problem {
-        var extensions: [String: ProblemValue] = [:]
-        for (key, value) in rejection.extras {
-            switch value {
-            case .int(let v): extensions[key] = .int(v)
-            case .string(let v): extensions[key] = .string(v)
-            }
-        }
-        var headers: HTTPFields = [:]
-        if let retry = rejection.retryAfter { headers[.retryAfter] = String(retry) }
-        return Problem(HTTPResponse.Status(code: rejection.status), code: rejection.code, detail: rejection.detail,
-                       extensions: extensions, headers: headers)
-    }
 
     /// 413 naming the limit and, on the free plan, the product that lifts it.
     static func tooLarge(limit: Int64, plan: JobService.AccountPlan, service: JobService) -> Problem {
@@ -212,6 +161,7 @@ struct UploadController {
         return FormatsResponse(containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
                                limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),
                                targetDuration: .init(min: s.minTargetDuration, max: s.maxTargetDuration, default: s.defaultTargetDuration),
-                               qualities: Self.qualities, defaultQuality: "high")
+                               qualities: HighlightQuality.allCases.map(\.rawValue),
+                               defaultQuality: HighlightQuality.default.rawValue)
     }
 }

@@ -2,17 +2,13 @@ import Foundation
 import JobStore
 
 extension JobService {
-    /// The 503 an upload gets when the media storage cannot take its input.
-    static let storageUnavailable = UploadRejection(status: 503, code: "storage_unavailable", detail: MediaStorageError.userMessage,
-                                                    retryAfter: MediaStorageError.retryAfterSeconds)
-
-    /// Hands an accepted upload to the media storage; a storage failure becomes a 503 telling the
+    /// Hands an accepted upload to the media storage; a storage failure becomes a refusal telling the
     /// user to try again (the cause goes to the log, never to the client).
     func storeInput(jobID: String, from path: String) async throws {
         do {
             try await mediaStorage.storeInput(jobID: jobID, from: path)
         } catch is MediaStorageError {
-            throw Self.storageUnavailable
+            throw Refusal.storageUnavailable
         }
     }
 

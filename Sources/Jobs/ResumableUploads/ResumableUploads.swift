@@ -14,7 +14,7 @@ import _NIOFileSystem
 /// One append at a time per upload: an append holds the upload (a hold in the database, renewed
 /// while bytes arrive, so it works across API hosts). A new append to an upload held by a stale
 /// append of this process stops the stale one (it keeps the bytes it has) and takes over, as the
-/// IETF draft advises for a client that reconnected; one held on another host is refused (423).
+/// IETF draft advises for a client that reconnected; one held on another host is refused (`.uploadLocked`).
 public final class ResumableUploads: Sendable {
     let service: JobService
     public let staging: UploadStaging
@@ -71,9 +71,9 @@ public final class ResumableUploads: Sendable {
     /// The largest file the account may upload now (server and plan).
     public func maxBytes(_ plan: JobService.AccountPlan) -> Int64 { min(service.settings.maxUploadBytes, plan.plan.maxUploadBytes) }
 
-    /// Creates an upload after the checks of a plain upload: quota (402), jobs at once counting the
-    /// account's uploads still receiving (429), daily budget, the declared length against the plan
-    /// (413, via `tooLarge`) and the disk (507).
+    /// Creates an upload after the checks of a plain upload: quota, jobs at once counting the
+    /// account's uploads still receiving, daily budget, the declared length against the plan (via
+    /// `tooLarge`) and the disk.
     public func create(_ creation: Creation, account: Account, tooLarge: (JobService.AccountPlan) -> Error) async throws -> (ResumableUpload, JobService.AccountPlan) {
         let plan = try await service.precheck(account)
         if let length = creation.length {
@@ -202,9 +202,9 @@ public final class ResumableUploads: Sendable {
 
     /// Appends `body` at `append.offset`. `wrote` is told the bytes written so far by this append
     /// (disk accounting); `stop` ends this append's request (closes its connection) when a newer
-    /// append takes over. Refusals are `UploadRejection`s: 404 unknown, 410 finished, 409 offset
-    /// mismatch (extras "offset"), 423 held elsewhere, 413 past the length or the plan's limit,
-    /// 460 checksum mismatch (the append's bytes discarded), 400 length conflicts.
+    /// append takes over. Refusals are `Refusal`s: unknown, finished, offset mismatch, held
+    /// elsewhere, past the length, checksum mismatch (the append's bytes discarded), length
+    /// conflicts; past the plan's limit is whatever `tooLarge` gives.
     public func append<Body: AsyncSequence>(
         id: String, account: Account, _ append: Append, body: Body,
         tooLarge: (JobService.AccountPlan) -> Error,
@@ -248,9 +248,7 @@ public final class ResumableUploads: Sendable {
                     stopped = true
                 }
                 guard stopped ? Date() < deadline : Date() < remoteDeadline else {
-                    throw UploadRejection(status: 423, code: "upload_locked",
-                                          detail: "Another request is still sending bytes to this upload. Wait for it to end (or drop it), then ask for the offset (HEAD) and continue.",
-                                          extras: ["offset": .int(Int(upload.offset))], retryAfter: Int(Self.holdSeconds))
+                    throw Refusal.uploadLocked(offset: upload.offset, retryAfter: Int(Self.holdSeconds))
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -265,18 +263,14 @@ public final class ResumableUploads: Sendable {
         var upload = held
         let id = upload.id
         guard append.offset == upload.offset else {
-            throw UploadRejection(status: 409, code: "offset_mismatch",
-                                  detail: "The upload is at byte \(upload.offset), not \(append.offset). Ask for the offset (HEAD) and send from there.",
-                                  extras: ["offset": .int(Int(upload.offset))])
+            throw Refusal.offsetMismatch(offset: upload.offset, sent: append.offset)
         }
         if let declared = append.length {
             if let length = upload.length, length != declared {
-                throw UploadRejection(status: 400, code: "length_mismatch",
-                                      detail: "The upload's length is \(length) bytes; it cannot change to \(declared).")
+                throw Refusal.lengthMismatch(.changed(length: length, to: declared))
             }
             if declared < upload.offset {
-                throw UploadRejection(status: 400, code: "length_mismatch",
-                                      detail: "The declared length (\(declared) bytes) is less than the bytes already received (\(upload.offset)).")
+                throw Refusal.lengthMismatch(.belowReceived(declared: declared, received: upload.offset))
             }
         }
         let plan = try await service.accountPlan(account)
@@ -284,7 +278,7 @@ public final class ResumableUploads: Sendable {
         if let length = append.length ?? upload.length, length > maxBytes(plan) { throw tooLarge(plan) }
         if let contentLength = append.contentLength, upload.offset + contentLength > limit {
             throw upload.length != nil || append.length != nil
-                ? UploadRejection(status: 413, code: "past_length", detail: "The bytes sent go past the upload's declared length (\(limit) bytes).")
+                ? Refusal.pastLength(limit: limit)
                 : tooLarge(plan)
         }
         try await staging.prepare(id: id, offset: upload.offset)
@@ -339,8 +333,8 @@ public final class ResumableUploads: Sendable {
                     if position + Int64(pending.readableBytes) + Int64(chunk.readableBytes) > limit {
                         // Wrapped: `tooLarge` may be any error (the HTTP layer's problem), and
                         // anything but a refusal below counts as a dropped connection.
-                        throw Refusal(error: upload.length != nil || append.length != nil
-                            ? UploadRejection(status: 413, code: "past_length", detail: "The bytes sent go past the upload's declared length (\(limit) bytes).")
+                        throw BodyRefusal(error: upload.length != nil || append.length != nil
+                            ? Refusal.pastLength(limit: limit)
                             : tooLarge(plan))
                     }
                     hasher?.update(chunk.readableBytesView)
@@ -360,9 +354,9 @@ public final class ResumableUploads: Sendable {
                         lastCommit = Date()
                     }
                 }
-            } catch let rejection as UploadRejection {
-                throw rejection
             } catch let refusal as Refusal {
+                throw refusal
+            } catch let refusal as BodyRefusal {
                 // Past the limit, whatever the framing (Content-Length, chunked, deferred length):
                 // refused, and nothing of this append past the bytes already written is kept.
                 throw refusal.error
@@ -376,14 +370,11 @@ public final class ResumableUploads: Sendable {
             if let checksum = append.checksum, var hasher {
                 if interrupted {
                     try? await handle.close()
-                    throw UploadRejection(status: 400, code: "upload_interrupted",
-                                          detail: "The append ended before its bytes arrived, so its checksum cannot be verified; nothing of it was kept. Ask for the offset (HEAD) and send again.")
+                    throw Refusal.appendInterrupted
                 }
                 guard hasher.finish() == checksum.digest else {
                     try? await handle.close()
-                    throw UploadRejection(status: 460, code: "checksum_mismatch",
-                                          detail: "The bytes received do not match the Upload-Checksum sent with them; they were discarded. Send them again from offset \(start).",
-                                          extras: ["offset": .int(Int(start))])
+                    throw Refusal.checksumMismatch(offset: start)
                 }
             }
             try await flush()
@@ -395,8 +386,7 @@ public final class ResumableUploads: Sendable {
             var length = append.length ?? upload.length
             if append.completes && !interrupted {
                 if let declared = length, declared != position {
-                    throw UploadRejection(status: 400, code: "length_mismatch",
-                                          detail: "The upload was declared as \(declared) bytes but ended at \(position).")
+                    throw Refusal.lengthMismatch(.endedElsewhere(declared: declared, ended: position))
                 }
                 length = position
             }
@@ -465,7 +455,7 @@ public final class ResumableUploads: Sendable {
             upload.jobId = job.id
             return .completed(upload, job, usage)
         } catch {
-            let rejection = error as? UploadRejection
+            let rejection = error as? Refusal
             // A failure that is not a refusal (the database or the bucket for a moment) keeps
             // the bytes when they are still staged: the client completes the upload again with
             // an empty append at its offset.
@@ -475,7 +465,7 @@ public final class ResumableUploads: Sendable {
                 throw error
             }
             let code = rejection?.code ?? "upload_failed"
-            let message = rejection?.detail ?? "The upload could not be turned into a job. Try again later."
+            let message = rejection?.message ?? "The upload could not be turned into a job. Try again later."
             _ = try? await store.finishUpload(id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
                                               errorMessage: message, now: now)
             await staging.remove(id: upload.id)
@@ -561,29 +551,21 @@ public final class ResumableUploads: Sendable {
         return expired
     }
 
-    public static let notFound = UploadRejection(status: 404, code: "upload_not_found",
-                                          detail: "There is no such upload. Create one with POST /api/v1/uploads.")
-    public static let gone = UploadRejection(status: 410, code: "upload_gone",
-                                      detail: "This upload was cancelled or has expired; its bytes are deleted. Start a new upload.")
+    public static let notFound = Refusal.uploadNotFound
+    public static let gone = Refusal.uploadGone
 
-    public static func finished(_ upload: ResumableUpload) -> UploadRejection {
+    public static func finished(_ upload: ResumableUpload) -> Refusal {
         switch upload.state {
-        case .completed:
-            UploadRejection(status: 409, code: "upload_complete",
-                            detail: "This upload is complete; its job is \(upload.jobId ?? "").",
-                            extras: ["offset": .int(Int(upload.offset)), "job_id": .string(upload.jobId ?? "")])
-        case .failed:
-            UploadRejection(status: 410, code: upload.errorCode ?? "upload_failed",
-                            detail: upload.errorMessage ?? "This upload was refused. Start a new upload.")
-        case .terminated, .expired, .receiving:
-            gone
+        case .completed: .uploadComplete(offset: upload.offset, jobID: upload.jobId)
+        case .failed: .uploadFailed(code: upload.errorCode, message: upload.errorMessage)
+        case .terminated, .expired, .receiving: gone
         }
     }
 }
 
 /// A refusal raised while the body is read, kept apart from the body's own errors (a dropped
 /// connection keeps what arrived; a refusal answers).
-private struct Refusal: Error {
+private struct BodyRefusal: Error {
     let error: any Error
 }
 

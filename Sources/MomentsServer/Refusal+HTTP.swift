@@ -1,0 +1,79 @@
+import HTTPTypes
+import Hummingbird
+import Jobs
+
+/// The HTTP status of every refusal of the service, in one table: the multipart upload, the tus
+/// and IETF resumable uploads and re-cuts answer a refusal alike (the resumable controller adds
+/// only its protocol's headers).
+extension Refusal {
+    var status: HTTPResponse.Status {
+        switch self {
+        case .uploadLocked: return .init(code: 423, reasonPhrase: "Locked")
+        case .checksumMismatch: return .init(code: 460, reasonPhrase: "Checksum Mismatch")
+        // Without a reason phrase, as these answers always had (the problem's title names the status).
+        default: return .init(code: statusCode)
+        }
+    }
+
+    var statusCode: Int {
+        switch self {
+        case .quotaExceeded: 402
+        case .tooManyJobs, .dailyBudgetExceeded: 429
+        case .unreadable, .unusableMedia, .tooShort, .tooLongForServer, .tooLongForPlan, .originalBeyondPlan: 422
+        case .insufficientStorage: 507
+        case .storageUnavailable: 503
+        // A form field's target_duration that is no number is malformed; the other options are out of range.
+        case .targetDurationNotANumber: 400
+        case .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality, .qualityNotAString, .invalidAspect,
+             .aspectNotAString, .invalidInclude, .invalidExclude: 422
+        case .uploadNotFound: 404
+        case .uploadGone, .uploadFailed: 410
+        case .uploadComplete, .offsetMismatch: 409
+        case .uploadLocked: 423
+        case .lengthMismatch, .appendInterrupted: 400
+        case .pastLength: 413
+        case .checksumMismatch: 460
+        }
+    }
+}
+
+extension Problem {
+    /// The refusal as its problem: the table's status, the refusal's code, sentence and figures,
+    /// and Retry-After when waiting helps.
+    init(_ refusal: Refusal) {
+        var extensions: [String: ProblemValue] = [:]
+        for (key, value) in refusal.extras {
+            switch value {
+            case .int(let v): extensions[key] = .int(v)
+            case .string(let v): extensions[key] = .string(v)
+            case .strings(let v): extensions[key] = .strings(v)
+            }
+        }
+        var headers: HTTPFields = [:]
+        if let retry = refusal.retryAfter { headers[.retryAfter] = String(retry) }
+        self.init(refusal.status, code: refusal.code, detail: refusal.message, extensions: extensions, headers: headers)
+    }
+}
+
+extension Problem {
+    /// Why a job cannot be re-cut (before any of its options are looked at), as its problem.
+    init(_ refusal: JobService.RecutRefusal, jobID: String) {
+        switch refusal {
+        case .notFound:
+            self = Problem.jobNotFound(jobID)
+        case .notCompleted(let state):
+            self.init(.conflict, code: "job_not_completed",
+                      detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
+                      extensions: ["job_status": .string(state.rawValue)])
+        case .notAllowed(let plan):
+            self.init(.forbidden, code: "recuts_not_allowed",
+                      detail: "The \(plan) plan does not include re-cuts. "
+                          + "Upload the video again with the new settings.")
+        case .inputGone:
+            self.init(.gone, code: "input_deleted",
+                      detail: "The original video of this highlight is no longer kept (deleted, its retention "
+                          + "period is over, or released to keep the account's stored videos within its plan). "
+                          + "Upload it again to make a new highlight.")
+        }
+    }
+}
