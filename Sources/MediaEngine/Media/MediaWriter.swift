@@ -138,7 +138,38 @@ public final class MediaWriter {
         let pixelFormat = settings.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
         let gop = max(1, Int((settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
         self.timeBase = timeBase.av
-        makeEncoder = { () throws(MediaError) -> CodecContext in try CodecContext.encoder(
+        makeEncoder = MediaWriter.videoEncoderFactory(settings, timeBase: timeBase, pixelFormat: pixelFormat, gop: gop,
+                                                      globalHeader: globalHeader)
+        let video = try makeEncoder()
+        self.video = video
+        videoStream = try output.addStream(for: video)
+        try MediaWriter.describe(videoStream, settings, path: path)
+        if let audioSettings {
+            let encoder = try MediaWriter.audioEncoder(audioSettings, globalHeader: globalHeader)
+            audio = encoder
+            audioStream = try output.addStream(for: encoder)
+            let frameSize = max(1, Int(encoder.pointer.pointee.frame_size))
+            fifo = try AudioFIFO(format: AV_SAMPLE_FMT_FLTP, channels: audioSettings.channels, capacity: frameSize * 4)
+            audioFrame = try MediaWriter.audioFrame(for: encoder, size: frameSize, sampleRate: audioSettings.sampleRate)
+        } else {
+            audio = nil
+            audioStream = nil
+            fifo = nil
+            audioFrame = nil
+        }
+        pictureFrame = try Frame(width: settings.width, height: settings.height, format: pixelFormat)
+        packet = try Packet()
+        try output.writeHeader(options: ["movflags": "+faststart"])
+    }
+
+    deinit {
+        if !finished { unlink(temporaryPath) }
+    }
+
+    /// Opens a video encoder for `settings`: the first run's, and each run after copied pictures.
+    private static func videoEncoderFactory(_ settings: VideoEncoding, timeBase: Rational, pixelFormat: AVPixelFormat,
+                                            gop: Int, globalHeader: Bool) -> () throws(MediaError) -> CodecContext {
+        { () throws(MediaError) -> CodecContext in try CodecContext.encoder(
             named: settings.codec == .hevc ? "libx265" : "libx264",
             options: MediaWriter.encoderOptions(settings, gop: gop)
         ) { c in
@@ -159,57 +190,48 @@ public final class MediaWriter {
             c.pointee.thread_count = Int32(settings.threads)
             if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         } }
-        let video = try makeEncoder()
-        self.video = video
-        videoStream = try output.addStream(for: video)
+    }
+
+    /// The video stream's frame rate, HEVC tag and rotation.
+    private static func describe(_ videoStream: UnsafeMutablePointer<AVStream>, _ settings: VideoEncoding,
+                                 path: String) throws(MediaError) {
         videoStream.pointee.avg_frame_rate = settings.frameRate.av
         if settings.codec == .hevc {
             // Apple's tag (parameter sets in the sample description), as iPhone files have.
             videoStream.pointee.codecpar.pointee.codec_tag = UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8
                 | UInt32(UInt8(ascii: "c")) << 16 | UInt32(UInt8(ascii: "1")) << 24
         }
-        if settings.rotation % 360 != 0 {
-            guard let matrix = av_stream_new_side_data(videoStream, AV_PKT_DATA_DISPLAYMATRIX, 36) else {
-                throw MediaError(.ffmpeg, operation: "av_stream_new_side_data", path: path, detail: "out of memory")
-            }
-            matrix.withMemoryRebound(to: Int32.self, capacity: 9) {
-                av_display_rotation_set($0, Double(settings.rotation)) // FFmpeg stores it so that av_display_rotation_get reads back -rotation (counter-clockwise)
-            }
+        guard settings.rotation % 360 != 0 else { return }
+        guard let matrix = av_stream_new_side_data(videoStream, AV_PKT_DATA_DISPLAYMATRIX, 36) else {
+            throw MediaError(.ffmpeg, operation: "av_stream_new_side_data", path: path, detail: "out of memory")
         }
-        if let audioSettings {
-            let encoder = try CodecContext.encoder(named: "aac") { c in
-                c.pointee.sample_rate = Int32(audioSettings.sampleRate)
-                c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
-                c.pointee.bit_rate = Int64(audioSettings.bitRate)
-                c.pointee.time_base = AVRational(num: 1, den: Int32(audioSettings.sampleRate))
-                av_channel_layout_default(&c.pointee.ch_layout, Int32(audioSettings.channels))
-                if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-            }
-            audio = encoder
-            audioStream = try output.addStream(for: encoder)
-            let frameSize = max(1, Int(encoder.pointer.pointee.frame_size))
-            fifo = try AudioFIFO(format: AV_SAMPLE_FMT_FLTP, channels: audioSettings.channels, capacity: frameSize * 4)
-            let frame = try Frame()
-            frame.pointer.pointee.nb_samples = Int32(frameSize)
-            frame.pointer.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-            frame.pointer.pointee.sample_rate = Int32(audioSettings.sampleRate)
-            try check(av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
-                      "av_channel_layout_copy")
-            try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer (audio)")
-            audioFrame = frame
-        } else {
-            audio = nil
-            audioStream = nil
-            fifo = nil
-            audioFrame = nil
+        // FFmpeg stores it so that av_display_rotation_get reads back -rotation (counter-clockwise).
+        matrix.withMemoryRebound(to: Int32.self, capacity: 9) {
+            av_display_rotation_set($0, Double(settings.rotation))
         }
-        pictureFrame = try Frame(width: settings.width, height: settings.height, format: pixelFormat)
-        packet = try Packet()
-        try output.writeHeader(options: ["movflags": "+faststart"])
     }
 
-    deinit {
-        if !finished { unlink(temporaryPath) }
+    private static func audioEncoder(_ settings: AudioEncoding, globalHeader: Bool) throws(MediaError) -> CodecContext {
+        try CodecContext.encoder(named: "aac") { c in
+            c.pointee.sample_rate = Int32(settings.sampleRate)
+            c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+            c.pointee.bit_rate = Int64(settings.bitRate)
+            c.pointee.time_base = AVRational(num: 1, den: Int32(settings.sampleRate))
+            av_channel_layout_default(&c.pointee.ch_layout, Int32(settings.channels))
+            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }
+    }
+
+    /// The frame the audio FIFO is drained into: one encoder frame of planar float.
+    private static func audioFrame(for encoder: CodecContext, size: Int, sampleRate: Int) throws(MediaError) -> Frame {
+        let frame = try Frame()
+        frame.pointer.pointee.nb_samples = Int32(size)
+        frame.pointer.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+        frame.pointer.pointee.sample_rate = Int32(sampleRate)
+        try check(av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
+                  "av_channel_layout_copy")
+        try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer (audio)")
+        return frame
     }
 
     /// The encoder's private options: preset, CRF and, for a fixed GOP, the GOP structure spelled
