@@ -1,6 +1,6 @@
 import Foundation
 
-/// A video's content fingerprint for recognising re-uploads (issue 15): made during the analysis
+/// A video's content fingerprint for recognising re-uploads: made during the analysis
 /// pass from the frames it already measures, in DISPLAY orientation (rotation metadata applied), so
 /// a re-encode, another bitrate or resolution, rotation carried as metadata or baked into the pixels,
 /// and trimming at either end all leave it recognisable. `FingerprintMatcher` aligns two of them.

@@ -2,7 +2,7 @@ import Analysis
 import Foundation
 import MediaEngine
 
-/// An earlier upload of the same account a new one may be a copy of (issue 15), as the worker
+/// An earlier upload of the same account a new one may be a copy of, as the worker
 /// hands it to the isolated child: its fingerprint and, when the new job asks for the same
 /// highlight (length, quality, shape, no pins), the segments of the highlight it already made.
 public struct ReuploadCandidate: Sendable, Codable, Equatable {

@@ -205,7 +205,7 @@ public final class AppDatabase: MomentsStore {
             try db.alter(table: "resumable_upload") { t in t.add(column: "edit", .text) }
         }
         migrator.registerMigration("v11 content fingerprints") { db in
-            // Re-uploads recognised per account (issue 15): one fingerprint per analysed input.
+            // Re-uploads recognised per account: one fingerprint per analysed input.
             try db.create(table: "content_fingerprint") { t in
                 t.column("jobId", .text).primaryKey().references("job", onDelete: .cascade)
                 t.column("accountId", .text).notNull().references("account", onDelete: .cascade)

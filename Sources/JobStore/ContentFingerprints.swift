@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// An analysed upload's content fingerprint (issue 15), stored for recognising re-uploads of the
+/// An analysed upload's content fingerprint, stored for recognising re-uploads of the
 /// same account. The fingerprint itself is opaque here: the analysis' JSON of it.
 public struct StoredFingerprint: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "content_fingerprint"

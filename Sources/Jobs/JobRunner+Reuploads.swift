@@ -7,7 +7,7 @@ import Synchronization
 import MediaEngine
 import Telemetry
 
-/// Re-uploads recognised (issue 15): before a job's analysis, its input is compared with the
+/// Re-uploads recognised: before a job's analysis, its input is compared with the
 /// account's earlier uploads whose media are still stored. Never another account's: the
 /// candidates come from the job's own account only, and the analysis cache is per account.
 extension JobRunner {

@@ -5,7 +5,7 @@ import MediaEngine
 import MediaSynth
 import Testing
 
-/// Look-alike moments (issue 15): two moments of one scene (the background stays, the subject
+/// Look-alike moments: two moments of one scene (the background stays, the subject
 /// stands elsewhere), even in different shots far apart, are never both in a highlight unless the
 /// target cannot be filled without them.
 @Suite("Look-alike moments", .serialized)

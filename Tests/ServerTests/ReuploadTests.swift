@@ -8,7 +8,7 @@ import MediaSynth
 import NIOCore
 import Testing
 
-/// Re-uploads recognised per account (issue 15): a trimmed, re-encoded copy of an earlier upload
+/// Re-uploads recognised per account: a trimmed, re-encoded copy of an earlier upload
 /// reuses its analysis, gets the same highlight without a second charge, and shows `duplicate_of`
 /// (an untrimmed copy its storyboard too);
 /// another account's identical upload and unrelated videos are not recognised.

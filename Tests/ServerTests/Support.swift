@@ -136,7 +136,7 @@ struct TestServer {
 
     var layout: StorageLayout { service.layout }
 
-    /// The server tests of issue 4 upload many videos from one account: their free plan has room
+    /// The service tests upload many videos from one account: their free plan has room
     /// (the plan tests use the real defaults).
     static var roomyPlans: PlanSettings {
         var plans = PlanSettings()

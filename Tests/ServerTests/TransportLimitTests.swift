@@ -6,7 +6,7 @@ import MomentsConfig
 import NIOCore
 import Testing
 
-/// Issue 10, the HTTP transport: what one client can hold of the server (uploads in flight,
+/// The HTTP transport: what one client can hold of the server (uploads in flight,
 /// connections, disk), how long it can hold it (header, idle and body-rate limits), what it learns
 /// before it may send a body (100 Continue), and what errors and /ready tell it.
 @Suite("Transport limits")
