@@ -7,7 +7,7 @@ export SWIFT
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
-.PHONY: run test test-tools test-browser setup build release bench clean fuzz
+.PHONY: run test test-tools test-browser setup build release bench clean fuzz format
 
 # Installs the system libraries only when pkg-config cannot find them (sudo when not root).
 setup:
@@ -111,6 +111,11 @@ fuzz: setup
 	findings=$$(ls $(FUZZ_DIR)/findings); \
 	if [ -n "$$findings" ]; then echo "fuzz findings (replay: $(FUZZ_DIR)/debug/ProbeFuzz FILE):"; ls -l $(FUZZ_DIR)/findings; exit 1; \
 	else echo "fuzz: no crash, hang or runaway allocation in $(FUZZ_SECONDS) s (corpus: $$(ls $(FUZZ_DIR)/corpus | wc -l) inputs)"; fi
+
+# Lays out the Swift sources with the toolchain's swift-format and the committed .swift-format
+# (4 spaces, 120 columns; layout only, no rewriting rules).
+format:
+	$(SWIFT) format format --in-place --recursive --parallel --configuration .swift-format Sources Tests Package.swift
 
 clean:
 	rm -rf .build
