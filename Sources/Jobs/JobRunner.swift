@@ -265,15 +265,7 @@ public final class JobRunner: Service, Sendable {
     }
 
     private func process(_ job: Job, worker: String) async {
-        let token = CancellationToken()
-        running.withLock { $0[job.id] = Running(token: token, worker: worker) }
-        // A shutdown or a DELETE between the claim and the registration above would have missed
-        // this token: look again. A failed read is not a cancellation (the job then runs).
-        if shuttingDown.load(ordering: .relaxed) {
-            token.cancel()
-        } else if let current = try? await database.job(id: job.id), current.status != .processing || current.leaseOwner != worker {
-            token.cancel()
-        }
+        let token = await register(job, worker: worker)
         let started = clock()
         let stages = JobMetrics.started(attempt: job.attempts)
         var log = logger
@@ -283,88 +275,18 @@ public final class JobRunner: Service, Sendable {
         let reporter = ProgressReporter(jobID: job.id, worker: worker, database: database, token: token,
                                         interval: .milliseconds(settings.progressIntervalMs), clock: clock)
         let progressTask = Task { await reporter.run() }
-        var quality = RenderQuality(rawValue: job.quality) ?? .high
-        if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
         // The child sees local files only: the input is fetched to the job's workspace first.
         stages.step("fetch input")
         let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
         let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
-        var request = media.request(source: workspace.inputPath, quality: quality)
-        request.output = workspace.resultPath
-        request.posterOutput = workspace.posterPath
-        request.analysisOutput = workspace.analysisPath
-        // The analysis cache is per account: an identical upload of another account is analysed
-        // again, so nothing (not even a shorter processing time) tells one account of another's videos.
-        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        request.cacheDirectory = cacheDirectory
-        request.selection.targetDuration = Double(job.targetDuration)
-        request.analysisData = workspace.analysisDataPath
-        request.storyboardOutput = workspace.storyboardPath
-        if let edit = job.edit {
-            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
-            request.selection.include = edit.include
-            request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
-        }
-        // The plan's length limit holds on decoded timestamps, whatever the header claims.
-        request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
-        let budget = timeBudget(job)
-        let isolation = self.isolation
-        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
-        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let access = ChildAccess(writable: [workspace.directory, cacheDirectory])
-        let childLog = log
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let niceness = settings.niceness
-        // The job's budget holds for its children together (the recognition look, then the highlight).
-        let deadline = ContinuousClock.now + .seconds(budget)
-        @Sendable func runChild(_ task: ChildTask, followUp: (@Sendable (ChildMessage) -> ChildTask?)? = nil) async -> ChildOutcome {
-            let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
-            return (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
-                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: left, cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
-                                  cancellation: token, logger: childLog, onProgress: { stage, fraction in
-                    reporter.report(stage: stage, fraction: fraction)
-                    stages.enter(stage)
-                }, followUp: followUp)
-            }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
-        }
+        let request = highlightRequest(for: job, in: workspace)
+        let children = childLauncher(for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
         var outcome = Self.workspaceFailure
         // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
         var recognized: RecognizedReupload?
         if prepared != nil {
-            stages.step("candidates")
-            let candidates = await reuploadCandidates(for: job, log: log)
-            let look = candidates.isEmpty || token.isCancelled ? nil
-                : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
-            if let look {
-                // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
-                stages.step("child start")
-                let base = request, jobLog = log
-                // Set once the look has answered: what the worker keeps of a recognised copy (nil when it is none).
-                let answered = Mutex<RecognizedReupload??>(nil)
-                outcome = await runChild(look) { message in
-                    guard let recognition = message.recognition else { return nil }
-                    let (next, found) = Self.waitOnThisThread {
-                        await self.afterRecognition(recognition, job: job, candidates: candidates, workspace: workspace,
-                                                    request: base, stages: stages, log: jobLog)
-                    }
-                    answered.withLock { $0 = .some(found) }
-                    stages.step("highlight")
-                    return ChildTask.highlight(next)
-                }
-                if let found = answered.withLock({ $0 }) {
-                    recognized = found
-                } else if case .cancelled = outcome {
-                    // Stopped before the look answered: nothing to fall back to.
-                } else {
-                    // No answer from the look (it failed or died before one): analysed in full, in a new child.
-                    log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
-                    stages.step("highlight child start")
-                    outcome = await runChild(ChildTask.highlight(request))
-                }
-            } else {
-                stages.step("highlight child start")
-                outcome = await runChild(ChildTask.highlight(request))
-            }
+            (outcome, recognized) = await runChildren(job, workspace: workspace, request: request, run: children, token: token,
+                                                      stages: stages, log: log)
             Self.removeRecognitionFiles(workspace)
         }
         progressTask.cancel()
@@ -382,6 +304,106 @@ public final class JobRunner: Service, Sendable {
         stages.done()
         let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Registers the job as running here and returns its cancellation token (already cancelled
+    /// when a shutdown or a DELETE came between the claim and the registration).
+    private func register(_ job: Job, worker: String) async -> CancellationToken {
+        let token = CancellationToken()
+        running.withLock { $0[job.id] = Running(token: token, worker: worker) }
+        // A failed read is not a cancellation (the job then runs).
+        if shuttingDown.load(ordering: .relaxed) {
+            token.cancel()
+        } else if let current = try? await database.job(id: job.id), current.status != .processing || current.leaseOwner != worker {
+            token.cancel()
+        }
+        return token
+    }
+
+    /// The engine's request for the job: its length, shape, pinned and excluded moments, the
+    /// workspace's files, the account's analysis cache and the plan's length limit.
+    private func highlightRequest(for job: Job, in workspace: JobWorkspace) -> HighlightRequest {
+        var quality = RenderQuality(rawValue: job.quality) ?? .high
+        if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
+        var request = media.request(source: workspace.inputPath, quality: quality)
+        request.output = workspace.resultPath
+        request.posterOutput = workspace.posterPath
+        request.analysisOutput = workspace.analysisPath
+        // The analysis cache is per account: an identical upload of another account is analysed
+        // again, so nothing (not even a shorter processing time) tells one account of another's videos.
+        request.cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        request.selection.targetDuration = Double(job.targetDuration)
+        request.analysisData = workspace.analysisDataPath
+        request.storyboardOutput = workspace.storyboardPath
+        if let edit = job.edit {
+            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
+            request.selection.include = edit.include
+            request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
+        }
+        // The plan's length limit holds on decoded timestamps, whatever the header claims.
+        request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        return request
+    }
+
+    /// Runs one isolated child of the job on a thread of its own, within what is left of the
+    /// job's time budget (which holds for its children together: the recognition look, then the highlight).
+    typealias ChildLauncher = @Sendable (ChildTask, (@Sendable (ChildMessage) -> ChildTask?)?) async -> ChildOutcome
+
+    private func childLauncher(for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
+                               stages: JobStageTimer, log: Logger) -> ChildLauncher {
+        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        let isolation = self.isolation
+        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
+        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let access = ChildAccess(writable: [workspace.directory, cacheDirectory])
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let niceness = settings.niceness
+        let deadline = ContinuousClock.now + .seconds(timeBudget(job))
+        return { task, followUp in
+            let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
+            return (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
+                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: left, cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
+                                  cancellation: token, logger: log, onProgress: { stage, fraction in
+                    reporter.report(stage: stage, fraction: fraction)
+                    stages.enter(stage)
+                }, followUp: followUp)
+            }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
+        }
+    }
+
+    /// The job's children: the keyframe look at earlier uploads when there are candidates, then
+    /// the highlight in the same child; or the highlight alone.
+    private func runChildren(_ job: Job, workspace: JobWorkspace, request: HighlightRequest, run runChild: ChildLauncher,
+                             token: CancellationToken, stages: JobStageTimer, log: Logger) async -> (ChildOutcome, RecognizedReupload?) {
+        stages.step("candidates")
+        let candidates = await reuploadCandidates(for: job, log: log)
+        let look = candidates.isEmpty || token.isCancelled ? nil
+            : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
+        guard let look else {
+            stages.step("highlight child start")
+            return (await runChild(ChildTask.highlight(request), nil), nil)
+        }
+        // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
+        stages.step("child start")
+        // Set once the look has answered: what the worker keeps of a recognised copy (nil when it is none).
+        let answered = Mutex<RecognizedReupload??>(nil)
+        var outcome = await runChild(look) { message in
+            guard let recognition = message.recognition else { return nil }
+            let (next, found) = Self.waitOnThisThread {
+                await self.afterRecognition(recognition, job: job, candidates: candidates, workspace: workspace,
+                                            request: request, stages: stages, log: log)
+            }
+            answered.withLock { $0 = .some(found) }
+            stages.step("highlight")
+            return ChildTask.highlight(next)
+        }
+        if let found = answered.withLock({ $0 }) { return (outcome, found) }
+        if case .cancelled = outcome { return (outcome, nil) } // stopped before the look answered
+        // No answer from the look (it failed or died before one): analysed in full, in a new child.
+        log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
+        stages.step("highlight child start")
+        outcome = await runChild(ChildTask.highlight(request), nil)
+        return (outcome, nil)
     }
 
     /// A child that died abnormally this many times fails the job for good.
