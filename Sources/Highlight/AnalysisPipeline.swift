@@ -27,6 +27,19 @@ public struct AnalysisSettings: Sendable, Codable, Equatable {
     /// key, so an analysis made under looser limits is not served under tighter ones.
     public var limits = DecodeLimits()
     public init() {}
+
+    /// The analysis decode these settings ask for; the decoder's other options keep their own
+    /// defaults. Derived here so the decode settings are declared once, above.
+    public var decodeOptions: AnalysisOptions {
+        var options = AnalysisOptions()
+        options.maxSide = maxSide
+        options.skipNonReferenceFrames = skipNonReferenceFrames
+        options.skipLoopFilter = skipLoopFilter
+        options.maxFrameRate = maxFrameRate
+        options.audioSampleRate = audioSampleRate
+        options.limits = limits
+        return options
+    }
 }
 
 /// How shots are cut into candidate segments.
@@ -52,13 +65,8 @@ public enum AnalysisPipeline {
     public static func analyze(_ path: String, settings: AnalysisSettings = AnalysisSettings(),
                                cancellation: CancellationToken? = nil,
                                progress: ((Double) -> Void)? = nil) throws(MediaError) -> VideoAnalysis {
-        var options = AnalysisOptions()
-        options.maxSide = settings.maxSide
-        options.skipNonReferenceFrames = settings.skipNonReferenceFrames
-        options.skipLoopFilter = settings.skipLoopFilter
-        options.maxFrameRate = settings.maxFrameRate
+        var options = settings.decodeOptions
         options.audioSampleRate = max(4_000, min(settings.audioSampleRate, 96_000))
-        options.limits = settings.limits
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
         let info = decoder.info
         let full = settings.plan.choice == .full

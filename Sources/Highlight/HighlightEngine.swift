@@ -79,7 +79,9 @@ public enum HighlightStyle: String, Sendable, Codable, CaseIterable {
     case crossfade
 }
 
-public struct HighlightRequest: Sendable {
+/// Everything one highlight needs. Codable as it is: the job's isolated child receives it as JSON,
+/// where an absent optional field decodes as nil and an unknown field is ignored.
+public struct HighlightRequest: Sendable, Codable, Equatable {
     public var source: String
     public var output: String?
     public var quality: RenderQuality = .high

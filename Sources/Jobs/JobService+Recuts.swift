@@ -80,7 +80,7 @@ extension JobService {
 extension JobService {
     /// Seconds of crossfade at each join of the highlights this service renders (0: hard cuts).
     public var crossfadeSeconds: Double {
-        let highlight = runner.media.highlight
-        return HighlightStyle(rawValue: highlight.style) == .crossfade ? highlight.crossfadeSeconds : 0
+        let highlight = runner.media.template
+        return highlight.style == .crossfade ? highlight.crossfadeSeconds : 0
     }
 }

@@ -13,8 +13,10 @@ public enum MomentsConfiguration {
     ///   - environment: the variables to read (the process environment by default; tests pass their own).
     ///   - file: the JSON file; when nil, `MOMENTS_CONFIG` from `environment` or Config/moments.json. A
     ///     missing file means built-in defaults; a malformed one is an error naming the file.
+    ///   - accessReporter: told of every key read (tests use it to list the keys the service reads).
     public static func reader(environment: [String: String] = ProcessInfo.processInfo.environment,
-                              file: String? = nil) async throws -> ConfigReader {
+                              file: String? = nil,
+                              accessReporter: (any AccessReporter)? = nil) async throws -> ConfigReader {
         let path = file ?? environment["MOMENTS_CONFIG"] ?? defaultFile
         let fileProvider: FileProvider<JSONSnapshot>
         do {
@@ -25,7 +27,7 @@ public enum MomentsConfiguration {
         return ConfigReader(providers: [
             EnvironmentVariablesProvider(environmentVariables: environment),
             fileProvider,
-        ])
+        ], accessReporter: accessReporter)
     }
 }
 

@@ -41,13 +41,15 @@ public struct MediaStorageSettings: Sendable, Equatable {
     public var backendKind: Backend? { Backend(rawValue: backend.trimmingCharacters(in: .whitespaces).lowercased()) }
 
     public init(reader config: ConfigReader) {
-        backend = config.string(forKey: "storage.backend", default: backend)
-        endpoint = config.string(forKey: "storage.s3.endpoint", default: endpoint)
-        region = config.string(forKey: "storage.s3.region", default: region)
-        bucket = config.string(forKey: "storage.s3.bucket", default: bucket)
-        pathStyle = config.bool(forKey: "storage.s3.pathStyle", default: pathStyle)
-        prefix = config.string(forKey: "storage.s3.prefix", default: prefix)
-        presignDownloads = config.bool(forKey: "storage.s3.presignDownloads", default: presignDownloads)
-        presignSeconds = min(7 * 24 * 3600, max(1, config.int(forKey: "storage.s3.presignSeconds", default: presignSeconds)))
+        let storage = config.scoped(to: "storage")
+        storage.read("backend", into: &backend)
+        let s3 = storage.scoped(to: "s3")
+        s3.read("endpoint", into: &endpoint)
+        s3.read("region", into: &region)
+        s3.read("bucket", into: &bucket)
+        s3.read("pathStyle", into: &pathStyle)
+        s3.read("prefix", into: &prefix)
+        s3.read("presignDownloads", into: &presignDownloads)
+        s3.read("presignSeconds", into: &presignSeconds, in: 1...7 * 24 * 3600)
     }
 }

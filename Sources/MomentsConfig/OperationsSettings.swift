@@ -20,12 +20,17 @@ public struct OperationsSettings: Sendable, Equatable {
     public var metricsWorkerPort = 9464
     /// `log.format` / LOG_FORMAT: `text` or `json` (anything else is text).
     public var logFormat = LogFormat.text
+    /// `log.level` / LOG_LEVEL: trace, debug, info, notice, warning, error or critical (anything
+    /// else is info); the `--log-level` option of `moments serve` and `moments worker` wins.
+    public var logLevel = "info"
 
     public init() {}
 
     public init(reader config: ConfigReader) {
-        metricsToken = config.string(forKey: "metrics.token", default: metricsToken)
-        metricsWorkerPort = min(65535, max(0, config.int(forKey: "metrics.workerPort", default: metricsWorkerPort)))
-        logFormat = LogFormat(rawValue: config.string(forKey: "log.format", default: logFormat.rawValue).lowercased()) ?? .text
+        let metrics = config.scoped(to: "metrics"), log = config.scoped(to: "log")
+        metrics.read("token", into: &metricsToken)
+        metrics.read("workerPort", into: &metricsWorkerPort, in: 0...65535)
+        logFormat = LogFormat(rawValue: log.string(forKey: "format", default: logFormat.rawValue).lowercased()) ?? .text
+        log.read("level", into: &logLevel)
     }
 }

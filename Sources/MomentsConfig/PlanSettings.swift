@@ -43,23 +43,28 @@ public struct PlanSettings: Sendable, Equatable {
     public init() {}
 
     public init(reader config: ConfigReader) {
-        free = Self.read(config.scoped(to: "plans.free"), defaults: free)
-        pro = Self.read(config.scoped(to: "plans.pro"), defaults: pro)
-        proProductId = config.string(forKey: "plans.pro.productId", default: proProductId)
+        let plans = config.scoped(to: "plans")
+        free = Self.read(plans.scoped(to: "free"), defaults: free)
+        pro = Self.read(plans.scoped(to: "pro"), defaults: pro)
+        plans.scoped(to: "pro").read("productId", into: &proProductId)
     }
 
-    static func read(_ r: ConfigReader, defaults d: Plan) -> Plan {
-        let monthly = r.int(forKey: "monthlyHighlights", default: d.monthlyHighlights ?? 0)
-        let budget = r.double(forKey: "dailyWorkerSeconds", default: d.dailyWorkerSeconds ?? 0)
-        return Plan(name: d.name, monthlyHighlights: monthly > 0 ? monthly : nil,
-                    maxUploadBytes: Int64(r.int(forKey: "maxUploadBytes", default: Int(d.maxUploadBytes))),
-                    maxDurationSeconds: r.double(forKey: "maxDurationSeconds", default: d.maxDurationSeconds),
-                    maxOutputSide: r.int(forKey: "maxOutputSide", default: d.maxOutputSide),
-                    concurrentJobs: max(1, r.int(forKey: "concurrentJobs", default: d.concurrentJobs)),
-                    retentionDays: r.double(forKey: "retentionDays", default: d.retentionDays),
-                    dailyWorkerSeconds: budget > 0 ? budget : nil,
-                    recuts: r.bool(forKey: "recuts", default: d.recuts),
-                    keptInputBytes: max(0, Int64(r.int(forKey: "keptInputBytes", default: Int(d.keptInputBytes)))))
+    static func read(_ r: ConfigReader, defaults: Plan) -> Plan {
+        var plan = defaults
+        // 0 in the file (or no cap by default) means no cap.
+        var monthly = plan.monthlyHighlights ?? 0, budget = plan.dailyWorkerSeconds ?? 0
+        r.read("monthlyHighlights", into: &monthly)
+        r.read("dailyWorkerSeconds", into: &budget)
+        plan.monthlyHighlights = monthly > 0 ? monthly : nil
+        plan.dailyWorkerSeconds = budget > 0 ? budget : nil
+        r.read("maxUploadBytes", into: &plan.maxUploadBytes)
+        r.read("maxDurationSeconds", into: &plan.maxDurationSeconds)
+        r.read("maxOutputSide", into: &plan.maxOutputSide)
+        r.read("concurrentJobs", into: &plan.concurrentJobs, in: 1...Int.max)
+        r.read("retentionDays", into: &plan.retentionDays)
+        r.read("recuts", into: &plan.recuts)
+        r.read("keptInputBytes", into: &plan.keptInputBytes, in: 0...Int64.max)
+        return plan
     }
 
     public func plan(named name: String) -> Plan { name == "pro" ? pro : free }
@@ -82,9 +87,10 @@ public struct AppStoreSettings: Sendable, Equatable {
     public init() {}
 
     public init(reader config: ConfigReader) {
-        bundleId = config.string(forKey: "appStore.bundleId", default: bundleId)
-        environments = config.stringArray(forKey: "appStore.environments", default: environments)
-        rootCertificates = config.stringArray(forKey: "appStore.rootCertificates", default: rootCertificates)
-        sandboxForAll = config.bool(forKey: "appStore.sandboxForAll", default: sandboxForAll)
+        let appStore = config.scoped(to: "appStore")
+        appStore.read("bundleId", into: &bundleId)
+        appStore.read("environments", into: &environments)
+        appStore.read("rootCertificates", into: &rootCertificates)
+        appStore.read("sandboxForAll", into: &sandboxForAll)
     }
 }

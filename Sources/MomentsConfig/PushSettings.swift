@@ -34,15 +34,16 @@ public struct PushSettings: Sendable, Equatable {
     public init() {}
 
     public init(reader config: ConfigReader) {
-        keyPath = config.string(forKey: "apns.keyPath", default: keyPath)
-        keyId = config.string(forKey: "apns.keyId", default: keyId)
-        teamId = config.string(forKey: "apns.teamId", default: teamId)
-        topic = config.string(forKey: "apns.topic", default: topic)
-        endpoint = config.string(forKey: "apns.endpoint", default: endpoint)
-        sandboxEndpoint = config.string(forKey: "apns.sandboxEndpoint", default: sandboxEndpoint)
-        caFile = config.string(forKey: "apns.caFile", default: caFile)
-        maxDevicesPerAccount = max(1, config.int(forKey: "apns.maxDevicesPerAccount", default: maxDevicesPerAccount))
-        retryBackoffSeconds = max(0.05, config.double(forKey: "apns.retryBackoffSeconds", default: retryBackoffSeconds))
+        let apns = config.scoped(to: "apns")
+        apns.read("keyPath", into: &keyPath)
+        apns.read("keyId", into: &keyId)
+        apns.read("teamId", into: &teamId)
+        apns.read("topic", into: &topic)
+        apns.read("endpoint", into: &endpoint)
+        apns.read("sandboxEndpoint", into: &sandboxEndpoint)
+        apns.read("caFile", into: &caFile)
+        apns.read("maxDevicesPerAccount", into: &maxDevicesPerAccount, in: 1...Int.max)
+        apns.read("retryBackoffSeconds", into: &retryBackoffSeconds, in: 0.05...Double.infinity)
     }
 
     /// Pushes are sent only when a key is configured.

@@ -19,8 +19,9 @@ public struct WebhookSettings: Sendable, Equatable {
     public init() {}
 
     public init(reader config: ConfigReader) {
-        allowPrivateTargets = config.bool(forKey: "webhooks.allowPrivateTargets", default: allowPrivateTargets)
-        retryBackoffSeconds = max(0.05, config.double(forKey: "webhooks.retryBackoffSeconds", default: retryBackoffSeconds))
-        pollSeconds = max(0.05, config.double(forKey: "webhooks.pollSeconds", default: pollSeconds))
+        let webhooks = config.scoped(to: "webhooks")
+        webhooks.read("allowPrivateTargets", into: &allowPrivateTargets)
+        webhooks.read("retryBackoffSeconds", into: &retryBackoffSeconds, in: 0.05...Double.infinity)
+        webhooks.read("pollSeconds", into: &pollSeconds, in: 0.05...Double.infinity)
     }
 }

@@ -20,7 +20,7 @@ struct DecodeCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            var options = try CLIConfig.mediaDefaults().analysisOptions
+            var options = try CLIConfig.mediaDefaults().template.analysis.decodeOptions
             if let maxSide { options.maxSide = maxSide }
             if let fps { options.maxFrameRate = fps }
             if skipNonref { options.skipNonReferenceFrames = true }

@@ -18,8 +18,8 @@ struct AnalyzeCommand: ParsableCommand {
         try runReportingErrors {
             let defaults = try CLIConfig.mediaDefaults()
             var request = HighlightRequest(source: file)
-            request.analysis = defaults.analysisSettings
-            request.weights = defaults.weights
+            request.analysis = defaults.template.analysis
+            request.weights = defaults.template.weights
             request.selection.targetDuration = targetDuration
             request.cacheDirectory = try noCache ? nil : CLIConfig.analysisCacheDirectory()
             let token = CancellationToken()
@@ -78,16 +78,10 @@ struct HighlightCommand: ParsableCommand {
     func run() throws {
         try runReportingErrors {
             let defaults = try CLIConfig.mediaDefaults()
-            var request = HighlightRequest(source: file)
+            // validate() refused unknown names, so a given option always names a quality or style.
+            var request = defaults.request(source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
+                                           style: style.flatMap(HighlightStyle.init(rawValue:)))
             request.output = output
-            request.quality = RenderQuality(rawValue: quality ?? defaults.render.quality) ?? .high
-            request.style = HighlightStyle(rawValue: style ?? defaults.highlight.style) ?? .cut
-            request.crossfadeSeconds = defaults.highlight.crossfadeSeconds
-            request.preset = defaults.render.preset
-            request.audioFade = defaults.render.audioFadeSeconds
-            request.maxFrameRate = defaults.render.maxFrameRate
-            request.analysis = defaults.analysisSettings
-            request.weights = defaults.weights
             request.selection.targetDuration = targetDuration
             request.analysisOutput = analysis
             request.posterOutput = poster

@@ -34,12 +34,12 @@ struct RenderCommand: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
-            let defaults = try CLIConfig.mediaDefaults().render
+            let media = try CLIConfig.mediaDefaults(), defaults = media.template
             var request = RenderRequest(source: file, segments: TimeRange.parseList(segments) ?? [], output: output)
-            request.quality = RenderQuality(rawValue: quality ?? defaults.quality) ?? .high
-            request.crossfade = crossfade ?? defaults.crossfadeSeconds
+            request.quality = quality.flatMap(RenderQuality.init(rawValue:)) ?? defaults.quality
+            request.crossfade = crossfade ?? media.renderCrossfadeSeconds
             request.preset = preset ?? defaults.preset
-            request.audioFade = defaults.audioFadeSeconds
+            request.audioFade = defaults.audioFade
             request.maxFrameRate = defaults.maxFrameRate
             if let reuseFrom, let earlier = reuseSegments.flatMap(TimeRange.parseList) {
                 request.reuse = RenderReuse(path: reuseFrom, segments: earlier)

@@ -61,9 +61,10 @@ struct ProcessContext {
         }
         var settings = ServiceSettings(reader: config)
         if let storage { settings.storagePath = storage }
-        LogOutput.bootstrap(json: OperationsSettings(reader: config).logFormat == .json)
+        let operations = OperationsSettings(reader: config)
+        LogOutput.bootstrap(json: operations.logFormat == .json)
         var logger = Logger(label: "moments")
-        let level = logLevel ?? config.string(forKey: "log.level", default: "info")
+        let level = logLevel ?? operations.logLevel
         logger.logLevel = Logger.Level(rawValue: level) ?? .info
         return ProcessContext(config: config, settings: settings, media: MediaDefaults(reader: config), logger: logger)
     }

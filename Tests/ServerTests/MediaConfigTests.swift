@@ -26,11 +26,11 @@ struct MediaConfigTests {
     @Test("analysis.audioSampleRate, maxFrameRate, skipLoopFilter and decodePlan; render.audioFadeSeconds")
     func keysReachJobs() async throws {
         var media = MediaDefaults()
-        media.analysis.audioSampleRate = 8_000
-        media.analysis.maxFrameRate = 10
-        media.analysis.skipLoopFilter = false
-        media.analysis.decodePlan = "full"
-        media.render.audioFadeSeconds = 0.5
+        media.template.analysis.audioSampleRate = 8_000
+        media.template.analysis.maxFrameRate = 10
+        media.template.analysis.skipLoopFilter = false
+        media.template.analysis.plan.choice = .full
+        media.template.audioFade = 0.5
         let tuned = try await job(media)
         let decode = try #require(tuned.analysis["decode"] as? [String: Any])
         #expect(decode["plan"] as? String == "full")
@@ -41,7 +41,7 @@ struct MediaConfigTests {
         #expect(analysed >= 115 && analysed <= 125, "\(analysed) frames analysed at 10 fps")
 
         var sampled = MediaDefaults()
-        sampled.analysis.decodePlan = "sampled"
+        sampled.template.analysis.plan.choice = .sampled
         let plain = try await job(sampled)
         let plainDecode = try #require(plain.analysis["decode"] as? [String: Any])
         #expect(plainDecode["plan"] as? String == "sampled")
@@ -50,7 +50,7 @@ struct MediaConfigTests {
         // The fade: the highlight's first 0.2 s is faint with a 0.5 s fade-in, loud without
         // (the same settings otherwise, so the same moments).
         var unfaded = media
-        unfaded.render.audioFadeSeconds = MediaDefaults().render.audioFadeSeconds
+        unfaded.template.audioFade = MediaDefaults().template.audioFade
         let loud = try await job(unfaded)
         #expect(try openingLoudness(tuned.highlight) < 0.5 * openingLoudness(loud.highlight))
     }

@@ -184,18 +184,15 @@ struct ServiceTests {
         #expect(StoreLocation("", storagePath: "/srv/m") == .sqlite(path: "/srv/m/moments.sqlite"))
         #expect(StoreLocation("sqlite:/data/m.db", storagePath: "x") == .sqlite(path: "/data/m.db"))
         #expect(StoreLocation("/data/m.db", storagePath: "x") == .sqlite(path: "/data/m.db"))
-        // The shipped Config/moments.json holds the built-in defaults.
-        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
-        #expect(shipped == ServiceSettings())
-        // Plans: the shipped file holds their defaults; plans.free.recuts by its environment name.
-        #expect(PlanSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")) == PlanSettings())
+        // That the shipped Config/moments.json holds the built-in defaults: ShippedConfigTests.
+        // plans.free.recuts by its environment name.
         let noRecuts = PlanSettings(reader: try await MomentsConfiguration.reader(environment: ["PLANS_FREE_RECUTS": "false"], file: "Config/moments.json"))
         #expect(!noRecuts.free.recuts && noRecuts.pro.recuts)
         // Jump cuts: off as shipped, on by media.analysis.jumpCuts.
         let shippedMedia = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
-        #expect(!shippedMedia.analysisSettings.shots.jumpCuts)
+        #expect(!shippedMedia.template.analysis.shots.jumpCuts)
         let jumps = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: ["MEDIA_ANALYSIS_JUMP_CUTS": "true"], file: "Config/moments.json"))
-        #expect(jumps.analysisSettings.shots.jumpCuts)
+        #expect(jumps.template.analysis.shots.jumpCuts)
         await #expect(throws: (any Error).self) {
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: file))
             _ = try await MomentsConfiguration.reader(environment: [:], file: file)

@@ -29,8 +29,8 @@ public enum ChildMain {
             case .probe:
                 emit(ChildMessage(probe: try Probe.probe(task.source)))
             case .highlight:
-                guard let spec = task.highlight else { return ChildExit.badTask }
-                try highlight(spec, token: token)
+                guard let request = task.highlight else { return ChildExit.badTask }
+                try highlight(request, token: token)
             case .recognize:
                 guard let spec = task.recognize, let data = FileManager.default.contents(atPath: spec.candidates),
                       let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data) else { return ChildExit.badTask }
@@ -41,8 +41,8 @@ public enum ChildMain {
                 // The highlight the parent prepared from the answer; the end of the input: nothing more.
                 guard let next = input.nextLine() else { return 0 }
                 guard let followUp = try? JSONDecoder().decode(ChildTask.self, from: next), followUp.kind == .highlight,
-                      followUp.source == task.source, let spec = followUp.highlight else { return ChildExit.badTask }
-                try highlight(spec, token: token)
+                      followUp.source == task.source, let request = followUp.highlight else { return ChildExit.badTask }
+                try highlight(request, token: token)
             }
             return 0
         } catch {
@@ -52,9 +52,9 @@ public enum ChildMain {
         }
     }
 
-    private static func highlight(_ spec: HighlightSpec, token: CancellationToken) throws(MediaError) {
+    private static func highlight(_ request: HighlightRequest, token: CancellationToken) throws(MediaError) {
         var last = (stage: "", percent: -1)
-        let result = try HighlightEngine.make(spec.request, cancellation: token) { stage, fraction in
+        let result = try HighlightEngine.make(request, cancellation: token) { stage, fraction in
             let percent = Int(fraction * 100)
             guard stage != last.stage || percent != last.percent else { return }
             last = (stage, percent)

@@ -12,8 +12,8 @@ public struct ChildTask: Codable, Sendable {
 
     public var kind: Kind
     public var source: String
-    /// For `.highlight`: the whole engine request.
-    public var highlight: HighlightSpec?
+    /// For `.highlight`: the whole engine request, as the engine declares it.
+    public var highlight: HighlightRequest?
     /// For `.recognize`: the candidates file and the analysis settings (size, decode limits).
     public var recognize: RecognizeSpec?
     /// For `.recognize`: after its answer the same child reads and runs a `.highlight` task (one
@@ -26,7 +26,7 @@ public struct ChildTask: Codable, Sendable {
                   continues: continues ? true : nil)
     }
     public static func highlight(_ request: HighlightRequest) -> ChildTask {
-        ChildTask(kind: .highlight, source: request.source, highlight: HighlightSpec(request))
+        ChildTask(kind: .highlight, source: request.source, highlight: request)
     }
 }
 
@@ -35,49 +35,6 @@ public struct RecognizeSpec: Codable, Sendable {
     /// A JSON file of `[ReuploadCandidate]` in the job's folder.
     var candidates: String
     var analysis: AnalysisSettings
-}
-
-/// A HighlightRequest as JSON (every field the engine reads).
-public struct HighlightSpec: Codable, Sendable {
-    var source: String
-    var output: String?
-    var quality: RenderQuality
-    var style: HighlightStyle
-    var crossfadeSeconds: Double
-    var preset: String
-    var audioFade: Double
-    var maxFrameRate: Double
-    var analysisOutput: String?
-    var posterOutput: String?
-    var cacheDirectory: String?
-    var analysis: AnalysisSettings
-    var weights: ScoreWeights
-    var selection: SelectionSettings
-    var analysisData: String?
-    var storyboardOutput: String?
-    var aspect: AspectRatio
-    var reframe: ReframeSettings
-    var reuse: AnalysisReuse?
-    var reuploadCandidates: String?
-
-    init(_ r: HighlightRequest) {
-        source = r.source; output = r.output; quality = r.quality; style = r.style; crossfadeSeconds = r.crossfadeSeconds
-        preset = r.preset; audioFade = r.audioFade; maxFrameRate = r.maxFrameRate; analysisOutput = r.analysisOutput; posterOutput = r.posterOutput; cacheDirectory = r.cacheDirectory
-        analysis = r.analysis; weights = r.weights; selection = r.selection
-        analysisData = r.analysisData; storyboardOutput = r.storyboardOutput; aspect = r.aspect; reframe = r.reframe
-        reuse = r.reuse; reuploadCandidates = r.reuploadCandidates
-    }
-
-    var request: HighlightRequest {
-        var r = HighlightRequest(source: source)
-        r.output = output; r.quality = quality; r.style = style; r.crossfadeSeconds = crossfadeSeconds; r.preset = preset
-        r.audioFade = audioFade; r.maxFrameRate = maxFrameRate
-        r.analysisOutput = analysisOutput; r.posterOutput = posterOutput; r.cacheDirectory = cacheDirectory
-        r.analysis = analysis; r.weights = weights; r.selection = selection
-        r.analysisData = analysisData; r.storyboardOutput = storyboardOutput; r.aspect = aspect; r.reframe = reframe
-        r.reuse = reuse; r.reuploadCandidates = reuploadCandidates
-        return r
-    }
 }
 
 /// One line the child writes: progress, then exactly one of probe / result / failure.
