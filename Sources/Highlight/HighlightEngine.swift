@@ -162,58 +162,23 @@ public enum HighlightEngine {
                              detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
         }
         progress?("analysing", 0)
-        var analysis: VideoAnalysis
-        var cached: Bool
-        var duplicate: ReuploadMatch?
-        var copied: [SelectedSegment]?
-        var fingerprint: ContentFingerprint?
-        /// The earlier poster's frame (earlier video's seconds), when its picture may stand for this one's.
-        var earlierPoster: (path: String, time: Double)?
-        if let reuse = request.reuse, let earlier = loadAnalysis(reuse.analysisPath) {
-            // A re-upload: the earlier analysis in this video's seconds, no decode.
-            analysis = earlier.reused(for: reuse.target, minCandidate: request.analysis.candidates.minSeconds)
-            cached = true
-            duplicate = reuse.match
-            copied = reuse.copySegments.flatMap {
-                ReuploadRecognizer.copiedSegments($0, offset: reuse.match.offset, duration: analysis.duration)
-            }
-            if let path = reuse.earlierPoster, let segments = reuse.copySegments, let frame = posterFrame(earlier, segments: segments) {
-                earlierPoster = (path, frame.time)
-            }
-            if let path = request.analysisData { storeAnalysis(analysis, at: path) }
-        } else if let path = request.analysisData, let stored = loadAnalysis(path) {
-            (analysis, cached) = (stored, true)
-        } else {
-            (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
-                                             cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
-            if let path = request.analysisData { storeAnalysis(analysis, at: path) }
-            fingerprint = analysis.fingerprint
-            if let path = request.reuploadCandidates, let fingerprint = analysis.fingerprint, let candidates = loadCandidates(path) {
-                let judged = ReuploadRecognizer.judge(fingerprint, candidates: candidates, duration: analysis.duration)
-                if let match = judged.match {
-                    duplicate = match
-                    copied = candidates.first { $0.jobId == match.jobId }?.copySegments.flatMap {
-                        ReuploadRecognizer.copiedSegments($0, offset: match.offset, duration: analysis.duration)
-                    }
-                }
-            }
-        }
+        let obtained = try obtainAnalysis(request, cancellation: cancellation, progress: progress)
+        let analysis = obtained.analysis
         try cancellation?.check("highlight", path: request.source)
         progress?("selecting", 0.6)
         let scored = Scoring.score(analysis.candidates, weights: request.weights, hasAudio: analysis.hasAudio)
         var selection = request.selection
-        let crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
-        selection.crossfade = crossfade
+        selection.crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
         // The same highlight of the same footage: the earlier one is returned (its file is copied by the caller).
-        let segments = copied ?? Selector.select(analysis, scored: scored, settings: selection)
+        let segments = obtained.copied ?? Selector.select(analysis, scored: scored, settings: selection)
         guard !segments.isEmpty else {
             throw MediaError(.unusable, operation: "highlight", path: request.source,
                              detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
         }
         var report = makeReport(analysis, scored: scored, segments: segments)
-        report.analysisReused = cached
-        if var match = duplicate {
-            match.resultCopied = copied != nil
+        report.analysisReused = obtained.cached
+        if var match = obtained.duplicate {
+            match.resultCopied = obtained.copied != nil
             report.duplicateOf = match
         }
         report.reframe = Reframer.plan(analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
@@ -221,53 +186,19 @@ public enum HighlightEngine {
         // The storyboard needs the moments, not the render: it is drawn beside it (the render alone
         // rarely keeps both cores busy), and waited for before anything is returned or thrown.
         var storyboard: SideThread?
-        if copied != nil, request.reuse?.sameTimeline == true {
+        if obtained.copied != nil, request.reuse?.sameTimeline == true {
             report.storyboardReused = true
         } else if let path = request.storyboardOutput {
             let (drawn, source, limits) = (report, request.source, request.limits)
-            let frozen = analysis
             storyboard = SideThread(name: "moments-storyboard") { () throws(MediaError) in
-                try writeStoryboard(frozen, report: drawn, source: source, to: path, limits: limits, cancellation: cancellation)
+                try writeStoryboard(analysis, report: drawn, source: source, to: path, limits: limits, cancellation: cancellation)
             }
         }
         var render: RenderResult?
         do throws(MediaError) {
-            if let output = request.output, copied == nil {
-                var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) }, output: output)
-                renderRequest.quality = request.quality
-                renderRequest.crossfade = crossfade
-                renderRequest.preset = request.preset
-                renderRequest.audioFade = request.audioFade
-                renderRequest.maxFrameRate = request.maxFrameRate
-                renderRequest.limits = request.limits
-                renderRequest.reframe = report.reframe
-                if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
-                    renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
-                        TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
-                    })
-                }
-                progress?("rendering", 0.6)
-                do {
-                    render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
-                } catch where renderRequest.reuse != nil && error.kind != .cancelled {
-                    // Copying from the earlier highlight failed: everything is encoded.
-                    renderRequest.reuse = nil
-                    render = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
-                }
-                if let poster = request.posterOutput, let result = render {
-                    progress?("poster", 0.97)
-                    let frame = posterFrame(analysis, segments: segments)
-                    let time = frame.map { posterOutputTime($0, segments: segments, outputSegments: result.outputSegments) } ?? 0
-                    // The earlier highlight's poster shows this very frame: it is this poster too.
-                    let halfFrame = 0.5 / max(1, analysis.frameRate)
-                    if let frame, let earlierPoster, let offset = duplicate?.offset, abs(frame.time + offset - earlierPoster.time) < halfFrame,
-                       copyFile(earlierPoster.path, to: poster) {
-                        report.posterReused = true
-                    } else {
-                        try Poster.write(from: output, at: time, to: poster)
-                    }
-                    report.posterTime = time
-                }
+            if let output = request.output, obtained.copied == nil {
+                render = try renderWithPoster(request, to: output, segments: segments, crossfade: selection.crossfade,
+                                              obtained: obtained, report: &report, cancellation: cancellation, progress: progress)
             }
         } catch {
             try? storyboard?.wait()
@@ -277,18 +208,114 @@ public enum HighlightEngine {
             progress?("storyboard", 0.98)
             try storyboard.wait()
         }
-        if let path = request.analysisOutput {
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            do {
-                try encoder.encode(report).write(to: URL(fileURLWithPath: path), options: .atomic)
-            } catch {
-                throw MediaError(.io, operation: "write analysis", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
+        if let path = request.analysisOutput { try writeReport(report, to: path) }
+        progress?("done", 1)
+        return HighlightResult(report: report, render: render, cached: obtained.cached, fingerprint: obtained.fingerprint)
+    }
+
+    /// A job's analysis and what it says of an earlier upload.
+    struct ObtainedAnalysis {
+        var analysis: VideoAnalysis
+        /// Not decoded here: the earlier upload's, the stored one, or the cache's.
+        var cached: Bool
+        var duplicate: ReuploadMatch?
+        /// The earlier highlight's moments, in this video's seconds, when it is returned as it is.
+        var copied: [SelectedSegment]?
+        var fingerprint: ContentFingerprint?
+        /// The earlier poster's frame (earlier video's seconds), when its picture may stand for this one's.
+        var earlierPoster: (path: String, time: Double)?
+    }
+
+    /// The analysis: the earlier upload's in this video's seconds (a re-upload, no decode), the
+    /// job's stored one, or a new one (cached, stored, and judged against the candidates).
+    static func obtainAnalysis(_ request: HighlightRequest, cancellation: CancellationToken?,
+                               progress: ((String, Double) -> Void)?) throws(MediaError) -> ObtainedAnalysis {
+        if let reuse = request.reuse, let earlier = loadAnalysis(reuse.analysisPath) {
+            let analysis = earlier.reused(for: reuse.target, minCandidate: request.analysis.candidates.minSeconds)
+            var obtained = ObtainedAnalysis(analysis: analysis, cached: true, duplicate: reuse.match)
+            obtained.copied = reuse.copySegments.flatMap {
+                ReuploadRecognizer.copiedSegments($0, offset: reuse.match.offset, duration: analysis.duration)
+            }
+            if let path = reuse.earlierPoster, let segments = reuse.copySegments, let frame = posterFrame(earlier, segments: segments) {
+                obtained.earlierPoster = (path, frame.time)
+            }
+            if let path = request.analysisData { storeAnalysis(analysis, at: path) }
+            return obtained
+        }
+        if let path = request.analysisData, let stored = loadAnalysis(path) {
+            return ObtainedAnalysis(analysis: stored, cached: true)
+        }
+        let (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
+                                             cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
+        if let path = request.analysisData { storeAnalysis(analysis, at: path) }
+        var obtained = ObtainedAnalysis(analysis: analysis, cached: cached, fingerprint: analysis.fingerprint)
+        if let path = request.reuploadCandidates, let fingerprint = analysis.fingerprint, let candidates = loadCandidates(path) {
+            let judged = ReuploadRecognizer.judge(fingerprint, candidates: candidates, duration: analysis.duration)
+            if let match = judged.match {
+                obtained.duplicate = match
+                obtained.copied = candidates.first { $0.jobId == match.jobId }?.copySegments.flatMap {
+                    ReuploadRecognizer.copiedSegments($0, offset: match.offset, duration: analysis.duration)
+                }
             }
         }
-        progress?("done", 1)
-        return HighlightResult(report: report, render: render, cached: cached, fingerprint: fingerprint)
+        return obtained
+    }
+
+    /// Renders the chosen moments (copying what an earlier render of them has, and everything
+    /// encoded when that copy fails), then the poster: the earlier one when it shows this very frame.
+    static func renderWithPoster(_ request: HighlightRequest, to output: String, segments: [SelectedSegment], crossfade: Double,
+                                 obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
+                                 progress: ((String, Double) -> Void)?) throws(MediaError) -> RenderResult {
+        var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
+                                          output: output)
+        renderRequest.quality = request.quality
+        renderRequest.crossfade = crossfade
+        renderRequest.preset = request.preset
+        renderRequest.audioFade = request.audioFade
+        renderRequest.maxFrameRate = request.maxFrameRate
+        renderRequest.limits = request.limits
+        renderRequest.reframe = report.reframe
+        if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
+            renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
+                TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
+            })
+        }
+        progress?("rendering", 0.6)
+        let result: RenderResult
+        do {
+            result = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+        } catch where renderRequest.reuse != nil && error.kind != .cancelled {
+            // Copying from the earlier highlight failed: everything is encoded.
+            renderRequest.reuse = nil
+            result = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+        }
+        guard let poster = request.posterOutput else { return result }
+        progress?("poster", 0.97)
+        let analysis = obtained.analysis
+        let frame = posterFrame(analysis, segments: segments)
+        let time = frame.map { posterOutputTime($0, segments: segments, outputSegments: result.outputSegments) } ?? 0
+        // The earlier highlight's poster shows this very frame: it is this poster too.
+        let halfFrame = 0.5 / max(1, analysis.frameRate)
+        if let frame, let earlierPoster = obtained.earlierPoster, let offset = obtained.duplicate?.offset,
+           abs(frame.time + offset - earlierPoster.time) < halfFrame, copyFile(earlierPoster.path, to: poster) {
+            report.posterReused = true
+        } else {
+            try Poster.write(from: output, at: time, to: poster)
+        }
+        report.posterTime = time
+        return result
+    }
+
+    /// The analysis report as the job's JSON (snake_case keys, sorted).
+    static func writeReport(_ report: HighlightReport, to path: String) throws(MediaError) {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            try encoder.encode(report).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw MediaError(.io, operation: "write analysis", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
+        }
     }
 
     /// The storyboard: a filmstrip of the input, the per-second motion (scaled to its 95th

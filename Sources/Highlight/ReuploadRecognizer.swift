@@ -128,32 +128,13 @@ public enum ReuploadRecognizer {
         let longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
         let burst = sparse ? longest : settings.burstFrames
         var features = FrameFeatures()
-        /// One sampled pass: each decoded frame's thumbnail measured and handed to `take`.
         func pass(burst: Int, decodesGroup: ((Double) -> Bool)? = nil, _ take: (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary {
-            try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: decodesGroup, onFrame: { frame in
-                guard let view = frame.view else { return }
-                features.measureThumbnail(view)
-                take(features)
-            }, onGroup: { _ in })
+            try sampledPass(decoder, survey: survey, burst: burst, decodesGroup: decodesGroup, features: &features, take)
         }
-
-        // The quick pass: groups at least `quickLookSpacing` apart; their thumbnails are kept in
-        // case the rest has to be looked at too.
         let spacing = settings.quickLookSpacing
-        var decodedKeys = Set<Double>()
-        var skippedKeys = 0
-        var lastKey: Double?
-        var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
         let quickPrint = fingerprinter()
-        let summary = try pass(burst: burst, decodesGroup: { time in
-            if let last = lastKey, time - last < spacing {
-                skippedKeys += 1
-                return false
-            }
-            lastKey = time
-            decodedKeys.insert(time)
-            return true
-        }) { thumbnail in
+        var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
+        let (summary, decodedKeys, skippedKeys) = try quickPass(spacing: spacing, burst: burst, pass: pass) { thumbnail in
             quickPrint.consume(thumbnail)
             if spacing > 0 { quick.append(thumbnail) }
         }
@@ -194,30 +175,9 @@ public enum ReuploadRecognizer {
 
         if judged.match == nil {
             result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
-            // Verification decodes, for the candidates that asked for one; none for a family whose
-            // dense fingerprint (a full decode, every frame compared) already said no.
-            let settled = Set(candidates.filter { $0.fingerprint.isDense() }.map { $0.family ?? $0.jobId })
-            let asked = judged.verifications.filter { !settled.contains(candidates[$0.0].family ?? candidates[$0.0].jobId) }
-            for (index, verdict) in asked.prefix(settings.verifications) {
-                try cancellation?.check("recognise", path: path)
-                var verifying = FrameFeatures()
-                let windows = TimeRange.joined(verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) },
-                                               closerThan: interval)
-                let verifier = fingerprinter()
-                let more = try decoder.runRanges(windows) { frame in
-                    guard let view = frame.view else { return }
-                    verifying.measureThumbnail(view)
-                    verifier.consume(verifying)
-                }
-                result.framesDecoded += more.framesDecoded
-                result.verificationFrames += more.framesDecoded
-                let again = judge(verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration, settings: settings)
-                if var match = again.match {
-                    match.jobId = candidates[index].jobId
-                    judged.match = match
-                    break
-                }
-            }
+            judged.match = try verify(judged.verifications, candidates: candidates, decoder: decoder, keyframeInterval: interval,
+                                      duration: duration, fingerprinter: fingerprinter, settings: settings, result: &result,
+                                      cancellation: cancellation, path: path)
         }
         result.fingerprint = fingerprint
         // A sparse or inconclusive look that found nothing is not the last word: the analysis
@@ -230,6 +190,67 @@ public enum ReuploadRecognizer {
             result.target = t
         }
         return result
+    }
+
+    /// One sampled pass: each decoded frame's thumbnail measured and handed to `take`.
+    static func sampledPass(_ decoder: AnalysisDecoder, survey: GOPSurvey, burst: Int, decodesGroup: ((Double) -> Bool)?,
+                            features: inout FrameFeatures, _ take: (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary {
+        try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: decodesGroup, onFrame: { frame in
+            guard let view = frame.view else { return }
+            features.measureThumbnail(view)
+            take(features)
+        }, onGroup: { _ in })
+    }
+
+    /// The quick pass: groups at least `spacing` apart, each thumbnail handed to `take` (which
+    /// keeps them in case the rest has to be looked at too). Its summary, the groups it decoded
+    /// (by keyframe time) and how many it skipped.
+    static func quickPass(spacing: Double, burst: Int,
+                          pass: (Int, ((Double) -> Bool)?, (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary,
+                          _ take: (FrameFeatures) -> Void) throws(MediaError) -> (AnalysisSummary, Set<Double>, Int) {
+        var decodedKeys = Set<Double>()
+        var skippedKeys = 0
+        var lastKey: Double?
+        let summary = try pass(burst, { time in
+            if let last = lastKey, time - last < spacing {
+                skippedKeys += 1
+                return false
+            }
+            lastKey = time
+            decodedKeys.insert(time)
+            return true
+        }, take)
+        return (summary, decodedKeys, skippedKeys)
+    }
+
+    /// Verification decodes, for the candidates that asked for one (at most `settings.verifications`,
+    /// best first); none for a family whose dense fingerprint (a full decode, every frame compared)
+    /// already said no. The first match found, with its job.
+    static func verify(_ verdicts: [(Int, FingerprintMatcher.Verdict)], candidates: [ReuploadCandidate], decoder: AnalysisDecoder,
+                       keyframeInterval: Double, duration: Double, fingerprinter: () -> ContentFingerprinter, settings: Settings,
+                       result: inout Recognition, cancellation: CancellationToken?, path: String) throws(MediaError) -> ReuploadMatch? {
+        let settled = Set(candidates.filter { $0.fingerprint.isDense() }.map { $0.family ?? $0.jobId })
+        let asked = verdicts.filter { !settled.contains(candidates[$0.0].family ?? candidates[$0.0].jobId) }
+        for (index, verdict) in asked.prefix(settings.verifications) {
+            try cancellation?.check("recognise", path: path)
+            var verifying = FrameFeatures()
+            let windows = TimeRange.joined(verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) },
+                                           closerThan: keyframeInterval)
+            let verifier = fingerprinter()
+            let more = try decoder.runRanges(windows) { frame in
+                guard let view = frame.view else { return }
+                verifying.measureThumbnail(view)
+                verifier.consume(verifying)
+            }
+            result.framesDecoded += more.framesDecoded
+            result.verificationFrames += more.framesDecoded
+            let again = judge(verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration, settings: settings)
+            if var match = again.match {
+                match.jobId = candidates[index].jobId
+                return match
+            }
+        }
+        return nil
     }
 
     /// The best match among the candidates whose analysis covers the new video, and the verdicts

@@ -146,20 +146,27 @@ public final class JobRunner: Service, Sendable {
     }
 
     func renewLeases() async {
-        let byWorker = running.withLock { jobs in Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues { $0.map(\.key) } }
-        for (worker, ids) in byWorker {
+        // Each attempt is known by its token: a job retried at once by the same worker is a new
+        // attempt under the same id, and must not pay for its previous attempt's lapsed lease.
+        let byWorker = running.withLock { jobs in
+            Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues { $0.map { (id: $0.key, token: $0.value.token) } }
+        }
+        for (worker, attempts) in byWorker {
             do {
-                let held = try await database.renewLeases(worker: worker, jobIDs: ids, leaseSeconds: settings.leaseSeconds, now: clock())
-                for id in ids where !held.contains(id) {
+                let held = try await database.renewLeases(worker: worker, jobIDs: attempts.map(\.id), leaseSeconds: settings.leaseSeconds,
+                                                          now: clock())
+                for (id, token) in attempts where !held.contains(id) {
                     // Cancelled by its owner: the usual cancel path (files removed, time charged).
                     // Anything else (re-queued or held by another worker): the lease was lost.
                     let current = try? await database.job(id: id)
                     let lost = current.map { !$0.status.isFinished } ?? false
-                    running.withLock { jobs in
-                        guard jobs[id] != nil else { return }
+                    let stopped = running.withLock { jobs -> Bool in
+                        guard let entry = jobs[id], entry.token === token else { return false }
                         if lost { jobs[id]!.leaseLost = true }
-                        jobs[id]!.token.cancel()
+                        token.cancel()
+                        return true
                     }
+                    guard stopped else { continue }
                     if lost { logger.notice("job no longer held by this worker; stopping it", metadata: ["job": "\(id)"]) }
                 }
             } catch {
@@ -291,7 +298,7 @@ public final class JobRunner: Service, Sendable {
         }
         progressTask.cancel()
         stages.publishing()
-        let leaseLost = running.withLock { $0[job.id]?.leaseLost ?? false }
+        let leaseLost = running.withLock { $0[job.id].map { $0.token === token && $0.leaseLost } ?? false }
         if leaseLost {
             // Another worker holds the job now: its media are that worker's; nothing to record.
             log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
@@ -302,13 +309,30 @@ public final class JobRunner: Service, Sendable {
         // Scratch is this process's own, whoever holds the job now.
         await mediaStorage.discardWorkspace(jobID: job.id)
         stages.done()
-        let waiters = running.withLock { $0.removeValue(forKey: job.id)?.waiters ?? [] }
+        let waiters = running.withLock { jobs -> [Waiter] in
+            guard jobs[job.id]?.token === token else { return [] }
+            return jobs.removeValue(forKey: job.id)?.waiters ?? []
+        }
         for waiter in waiters { waiter.resume() }
     }
 
     /// Registers the job as running here and returns its cancellation token (already cancelled
     /// when a shutdown or a DELETE came between the claim and the registration).
     private func register(_ job: Job, worker: String) async -> CancellationToken {
+        // An earlier attempt of this job may still be finishing here (a retry at once, claimed by
+        // another worker loop of this process): it ends first, so that neither its clean-up nor
+        // its lease renewal can touch this attempt.
+        while running.withLock({ $0[job.id] != nil }) {
+            let waiter = Waiter()
+            await waiter.wait { waiter in
+                let registered = running.withLock { jobs -> Bool in
+                    guard jobs[job.id] != nil else { return false }
+                    jobs[job.id]!.waiters.append(waiter)
+                    return true
+                }
+                if !registered { waiter.resume() }
+            }
+        }
         let token = CancellationToken()
         running.withLock { $0[job.id] = Running(token: token, worker: worker) }
         // A failed read is not a cancellation (the job then runs).
