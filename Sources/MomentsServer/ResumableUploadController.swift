@@ -56,56 +56,13 @@ struct ResumableUploadController {
 
     func creating(_ request: Request, context: AppRequestContext, proto: ResumableProtocol) async throws -> Response {
         let account = try context.requireAccount()
-        let headers = request.headers
-        var length: Int64?
-        var fields: [String: String] = [:]
-        var filename: String?
-        let contentLength = try Self.size(headers[.contentLength], "Content-Length")
-        var body = contentLength.map { $0 > 0 } ?? (headers[.transferEncoding] != nil)
-        var completes = false
-        switch proto {
-        case .tus:
-            try Self.checkTusVersion(headers)
-            if headers[.uploadDeferLength] != nil {
-                guard headers[.uploadDeferLength] == "1", headers[.uploadLength] == nil else {
-                    throw Problem.badRequest("invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
-                }
-            } else {
-                guard let declared = try Self.size(headers[.uploadLength], "Upload-Length") else {
-                    throw Problem.badRequest("missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
-                }
-                length = declared
-            }
-            guard let metadata = ResumableProtocol.tusMetadata(headers[.uploadMetadata]) else {
-                throw Problem.badRequest("invalid_metadata", "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
-            }
-            fields = metadata
-            filename = metadata["filename"]
-            // creation-with-upload: data only with its content type (anything else is no data).
-            body = body && headers[.contentType]?.lowercased() == "application/offset+octet-stream"
-        case .ietf(let version):
-            fields = Self.queryFields(request)
-            completes = ResumableProtocol.ietfComplete(headers, version: version) ?? true
-            if let declared = try Self.size(headers[.uploadLength], "Upload-Length") { length = declared }
-            if completes, let contentLength {
-                if let declared = length, declared != contentLength {
-                    throw Problem.badRequest("length_mismatch", "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload.")
-                }
-                length = contentLength
-            }
-        case .plain:
-            // A raw body, the whole file (an IETF client of a version we do not know lands here).
-            fields = Self.queryFields(request)
-            completes = true
-            length = contentLength
-            body = true
-        }
-        if length == 0 || (completes && !body) {
+        let terms = try Self.creationTerms(request, proto: proto)
+        if terms.length == 0 || (terms.completes && !terms.body) {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
         }
-        let options = try HighlightOptions.parse(fields: fields, limits: service.settings.highlightLimits)
-        let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: length, filename: filename,
-                                                 targetDuration: options.targetDuration,
+        let options = try HighlightOptions.parse(fields: terms.fields, limits: service.settings.highlightLimits)
+        let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: terms.length,
+                                                 filename: terms.filename, targetDuration: options.targetDuration,
                                                  quality: options.quality.rawValue, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
             UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
@@ -117,15 +74,81 @@ struct ResumableUploadController {
             // Before any byte is read: the client now knows where to resume if the connection drops.
             var fields: HTTPFields = [.location: location, .uploadDraftInteropVersion: String(version)]
             if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
-            context.sendInformational(HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"), headerFields: fields))
+            let informational = HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"),
+                                             headerFields: fields)
+            context.sendInformational(informational)
         }
-        guard body else {
+        guard terms.body else {
             var fields: HTTPFields = [.location: location, .uploadOffset: "0"]
             fields.append(contentsOf: protocolFields(upload, proto: proto))
             return Response(status: .created, headers: fields)
         }
-        let append = ResumableUploads.Append(offset: 0, length: nil, completes: completes, checksum: nil, contentLength: contentLength)
+        let append = ResumableUploads.Append(offset: 0, length: nil, completes: terms.completes, checksum: nil,
+                                             contentLength: terms.contentLength)
         let outcome = try await appending(upload.id, append, request: request, context: context)
+        return try created(outcome, location: location, proto: proto, request: request, context: context)
+    }
+
+    /// What a creating request declares in its protocol's headers.
+    struct CreationTerms {
+        var length: Int64?
+        var fields: [String: String] = [:]
+        var filename: String?
+        var contentLength: Int64?
+        /// The request carries bytes of the upload.
+        var body: Bool
+        /// The request carries the last byte of the upload.
+        var completes = false
+    }
+
+    static func creationTerms(_ request: Request, proto: ResumableProtocol) throws -> CreationTerms {
+        let headers = request.headers
+        let contentLength = try Self.size(headers[.contentLength], "Content-Length")
+        var terms = CreationTerms(contentLength: contentLength,
+                                  body: contentLength.map { $0 > 0 } ?? (headers[.transferEncoding] != nil))
+        switch proto {
+        case .tus:
+            try Self.checkTusVersion(headers)
+            if headers[.uploadDeferLength] != nil {
+                guard headers[.uploadDeferLength] == "1", headers[.uploadLength] == nil else {
+                    throw Problem.badRequest("invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
+                }
+            } else {
+                guard let declared = try Self.size(headers[.uploadLength], "Upload-Length") else {
+                    throw Problem.badRequest("missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
+                }
+                terms.length = declared
+            }
+            guard let metadata = ResumableProtocol.tusMetadata(headers[.uploadMetadata]) else {
+                throw Problem.badRequest("invalid_metadata", "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
+            }
+            terms.fields = metadata
+            terms.filename = metadata["filename"]
+            // creation-with-upload: data only with its content type (anything else is no data).
+            terms.body = terms.body && headers[.contentType]?.lowercased() == "application/offset+octet-stream"
+        case .ietf(let version):
+            terms.fields = Self.queryFields(request)
+            terms.completes = ResumableProtocol.ietfComplete(headers, version: version) ?? true
+            if let declared = try Self.size(headers[.uploadLength], "Upload-Length") { terms.length = declared }
+            if terms.completes, let contentLength {
+                if let declared = terms.length, declared != contentLength {
+                    throw Problem.badRequest("length_mismatch", "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload.")
+                }
+                terms.length = contentLength
+            }
+        case .plain:
+            // A raw body, the whole file (an IETF client of a version we do not know lands here).
+            terms.fields = Self.queryFields(request)
+            terms.completes = true
+            terms.length = contentLength
+            terms.body = true
+        }
+        return terms
+    }
+
+    /// The answer to a creation that carried bytes: the upload's offset, and the job when they completed it.
+    func created(_ outcome: ResumableUploads.Outcome, location: String, proto: ResumableProtocol,
+                 request: Request, context: AppRequestContext) throws -> Response {
         switch outcome {
         case .partial(let upload):
             var fields: HTTPFields = [.location: location, .uploadOffset: String(upload.offset)]

@@ -101,23 +101,34 @@ struct PushTests {
                     #expect(webhookSeen.timeIntervalSince(finished) < 2, "job end to webhook: \(webhookSeen.timeIntervalSince(finished)) s")
 
                     // The dead device and the bad token are gone; the others stay.
-                    let devices = try await client.get("/api/v1/account/devices", key: key).json()
-                    let listed = Set((devices["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String })
-                    #expect(listed == [good, sandbox, flaky, stalled], "\(listed)")
-                    #expect(devices["push_enabled"] as? Bool == true)
+                    try await Self.expectDevices(client, key: key, [good, sandbox, flaky, stalled])
 
                     let pushes = try await server.service.database.pushDeliveries(jobId: job)
                     #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId == accountId && $0.jobId == job })
                     #expect(Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky])
 
-                    let (_, metrics) = try await client.metrics()
-                    #expect((metrics.value("moments_pushes_sent_total") ?? 0) >= 3, "\(metrics.text)")
-                    #expect((metrics.value("moments_push_failures_total", ["reason": "Unregistered"]) ?? 0) >= 1)
-                    #expect((metrics.value("moments_push_failures_total", ["reason": "BadDeviceToken"]) ?? 0) >= 1)
-                    #expect((metrics.value("moments_push_failures_total", ["reason": "ServiceUnavailable"]) ?? 0) >= 1)
+                    try await Self.expectPushMetrics(client)
                 }
             }
         }
+    }
+
+    /// The account's devices are `tokens`, and its pushes are on.
+    static func expectDevices(_ client: any TestClientProtocol, key: String, _ tokens: Set<String>,
+                              sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let devices = try await client.get("/api/v1/account/devices", key: key).json()
+        let listed = Set((devices["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String })
+        #expect(listed == tokens, "\(listed)", sourceLocation: sourceLocation)
+        #expect(devices["push_enabled"] as? Bool == true, sourceLocation: sourceLocation)
+    }
+
+    /// The metrics count the pushes sent and a failure for each of APNs's refusals.
+    static func expectPushMetrics(_ client: any TestClientProtocol) async throws {
+        let (_, metrics) = try await client.metrics()
+        #expect((metrics.value("moments_pushes_sent_total") ?? 0) >= 3, "\(metrics.text)")
+        #expect((metrics.value("moments_push_failures_total", ["reason": "Unregistered"]) ?? 0) >= 1)
+        #expect((metrics.value("moments_push_failures_total", ["reason": "BadDeviceToken"]) ?? 0) >= 1)
+        #expect((metrics.value("moments_push_failures_total", ["reason": "ServiceUnavailable"]) ?? 0) >= 1)
     }
 
     /// Two dispatchers (two worker processes, as far as the store can tell) sending the same outbox

@@ -32,25 +32,11 @@ struct ScaleOutTests {
         defer { for worker in workers where worker.isRunning { worker.terminate() } }
 
         // Four accounts, one job each (the free plan runs one job at a time per account).
-        let video = try await Fixtures.data(.long)
-        var jobs: [(id: String, key: String)] = []
-        for _ in 0..<4 {
-            let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
-            let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
-            jobs.append((try #require(accepted["job_id"] as? String, "\(accepted)"), key))
-        }
+        let jobs = try await Self.fourJobs(base)
 
         // Both workers busy and well into their jobs: kill -9 the first worker.
         let deadline = Date().addingTimeInterval(180)
-        while Date() < deadline {
-            var busy = 0
-            for job in jobs {
-                let status = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job.id)/status", key: job.key)
-                if status["status"] as? String == "processing", (status["progress"] as? Int ?? 0) >= 10 { busy += 1 }
-            }
-            if busy >= 2 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Self.waitUntilTwoAreWellUnderWay(jobs, base, deadline: deadline)
         kill(workers[0].processIdentifier, SIGKILL)
         await workers[0].exited()
 
@@ -93,6 +79,31 @@ struct ScaleOutTests {
             process.terminate()
             await process.exited()
             #expect(process.terminationReason == .exit)
+        }
+    }
+
+    /// Four new accounts upload the long fixture, one job each.
+    static func fourJobs(_ base: String) async throws -> [(id: String, key: String)] {
+        let video = try await Fixtures.data(.long)
+        var jobs: [(id: String, key: String)] = []
+        for _ in 0..<4 {
+            let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
+            let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
+            jobs.append((try #require(accepted["job_id"] as? String, "\(accepted)"), key))
+        }
+        return jobs
+    }
+
+    /// Waits (up to `deadline`) until two of `jobs` are processing and at least 10 % done.
+    static func waitUntilTwoAreWellUnderWay(_ jobs: [(id: String, key: String)], _ base: String, deadline: Date) async throws {
+        while Date() < deadline {
+            var busy = 0
+            for job in jobs {
+                let status = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job.id)/status", key: job.key)
+                if status["status"] as? String == "processing", (status["progress"] as? Int ?? 0) >= 10 { busy += 1 }
+            }
+            if busy >= 2 { break }
+            try await Task.sleep(for: .milliseconds(100))
         }
     }
 

@@ -82,40 +82,13 @@ struct WebhookStoreTests {
         try await StoreHarness.with(engine) { h in
             let store = h.store
             // Five accounts with two events each.
-            var jobs: [Job] = []
+            let (jobs, all) = try await Self.fiveAccountsWithTwoEvents(store)
             var accountOf: [String: String] = [:]
-            for a in 0..<5 {
-                let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-                _ = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook\(a)", secret: "whsec_a", now: Self.t0)
-                for i in 0..<2 {
-                    let job = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + Double(a * 2 + i)))
-                    _ = try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 20)
-                    jobs.append(job)
-                }
-            }
-            let all = try await withThrowingTaskGroup(of: [WebhookDelivery].self) { group in
-                for job in jobs { group.addTask { try await Self.deliveries(store, job) } }
-                var all: [WebhookDelivery] = []
-                for try await log in group { all += log }
-                return all
-            }
             for delivery in all { accountOf[delivery.id] = delivery.accountId }
             #expect(all.count == 10)
             // Four dispatchers (two of them on another connection or process) claim at once.
             let second = try await h.secondInstance()
-            // Indexed by dispatcher (the group answers in completion order, not in index order).
-            let claims = try await withThrowingTaskGroup(of: (Int, [String]).self) { group in
-                for index in 0..<4 {
-                    let claimer = index % 2 == 0 ? store : second
-                    group.addTask {
-                        (index, try await claimer.claimDueWebhooks(worker: "d\(index)", leaseSeconds: 60, limit: 3, now: Self.t0 + 30)
-                            .map(\.delivery.id))
-                    }
-                }
-                var all = [[String]](repeating: [], count: 4)
-                for try await (index, ids) in group { all[index] = ids }
-                return all
-            }
+            let claims = try await Self.claimAtOnce(store, second)
             let claimed = claims.flatMap { $0 }
             #expect(claimed.count == Set(claimed).count, "no delivery claimed twice: \(claims)")
             #expect(Set(claimed.map { accountOf[$0] }).count == claimed.count, "one delivery per account at a time: \(claims)")
@@ -149,17 +122,62 @@ struct WebhookStoreTests {
             #expect(!later.map(\.delivery.id).contains(id) && !later.map(\.delivery.id).contains(sibling))
             #expect(Set(later.map { accountOf[$0.delivery.id] }).count == later.count && later.count == 4,
                     "the other four accounts' (expired leases): \(later.map(\.delivery.id))")
-            let logs = try await withThrowingTaskGroup(of: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])].self) { group in
-                for job in jobs { group.addTask { try await store.webhookDeliveries(jobId: job.id, accountId: job.accountId) } }
-                var all: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] = []
-                for try await log in group { all += log }
-                return all
-            }
+            let logs = try await Self.logs(store, jobs)
             let entry = try #require(logs.first { $0.delivery.id == id })
             #expect(logs.count == 10)
             #expect(entry.delivery.status == .delivered && entry.delivery.deliveredAt == Self.t0 + 43 && entry.delivery.attempts == 2)
             #expect(entry.delivery.lastStatusCode == 204 && entry.delivery.nextAttemptAt == nil && entry.delivery.leaseOwner == nil)
             #expect(entry.attempts.map(\.statusCode) == [500, 204] && entry.attempts.map(\.durationMs) == [12, 7])
+        }
+    }
+
+    /// Five accounts with a webhook endpoint and two events each (cancelled jobs), and the
+    /// deliveries written for them.
+    static func fiveAccountsWithTwoEvents(_ store: any MomentsStore) async throws -> ([Job], [WebhookDelivery]) {
+        var jobs: [Job] = []
+        for a in 0..<5 {
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            _ = try await store.setWebhookEndpoint(accountId: account.id, url: "https://example.com/hook\(a)", secret: "whsec_a", now: Self.t0)
+            for i in 0..<2 {
+                let job = try await StoreBehaviourTests.accept(store, StoreBehaviourTests.job(account.id, at: Self.t0 + Double(a * 2 + i)))
+                _ = try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 20)
+                jobs.append(job)
+            }
+        }
+        let all = try await withThrowingTaskGroup(of: [WebhookDelivery].self) { group in
+            for job in jobs { group.addTask { try await Self.deliveries(store, job) } }
+            var all: [WebhookDelivery] = []
+            for try await log in group { all += log }
+            return all
+        }
+        return (jobs, all)
+    }
+
+    /// Four dispatchers, alternating between `store` and `second`, claim up to three deliveries
+    /// each at once. Indexed by dispatcher (the group answers in completion order, not in index order).
+    static func claimAtOnce(_ store: any MomentsStore, _ second: any MomentsStore) async throws -> [[String]] {
+        try await withThrowingTaskGroup(of: (Int, [String]).self) { group in
+            for index in 0..<4 {
+                let claimer = index % 2 == 0 ? store : second
+                group.addTask {
+                    (index, try await claimer.claimDueWebhooks(worker: "d\(index)", leaseSeconds: 60, limit: 3, now: Self.t0 + 30)
+                        .map(\.delivery.id))
+                }
+            }
+            var all = [[String]](repeating: [], count: 4)
+            for try await (index, ids) in group { all[index] = ids }
+            return all
+        }
+    }
+
+    /// The delivery logs of `jobs`, with their attempts.
+    static func logs(_ store: any MomentsStore, _ jobs: [Job]) async throws
+        -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] {
+        try await withThrowingTaskGroup(of: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])].self) { group in
+            for job in jobs { group.addTask { try await store.webhookDeliveries(jobId: job.id, accountId: job.accountId) } }
+            var all: [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] = []
+            for try await log in group { all += log }
+            return all
         }
     }
 }
