@@ -134,7 +134,8 @@ public enum ReuploadRecognizer {
         let spacing = settings.quickLookSpacing
         let quickPrint = fingerprinter()
         var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
-        let (summary, decodedKeys, skippedKeys) = try quickPass(spacing: spacing, burst: burst, pass: pass) { thumbnail in
+        let (summary, decodedKeys, skippedKeys) = try quickPass(decoder, survey: survey, spacing: spacing, burst: burst,
+                                                                features: &features) { thumbnail in
             quickPrint.consume(thumbnail)
             if spacing > 0 { quick.append(thumbnail) }
         }
@@ -205,13 +206,12 @@ public enum ReuploadRecognizer {
     /// The quick pass: groups at least `spacing` apart, each thumbnail handed to `take` (which
     /// keeps them in case the rest has to be looked at too). Its summary, the groups it decoded
     /// (by keyframe time) and how many it skipped.
-    static func quickPass(spacing: Double, burst: Int,
-                          pass: (Int, ((Double) -> Bool)?, (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary,
+    static func quickPass(_ decoder: AnalysisDecoder, survey: GOPSurvey, spacing: Double, burst: Int, features: inout FrameFeatures,
                           _ take: (FrameFeatures) -> Void) throws(MediaError) -> (AnalysisSummary, Set<Double>, Int) {
         var decodedKeys = Set<Double>()
         var skippedKeys = 0
         var lastKey: Double?
-        let summary = try pass(burst, { time in
+        let summary = try sampledPass(decoder, survey: survey, burst: burst, decodesGroup: { time in
             if let last = lastKey, time - last < spacing {
                 skippedKeys += 1
                 return false
@@ -219,7 +219,7 @@ public enum ReuploadRecognizer {
             lastKey = time
             decodedKeys.insert(time)
             return true
-        }, take)
+        }, features: &features, take)
         return (summary, decodedKeys, skippedKeys)
     }
 
