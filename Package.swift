@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "moments", targets: ["moments"]),
-        .library(name: "MediaEngine", targets: ["MediaEngine"]),
+        .library(name: "MediaEngine", targets: ["MediaEngine"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -26,7 +26,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0")
     ],
     targets: [
         // Raw C binding: FFmpeg's libraries found through pkg-config, plus a shim for the C macros
@@ -35,7 +35,12 @@ let package = Package(
             name: "CFFmpeg",
             path: "Sources/CFFmpeg",
             pkgConfig: "libavformat",
-            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev", "pkg-config"])]
+            providers: [
+                .apt([
+                    "libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev",
+                    "pkg-config"
+                ])
+            ]
         ),
         // FFmpeg's log callback, formatted in C (a va_list cannot cross into Swift).
         .target(name: "CFFmpegLog", dependencies: ["CFFmpeg"]),
@@ -71,7 +76,7 @@ let package = Package(
             name: "MomentsConfig",
             dependencies: [
                 "Highlight", "MediaEngine",
-                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Configuration", package: "swift-configuration")
             ]
         ),
         // Durable store: accounts and the job queue in SQLite (GRDB, WAL), schema by migrations.
@@ -79,7 +84,7 @@ let package = Package(
             name: "JobStore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
         // App Store: offline verification of Apple's signed transactions and notifications.
@@ -88,7 +93,7 @@ let package = Package(
             dependencies: [
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "SwiftASN1", package: "swift-asn1")
             ]
         ),
         // Starting the child processes that parse untrusted media: fork, limits and plumbing in C.
@@ -101,7 +106,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
@@ -110,7 +115,8 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "CFileSync", "Telemetry", "ObjectStorage",
+                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "CFileSync",
+                "Telemetry", "ObjectStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -118,7 +124,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
         // HTTP: Hummingbird application, one controller per resource, problem+json errors.
@@ -134,7 +140,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             resources: [.copy("openapi.json"), .copy("Studio")]
         ),
@@ -148,7 +154,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // The store on PostgreSQL (postgres-nio): many API and worker processes on many hosts.
@@ -158,7 +164,7 @@ let package = Package(
                 "JobStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .executableTarget(
@@ -175,7 +181,7 @@ let package = Package(
                 "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // Probe fuzzer: a libFuzzer entry when built with `-sanitize=fuzzer -DFUZZING` (make fuzz);
@@ -195,14 +201,15 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight", "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
+                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight",
+                "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Configuration", package: "swift-configuration")
             ]
         ),
         .testTarget(
@@ -213,7 +220,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             exclude: ["make_sigv4_vectors.py"],
             resources: [.copy("sigv4_vectors.json")]
@@ -224,7 +231,7 @@ let package = Package(
             dependencies: [
                 "JobStore", "PostgresStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .testTarget(
@@ -234,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "HighlightTests",
             dependencies: ["Highlight", "Analysis", "MediaEngine", "MediaSynth"]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -47,7 +47,7 @@ public final class AudioAnalyzer {
     private var rate = 16_000
     private var tickSamples = 1_600
     private var fineSamples = 320
-    private var position = 0 // absolute sample index of the next sample
+    private var position = 0  // absolute sample index of the next sample
     private var tickSquares: [Double] = []
     private var fineSquares: [Double] = []
     private var onsets: [Float] = []
@@ -87,7 +87,7 @@ public final class AudioAnalyzer {
         }
         let start = Int((time * Double(rate)).rounded())
         var skip = 0
-        if start > position + rate / 50 { // a gap: silence in between
+        if start > position + rate / 50 {  // a gap: silence in between
             for _ in position..<start { add(0) }
         } else if start < position {
             skip = min(samples.count, position - start)
@@ -142,8 +142,9 @@ public final class AudioAnalyzer {
         let fine = fineSquares.map { db($0, fineSamples) }
         let loud = AudioAnalyzer.percentile(loudness, 0.95)
         let silent = loudness.map { $0 < settings.silenceFloor || $0 < loud - settings.silenceBelowLoud }
-        return Result(tick: settings.tick, fineTick: settings.fineTick, loudness: loudness, onset: onsets,
-                      silent: silent, fineLoudness: fine)
+        return Result(
+            tick: settings.tick, fineTick: settings.fineTick, loudness: loudness, onset: onsets,
+            silent: silent, fineLoudness: fine)
     }
 
     static func percentile(_ values: [Float], _ p: Double) -> Float {

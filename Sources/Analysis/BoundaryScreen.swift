@@ -130,7 +130,8 @@ public final class BoundaryScreen {
             let groupEnd = g + 1 < groups.count ? groups[g + 1].keyTime : end
             let isLast = g == groups.count - 1
             if info.largestPacketRatio >= settings.packetRatio || groupEnd - info.keyTime > settings.maxGroupSeconds
-                || (isLast && !info.complete) {
+                || (isLast && !info.complete)
+            {
                 spans.append((info.keyTime, groupEnd))
             }
         }

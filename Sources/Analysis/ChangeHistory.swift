@@ -59,7 +59,10 @@ public struct ChangeHistory {
         let count = maps[middle].count
         guard count > 0 else { return nil }
         // The middle's top cells: those at or above the level where the top `topFraction` starts.
-        guard let cutoff = maps[middle].withUnsafeBufferPointer({ TopCells.cutoff($0, topFraction: topFraction, bins: &bins) })
+        guard
+            let cutoff = maps[middle].withUnsafeBufferPointer({
+                TopCells.cutoff($0, topFraction: topFraction, bins: &bins)
+            })
         else { return nil }
         var top: Float = 0, cells = 0
         var before: Float = 0, after: Float = 0

@@ -39,8 +39,10 @@ public struct ContentFingerprint: Sendable, Codable, Equatable {
     /// `FingerprintTrack.missing` in both where no frame was analysed.
     public var track: [Int8]
 
-    public init(step: Double, entries: [UInt64?], duration: Double, phases: [UInt8]? = nil, lumas: [UInt8]? = nil,
-                flat: [Bool]? = nil, trackRate: Double = 30, track: [Int8] = []) {
+    public init(
+        step: Double, entries: [UInt64?], duration: Double, phases: [UInt8]? = nil, lumas: [UInt8]? = nil,
+        flat: [Bool]? = nil, trackRate: Double = 30, track: [Int8] = []
+    ) {
         self.step = step
         self.entries = entries
         self.duration = duration

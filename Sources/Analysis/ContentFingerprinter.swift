@@ -33,7 +33,9 @@ public final class ContentFingerprinter {
     private var flat: [Bool] = []
     private var track: [Int8] = []
 
-    public init(step: Double = 0.2, rotation: Int, expectedSeconds: Double, trackRate: Double = 30, flatDeviation: Float = 4) {
+    public init(
+        step: Double = 0.2, rotation: Int, expectedSeconds: Double, trackRate: Double = 30, flatDeviation: Float = 4
+    ) {
         self.step = step > 0 && step.isFinite ? step : 0.2
         let r = ((rotation % 360) + 360) % 360
         self.rotation = r - r % 90
@@ -104,8 +106,9 @@ public final class ContentFingerprinter {
         while entries.count < steps { appendEntry(nil, phase: 0, luma: 0, flat: false) }
         let cells = Int((end * trackRate).rounded(.down)) + 1
         while track.count < 2 * cells { track.append(FingerprintTrack.missing); track.append(FingerprintTrack.missing) }
-        return ContentFingerprint(step: step, entries: entries, duration: end, phases: phases, lumas: lumas, flat: flat,
-                                  trackRate: trackRate, track: track)
+        return ContentFingerprint(
+            step: step, entries: entries, duration: end, phases: phases, lumas: lumas, flat: flat,
+            trackRate: trackRate, track: track)
     }
 
     private func appendEntry(_ hash: UInt64?, phase: UInt8, luma: UInt8, flat isFlat: Bool) {
@@ -145,8 +148,9 @@ public final class ContentFingerprinter {
         mean /= Float(n)
         let deviation = max(0, squares / Float(n) - mean * mean).squareRoot()
         let phase = ((stepTimeSum * scaleDouble(stepCount) - Double(currentStep) * step) / step * 255).rounded()
-        appendEntry(DCTHash.hash(display), phase: UInt8(min(255, max(0, phase))), luma: UInt8(min(255, max(0, mean.rounded()))),
-                    flat: deviation < flatDeviation)
+        appendEntry(
+            DCTHash.hash(display), phase: UInt8(min(255, max(0, phase))), luma: UInt8(min(255, max(0, mean.rounded()))),
+            flat: deviation < flatDeviation)
         stepCount = 0
         stepTimeSum = 0
     }
@@ -155,7 +159,9 @@ public final class ContentFingerprinter {
 
     private func flushCell() {
         guard cellCount > 0, currentCell >= 0 else { return }
-        while track.count < 2 * currentCell { track.append(FingerprintTrack.missing); track.append(FingerprintTrack.missing) }
+        while track.count < 2 * currentCell {
+            track.append(FingerprintTrack.missing); track.append(FingerprintTrack.missing)
+        }
         // Display-oriented coefficients: turning the picture clockwise maps (H, V) to (-V, H).
         let h = cellH / Float(cellCount), v = cellV / Float(cellCount)
         let d: (h: Float, v: Float)

@@ -28,7 +28,11 @@ public final class FeatureLog {
             textures.append(contentsOf: f.texture)
             // One video's frames share one size; a frame of another size is not logged finely.
             if fines.isEmpty { fineSize = (f.fineWidth, f.fineHeight) }
-            if (f.fineWidth, f.fineHeight) == fineSize { fines.append(contentsOf: f.fine) } else { fines.append(contentsOf: repeatElement(0, count: fineSize.width * fineSize.height)) }
+            if (f.fineWidth, f.fineHeight) == fineSize {
+                fines.append(contentsOf: f.fine)
+            } else {
+                fines.append(contentsOf: repeatElement(0, count: fineSize.width * fineSize.height))
+            }
         }
         histograms.append(contentsOf: f.histogram)
         scalars.append(f.meanLuma)

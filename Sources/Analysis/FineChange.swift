@@ -34,12 +34,17 @@ public struct FineChange {
     /// `around` is where the camera's shift search starts (fine cells, e.g. the coarser measure's
     /// shift scaled to this grid): a whip pan moves the picture by more than `maxShift` fine cells
     /// a frame, which the search then still takes out.
-    public mutating func score(_ previous: FrameFeatures, _ current: FrameFeatures, around: (x: Int, y: Int) = (0, 0)) -> Float {
+    public mutating func score(_ previous: FrameFeatures, _ current: FrameFeatures, around: (x: Int, y: Int) = (0, 0))
+        -> Float
+    {
         let w = current.fineWidth, h = current.fineHeight, r = tolerance
-        let hint = (x: max(-Self.maxHint, min(Self.maxHint, around.x)), y: max(-Self.maxHint, min(Self.maxHint, around.y)))
+        let hint = (
+            x: max(-Self.maxHint, min(Self.maxHint, around.x)), y: max(-Self.maxHint, min(Self.maxHint, around.y))
+        )
         let m = Self.maxShift + max(abs(hint.x), abs(hint.y))
         guard w == previous.fineWidth, h == previous.fineHeight, w > 2 * (m + r) + 2, h > 2 * (m + r) + 2,
-              previous.fine.count == w * h, current.fine.count == w * h else { return 0 }
+            previous.fine.count == w * h, current.fine.count == w * h
+        else { return 0 }
         for i in 0..<bins.count { bins[i] = 0 }
         if self.cells.count != w * h { self.cells = [Float](repeating: -1, count: w * h) }
         for i in 0..<self.cells.count { self.cells[i] = -1 }
@@ -65,25 +70,27 @@ public struct FineChange {
                 self.shift = shift
                 let band = Int(Float(h) * edgeBand)
                 bins.withUnsafeMutableBufferPointer { counts in
-                  self.cells.withUnsafeMutableBufferPointer { map in
-                    for y in 0..<h {
-                        let cy = y + shift.y
-                        guard cy - r >= 0, cy + r < h, y > m, y < h - m - 1, y >= band, y < h - band else { continue }
-                        for x in 0..<w {
-                            let cx = x + shift.x
-                            guard cx - r >= 0, cx + r < w, x > m, x < w - m - 1 else { continue }
-                            let v = Int(b[y * w + x])
-                            var best = 255
-                            for yy in (cy - r)...(cy + r) {
-                                let row = yy * w
-                                for xx in (cx - r)...(cx + r) { best = min(best, abs(v - Int(a[row + xx]))) }
+                    self.cells.withUnsafeMutableBufferPointer { map in
+                        for y in 0..<h {
+                            let cy = y + shift.y
+                            guard cy - r >= 0, cy + r < h, y > m, y < h - m - 1, y >= band, y < h - band else {
+                                continue
                             }
-                            counts[best] += 1
-                            map[y * w + x] = Float(best)
-                            cells += 1
+                            for x in 0..<w {
+                                let cx = x + shift.x
+                                guard cx - r >= 0, cx + r < w, x > m, x < w - m - 1 else { continue }
+                                let v = Int(b[y * w + x])
+                                var best = 255
+                                for yy in (cy - r)...(cy + r) {
+                                    let row = yy * w
+                                    for xx in (cx - r)...(cx + r) { best = min(best, abs(v - Int(a[row + xx]))) }
+                                }
+                                counts[best] += 1
+                                map[y * w + x] = Float(best)
+                                cells += 1
+                            }
                         }
                     }
-                  }
                 }
             }
         }

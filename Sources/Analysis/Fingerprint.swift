@@ -94,7 +94,7 @@ public struct SegmentFingerprint: Sendable, Codable, Equatable {
 public final class FingerprintCollector {
     public private(set) var times: [Double] = []
     public private(set) var hashes: [UInt64] = []
-    private var histograms: [Float] = [] // flattened, FrameFeatures.histogram.count per frame
+    private var histograms: [Float] = []  // flattened, FrameFeatures.histogram.count per frame
     private let bins = FrameFeatures.lumaBins + FrameFeatures.chromaBins * FrameFeatures.chromaBins
 
     public init(expectedFrames: Int = 0) {

@@ -20,7 +20,8 @@ extension FingerprintMatcher {
             step = f.step
             duration = f.duration
             let n = f.entries.count
-            var h = [UInt64](repeating: 0, count: n), t = [Double](repeating: 0, count: n), k = [UInt8](repeating: 0, count: n)
+            var h = [UInt64](repeating: 0, count: n), t = [Double](repeating: 0, count: n),
+                k = [UInt8](repeating: 0, count: n)
             var info: [Int] = []
             for i in 0..<n {
                 guard let e = f.entries[i] else { continue }
@@ -57,7 +58,7 @@ extension FingerprintMatcher {
                     let h = from.hashes[i]
                     anchorID += 1
                     for j in to.informative where (h ^ th[j]).nonzeroBitCount <= settings.voteBits {
-                        let k = sign > 0 ? j - i : i - j // old index - new index
+                        let k = sign > 0 ? j - i : i - j  // old index - new index
                         let bin = k + na - 1
                         if stamp[bin] != anchorID { stamp[bin] = anchorID; votes[bin] += 1 }
                     }
@@ -96,7 +97,8 @@ extension FingerprintMatcher {
 
     /// Pairs the entries of the sparser fingerprint with the other's at the same content time.
     static func evaluate(_ a: Prepared, _ b: Prepared, offset: Double, settings: Settings) -> Score {
-        b.present < a.present ? pairUp(b, a, offset: -offset, settings: settings) : pairUp(a, b, offset: offset, settings: settings)
+        b.present < a.present
+            ? pairUp(b, a, offset: -offset, settings: settings) : pairUp(a, b, offset: offset, settings: settings)
     }
 
     /// Pairs every entry of `a` with the entry of `b` nearest its time + offset. A pair closer than
@@ -138,8 +140,10 @@ extension FingerprintMatcher {
             switch (a.kinds[i], b.kinds[nearest]) {
             case (2, 2):
                 var d = (a.hashes[i] ^ b.hashes[nearest]).nonzeroBitCount
-                if gap > settings.closeGap, before >= 0, after >= 0, b.times[after] - b.times[before] <= settings.maxBracket {
-                    let shared = ~(b.hashes[before] ^ b.hashes[after]) & ~1 // bit 0 is never set
+                if gap > settings.closeGap, before >= 0, after >= 0,
+                    b.times[after] - b.times[before] <= settings.maxBracket
+                {
+                    let shared = ~(b.hashes[before] ^ b.hashes[after]) & ~1  // bit 0 is never set
                     let count = shared.nonzeroBitCount
                     if count >= 16 {
                         let contradicted = ((a.hashes[i] ^ b.hashes[before]) & shared).nonzeroBitCount
@@ -154,8 +158,10 @@ extension FingerprintMatcher {
                 // step averages frames from both sides of the cut.
                 var judged = d
                 if gap <= settings.closeGap {
-                    for j in [nearest - 1, nearest + 1] where j >= 0 && j < nb && b.kinds[j] == 2
-                        && abs(b.times[j] - target) <= b.step + settings.closeGap {
+                    for j in [nearest - 1, nearest + 1]
+                    where j >= 0 && j < nb && b.kinds[j] == 2
+                        && abs(b.times[j] - target) <= b.step + settings.closeGap
+                    {
                         judged = min(judged, (a.hashes[i] ^ b.hashes[j]).nonzeroBitCount)
                     }
                 }
@@ -180,7 +186,9 @@ extension FingerprintMatcher {
 
     /// The offset within `refineWindow` of `offset` where the new dense track best fits the old
     /// one (least squares, old interpolated linearly), or nil without enough common cells.
-    static func refine(_ new: ContentFingerprint, _ old: ContentFingerprint, offset: Double, settings: Settings) -> Double? {
+    static func refine(_ new: ContentFingerprint, _ old: ContentFingerprint, offset: Double, settings: Settings)
+        -> Double?
+    {
         let na = new.track.count / 2, nb = old.track.count / 2
         guard na > 1, nb > 1 else { return nil }
         var a = [Float](repeating: 0, count: 2 * na), b = [Float](repeating: 0, count: 2 * nb)
@@ -241,9 +249,13 @@ extension FingerprintMatcher {
         // overlap little at shifts between their bursts, and a small overlap fits by chance.
         let most = cells.max() ?? 0
         for i in costs.indices where Double(cells[i]) < 0.8 * Double(most) { costs[i] = nil }
-        guard let bestIndex = costs.indices.filter({ costs[$0] != nil }).min(by: { costs[$0]! < costs[$1]! }) else { return nil }
+        guard let bestIndex = costs.indices.filter({ costs[$0] != nil }).min(by: { costs[$0]! < costs[$1]! }) else {
+            return nil
+        }
         var refined = offset + Double(bestIndex - count) * increment
-        if bestIndex > 0, bestIndex + 1 < costs.count, let l = costs[bestIndex - 1], let c = costs[bestIndex], let r = costs[bestIndex + 1] {
+        if bestIndex > 0, bestIndex + 1 < costs.count, let l = costs[bestIndex - 1], let c = costs[bestIndex],
+            let r = costs[bestIndex + 1]
+        {
             let denominator = l - 2 * c + r
             if denominator > 0 { refined += 0.5 * (l - r) / denominator * increment }
         }

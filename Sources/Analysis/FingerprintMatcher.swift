@@ -93,7 +93,9 @@ public enum FingerprintMatcher {
         public init() {}
     }
 
-    public static func match(_ new: ContentFingerprint, _ old: ContentFingerprint, settings: Settings = Settings()) -> FingerprintMatch? {
+    public static func match(_ new: ContentFingerprint, _ old: ContentFingerprint, settings: Settings = Settings())
+        -> FingerprintMatch?
+    {
         judge(new, old, settings: settings).match
     }
 
@@ -130,12 +132,15 @@ public enum FingerprintMatcher {
         /// no votes at all.
         public var inconclusive: Bool { match == nil && (offset != nil || undersampled) }
         public var description: String {
-            let measures = "offset \(offset.map { String(format: "%.3f", $0) } ?? "-") overlap \(String(format: "%.1f", overlap)) pairs \(pairs) agreement \(String(format: "%.2f", agreement)) informative \(informativePairs) distance \(String(format: "%.2f", distance)) contrast \(String(format: "%.2f", contrast))"
+            let measures =
+                "offset \(offset.map { String(format: "%.3f", $0) } ?? "-") overlap \(String(format: "%.1f", overlap)) pairs \(pairs) agreement \(String(format: "%.2f", agreement)) informative \(informativePairs) distance \(String(format: "%.2f", distance)) contrast \(String(format: "%.2f", contrast))"
             return (rejection.map { "rejected (\($0)): " } ?? "match: ") + measures
         }
     }
 
-    public static func judge(_ new: ContentFingerprint, _ old: ContentFingerprint, settings: Settings = Settings()) -> Verdict {
+    public static func judge(_ new: ContentFingerprint, _ old: ContentFingerprint, settings: Settings = Settings())
+        -> Verdict
+    {
         var verdict = Verdict()
         func reject(_ reason: String) -> Verdict { verdict.rejection = reason; return verdict }
         guard new.step > 0, abs(new.step - old.step) < 1e-9 else { return reject("steps differ") }
@@ -153,7 +158,7 @@ public enum FingerprintMatcher {
         // Best offset at a quarter step around each candidate.
         var best: (offset: Double, score: Score)?
         for k in candidates {
-            let base = Double(k) * old.step // old index - new index, in seconds
+            let base = Double(k) * old.step  // old index - new index, in seconds
             for m in -4...4 {
                 let o = base + Double(m) * new.step / 4
                 let s = evaluate(a, b, offset: o, settings: settings)
@@ -170,12 +175,16 @@ public enum FingerprintMatcher {
         verdict.agreement = Double(score.agree) / Double(max(1, score.pairs))
         verdict.informativePairs = score.informative
         verdict.distance = score.meanDistance
-        guard overlap >= settings.minOverlapSeconds, overlap >= settings.minShorterCoverage * shorter - 1e-9 else { return reject("overlap") }
+        guard overlap >= settings.minOverlapSeconds, overlap >= settings.minShorterCoverage * shorter - 1e-9 else {
+            return reject("overlap")
+        }
         verdict.meanGap = score.informative > 0 ? score.gapSum / Double(score.informative) : 0
         let agrees = Double(score.agree) >= settings.minAgreement * Double(score.pairs)
         let close = score.meanDistance <= settings.maxMeanDistance * score.meanAllowance
         if !(agrees && close) {
-            if !old.isDense(share: settings.denseShare), verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement {
+            if !old.isDense(share: settings.denseShare),
+                verdict.meanGap > settings.closeGap || verdict.agreement >= settings.verifyAgreement
+            {
                 verdict.verifyAt = verificationTimes(new, old, offset: offset, count: settings.verificationFrames)
                     .map { max(0, $0 - settings.maxPairGap) }
                 verdict.verifySeconds = 2 * settings.maxPairGap
@@ -209,7 +218,9 @@ public enum FingerprintMatcher {
     /// Times in the NEW video showing informative old entries at `offset`, spread evenly over the
     /// overlap: decoding frames there gives a fingerprint whose entries pair with the old ones
     /// within a frame (at most `count`).
-    public static func verificationTimes(_ new: ContentFingerprint, _ old: ContentFingerprint, offset: Double, count: Int) -> [Double] {
+    public static func verificationTimes(
+        _ new: ContentFingerprint, _ old: ContentFingerprint, offset: Double, count: Int
+    ) -> [Double] {
         var candidates: [Double] = []
         for j in old.entries.indices where old.entries[j] != nil && !(j < old.flat.count && old.flat[j]) {
             let t = old.time(ofEntry: j) - offset

@@ -3,7 +3,7 @@
 public struct FrameFeatures: Sendable {
     public static let thumbSide = 32
     public static let lumaBins = 16
-    public static let chromaBins = 8 // per axis: 8x8 joint Cb/Cr bins
+    public static let chromaBins = 8  // per axis: 8x8 joint Cb/Cr bins
 
     public var time: Double = 0
     /// 32x32 area-averaged luma, row-major, 0...255.

@@ -14,8 +14,10 @@ public struct FrameView {
     public let cr: UnsafePointer<UInt8>
     public let chromaStride: Int
 
-    public init(time: Double, width: Int, height: Int, luma: UnsafePointer<UInt8>, lumaStride: Int,
-                chromaWidth: Int, chromaHeight: Int, cb: UnsafePointer<UInt8>, cr: UnsafePointer<UInt8>, chromaStride: Int) {
+    public init(
+        time: Double, width: Int, height: Int, luma: UnsafePointer<UInt8>, lumaStride: Int,
+        chromaWidth: Int, chromaHeight: Int, cb: UnsafePointer<UInt8>, cr: UnsafePointer<UInt8>, chromaStride: Int
+    ) {
         self.time = time
         self.width = width
         self.height = height
@@ -57,9 +59,11 @@ public struct OwnedFrame {
         try luma.withUnsafeBufferPointer { y in
             try cb.withUnsafeBufferPointer { u in
                 try cr.withUnsafeBufferPointer { v in
-                    try body(FrameView(time: time, width: width, height: height, luma: y.baseAddress!, lumaStride: width,
-                                       chromaWidth: width / 2, chromaHeight: height / 2, cb: u.baseAddress!,
-                                       cr: v.baseAddress!, chromaStride: width / 2))
+                    try body(
+                        FrameView(
+                            time: time, width: width, height: height, luma: y.baseAddress!, lumaStride: width,
+                            chromaWidth: width / 2, chromaHeight: height / 2, cb: u.baseAddress!,
+                            cr: v.baseAddress!, chromaStride: width / 2))
                 }
             }
         }

@@ -41,11 +41,14 @@ public struct LocalChange {
 
     /// The score, and the share of cells that stayed (changed by less than `stillChange`, 0...1):
     /// at a jump cut most of the picture stays; in a whip pan or a cut, little does.
-    public mutating func measure(_ previous: FrameFeatures, _ current: FrameFeatures,
-                                 stillChange: Float = 0.04) -> (score: Float, stillShare: Float) {
+    public mutating func measure(
+        _ previous: FrameFeatures, _ current: FrameFeatures,
+        stillChange: Float = 0.04
+    ) -> (score: Float, stillShare: Float) {
         let side = Self.side, reach = tolerance, k = textureWeight
         guard previous.thumb.count == side * side, current.thumb.count == side * side,
-              previous.texture.count == side * side, current.texture.count == side * side else { return (0, 1) }
+            previous.texture.count == side * side, current.texture.count == side * side
+        else { return (0, 1) }
         for i in 0..<bins.count { bins[i] = 0 }
         for i in 0..<self.cells.count { self.cells[i] = -1 }
         var cells = 0
@@ -69,28 +72,30 @@ public struct LocalChange {
                 previous.texture.withUnsafeBufferPointer { ta in
                     current.texture.withUnsafeBufferPointer { tb in
                         bins.withUnsafeMutableBufferPointer { counts in
-                          self.cells.withUnsafeMutableBufferPointer { map in
-                            // Cells whose whole neighbourhood, moved by the shift, lies in the
-                            // previous grid: at the border, content enters and leaves the picture.
-                            let band = Int(Float(side) * edgeBand)
-                            for y in band..<(side - band) {
-                                let cy = y + shift.y
-                                guard cy - reach >= 0, cy + reach < side else { continue }
-                                for x in 0..<side {
-                                    let cx = x + shift.x
-                                    guard cx - reach >= 0, cx + reach < side else { continue }
-                                    let v = b[y * side + x], t = tb[y * side + x]
-                                    var best = Float.greatestFiniteMagnitude
-                                    for yy in (cy - reach)...(cy + reach) {
-                                        let row = yy * side
-                                        for xx in (cx - reach)...(cx + reach) { best = min(best, abs(v - a[row + xx]) + k * abs(t - ta[row + xx])) }
+                            self.cells.withUnsafeMutableBufferPointer { map in
+                                // Cells whose whole neighbourhood, moved by the shift, lies in the
+                                // previous grid: at the border, content enters and leaves the picture.
+                                let band = Int(Float(side) * edgeBand)
+                                for y in band..<(side - band) {
+                                    let cy = y + shift.y
+                                    guard cy - reach >= 0, cy + reach < side else { continue }
+                                    for x in 0..<side {
+                                        let cx = x + shift.x
+                                        guard cx - reach >= 0, cx + reach < side else { continue }
+                                        let v = b[y * side + x], t = tb[y * side + x]
+                                        var best = Float.greatestFiniteMagnitude
+                                        for yy in (cy - reach)...(cy + reach) {
+                                            let row = yy * side
+                                            for xx in (cx - reach)...(cx + reach) {
+                                                best = min(best, abs(v - a[row + xx]) + k * abs(t - ta[row + xx]))
+                                            }
+                                        }
+                                        counts[min(255, max(0, Int(best)))] += 1
+                                        map[y * side + x] = best
+                                        cells += 1
                                     }
-                                    counts[min(255, max(0, Int(best)))] += 1
-                                    map[y * side + x] = best
-                                    cells += 1
                                 }
                             }
-                          }
                         }
                     }
                 }

@@ -22,11 +22,14 @@ public struct MatchResidual {
     /// The residual of `current` against `previous` for the cells of `cells` (the fine change map
     /// of `current`, -1 for cells left out) with the camera's `shift` (fine cells); 0 when the grids
     /// differ or no cell changed.
-    public mutating func measure(_ previous: FrameFeatures, _ current: FrameFeatures, cells: [Float],
-                                 shift: (x: Int, y: Int)) -> Float {
+    public mutating func measure(
+        _ previous: FrameFeatures, _ current: FrameFeatures, cells: [Float],
+        shift: (x: Int, y: Int)
+    ) -> Float {
         let w = current.fineWidth, h = current.fineHeight
         guard w == previous.fineWidth, h == previous.fineHeight, cells.count == w * h, w > 4, h > 4,
-              previous.fine.count == w * h, current.fine.count == w * h else { return 0 }
+            previous.fine.count == w * h, current.fine.count == w * h
+        else { return 0 }
         guard let level = cells.withUnsafeBufferPointer({ TopCells.cutoff($0, topFraction: topFraction, bins: &bins) })
         else { return 0 }
         let cutoff = max(1, level)
@@ -48,7 +51,8 @@ public struct MatchResidual {
                                 var sad = 0
                                 for dy in -1...1 {
                                     let rb = (y + dy) * w + x, ra = (py + dy) * w + px
-                                    sad &+= abs(Int(b[rb - 1]) - Int(a[ra - 1])) &+ abs(Int(b[rb]) - Int(a[ra]))
+                                    sad &+=
+                                        abs(Int(b[rb - 1]) - Int(a[ra - 1])) &+ abs(Int(b[rb]) - Int(a[ra]))
                                         &+ abs(Int(b[rb + 1]) - Int(a[ra + 1]))
                                 }
                                 if sad < best { best = sad }

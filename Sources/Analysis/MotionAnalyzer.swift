@@ -103,7 +103,8 @@ public final class MotionAnalyzer {
             for y in 0..<h {
                 let r0 = frame.luma + 2 * y * frame.lumaStride, r1 = r0 + frame.lumaStride
                 for x in 0..<w {
-                    c[y * w + x] = UInt8((Int(r0[2 * x]) + Int(r0[2 * x + 1]) + Int(r1[2 * x]) + Int(r1[2 * x + 1]) + 2) >> 2)
+                    c[y * w + x] = UInt8(
+                        (Int(r0[2 * x]) + Int(r0[2 * x + 1]) + Int(r1[2 * x]) + Int(r1[2 * x + 1]) + 2) >> 2)
                 }
             }
         }
@@ -160,8 +161,9 @@ public final class MotionAnalyzer {
         }
         stray /= Float(vx.count)
         let scale = 1 / (Float(w) * dt)
-        var sample = Sample(time: time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
-                            subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks)))
+        var sample = Sample(
+            time: time, cameraX: mx * scale, cameraY: my * scale, subject: stray * scale,
+            subjectPeak: peak * scale, shake: 0, coverage: Float(vx.count) / Float(max(1, blocks)))
         guard weights > 0 else { return sample }
         cx /= weights
         cy /= weights
@@ -170,7 +172,9 @@ public final class MotionAnalyzer {
         var spread: Float = 0
         for i in 0..<vx.count {
             let d = ((vx[i] - mx) * (vx[i] - mx) + (vy[i] - my) * (vy[i] - my)).squareRoot()
-            if d > 1 { spread += d * ((blockX[i] - cx) * (blockX[i] - cx) + (blockY[i] - cy) * (blockY[i] - cy)).squareRoot() }
+            if d > 1 {
+                spread += d * ((blockX[i] - cx) * (blockX[i] - cx) + (blockY[i] - cy) * (blockY[i] - cy)).squareRoot()
+            }
         }
         sample.subjectSpread = spread / weights / Float(w)
         return sample
@@ -185,8 +189,12 @@ public final class MotionAnalyzer {
         var sumX: Float = 0, sumY: Float = 0
         for i in 0..<n {
             let t = samples[i].time
-            while hi < n && samples[hi].time <= t + settings.shakeWindow / 2 { sumX += samples[hi].cameraX; sumY += samples[hi].cameraY; hi += 1 }
-            while samples[lo].time < t - settings.shakeWindow / 2 { sumX -= samples[lo].cameraX; sumY -= samples[lo].cameraY; lo += 1 }
+            while hi < n && samples[hi].time <= t + settings.shakeWindow / 2 {
+                sumX += samples[hi].cameraX; sumY += samples[hi].cameraY; hi += 1
+            }
+            while samples[lo].time < t - settings.shakeWindow / 2 {
+                sumX -= samples[lo].cameraX; sumY -= samples[lo].cameraY; lo += 1
+            }
             let count = Float(hi - lo)
             let dx = samples[i].cameraX - sumX / count, dy = samples[i].cameraY - sumY / count
             result[i].shake = (dx * dx + dy * dy).squareRoot()
@@ -206,7 +214,9 @@ public final class MotionAnalyzer {
     }
 
     /// Where the block at (bx, by) of the current frame moved from: returns its motion (current - previous).
-    private func search(_ cur: UnsafeBufferPointer<UInt8>, _ prev: UnsafeBufferPointer<UInt8>, _ bx: Int, _ by: Int) -> (x: Int, y: Int, cost: Int) {
+    private func search(_ cur: UnsafeBufferPointer<UInt8>, _ prev: UnsafeBufferPointer<UInt8>, _ bx: Int, _ by: Int)
+        -> (x: Int, y: Int, cost: Int)
+    {
         let bs = settings.blockSize
         func sad(_ dx: Int, _ dy: Int, _ limit: Int) -> Int {
             let px = bx + dx, py = by + dy

@@ -67,16 +67,22 @@ public final class QualityAnalyzer {
             change = total / Float(f.thumb.count)
             for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
         } else {
-            previousThumb = [Float](repeating: 0, count: f.thumb.count) // own storage, never shared
+            previousThumb = [Float](repeating: 0, count: f.thumb.count)  // own storage, never shared
             for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
         }
         let black = f.meanLuma < settings.blackLuma && f.lumaDeviation < settings.blackDeviation
         var exposure: Float = 1
-        if f.meanLuma < settings.darkLuma { exposure = max(0, (f.meanLuma - settings.blackLuma) / (settings.darkLuma - settings.blackLuma)) }
-        if f.brightFraction > settings.brightFraction { exposure = min(exposure, max(0, 1 - (f.brightFraction - settings.brightFraction) * 2)) }
-        samples.append(Sample(time: f.time, laplacianVariance: f.laplacianVariance, sharpness: 0, brightness: f.meanLuma,
-                              exposure: black ? 0 : exposure, isBlack: black, isBlurred: false, isFrozen: false,
-                              isFlash: false, change: change))
+        if f.meanLuma < settings.darkLuma {
+            exposure = max(0, (f.meanLuma - settings.blackLuma) / (settings.darkLuma - settings.blackLuma))
+        }
+        if f.brightFraction > settings.brightFraction {
+            exposure = min(exposure, max(0, 1 - (f.brightFraction - settings.brightFraction) * 2))
+        }
+        samples.append(
+            Sample(
+                time: f.time, laplacianVariance: f.laplacianVariance, sharpness: 0, brightness: f.meanLuma,
+                exposure: black ? 0 : exposure, isBlack: black, isBlurred: false, isFrozen: false,
+                isFlash: false, change: change))
     }
 
     public func finish() -> [Sample] {
@@ -94,10 +100,13 @@ public final class QualityAnalyzer {
             while hi < n && samples[hi].time <= samples[i].time + settings.blurContext { hi += 1 }
             while samples[lo].time < samples[i].time - settings.blurContext { lo += 1 }
             window.removeAll(keepingCapacity: true)
-            for j in lo..<hi where !samples[j].isBlack && shotOf[j] == shotOf[i] { window.append(samples[j].laplacianVariance) }
+            for j in lo..<hi where !samples[j].isBlack && shotOf[j] == shotOf[i] {
+                window.append(samples[j].laplacianVariance)
+            }
             let local = max(1, AudioAnalyzer.percentile(window, 0.9))
             let v = samples[i].laplacianVariance
-            samples[i].isBlurred = !samples[i].isBlack
+            samples[i].isBlurred =
+                !samples[i].isBlack
                 && (v < settings.blurredBelow * local || v < settings.blurredFloor * reference)
         }
         // Frozen: runs of unchanged pictures lasting long enough.

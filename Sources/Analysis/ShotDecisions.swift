@@ -33,10 +33,13 @@ extension ShotDetector {
         for (a, b) in blackRuns {
             var lo = a - 1, hi = b + 1
             while lo > 0 && brightness[lo - 1] > brightness[lo] + 0.5 && times[a] - times[lo - 1] <= reach { lo -= 1 }
-            while hi + 1 < n && brightness[hi + 1] > brightness[hi] + 0.5 && times[hi + 1] - times[b] <= reach { hi += 1 }
+            while hi + 1 < n && brightness[hi + 1] > brightness[hi] + 0.5 && times[hi + 1] - times[b] <= reach {
+                hi += 1
+            }
             windows.append((times[lo], times[hi]))
             let middle = times[(a + b + 1) / 2]
-            boundaries.append(ShotBoundary(kind: .fade, time: middle, windowStart: times[lo], windowEnd: times[hi], score: 1))
+            boundaries.append(
+                ShotBoundary(kind: .fade, time: middle, windowStart: times[lo], windowEnd: times[hi], score: 1))
         }
         return (boundaries, windows)
     }
@@ -62,8 +65,9 @@ extension ShotDetector {
             // A flash or other burst.
             let returns = max(settings.burstSimilarity, settings.burstReturnShare * s)
             guard returnDistances[i] > returns, !endsBurst[i], !insideBurst[i] else { continue }
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], 0) { continue } // part of a fade
-            cuts.append(ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
+            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], 0) { continue }  // part of a fade
+            cuts.append(
+                ShotBoundary(kind: .cut, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, s)))
         }
         return cuts
     }
@@ -71,12 +75,16 @@ extension ShotDetector {
     /// Jump cuts: a local change that spikes where the whole-frame score does not, with most of
     /// the picture staying: `values[i]` at least `threshold`, a peak, and `ratio` x the mean of
     /// its neighbours (frames that repeat the one before, below `repeatBelow`, left out).
-    private func spikes(_ values: [Float], at i: Int, threshold: Float, ratio: Float, repeatBelow: Float,
-                        needsNeighbours: Bool) -> Bool {
+    private func spikes(
+        _ values: [Float], at i: Int, threshold: Float, ratio: Float, repeatBelow: Float,
+        needsNeighbours: Bool
+    ) -> Bool {
         let n = scores.count
         let w = settings.adaptiveWindow
         let s = values[i]
-        guard s >= threshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else { return false }
+        guard s >= threshold, scores[i] < settings.cutThreshold, stillShares[i] >= settings.jumpStillShare else {
+            return false
+        }
         if i > 1 && values[i - 1] > s { return false }
         if i + 1 < n && values[i + 1] >= s { return false }
         var sum: Float = 0, count = 0
@@ -94,28 +102,39 @@ extension ShotDetector {
         func addJump(at i: Int, score: Float) {
             if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], 0) { return }
             if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { return }
-            result.append(ShotBoundary(kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, score)))
+            result.append(
+                ShotBoundary(
+                    kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, score)))
         }
         func hasEvidence(_ i: Int) -> Bool {
             fineEvidence[i] >= settings.jumpHistoryRatio && residuals[i] >= settings.jumpMinResidual
         }
         for i in 1..<max(1, n) {
-            guard spikes(localScores, at: i, threshold: settings.jumpThreshold, ratio: settings.jumpAdaptiveRatio,
-                         repeatBelow: settings.jumpRepeatBelow, needsNeighbours: false) else { continue }
+            guard
+                spikes(
+                    localScores, at: i, threshold: settings.jumpThreshold, ratio: settings.jumpAdaptiveRatio,
+                    repeatBelow: settings.jumpRepeatBelow, needsNeighbours: false)
+            else { continue }
             // The cells come back (a flash, something passing for a frame or two), or the last
             // frames cannot tell yet: no jump.
-            guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n else { continue }
+            guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n
+            else { continue }
             guard hasEvidence(i) else { continue }
             addJump(at: i, score: localScores[i])
         }
         // Where small subjects move everywhere, some of them find nothing like them nearby.
         for i in 1..<max(1, n) where i < fineScores.count {
-            guard spikes(fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: settings.jumpFineRatio,
-                         repeatBelow: settings.jumpFineRepeatBelow, needsNeighbours: true) else { continue }
+            guard
+                spikes(
+                    fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: settings.jumpFineRatio,
+                    repeatBelow: settings.jumpFineRepeatBelow, needsNeighbours: true)
+            else { continue }
             // The picture, or its subjects, come back (a flash, something passing), or the last
             // frames cannot tell yet: no jump. (The whole-frame burst marks say nothing here: across
             // a jump in a still scene the whole picture always "comes back".)
-            guard fineReturns[i] > settings.jumpFineReturnShare * fineScores[i], i + settings.burstFrames < n else { continue }
+            guard fineReturns[i] > settings.jumpFineReturnShare * fineScores[i], i + settings.burstFrames < n else {
+                continue
+            }
             guard hasEvidence(i) else { continue }
             addJump(at: i, score: fineScores[i])
         }
@@ -125,13 +144,15 @@ extension ShotDetector {
     private func dissolves(besides result: [ShotBoundary], nearBlack: (Double, Double) -> Bool) -> [ShotBoundary] {
         var strongest: [ShotBoundary] = []
         for g in gradual.sorted(by: { $0.score > $1.score })
-            where !strongest.contains(where: { g.windowStart < $0.windowEnd && g.windowEnd > $0.windowStart }) {
+        where !strongest.contains(where: { g.windowStart < $0.windowEnd && g.windowEnd > $0.windowStart }) {
             strongest.append(g)
         }
         return strongest.filter { g in
-            !nearBlack(g.time, 0.2) && !result.contains { b in
-                (b.kind == .cut || b.kind == .jump) && b.time >= g.windowStart - 0.05 && b.time <= g.windowEnd + 0.05
-            }
+            !nearBlack(g.time, 0.2)
+                && !result.contains { b in
+                    (b.kind == .cut || b.kind == .jump) && b.time >= g.windowStart - 0.05
+                        && b.time <= g.windowEnd + 0.05
+                }
         }
     }
 

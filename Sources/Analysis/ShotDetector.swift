@@ -188,7 +188,8 @@ public final class ShotDetector {
         let rate = maxFrameRate.isFinite ? min(max(1, maxFrameRate), ShotDetector.maxRingFrameRate) : 60
         let span = max(0, min(settings.gradualMaxSeconds, 60)) * rate
         ringCapacity = max(settings.burstFrames + 2, Int(span) + 2)
-        local = LocalChange(tolerance: settings.jumpTolerance, topFraction: settings.jumpTopFraction, edgeBand: settings.jumpEdgeBand)
+        local = LocalChange(
+            tolerance: settings.jumpTolerance, topFraction: settings.jumpTopFraction, edgeBand: settings.jumpEdgeBand)
         fine = FineChange(topFraction: settings.jumpFineTopFraction, edgeBand: settings.jumpEdgeBand)
         residual = MatchResidual(radius: settings.jumpResidualRadius, topFraction: settings.jumpFineTopFraction)
         fineHistory = ChangeHistory(reach: settings.jumpHistoryFrames)
@@ -232,14 +233,20 @@ public final class ShotDetector {
         let index = times.count
         let previous = recent(index - 1)
         let score: Float = previous.map { ShotDetector.distance($0, features) } ?? 0
-        let change = settings.jumpCuts
-            ? previous.map { local.measure($0, features, stillChange: settings.jumpStillChange) } ?? (score: 0, stillShare: 1)
+        let change =
+            settings.jumpCuts
+            ? previous.map { local.measure($0, features, stillChange: settings.jumpStillChange) } ?? (
+                score: 0, stillShare: 1
+            )
             : (score: 0, stillShare: 1)
         localScores.append(change.score)
-        fineScores.append(settings.jumpCuts ? previous.map { fine.score($0, features, around: fineShiftHint(features)) } ?? 0 : 0)
+        fineScores.append(
+            settings.jumpCuts ? previous.map { fine.score($0, features, around: fineShiftHint(features)) } ?? 0 : 0)
         if settings.jumpCuts {
             residuals.append(0)
-            if let previous, localScores[index] >= settings.jumpThreshold || fineScores[index] >= settings.jumpFineThreshold {
+            if let previous,
+                localScores[index] >= settings.jumpThreshold || fineScores[index] >= settings.jumpFineThreshold
+            {
                 residuals[index] = residual.measure(previous, features, cells: fine.cells, shift: fine.shift)
             }
             recordHistory(index: index, hasPrevious: previous != nil)
@@ -265,7 +272,7 @@ public final class ShotDetector {
         }
         // Does the picture come back? Compare this frame with the frame before each recent one.
         for k in 1...max(1, settings.burstFrames) {
-            let start = index - k // a burst of k frames, start...index-1, now over?
+            let start = index - k  // a burst of k frames, start...index-1, now over?
             guard start >= 1, let before = recent(start - 1) else { continue }
             let returns = max(settings.burstSimilarity, settings.burstReturnShare * scores[start])
             let d = ShotDetector.distance(before, features, limit: returns)
@@ -300,7 +307,9 @@ public final class ShotDetector {
         fineEvidence.append(0)
         guard hasPrevious else { return }
         if !fine.cells.isEmpty {
-            fine.cells.withUnsafeBufferPointer { fineHistory.push($0, isRepeat: fineScores[index] < settings.jumpFineRepeatBelow) }
+            fine.cells.withUnsafeBufferPointer {
+                fineHistory.push($0, isRepeat: fineScores[index] < settings.jumpFineRepeatBelow)
+            }
         }
         let middle = index - settings.jumpHistoryFrames
         guard middle >= 1 else { return }
@@ -315,7 +324,8 @@ public final class ShotDetector {
         var b = index - 1
         while b > 0 && t - times[b] < settings.dissolveWindow { b -= 1 }
         guard b >= 0, t - times[b] >= settings.dissolveWindow * 0.8, index - b >= 4,
-              let before = recent(b) else { return }
+            let before = recent(b)
+        else { return }
         let total = ShotDetector.distance(before, features)
         guard total >= settings.gradualThreshold else { return }
         var largest: Float = 0
@@ -333,8 +343,10 @@ public final class ShotDetector {
         guard span > 0, off / span < settings.dissolveLinearity else { return }
         let strength = total * (1 - off / span)
         guard strength >= settings.dissolveMinScore else { return }
-        gradual.append(ShotBoundary(kind: .dissolve, time: times[m], windowStart: times[b], windowEnd: t,
-                                    score: min(1, strength)))
+        gradual.append(
+            ShotBoundary(
+                kind: .dissolve, time: times[m], windowStart: times[b], windowEnd: t,
+                score: min(1, strength)))
     }
 
     private func trackDissolve(index: Int, score: Float, features: FrameFeatures) {
@@ -346,9 +358,9 @@ public final class ShotDetector {
         }
         guard let start = runStart else { return }
         runStart = nil
-        let end = index - 1 // last frame of the run
+        let end = index - 1  // last frame of the run
         guard times[end] - times[start] >= settings.gradualMinSeconds,
-              let before = recent(start - 1), let after = recent(end), let middle = recent((start + end) / 2)
+            let before = recent(start - 1), let after = recent(end), let middle = recent((start + end) / 2)
         else { return }
         let total = ShotDetector.distance(before, after)
         guard total >= settings.gradualThreshold else { return }
@@ -360,7 +372,9 @@ public final class ShotDetector {
         }
         guard span > 0, off / span < settings.dissolveLinearity else { return }
         let mid = times[(start + end + 1) / 2]
-        gradual.append(ShotBoundary(kind: .dissolve, time: mid, windowStart: times[start - 1], windowEnd: times[end],
-                                    score: min(1, total)))
+        gradual.append(
+            ShotBoundary(
+                kind: .dissolve, time: mid, windowStart: times[start - 1], windowEnd: times[end],
+                score: min(1, total)))
     }
 }

@@ -40,9 +40,11 @@ public struct AppStoreTransaction: JWTPayload, ValidationTimePayload, Equatable 
     public var environment: String
     public var signedDate: Date
 
-    public init(transactionId: String, originalTransactionId: String, bundleId: String, productId: String,
-                purchaseDate: Date?, expiresDate: Date?, revocationDate: Date?, appAccountToken: String?,
-                environment: String, signedDate: Date) {
+    public init(
+        transactionId: String, originalTransactionId: String, bundleId: String, productId: String,
+        purchaseDate: Date?, expiresDate: Date?, revocationDate: Date?, appAccountToken: String?,
+        environment: String, signedDate: Date
+    ) {
         self.transactionId = transactionId; self.originalTransactionId = originalTransactionId; self.bundleId = bundleId
         self.productId = productId; self.purchaseDate = purchaseDate; self.expiresDate = expiresDate
         self.revocationDate = revocationDate; self.appAccountToken = appAccountToken; self.environment = environment
@@ -69,7 +71,10 @@ public struct AppStoreTransaction: JWTPayload, ValidationTimePayload, Equatable 
         try c.encode(originalTransactionId, forKey: AppleKey("originalTransactionId"))
         try c.encode(bundleId, forKey: AppleKey("bundleId"))
         try c.encode(productId, forKey: AppleKey("productId"))
-        for (key, date) in [("purchaseDate", purchaseDate), ("expiresDate", expiresDate), ("revocationDate", revocationDate), ("signedDate", signedDate)] {
+        for (key, date) in [
+            ("purchaseDate", purchaseDate), ("expiresDate", expiresDate), ("revocationDate", revocationDate),
+            ("signedDate", signedDate)
+        ] {
             try encodeAppleDate(date, key, into: &c)
         }
         try c.encodeIfPresent(appAccountToken, forKey: AppleKey("appAccountToken"))
@@ -118,7 +123,8 @@ public struct AppStoreNotificationPayload: JWTPayload, ValidationTimePayload, Eq
         public var signedTransactionInfo: String?
         public var signedRenewalInfo: String?
 
-        public init(bundleId: String?, environment: String?, signedTransactionInfo: String?, signedRenewalInfo: String?) {
+        public init(bundleId: String?, environment: String?, signedTransactionInfo: String?, signedRenewalInfo: String?)
+        {
             self.bundleId = bundleId; self.environment = environment
             self.signedTransactionInfo = signedTransactionInfo; self.signedRenewalInfo = signedRenewalInfo
         }
@@ -130,7 +136,9 @@ public struct AppStoreNotificationPayload: JWTPayload, ValidationTimePayload, Eq
     public var data: NotificationData?
     public var signedDate: Date
 
-    public init(notificationType: String, subtype: String?, notificationUUID: String, data: NotificationData?, signedDate: Date) {
+    public init(
+        notificationType: String, subtype: String?, notificationUUID: String, data: NotificationData?, signedDate: Date
+    ) {
         self.notificationType = notificationType; self.subtype = subtype; self.notificationUUID = notificationUUID
         self.data = data; self.signedDate = signedDate
     }

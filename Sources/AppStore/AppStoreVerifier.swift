@@ -33,7 +33,8 @@ public struct AppStoreVerifier: Sendable {
     /// - Parameter rootCertificates: DER or PEM bytes of the trusted roots (Apple Root CA - G3).
     public init(rootCertificates: [[UInt8]], bundleId: String, environments: Set<String>) throws {
         guard !rootCertificates.isEmpty else {
-            throw AppStoreVerificationError(kind: .untrusted, detail: "no Apple root certificate is configured (appStore.rootCertificates)")
+            throw AppStoreVerificationError(
+                kind: .untrusted, detail: "no Apple root certificate is configured (appStore.rootCertificates)")
         }
         let certificates = try rootCertificates.map { bytes -> Certificate in
             if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
@@ -82,13 +83,15 @@ public struct AppStoreVerifier: Sendable {
             return result
         }
         do {
-            result.transaction = try await notification.data?.signedTransactionInfo.asyncMap { jws throws(AppStoreVerificationError) in
+            result.transaction = try await notification.data?.signedTransactionInfo.asyncMap {
+                jws throws(AppStoreVerificationError) in
                 try await verifyTransaction(jws)
             }
-            result.renewal = try await notification.data?.signedRenewalInfo.asyncMap { jws throws(AppStoreVerificationError) in
+            result.renewal = try await notification.data?.signedRenewalInfo.asyncMap {
+                jws throws(AppStoreVerificationError) in
                 try await verifyRenewalInfo(jws)
             }
-        } catch where error.kind == .wrongBundle || error.kind == .wrongEnvironment {
+        } catch  where error.kind == .wrongBundle || error.kind == .wrongEnvironment {
             result.notForThisServer = error.detail
         }
         return result
@@ -96,33 +99,42 @@ public struct AppStoreVerifier: Sendable {
 
     private func check(bundle: String?, environment: String?) throws(AppStoreVerificationError) {
         if let bundle, bundle != bundleId {
-            throw AppStoreVerificationError(kind: .wrongBundle, detail: "the payload is for the app \(bundle), not \(bundleId)")
+            throw AppStoreVerificationError(
+                kind: .wrongBundle, detail: "the payload is for the app \(bundle), not \(bundleId)")
         }
         if let environment, !environments.contains(environment) {
-            throw AppStoreVerificationError(kind: .wrongEnvironment,
-                detail: "the payload is from the \(environment) environment; this server accepts \(environments.sorted().joined(separator: ", "))")
+            throw AppStoreVerificationError(
+                kind: .wrongEnvironment,
+                detail:
+                    "the payload is from the \(environment) environment; this server accepts \(environments.sorted().joined(separator: ", "))"
+            )
         }
     }
 
-    private func verify<Payload: JWTPayload & ValidationTimePayload>(_ jws: String) async throws(AppStoreVerificationError) -> Payload {
+    private func verify<Payload: JWTPayload & ValidationTimePayload>(_ jws: String)
+        async throws(AppStoreVerificationError) -> Payload
+    {
         // Apple signs with ES256 and sends leaf, intermediate and root: anything else is refused
         // before any key is used.
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URL: String(parts[0])),
-              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any] else {
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else {
             throw AppStoreVerificationError(kind: .malformed, detail: "not a JWS (header.payload.signature)")
         }
         guard header["alg"] as? String == "ES256" else {
             throw AppStoreVerificationError(kind: .untrusted, detail: "the JWS is not signed with ES256")
         }
         guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
-            throw AppStoreVerificationError(kind: .untrusted, detail: "the JWS does not carry Apple's three-certificate x5c chain")
+            throw AppStoreVerificationError(
+                kind: .untrusted, detail: "the JWS does not carry Apple's three-certificate x5c chain")
         }
         // The chain is validated at the payload's signedDate (read here, trusted only once the
         // signature verifies); a date well ahead of this clock is refused.
         guard let payloadData = Data(base64URL: String(parts[1])),
-              let object = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any],
-              let signedMillis = (object["signedDate"] as? NSNumber)?.doubleValue else {
+            let object = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any],
+            let signedMillis = (object["signedDate"] as? NSNumber)?.doubleValue
+        else {
             throw AppStoreVerificationError(kind: .malformed, detail: "the payload has no signedDate")
         }
         let signedDate = Date(timeIntervalSince1970: signedMillis / 1000)
@@ -130,14 +142,17 @@ public struct AppStoreVerifier: Sendable {
             throw AppStoreVerificationError(kind: .untrusted, detail: "the payload's signedDate is in the future")
         }
         do {
-            return try await verifier.verifyJWS(Array(jws.utf8), as: Payload.self, jsonDecoder: JSONDecoder(),
-                                                validationTime: .fixed(signedDate)) {
+            return try await verifier.verifyJWS(
+                Array(jws.utf8), as: Payload.self, jsonDecoder: JSONDecoder(),
+                validationTime: .fixed(signedDate)
+            ) {
                 AppleMarkerPolicy()
             }
         } catch let error as DecodingError {
             throw AppStoreVerificationError(kind: .malformed, detail: "the payload is not what Apple sends: \(error)")
         } catch {
-            throw AppStoreVerificationError(kind: .untrusted, detail: "the signature or its certificate chain is not valid: \(error)")
+            throw AppStoreVerificationError(
+                kind: .untrusted, detail: "the signature or its certificate chain is not valid: \(error)")
         }
     }
 }
@@ -147,7 +162,9 @@ struct AppleMarkerPolicy: VerifierPolicy {
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
 
     mutating func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
-        guard chain.count >= 3 else { return .failsToMeetPolicy(reason: "the chain is shorter than leaf, intermediate, root") }
+        guard chain.count >= 3 else {
+            return .failsToMeetPolicy(reason: "the chain is shorter than leaf, intermediate, root")
+        }
         guard chain[0].extensions[oid: AppStoreVerifier.leafOID] != nil else {
             return .failsToMeetPolicy(reason: "the leaf certificate lacks Apple's App Store marker extension")
         }

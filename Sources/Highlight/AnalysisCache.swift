@@ -51,7 +51,8 @@ public struct AnalysisCache: Sendable {
         while true {
             let block: Data
             do { block = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
-                throw MediaError(.io, operation: "hash", path: path, detail: "cannot read the file: \(error.localizedDescription)")
+                throw MediaError(
+                    .io, operation: "hash", path: path, detail: "cannot read the file: \(error.localizedDescription)")
             }
             if block.isEmpty { break }
             hasher.update(data: block)

@@ -62,9 +62,11 @@ public struct CandidateSettings: Sendable, Codable, Equatable {
 /// the bursts after them (motion, quality, fingerprints and the boundary screen), audio complete;
 /// then the screened ranges frame by frame, where `ShotDetector` places the boundaries.
 public enum AnalysisPipeline {
-    public static func analyze(_ path: String, settings: AnalysisSettings = AnalysisSettings(),
-                               cancellation: CancellationToken? = nil,
-                               progress: ((Double) -> Void)? = nil) throws(MediaError) -> VideoAnalysis {
+    public static func analyze(
+        _ path: String, settings: AnalysisSettings = AnalysisSettings(),
+        cancellation: CancellationToken? = nil,
+        progress: ((Double) -> Void)? = nil
+    ) throws(MediaError) -> VideoAnalysis {
         var options = settings.decodeOptions
         options.audioSampleRate = max(4_000, min(settings.audioSampleRate, 96_000))
         let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
@@ -74,15 +76,21 @@ public enum AnalysisPipeline {
         let plan = full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
         // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
         let claimed = max(0, info.duration) * max(1, info.video.frameRate)
-        var expected = claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
-        if plan.mode == .sampled { expected = min(expected, Int(max(0, info.duration).clamped(to: 0...86_400)) * (plan.burstFrames + 1) + 16) }
-        let shots = ShotDetector(settings: settings.shots, expectedFrames: plan.mode == .full ? expected : 0,
-                                 maxFrameRate: max(30, info.video.frameRate))
+        var expected =
+            claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
+        if plan.mode == .sampled {
+            expected = min(expected, Int(max(0, info.duration).clamped(to: 0...86_400)) * (plan.burstFrames + 1) + 16)
+        }
+        let shots = ShotDetector(
+            settings: settings.shots, expectedFrames: plan.mode == .full ? expected : 0,
+            maxFrameRate: max(30, info.video.frameRate))
         let motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
         let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
         let focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
         let fingerprints = FingerprintCollector(expectedFrames: expected)
-        let content = ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: min(max(0, info.duration.isFinite ? info.duration : 0), 86_400))
+        let content = ContentFingerprinter(
+            rotation: info.video.rotation,
+            expectedSeconds: min(max(0, info.duration.isFinite ? info.duration : 0), 86_400))
         let audio = AudioAnalyzer(settings: settings.audio)
         let screen = BoundaryScreen(settings: settings.screen)
         let samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
@@ -123,14 +131,21 @@ public enum AnalysisPipeline {
             summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
             boundaries = shots.finish()
         case .sampled:
-            summary = try decoder.runSampled(burstFrames: plan.burstFrames, reorders: survey.reorders, onFrame: onFrame, onAudio: onAudio) { group in
-                screen.addGroup(BoundaryScreen.GOPInfo(keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
-                                                       complete: group.complete))
+            summary = try decoder.runSampled(
+                burstFrames: plan.burstFrames, reorders: survey.reorders, onFrame: onFrame, onAudio: onAudio
+            ) { group in
+                screen.addGroup(
+                    BoundaryScreen.GOPInfo(
+                        keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
+                        complete: group.complete))
             }
             let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
-            let ranges = screen.finish(end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
-            let refined = try refine(decoder, ranges: ranges, samples: samples, settings: settings.shots, screen: settings.screen,
-                                     frameRate: max(30, info.video.frameRate)) { done in
+            let ranges = screen.finish(
+                end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
+            let refined = try refine(
+                decoder, ranges: ranges, samples: samples, settings: settings.shots, screen: settings.screen,
+                frameRate: max(30, info.video.frameRate)
+            ) { done in
                 progress?(passShare + (1 - passShare) * done)
             }
             boundaries = refined.boundaries
@@ -146,23 +161,27 @@ public enum AnalysisPipeline {
         // The decoded length: the header's duration only stretches it by up to a frame or so (the
         // last frame's own duration), never by what a lying header claims.
         let decodedEnd = summary.lastFrameTime ?? 0
-        let end = max(decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + (plan.mode == .full ? 1 : 0.1)))
+        let end = max(
+            decodedEnd, min(info.duration.isFinite ? info.duration : 0, decodedEnd + (plan.mode == .full ? 1 : 0.1)))
         var shotList: [VideoAnalysis.Shot] = []
         var start = 0.0, usableStart = 0.0
         for b in boundaries {
-            shotList.append(VideoAnalysis.Shot(start: start, end: b.time, usableStart: usableStart, usableEnd: b.windowStart))
+            shotList.append(
+                VideoAnalysis.Shot(start: start, end: b.time, usableStart: usableStart, usableEnd: b.windowStart))
             start = b.time
             usableStart = b.windowEnd
         }
         shotList.append(VideoAnalysis.Shot(start: start, end: end, usableStart: usableStart, usableEnd: end))
 
         var analysis = VideoAnalysis(
-            duration: end, frameRate: info.video.frameRate, width: info.video.displayWidth, height: info.video.displayHeight,
+            duration: end, frameRate: info.video.frameRate, width: info.video.displayWidth,
+            height: info.video.displayHeight,
             rotation: info.video.rotation, hasAudio: info.mainAudio != nil, boundaries: boundaries, shots: shotList,
             motion: motionSamples, quality: qualitySamples, focus: focus.finish(), audio: audioResult, candidates: [],
             summary: summary)
         analysis.fingerprint = content.finish(duration: end)
-        analysis.candidates = CandidateBuilder.build(analysis, fingerprints: fingerprints, settings: settings.candidates)
+        analysis.candidates = CandidateBuilder.build(
+            analysis, fingerprints: fingerprints, settings: settings.candidates)
         progress?(1)
         return analysis
     }
@@ -181,10 +200,13 @@ public enum AnalysisPipeline {
     ///   `screen.gapThreshold`, the screen's own "nothing happened across this gap"): whatever the
     ///   range was flagged for is behind them, and the rest of the group is a gap the screen would
     ///   not have flagged.
-    static func refine(_ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], samples: FeatureLog,
-                       settings: ShotDetector.Settings, screen: BoundaryScreen.Settings, frameRate: Double,
-                       progress: (Double) -> Void) throws(MediaError)
-        -> (boundaries: [ShotBoundary], frames: Int, lastFrameTime: Double?) {
+    static func refine(
+        _ decoder: AnalysisDecoder, ranges: [(start: Double, end: Double)], samples: FeatureLog,
+        settings: ShotDetector.Settings, screen: BoundaryScreen.Settings, frameRate: Double,
+        progress: (Double) -> Void
+    ) throws(MediaError)
+        -> (boundaries: [ShotBoundary], frames: Int, lastFrameTime: Double?)
+    {
         let frame = 1 / max(1, frameRate)
         // Where each range's decode stops, the samples replayed after it, and the keyframe sample
         // its frames may settle on.
@@ -262,16 +284,22 @@ public enum AnalysisPipeline {
                 // Steady (no gradual transition still running, which the detector judges only
                 // once it ends) and like the keyframe that ends the range.
                 let steady = (d.scores.last ?? 1) <= settings.gradualFrameThreshold
-                let near = steady && ShotDetector.distance(features, target, limit: screen.gapThreshold) < screen.gapThreshold
+                let near =
+                    steady && ShotDetector.distance(features, target, limit: screen.gapThreshold) < screen.gapThreshold
                 settled = near ? settled + 1 : 0
                 if settled >= settleFrames { settledAt = frame.time }
             }
         }
         close()
-        return (ShotDetector.keepStrongest(found, minShotSeconds: settings.minShotSeconds), summary.framesDecoded, summary.lastFrameTime)
+        return (
+            ShotDetector.keepStrongest(found, minShotSeconds: settings.minShotSeconds), summary.framesDecoded,
+            summary.lastFrameTime
+        )
     }
 }
 
 private extension Double {
-    func clamped(to range: ClosedRange<Double>) -> Double { isFinite ? Swift.min(Swift.max(self, range.lowerBound), range.upperBound) : range.lowerBound }
+    func clamped(to range: ClosedRange<Double>) -> Double {
+        isFinite ? Swift.min(Swift.max(self, range.lowerBound), range.upperBound) : range.lowerBound
+    }
 }

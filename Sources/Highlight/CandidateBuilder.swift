@@ -3,17 +3,20 @@ import Analysis
 /// Cuts each shot into candidate segments: the shot's clean footage (no transition, no black,
 /// frozen, badly blurred or flash frames) in runs, long runs windowed, each measured.
 enum CandidateBuilder {
-    static func build(_ analysis: VideoAnalysis, fingerprints: FingerprintCollector, settings: CandidateSettings) -> [Candidate] {
+    static func build(_ analysis: VideoAnalysis, fingerprints: FingerprintCollector, settings: CandidateSettings)
+        -> [Candidate]
+    {
         var result: [Candidate] = []
         for (index, shot) in analysis.shots.enumerated() {
             let lo = shot.usableStart + (index > 0 ? settings.boundaryMargin : 0)
             let hi = shot.usableEnd - (index < analysis.shots.count - 1 ? settings.boundaryMargin : 0)
             for run in usableRuns(analysis.quality, from: lo, to: hi) where run.1 - run.0 >= settings.minSeconds {
                 for window in windows(run.0, run.1, settings) {
-                    result.append(Candidate(
-                        start: window.0, end: window.1, shot: index,
-                        raw: measure(analysis, window.0, window.1),
-                        fingerprint: fingerprints.fingerprint(start: window.0, end: window.1)))
+                    result.append(
+                        Candidate(
+                            start: window.0, end: window.1, shot: index,
+                            raw: measure(analysis, window.0, window.1),
+                            fingerprint: fingerprints.fingerprint(start: window.0, end: window.1)))
                 }
             }
         }
@@ -77,8 +80,9 @@ enum CandidateBuilder {
             }
         }
         func mean(_ x: Float, _ c: Int, _ empty: Float = 0) -> Float { c > 0 ? x / Float(c) : empty }
-        return Candidate.Raw(motion: mean(motion, m), camera: mean(camera, m), shake: mean(shake, m),
-                             loudness: mean(loud, n, -100), onsets: mean(onset, n),
-                             sharpness: mean(sharp, q), exposure: mean(exposure, q))
+        return Candidate.Raw(
+            motion: mean(motion, m), camera: mean(camera, m), shake: mean(shake, m),
+            loudness: mean(loud, n, -100), onsets: mean(onset, n),
+            sharpness: mean(sharp, q), exposure: mean(exposure, q))
     }
 }

@@ -65,8 +65,10 @@ public struct AnalysisReuse: Sendable, Codable, Equatable {
     /// returned, its storyboard is this one's too (the caller copies it; none is drawn).
     public var sameTimeline = false
 
-    public init(analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?,
-                earlierResult: String? = nil, earlierPoster: String? = nil, sameTimeline: Bool = false) {
+    public init(
+        analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?,
+        earlierResult: String? = nil, earlierPoster: String? = nil, sameTimeline: Bool = false
+    ) {
         self.analysisPath = analysisPath; self.match = match; self.target = target; self.copySegments = copySegments
         self.earlierResult = earlierResult; self.earlierPoster = earlierPoster; self.sameTimeline = sameTimeline
     }
@@ -139,27 +141,33 @@ public enum HighlightEngine {
     public static let maxTarget = 180.0
 
     /// The analysis of `path`, from the cache when it has one for these settings.
-    public static func analyze(_ path: String, settings: AnalysisSettings, cacheDirectory: String?,
-                               cancellation: CancellationToken? = nil,
-                               progress: ((Double) -> Void)? = nil) throws(MediaError) -> (VideoAnalysis, cached: Bool) {
+    public static func analyze(
+        _ path: String, settings: AnalysisSettings, cacheDirectory: String?,
+        cancellation: CancellationToken? = nil,
+        progress: ((Double) -> Void)? = nil
+    ) throws(MediaError) -> (VideoAnalysis, cached: Bool) {
         var key: String?
         let cache = cacheDirectory.map { AnalysisCache(directory: $0) }
         if let cache {
             key = try cache.key(for: path, settings: settings)
             if let key, let hit = cache.load(key: key) { return (hit, true) }
         }
-        let analysis = try AnalysisPipeline.analyze(path, settings: settings, cancellation: cancellation, progress: progress)
+        let analysis = try AnalysisPipeline.analyze(
+            path, settings: settings, cancellation: cancellation, progress: progress)
         if let cache, let key { cache.store(analysis, key: key) }
         return (analysis, false)
     }
 
     /// Runs the whole chain. `progress` gets a stage name and the overall fraction (0...1).
-    public static func make(_ request: HighlightRequest, cancellation: CancellationToken? = nil,
-                            progress: ((String, Double) -> Void)? = nil) throws(MediaError) -> HighlightResult {
+    public static func make(
+        _ request: HighlightRequest, cancellation: CancellationToken? = nil,
+        progress: ((String, Double) -> Void)? = nil
+    ) throws(MediaError) -> HighlightResult {
         let target = request.selection.targetDuration
         guard target >= minTarget && target <= maxTarget else {
-            throw MediaError(.invalidRange, operation: "highlight", path: request.source,
-                             detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
+            throw MediaError(
+                .invalidRange, operation: "highlight", path: request.source,
+                detail: "the target duration must be between \(Int(minTarget)) and \(Int(maxTarget)) seconds")
         }
         progress?("analysing", 0)
         let obtained = try obtainAnalysis(request, cancellation: cancellation, progress: progress)
@@ -172,8 +180,9 @@ public enum HighlightEngine {
         // The same highlight of the same footage: the earlier one is returned (its file is copied by the caller).
         let segments = obtained.copied ?? Selector.select(analysis, scored: scored, settings: selection)
         guard !segments.isEmpty else {
-            throw MediaError(.unusable, operation: "highlight", path: request.source,
-                             detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
+            throw MediaError(
+                .unusable, operation: "highlight", path: request.source,
+                detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
         }
         var report = makeReport(analysis, scored: scored, segments: segments)
         report.analysisReused = obtained.cached
@@ -181,8 +190,9 @@ public enum HighlightEngine {
             match.resultCopied = obtained.copied != nil
             report.duplicateOf = match
         }
-        report.reframe = Reframer.plan(analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
-                                       aspect: request.aspect, settings: request.reframe)
+        report.reframe = Reframer.plan(
+            analysis, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
+            aspect: request.aspect, settings: request.reframe)
         // The storyboard needs the moments, not the render: it is drawn beside it (the render alone
         // rarely keeps both cores busy), and waited for before anything is returned or thrown.
         var storyboard: SideThread?
@@ -191,14 +201,16 @@ public enum HighlightEngine {
         } else if let path = request.storyboardOutput {
             let (drawn, source, limits) = (report, request.source, request.limits)
             storyboard = SideThread(name: "moments-storyboard") { () throws(MediaError) in
-                try writeStoryboard(analysis, report: drawn, source: source, to: path, limits: limits, cancellation: cancellation)
+                try writeStoryboard(
+                    analysis, report: drawn, source: source, to: path, limits: limits, cancellation: cancellation)
             }
         }
         var render: RenderResult?
         do throws(MediaError) {
             if let output = request.output, obtained.copied == nil {
-                render = try renderWithPoster(request, to: output, segments: segments, crossfade: selection.crossfade,
-                                              obtained: obtained, report: &report, cancellation: cancellation, progress: progress)
+                render = try renderWithPoster(
+                    request, to: output, segments: segments, crossfade: selection.crossfade,
+                    obtained: obtained, report: &report, cancellation: cancellation, progress: progress)
             }
         } catch {
             try? storyboard?.wait()
@@ -210,7 +222,8 @@ public enum HighlightEngine {
         }
         if let path = request.analysisOutput { try writeReport(report, to: path) }
         progress?("done", 1)
-        return HighlightResult(report: report, render: render, cached: obtained.cached, fingerprint: obtained.fingerprint)
+        return HighlightResult(
+            report: report, render: render, cached: obtained.cached, fingerprint: obtained.fingerprint)
     }
 
     /// A job's analysis and what it says of an earlier upload.
@@ -228,15 +241,19 @@ public enum HighlightEngine {
 
     /// The analysis: the earlier upload's in this video's seconds (a re-upload, no decode), the
     /// job's stored one, or a new one (cached, stored, and judged against the candidates).
-    static func obtainAnalysis(_ request: HighlightRequest, cancellation: CancellationToken?,
-                               progress: ((String, Double) -> Void)?) throws(MediaError) -> ObtainedAnalysis {
+    static func obtainAnalysis(
+        _ request: HighlightRequest, cancellation: CancellationToken?,
+        progress: ((String, Double) -> Void)?
+    ) throws(MediaError) -> ObtainedAnalysis {
         if let reuse = request.reuse, let earlier = loadAnalysis(reuse.analysisPath) {
             let analysis = earlier.reused(for: reuse.target, minCandidate: request.analysis.candidates.minSeconds)
             var obtained = ObtainedAnalysis(analysis: analysis, cached: true, duplicate: reuse.match)
             obtained.copied = reuse.copySegments.flatMap {
                 ReuploadRecognizer.copiedSegments($0, offset: reuse.match.offset, duration: analysis.duration)
             }
-            if let path = reuse.earlierPoster, let segments = reuse.copySegments, let frame = posterFrame(earlier, segments: segments) {
+            if let path = reuse.earlierPoster, let segments = reuse.copySegments,
+                let frame = posterFrame(earlier, segments: segments)
+            {
                 obtained.earlierPoster = (path, frame.time)
             }
             if let path = request.analysisData { storeAnalysis(analysis, at: path) }
@@ -245,11 +262,15 @@ public enum HighlightEngine {
         if let path = request.analysisData, let stored = loadAnalysis(path) {
             return ObtainedAnalysis(analysis: stored, cached: true)
         }
-        let (analysis, cached) = try analyze(request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
-                                             cancellation: cancellation) { progress?("analysing", $0 * 0.6) }
+        let (analysis, cached) = try analyze(
+            request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
+            cancellation: cancellation
+        ) { progress?("analysing", $0 * 0.6) }
         if let path = request.analysisData { storeAnalysis(analysis, at: path) }
         var obtained = ObtainedAnalysis(analysis: analysis, cached: cached, fingerprint: analysis.fingerprint)
-        if let path = request.reuploadCandidates, let fingerprint = analysis.fingerprint, let candidates = loadCandidates(path) {
+        if let path = request.reuploadCandidates, let fingerprint = analysis.fingerprint,
+            let candidates = loadCandidates(path)
+        {
             let judged = ReuploadRecognizer.judge(fingerprint, candidates: candidates, duration: analysis.duration)
             if let match = judged.match {
                 obtained.duplicate = match
@@ -263,11 +284,14 @@ public enum HighlightEngine {
 
     /// Renders the chosen moments (copying what an earlier render of them has, and everything
     /// encoded when that copy fails), then the poster: the earlier one when it shows this very frame.
-    static func renderWithPoster(_ request: HighlightRequest, to output: String, segments: [SelectedSegment], crossfade: Double,
-                                 obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
-                                 progress: ((String, Double) -> Void)?) throws(MediaError) -> RenderResult {
-        var renderRequest = RenderRequest(source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
-                                          output: output)
+    static func renderWithPoster(
+        _ request: HighlightRequest, to output: String, segments: [SelectedSegment], crossfade: Double,
+        obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
+        progress: ((String, Double) -> Void)?
+    ) throws(MediaError) -> RenderResult {
+        var renderRequest = RenderRequest(
+            source: request.source, segments: segments.map { TimeRange(start: $0.start, end: $0.end) },
+            output: output)
         renderRequest.quality = request.quality
         renderRequest.crossfade = crossfade
         renderRequest.preset = request.preset
@@ -276,18 +300,24 @@ public enum HighlightEngine {
         renderRequest.limits = request.limits
         renderRequest.reframe = report.reframe
         if let reuse = request.reuse, let earlier = reuse.earlierResult, let copy = reuse.copySegments {
-            renderRequest.reuse = RenderReuse(path: earlier, segments: copy.map {
-                TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
-            })
+            renderRequest.reuse = RenderReuse(
+                path: earlier,
+                segments: copy.map {
+                    TimeRange(start: $0.start - reuse.match.offset, end: $0.end - reuse.match.offset)
+                })
         }
         progress?("rendering", 0.6)
         let result: RenderResult
         do {
-            result = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
-        } catch where renderRequest.reuse != nil && error.kind != .cancelled {
+            result = try Renderer.render(renderRequest, cancellation: cancellation) {
+                progress?("rendering", 0.6 + 0.37 * $0)
+            }
+        } catch  where renderRequest.reuse != nil && error.kind != .cancelled {
             // Copying from the earlier highlight failed: everything is encoded.
             renderRequest.reuse = nil
-            result = try Renderer.render(renderRequest, cancellation: cancellation) { progress?("rendering", 0.6 + 0.37 * $0) }
+            result = try Renderer.render(renderRequest, cancellation: cancellation) {
+                progress?("rendering", 0.6 + 0.37 * $0)
+            }
         }
         guard let poster = request.posterOutput else { return result }
         progress?("poster", 0.97)
@@ -297,7 +327,8 @@ public enum HighlightEngine {
         // The earlier highlight's poster shows this very frame: it is this poster too.
         let halfFrame = 0.5 / max(1, analysis.frameRate)
         if let frame, let earlierPoster = obtained.earlierPoster, let offset = obtained.duplicate?.offset,
-           abs(frame.time + offset - earlierPoster.time) < halfFrame, copyFile(earlierPoster.path, to: poster) {
+            abs(frame.time + offset - earlierPoster.time) < halfFrame, copyFile(earlierPoster.path, to: poster)
+        {
             report.posterReused = true
         } else {
             try Poster.write(from: output, at: time, to: poster)
@@ -314,29 +345,37 @@ public enum HighlightEngine {
         do {
             try encoder.encode(report).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw MediaError(.io, operation: "write analysis", path: path, detail: "cannot write the analysis: \(error.localizedDescription)")
+            throw MediaError(
+                .io, operation: "write analysis", path: path,
+                detail: "cannot write the analysis: \(error.localizedDescription)")
         }
     }
 
     /// The storyboard: a filmstrip of the input, the per-second motion (scaled to its 95th
     /// percentile), loudness (-60...0 dBFS) and sharpness, the shot cuts and the chosen segments.
     /// A picture that cannot be made does not fail the highlight (cancellation does).
-    static func writeStoryboard(_ a: VideoAnalysis, report: HighlightReport, source: String, to path: String,
-                                limits: DecodeLimits, cancellation: CancellationToken?) throws(MediaError) {
+    static func writeStoryboard(
+        _ a: VideoAnalysis, report: HighlightReport, source: String, to path: String,
+        limits: DecodeLimits, cancellation: CancellationToken?
+    ) throws(MediaError) {
         let motion = report.signals.motion
-        let scale = motion.isEmpty ? 1 : max(1e-3, motion.sorted()[min(motion.count - 1, Int(Double(motion.count) * 0.95))])
+        let scale =
+            motion.isEmpty ? 1 : max(1e-3, motion.sorted()[min(motion.count - 1, Int(Double(motion.count) * 0.95))])
         let spec = StoryboardSpec(
             duration: a.duration,
             curves: [
                 StoryboardCurve(label: "motion", color: .motion, values: motion.map { min(1, $0 / scale) }),
-                StoryboardCurve(label: "loudness", color: .loudness, values: report.signals.loudness.map { (min(0, max(-60, $0)) + 60) / 60 }),
-                StoryboardCurve(label: "quality", color: .quality, values: report.signals.sharpness.map { min(1, max(0, $0)) }),
+                StoryboardCurve(
+                    label: "loudness", color: .loudness,
+                    values: report.signals.loudness.map { (min(0, max(-60, $0)) + 60) / 60 }),
+                StoryboardCurve(
+                    label: "quality", color: .quality, values: report.signals.sharpness.map { min(1, max(0, $0)) })
             ],
             cuts: a.boundaries.map(\.time),
             segments: report.segments.map { TimeRange(start: $0.start, end: $0.end) })
         do {
             try Storyboard.write(source: source, spec: spec, to: path, limits: limits, cancellation: cancellation)
-        } catch where error.kind == .cancelled {
+        } catch  where error.kind == .cancelled {
             throw error
         } catch {
             try? FileManager.default.removeItem(atPath: path)
@@ -362,7 +401,9 @@ public enum HighlightEngine {
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
-    public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment]) -> HighlightReport {
+    public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment])
+        -> HighlightReport
+    {
         HighlightReport(
             duration: a.duration, fps: a.frameRate, cuts: a.cutFrames, boundaries: a.boundaries,
             shots: a.shots.map { HighlightReport.Span(start: $0.start, end: $0.end) },
@@ -370,7 +411,10 @@ public enum HighlightEngine {
                 motion: a.perSecond(a.motion, time: \.time, value: \.subject),
                 loudness: loudnessPerSecond(a),
                 sharpness: a.perSecond(a.quality, time: \.time, value: \.sharpness)),
-            candidates: scored.map { HighlightReport.CandidateEntry(start: $0.candidate.start, end: $0.candidate.end, score: $0.score, components: $0.components) },
+            candidates: scored.map {
+                HighlightReport.CandidateEntry(
+                    start: $0.candidate.start, end: $0.candidate.end, score: $0.score, components: $0.components)
+            },
             segments: segments, posterTime: nil, decode: a.summary)
     }
 
@@ -397,7 +441,9 @@ public enum HighlightEngine {
     }
 
     /// Where the frame lands in the output (0 when its segment was not rendered).
-    static func posterOutputTime(_ frame: (segment: Int, time: Double), segments: [SelectedSegment], outputSegments: [TimeRange]) -> Double {
+    static func posterOutputTime(
+        _ frame: (segment: Int, time: Double), segments: [SelectedSegment], outputSegments: [TimeRange]
+    ) -> Double {
         guard frame.segment < outputSegments.count, frame.segment < segments.count else { return 0 }
         return outputSegments[frame.segment].start + (frame.time - segments[frame.segment].start)
     }

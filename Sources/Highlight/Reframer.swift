@@ -29,8 +29,10 @@ public struct ReframeSettings: Sendable, Codable, Equatable {
 /// holds still when the subject stays in view and pans smoothly (bounded speed) when it moves,
 /// and starts afresh at every shot boundary inside a segment (a jump at a cut is a cut).
 public enum Reframer {
-    public static func plan(_ analysis: VideoAnalysis, segments: [TimeRange], aspect: AspectRatio,
-                            settings: ReframeSettings = ReframeSettings()) -> Reframe? {
+    public static func plan(
+        _ analysis: VideoAnalysis, segments: [TimeRange], aspect: AspectRatio,
+        settings: ReframeSettings = ReframeSettings()
+    ) -> Reframe? {
         guard let window = aspect.window(displayWidth: analysis.width, height: analysis.height) else { return nil }
         let targets = Targets(analysis, settings: settings)
         let cuts = analysis.boundaries.map(\.time)
@@ -98,7 +100,9 @@ public enum Reframer {
             for k in 0..<count {
                 let t = min(to, from + Double(k) * step)
                 var sx = 0.0, sy = 0.0, n = 0
-                while i < times.count && times[i] < t + step / 2 && times[i] <= to + step / 2 { sx += x[i]; sy += y[i]; n += 1; i += 1 }
+                while i < times.count && times[i] < t + step / 2 && times[i] <= to + step / 2 {
+                    sx += x[i]; sy += y[i]; n += 1; i += 1
+                }
                 if n > 0 { lastX = sx / Double(n); lastY = sy / Double(n) }
                 gt.append(t); gx.append(lastX ?? .nan); gy.append(lastY ?? .nan)
             }
@@ -109,8 +113,10 @@ public enum Reframer {
         }
     }
 
-    static func path(_ targets: Targets, from: Double, to: Double, window: (width: Double, height: Double),
-                     settings: ReframeSettings) -> CropTrack {
+    static func path(
+        _ targets: Targets, from: Double, to: Double, window: (width: Double, height: Double),
+        settings: ReframeSettings
+    ) -> CropTrack {
         let grid = targets.grid(from: from, to: to, step: settings.step)
         let radius = max(0, Int((settings.medianSeconds / settings.step / 2).rounded()))
         let x = axis(median(grid.x, radius: radius), size: window.width, settings: settings)
@@ -145,8 +151,12 @@ public enum Reframer {
             smooth[i] = clamp(sum / weights)
         }
         let limit = settings.maxSpeed * settings.step
-        for i in smooth.indices.dropFirst() { smooth[i] = min(smooth[i - 1] + limit, max(smooth[i - 1] - limit, smooth[i])) }
-        for i in smooth.indices.dropLast().reversed() { smooth[i] = min(smooth[i + 1] + limit, max(smooth[i + 1] - limit, smooth[i])) }
+        for i in smooth.indices.dropFirst() {
+            smooth[i] = min(smooth[i - 1] + limit, max(smooth[i - 1] - limit, smooth[i]))
+        }
+        for i in smooth.indices.dropLast().reversed() {
+            smooth[i] = min(smooth[i + 1] + limit, max(smooth[i + 1] - limit, smooth[i]))
+        }
         return smooth
     }
 

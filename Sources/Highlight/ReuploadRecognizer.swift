@@ -15,7 +15,8 @@ public struct ReuploadCandidate: Sendable, Codable, Equatable {
     /// own id when none): candidates of one family show the same footage.
     public var family: String?
 
-    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?, family: String? = nil) {
+    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?, family: String? = nil)
+    {
         self.jobId = jobId; self.fingerprint = fingerprint; self.copySegments = copySegments; self.family = family
     }
 }
@@ -35,7 +36,8 @@ public struct ReuploadMatch: Sendable, Codable, Equatable {
     public var resultCopied = false
 
     public init(jobId: String, offset: Double, overlap: Double, distance: Double, refined: Bool) {
-        self.jobId = jobId; self.offset = offset; self.overlap = overlap; self.distance = distance; self.refined = refined
+        self.jobId = jobId; self.offset = offset; self.overlap = overlap; self.distance = distance;
+        self.refined = refined
     }
 }
 
@@ -102,8 +104,10 @@ public enum ReuploadRecognizer {
         public init() {}
     }
 
-    public static func recognize(_ path: String, candidates: [ReuploadCandidate], analysis: AnalysisSettings,
-                                 settings: Settings = Settings(), cancellation: CancellationToken? = nil) throws(MediaError) -> Recognition {
+    public static func recognize(
+        _ path: String, candidates: [ReuploadCandidate], analysis: AnalysisSettings,
+        settings: Settings = Settings(), cancellation: CancellationToken? = nil
+    ) throws(MediaError) -> Recognition {
         var result = Recognition()
         guard !candidates.isEmpty else { return result }
         var options = AnalysisOptions()
@@ -121,21 +125,28 @@ public enum ReuploadRecognizer {
         }
         let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
         let expected = min(max(0, info.duration.isFinite ? info.duration : 0), 86_400)
-        func fingerprinter() -> ContentFingerprinter { ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected) }
+        func fingerprinter() -> ContentFingerprinter {
+            ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
+        }
         // Sparse keyframes: a longer burst after each (the header's rate only sizes it, clamped).
         let sparse = interval > settings.maxKeyframeInterval
         let clampedRate = min(max(rate, 1), 60)
         let longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
         let burst = sparse ? longest : settings.burstFrames
         var features = FrameFeatures()
-        func pass(burst: Int, decodesGroup: ((Double) -> Bool)? = nil, _ take: (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary {
-            try sampledPass(decoder, survey: survey, burst: burst, decodesGroup: decodesGroup, features: &features, take)
+        func pass(burst: Int, decodesGroup: ((Double) -> Bool)? = nil, _ take: (FrameFeatures) -> Void)
+            throws(MediaError) -> AnalysisSummary
+        {
+            try sampledPass(
+                decoder, survey: survey, burst: burst, decodesGroup: decodesGroup, features: &features, take)
         }
         let spacing = settings.quickLookSpacing
         let quickPrint = fingerprinter()
         var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
-        let (summary, decodedKeys, skippedKeys) = try quickPass(decoder, survey: survey, spacing: spacing, burst: burst,
-                                                                features: &features) { thumbnail in
+        let (summary, decodedKeys, skippedKeys) = try quickPass(
+            decoder, survey: survey, spacing: spacing, burst: burst,
+            features: &features
+        ) { thumbnail in
             quickPrint.consume(thumbnail)
             if spacing > 0 { quick.append(thumbnail) }
         }
@@ -171,14 +182,16 @@ public enum ReuploadRecognizer {
             fingerprint = whole.finish(duration: duration)
             judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
         }
-        let target = ReuseTarget(offset: 0, duration: duration, frameRate: info.video.frameRate, width: info.video.displayWidth,
-                                 height: info.video.displayHeight, rotation: info.video.rotation, hasAudio: info.mainAudio != nil)
+        let target = ReuseTarget(
+            offset: 0, duration: duration, frameRate: info.video.frameRate, width: info.video.displayWidth,
+            height: info.video.displayHeight, rotation: info.video.rotation, hasAudio: info.mainAudio != nil)
 
         if judged.match == nil {
             result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
-            judged.match = try verify(judged.verifications, candidates: candidates, decoder: decoder, keyframeInterval: interval,
-                                      duration: duration, fingerprinter: fingerprinter, settings: settings, result: &result,
-                                      cancellation: cancellation, path: path)
+            judged.match = try verify(
+                judged.verifications, candidates: candidates, decoder: decoder, keyframeInterval: interval,
+                duration: duration, fingerprinter: fingerprinter, settings: settings, result: &result,
+                cancellation: cancellation, path: path)
         }
         result.fingerprint = fingerprint
         // A sparse or inconclusive look that found nothing is not the last word: the analysis
@@ -194,48 +207,59 @@ public enum ReuploadRecognizer {
     }
 
     /// One sampled pass: each decoded frame's thumbnail measured and handed to `take`.
-    static func sampledPass(_ decoder: AnalysisDecoder, survey: GOPSurvey, burst: Int, decodesGroup: ((Double) -> Bool)?,
-                            features: inout FrameFeatures, _ take: (FrameFeatures) -> Void) throws(MediaError) -> AnalysisSummary {
-        try decoder.runSampled(burstFrames: burst, reorders: survey.reorders, decodesGroup: decodesGroup, onFrame: { frame in
-            guard let view = frame.view else { return }
-            features.measureThumbnail(view)
-            take(features)
-        }, onGroup: { _ in })
+    static func sampledPass(
+        _ decoder: AnalysisDecoder, survey: GOPSurvey, burst: Int, decodesGroup: ((Double) -> Bool)?,
+        features: inout FrameFeatures, _ take: (FrameFeatures) -> Void
+    ) throws(MediaError) -> AnalysisSummary {
+        try decoder.runSampled(
+            burstFrames: burst, reorders: survey.reorders, decodesGroup: decodesGroup,
+            onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                take(features)
+            }, onGroup: { _ in })
     }
 
     /// The quick pass: groups at least `spacing` apart, each thumbnail handed to `take` (which
     /// keeps them in case the rest has to be looked at too). Its summary, the groups it decoded
     /// (by keyframe time) and how many it skipped.
-    static func quickPass(_ decoder: AnalysisDecoder, survey: GOPSurvey, spacing: Double, burst: Int, features: inout FrameFeatures,
-                          _ take: (FrameFeatures) -> Void) throws(MediaError) -> (AnalysisSummary, Set<Double>, Int) {
+    static func quickPass(
+        _ decoder: AnalysisDecoder, survey: GOPSurvey, spacing: Double, burst: Int, features: inout FrameFeatures,
+        _ take: (FrameFeatures) -> Void
+    ) throws(MediaError) -> (AnalysisSummary, Set<Double>, Int) {
         var decodedKeys = Set<Double>()
         var skippedKeys = 0
         var lastKey: Double?
-        let summary = try sampledPass(decoder, survey: survey, burst: burst, decodesGroup: { time in
-            if let last = lastKey, time - last < spacing {
-                skippedKeys += 1
-                return false
-            }
-            lastKey = time
-            decodedKeys.insert(time)
-            return true
-        }, features: &features, take)
+        let summary = try sampledPass(
+            decoder, survey: survey, burst: burst,
+            decodesGroup: { time in
+                if let last = lastKey, time - last < spacing {
+                    skippedKeys += 1
+                    return false
+                }
+                lastKey = time
+                decodedKeys.insert(time)
+                return true
+            }, features: &features, take)
         return (summary, decodedKeys, skippedKeys)
     }
 
     /// Verification decodes, for the candidates that asked for one (at most `settings.verifications`,
     /// best first); none for a family whose dense fingerprint (a full decode, every frame compared)
     /// already said no. The first match found, with its job.
-    static func verify(_ verdicts: [(Int, FingerprintMatcher.Verdict)], candidates: [ReuploadCandidate], decoder: AnalysisDecoder,
-                       keyframeInterval: Double, duration: Double, fingerprinter: () -> ContentFingerprinter, settings: Settings,
-                       result: inout Recognition, cancellation: CancellationToken?, path: String) throws(MediaError) -> ReuploadMatch? {
+    static func verify(
+        _ verdicts: [(Int, FingerprintMatcher.Verdict)], candidates: [ReuploadCandidate], decoder: AnalysisDecoder,
+        keyframeInterval: Double, duration: Double, fingerprinter: () -> ContentFingerprinter, settings: Settings,
+        result: inout Recognition, cancellation: CancellationToken?, path: String
+    ) throws(MediaError) -> ReuploadMatch? {
         let settled = Set(candidates.filter { $0.fingerprint.isDense() }.map { $0.family ?? $0.jobId })
         let asked = verdicts.filter { !settled.contains(candidates[$0.0].family ?? candidates[$0.0].jobId) }
         for (index, verdict) in asked.prefix(settings.verifications) {
             try cancellation?.check("recognise", path: path)
             var verifying = FrameFeatures()
-            let windows = TimeRange.joined(verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) },
-                                           closerThan: keyframeInterval)
+            let windows = TimeRange.joined(
+                verdict.verifyAt.map { TimeRange(start: max(0, $0), end: max(0, $0) + verdict.verifySeconds) },
+                closerThan: keyframeInterval)
             let verifier = fingerprinter()
             let more = try decoder.runRanges(windows) { frame in
                 guard let view = frame.view else { return }
@@ -244,7 +268,9 @@ public enum ReuploadRecognizer {
             }
             result.framesDecoded += more.framesDecoded
             result.verificationFrames += more.framesDecoded
-            let again = judge(verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration, settings: settings)
+            let again = judge(
+                verifier.finish(duration: duration), candidates: [candidates[index]], duration: duration,
+                settings: settings)
             if var match = again.match {
                 match.jobId = candidates[index].jobId
                 return match
@@ -255,8 +281,10 @@ public enum ReuploadRecognizer {
 
     /// The best match among the candidates whose analysis covers the new video, and the verdicts
     /// that asked for a verification decode (best overlap first).
-    public static func judge(_ fingerprint: ContentFingerprint, candidates: [ReuploadCandidate], duration: Double,
-                             settings: Settings = Settings()) -> Judgement {
+    public static func judge(
+        _ fingerprint: ContentFingerprint, candidates: [ReuploadCandidate], duration: Double,
+        settings: Settings = Settings()
+    ) -> Judgement {
         var best: ReuploadMatch?
         var verify: [(Int, FingerprintMatcher.Verdict)] = []
         var inconclusive = false, undersampled = false
@@ -270,14 +298,18 @@ public enum ReuploadRecognizer {
             }
             // The earlier analysis must cover the new video, or reusing it would leave part unanalysed.
             guard m.offset >= -settings.coverageTolerance,
-                  m.offset + duration <= candidate.fingerprint.duration + settings.coverageTolerance else { continue }
+                m.offset + duration <= candidate.fingerprint.duration + settings.coverageTolerance
+            else { continue }
             if best == nil || m.overlap > best!.overlap || (m.overlap == best!.overlap && m.distance < best!.distance) {
-                best = ReuploadMatch(jobId: candidate.jobId, offset: m.offset, overlap: m.overlap, distance: m.distance, refined: m.refined)
+                best = ReuploadMatch(
+                    jobId: candidate.jobId, offset: m.offset, overlap: m.overlap, distance: m.distance,
+                    refined: m.refined)
             }
         }
         verify.sort { $0.1.overlap > $1.1.overlap }
-        return Judgement(match: best, verifications: verify, inconclusive: best == nil && inconclusive,
-                         undersampled: best == nil && undersampled)
+        return Judgement(
+            match: best, verifications: verify, inconclusive: best == nil && inconclusive,
+            undersampled: best == nil && undersampled)
     }
 
     /// What `judge` found among the candidates.
@@ -292,8 +324,10 @@ public enum ReuploadRecognizer {
     }
 
     /// The earlier highlight's segments in the new video's seconds, when they all lie inside it.
-    public static func copiedSegments(_ segments: [SelectedSegment], offset: Double, duration: Double,
-                                      settings: Settings = Settings()) -> [SelectedSegment]? {
+    public static func copiedSegments(
+        _ segments: [SelectedSegment], offset: Double, duration: Double,
+        settings: Settings = Settings()
+    ) -> [SelectedSegment]? {
         guard !segments.isEmpty else { return nil }
         var out: [SelectedSegment] = []
         for s in segments {

@@ -40,7 +40,8 @@ public enum Scoring {
         let stride = max(1, candidates.count / 64)
         let novelty: [Double] = candidates.indices.map { i in
             var total: Float = 0, count = 0
-            for j in Swift.stride(from: 0, to: candidates.count, by: stride) where j != i && candidates[j].shot != candidates[i].shot {
+            for j in Swift.stride(from: 0, to: candidates.count, by: stride)
+            where j != i && candidates[j].shot != candidates[i].shot {
                 total += candidates[i].fingerprint.similarity(to: candidates[j].fingerprint)
                 count += 1
             }
@@ -52,10 +53,12 @@ public enum Scoring {
             let components = ScoredCandidate.Components(
                 motion: motion(Double(c.raw.motion + 0.25 * c.raw.camera)),
                 audio: hasAudio ? 0.6 * loud(Double(c.raw.loudness)) + 0.4 * onset(Double(c.raw.onsets)) : 0,
-                quality: max(0, 0.6 * Double(c.raw.sharpness) + 0.4 * Double(c.raw.exposure) - 0.3 * shake(Double(c.raw.shake))),
+                quality: max(
+                    0, 0.6 * Double(c.raw.sharpness) + 0.4 * Double(c.raw.exposure) - 0.3 * shake(Double(c.raw.shake))),
                 novelty: noveltyNorm(novelty[i]))
-            let score = (weights.motion * components.motion + (hasAudio ? weights.audio * components.audio : 0)
-                         + weights.quality * components.quality + weights.novelty * components.novelty) / totalWeight
+            let score =
+                (weights.motion * components.motion + (hasAudio ? weights.audio * components.audio : 0)
+                    + weights.quality * components.quality + weights.novelty * components.novelty) / totalWeight
             return ScoredCandidate(candidate: c, score: score, components: components)
         }
     }
@@ -65,7 +68,7 @@ public enum Scoring {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return { _ in 0 } }
         let lo = sorted[Int(Double(sorted.count - 1) * 0.1)], hi = sorted[Int(Double(sorted.count - 1) * 0.9)]
-        if hi - lo < 1e-9 { return { _ in 0.5 } } // no spread: every candidate is average
+        if hi - lo < 1e-9 { return { _ in 0.5 } }  // no spread: every candidate is average
         return { min(1, max(0, ($0 - lo) / (hi - lo))) }
     }
 }

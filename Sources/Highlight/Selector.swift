@@ -67,12 +67,15 @@ public enum Selector {
         var center: Double { (start + end) / 2 }
     }
 
-    public static func select(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings) -> [SelectedSegment] {
+    public static func select(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings)
+        -> [SelectedSegment]
+    {
         let exclude = settings.exclude.filter { $0.end > $0.start }.sorted { $0.start < $1.start }
         // Clear of an excluded range by a frame at least: the frame on screen at a segment's first
         // instant must not be one from inside the range.
         let margin = max(0.05, 1 / max(1, analysis.frameRate))
-        let scored = exclude.isEmpty ? scored : carve(scored, around: exclude, minimum: settings.minSegment, margin: margin)
+        let scored =
+            exclude.isEmpty ? scored : carve(scored, around: exclude, minimum: settings.minSegment, margin: margin)
         var picks = pinned(analysis, scored: scored, exclude: exclude, margin: margin, settings: settings)
         guard !scored.isEmpty || !picks.isEmpty else { return [] }
         let runs = runBounds(scored)
@@ -90,12 +93,18 @@ public enum Selector {
             for (i, c) in scored.enumerated() where !used[i] {
                 let cand = c.candidate
                 if picks.contains(where: { cand.start < $0.end + 0.05 && cand.end > $0.start - 0.05 }) { continue }
-                let similarity = picks.map { Double(cand.fingerprint.similarity(to: $0.scored.candidate.fingerprint)) }.max() ?? 0
-                if similarity >= Double(SegmentFingerprint.duplicateSimilarity) { continue } // the same footage again
-                if !allowLookAlikes, picks.contains(where: { lookAlike(cand.fingerprint, $0.scored.candidate.fingerprint, settings) }) { continue }
+                let similarity =
+                    picks.map { Double(cand.fingerprint.similarity(to: $0.scored.candidate.fingerprint)) }.max() ?? 0
+                if similarity >= Double(SegmentFingerprint.duplicateSimilarity) { continue }  // the same footage again
+                if !allowLookAlikes,
+                    picks.contains(where: { lookAlike(cand.fingerprint, $0.scored.candidate.fingerprint, settings) })
+                {
+                    continue
+                }
                 let distance = picks.map { abs((cand.start + cand.end) / 2 - $0.center) }.min() ?? analysis.duration
                 let spread = min(1, distance / max(1, analysis.duration / expectedCount))
-                let value = settings.relevance * c.score - (1 - settings.relevance) * similarity + settings.spread * spread
+                let value =
+                    settings.relevance * c.score - (1 - settings.relevance) * similarity + settings.spread * spread
                 if best == nil || value > best!.value { best = (i, value) }
             }
             guard let chosen = best else {
@@ -120,24 +129,32 @@ public enum Selector {
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment)
         snap(&picks, analysis: analysis, settings: settings)
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8)
-        return picks.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.scored.score,
-                                           reason: $0.pin != nil ? "pinned moment" : reason($0.scored)) }
+        return picks.map {
+            SelectedSegment(
+                start: $0.start, end: $0.end, score: $0.scored.score,
+                reason: $0.pin != nil ? "pinned moment" : reason($0.scored))
+        }
     }
 
     /// The same scene at another moment: a similar picture in the same colours.
     static func lookAlike(_ a: SegmentFingerprint, _ b: SegmentFingerprint, _ settings: SelectionSettings) -> Bool {
-        Double(a.similarity(to: b)) >= settings.lookAlikeSimilarity && Double(a.colourSimilarity(to: b)) >= settings.lookAlikeColour
+        Double(a.similarity(to: b)) >= settings.lookAlikeSimilarity
+            && Double(a.colourSimilarity(to: b)) >= settings.lookAlikeColour
     }
 
     /// The candidates with the excluded ranges cut out of them (pieces shorter than `minimum` go).
-    static func carve(_ scored: [ScoredCandidate], around exclude: [TimeRange], minimum: Double, margin: Double) -> [ScoredCandidate] {
+    static func carve(_ scored: [ScoredCandidate], around exclude: [TimeRange], minimum: Double, margin: Double)
+        -> [ScoredCandidate]
+    {
         var result: [ScoredCandidate] = []
         for c in scored {
             var pieces = [(c.candidate.start, c.candidate.end)]
             for e in exclude {
                 pieces = pieces.flatMap { p -> [(Double, Double)] in
                     guard e.start < p.1, e.end > p.0 else { return [p] }
-                    return [(p.0, min(p.1, e.start - margin)), (max(p.0, e.end + margin), p.1)].filter { $0.1 - $0.0 > 0 }
+                    return [(p.0, min(p.1, e.start - margin)), (max(p.0, e.end + margin), p.1)].filter {
+                        $0.1 - $0.0 > 0
+                    }
                 }
             }
             for p in pieces where p.1 - p.0 >= minimum - 1e-9 {
@@ -153,20 +170,25 @@ public enum Selector {
     /// A segment around each pinned time, in time order: `pinnedSeconds` long (less when the pins
     /// share the target), centred on the time where its shot allows, never into an excluded range
     /// or another pinned segment. Its score and look are those of the candidate it overlaps most.
-    static func pinned(_ analysis: VideoAnalysis, scored: [ScoredCandidate], exclude: [TimeRange], margin: Double,
-                       settings: SelectionSettings) -> [Pick] {
+    static func pinned(
+        _ analysis: VideoAnalysis, scored: [ScoredCandidate], exclude: [TimeRange], margin: Double,
+        settings: SelectionSettings
+    ) -> [Pick] {
         let times = Set(settings.include.filter { $0.isFinite && $0 >= 0 && $0 < analysis.duration }).sorted()
         guard !times.isEmpty else { return [] }
-        let length = max(settings.minSegment, min(settings.pinnedSeconds, settings.targetDuration / Double(times.count)))
+        let length = max(
+            settings.minSegment, min(settings.pinnedSeconds, settings.targetDuration / Double(times.count)))
         var picks: [Pick] = []
         for t in times {
             if exclude.contains(where: { t >= $0.start - margin && t <= $0.end + margin }) { continue }
             if let holder = picks.firstIndex(where: { t >= $0.start && t <= $0.end }) {
                 // Already shown by an earlier pinned segment: it must keep this time too.
-                picks[holder].pin = min(picks[holder].pin?.lowerBound ?? t, t)...max(picks[holder].pin?.upperBound ?? t, t)
+                picks[holder].pin =
+                    min(picks[holder].pin?.lowerBound ?? t, t)...max(picks[holder].pin?.upperBound ?? t, t)
                 continue
             }
-            let shotIndex = analysis.shots.firstIndex { t >= $0.start && t < $0.end } ?? max(0, analysis.shots.count - 1)
+            let shotIndex =
+                analysis.shots.firstIndex { t >= $0.start && t < $0.end } ?? max(0, analysis.shots.count - 1)
             var lo = 0.0, hi = analysis.duration
             if shotIndex < analysis.shots.count {
                 let shot = analysis.shots[shotIndex]
@@ -183,14 +205,21 @@ public enum Selector {
             if end > hi { start -= end - hi; end = hi }
             start = max(start, lo)
             func overlap(_ c: ScoredCandidate) -> Double { min(end, c.candidate.end) - max(start, c.candidate.start) }
-            let base = scored.filter { overlap($0) > 0 }.max { overlap($0) < overlap($1) }
-                ?? scored.filter { $0.candidate.shot == shotIndex }.min { abs($0.candidate.start - t) < abs($1.candidate.start - t) }
-            var candidate = base?.candidate ?? Candidate(start: start, end: end, shot: shotIndex, raw: CandidateBuilder.measure(analysis, start, end),
-                                                         fingerprint: SegmentFingerprint(hashes: [], histogram: []))
+            let base =
+                scored.filter { overlap($0) > 0 }.max { overlap($0) < overlap($1) }
+                ?? scored.filter { $0.candidate.shot == shotIndex }.min {
+                    abs($0.candidate.start - t) < abs($1.candidate.start - t)
+                }
+            var candidate =
+                base?.candidate
+                ?? Candidate(
+                    start: start, end: end, shot: shotIndex, raw: CandidateBuilder.measure(analysis, start, end),
+                    fingerprint: SegmentFingerprint(hashes: [], histogram: []))
             candidate.start = start
             candidate.end = end
-            let pick = ScoredCandidate(candidate: candidate, score: base?.score ?? 0,
-                                       components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0))
+            let pick = ScoredCandidate(
+                candidate: candidate, score: base?.score ?? 0,
+                components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0))
             picks.append(Pick(start: start, end: end, lowest: lo, highest: hi, scored: pick, pin: t...t))
         }
         return picks
@@ -203,7 +232,10 @@ public enum Selector {
             var changed = true
             while changed {
                 changed = false
-                for o in scored where o.candidate.shot == c.candidate.shot && o.candidate.start <= hi + 1e-6 && o.candidate.end >= lo - 1e-6 {
+                for o in scored
+                where o.candidate.shot == c.candidate.shot && o.candidate.start <= hi + 1e-6
+                    && o.candidate.end >= lo - 1e-6
+                {
                     if o.candidate.start < lo { lo = o.candidate.start; changed = true }
                     if o.candidate.end > hi { hi = o.candidate.end; changed = true }
                 }
@@ -224,7 +256,10 @@ public enum Selector {
     static func fit(_ picks: inout [Pick], to target: Double, minSegment: Double, tolerance: Double = 0.01) {
         var difference = target - picks.reduce(0) { $0 + $1.duration }
         guard abs(difference) > tolerance else { return }
-        let order = picks.indices.sorted { difference > 0 ? picks[$0].scored.score > picks[$1].scored.score : picks[$0].scored.score < picks[$1].scored.score }
+        let order = picks.indices.sorted {
+            difference > 0
+                ? picks[$0].scored.score > picks[$1].scored.score : picks[$0].scored.score < picks[$1].scored.score
+        }
         for i in order where abs(difference) > tolerance {
             clampBounds(&picks)
             if difference > 0 {
@@ -236,7 +271,9 @@ public enum Selector {
                 difference -= max(0, before)
             } else {
                 var cut = min(-difference, picks[i].duration - minSegment)
-                if let pin = picks[i].pin { cut = min(cut, picks[i].end - min(picks[i].highest, pin.upperBound + 0.25)) }
+                if let pin = picks[i].pin {
+                    cut = min(cut, picks[i].end - min(picks[i].highest, pin.upperBound + 0.25))
+                }
                 if cut > 0 { picks[i].end -= cut; difference += cut }
             }
         }
@@ -255,10 +292,13 @@ public enum Selector {
                     options = analysis.audio.quietPoints(near: t, radius: settings.snapRadius)
                 }
                 for o in options {
-                    let keepsPin = picks[i].pin.map { isStart ? o <= $0.lowerBound - 0.1 : o >= $0.upperBound + 0.1 } ?? true
-                    let ok = keepsPin && (isStart
-                        ? o >= picks[i].lowest - 1e-6 && picks[i].end - o >= settings.minSegment
-                        : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment)
+                    let keepsPin =
+                        picks[i].pin.map { isStart ? o <= $0.lowerBound - 0.1 : o >= $0.upperBound + 0.1 } ?? true
+                    let ok =
+                        keepsPin
+                        && (isStart
+                            ? o >= picks[i].lowest - 1e-6 && picks[i].end - o >= settings.minSegment
+                            : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment)
                     if ok {
                         if isStart { picks[i].start = o } else { picks[i].end = o }
                         break

@@ -14,7 +14,9 @@ public struct ReuseTarget: Sendable, Codable, Equatable {
     public var rotation: Int
     public var hasAudio: Bool
 
-    public init(offset: Double, duration: Double, frameRate: Double, width: Int, height: Int, rotation: Int, hasAudio: Bool) {
+    public init(
+        offset: Double, duration: Double, frameRate: Double, width: Int, height: Int, rotation: Int, hasAudio: Bool
+    ) {
         self.offset = offset; self.duration = duration; self.frameRate = frameRate
         self.width = width; self.height = height; self.rotation = rotation; self.hasAudio = hasAudio
     }
@@ -27,7 +29,8 @@ extension VideoAnalysis {
     /// `minCandidate` goes); positions move from this video's stored picture to the new one's
     /// (through display orientation); the frame rate, size and audio are the new video's.
     /// No decode: the selection and render then work on the new file with these times.
-    public func reused(for target: ReuseTarget, minCandidate: Double = CandidateSettings().minSeconds) -> VideoAnalysis {
+    public func reused(for target: ReuseTarget, minCandidate: Double = CandidateSettings().minSeconds) -> VideoAnalysis
+    {
         let shift = target.offset
         let end = max(0, target.duration)
         func inside(_ t: Double) -> Bool { t >= 0 && t <= end }
@@ -51,8 +54,10 @@ extension VideoAnalysis {
             let start = max(0, s.start - shift), stop = min(end, s.end - shift)
             guard stop > start + 1e-6 else { continue }
             shotIndex[i] = a.shots.count
-            a.shots.append(Shot(start: start, end: stop, usableStart: min(stop, max(start, s.usableStart - shift)),
-                                usableEnd: max(start, min(stop, s.usableEnd - shift))))
+            a.shots.append(
+                Shot(
+                    start: start, end: stop, usableStart: min(stop, max(start, s.usableStart - shift)),
+                    usableEnd: max(start, min(stop, s.usableEnd - shift))))
         }
         if a.shots.isEmpty { a.shots = [Shot(start: 0, end: end, usableStart: 0, usableEnd: end)] }
 
@@ -77,7 +82,9 @@ extension VideoAnalysis {
             q.time -= shift
             return inside(q.time) ? q : nil
         }
-        a.audio = target.hasAudio ? audio.shifted(by: shift, duration: end) : AudioAnalyzer.Result.silence(like: audio, duration: end)
+        a.audio =
+            target.hasAudio
+            ? audio.shifted(by: shift, duration: end) : AudioAnalyzer.Result.silence(like: audio, duration: end)
         a.candidates = candidates.compactMap { c in
             guard let shot = shotIndex[c.shot] else { return nil }
             var c = c

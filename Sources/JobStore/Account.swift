@@ -18,7 +18,10 @@ public struct Account: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     /// grant pro to this account.
     public var tester: Bool
 
-    public init(id: String, plan: String = "free", label: String?, createdAt: Date, disabledAt: Date? = nil, tester: Bool = false) {
+    public init(
+        id: String, plan: String = "free", label: String?, createdAt: Date, disabledAt: Date? = nil,
+        tester: Bool = false
+    ) {
         self.id = id; self.plan = plan; self.label = label; self.createdAt = createdAt
         self.disabledAt = disabledAt; self.tester = tester
     }
@@ -50,7 +53,9 @@ public struct Account: Codable, Sendable, Equatable, FetchableRecord, Persistabl
 extension AppDatabase {
     /// Creates an account and its first API key; returns the account with the key (the only time
     /// the key exists in clear).
-    public func createAccount(label: String? = nil, plan: String = "free", now: Date = Date()) async throws -> (Account, String) {
+    public func createAccount(label: String? = nil, plan: String = "free", now: Date = Date()) async throws -> (
+        Account, String
+    ) {
         let account = Account(id: UUID().uuidString.lowercased(), plan: plan, label: label, createdAt: now)
         let (key, secret) = APIKey.make(accountId: account.id, label: nil, now: now)
         try await pool.write { db in
@@ -65,10 +70,12 @@ extension AppDatabase {
     public func account(apiKey: String) async throws -> Account? {
         let hash = Account.hash(apiKey: apiKey)
         return try await pool.read { db in
-            try Account.fetchOne(db, sql: """
-                SELECT account.* FROM api_key JOIN account ON account.id = api_key.accountId
-                WHERE api_key.hash = ? AND api_key.revokedAt IS NULL
-                """, arguments: [hash])
+            try Account.fetchOne(
+                db,
+                sql: """
+                    SELECT account.* FROM api_key JOIN account ON account.id = api_key.accountId
+                    WHERE api_key.hash = ? AND api_key.revokedAt IS NULL
+                    """, arguments: [hash])
         }
     }
 

@@ -41,48 +41,73 @@ extension AppDatabase {
     @discardableResult
     static func enqueuePushes(_ db: Database, job: Job, now: Date) throws -> Bool {
         guard let payload = try PushPayload(job: job)?.json() else { return false }
-        let devices = try Row.fetchAll(db, sql: "SELECT token, environment FROM push_device WHERE accountId = ? ORDER BY createdAt",
-                                       arguments: [job.accountId])
+        let devices = try Row.fetchAll(
+            db, sql: "SELECT token, environment FROM push_device WHERE accountId = ? ORDER BY createdAt",
+            arguments: [job.accountId])
         for device in devices {
-            try db.execute(sql: """
-                INSERT INTO push_delivery (id, accountId, jobId, token, environment, payload, status, attempts, nextAttemptAt, createdAt)
-                VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
-                """, arguments: [PushDelivery.newID(), job.accountId, job.id, device["token"] as String, device["environment"] as String,
-                                 payload, now, now])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_delivery (id, accountId, jobId, token, environment, payload, status, attempts, nextAttemptAt, createdAt)
+                    VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                    """,
+                arguments: [
+                    PushDelivery.newID(), job.accountId, job.id, device["token"] as String,
+                    device["environment"] as String,
+                    payload, now, now
+                ])
         }
         return !devices.isEmpty
     }
 
-    public func registerDevice(accountId: String, token: String, environment: PushEnvironment, limit: Int, now: Date) async throws -> DeviceRegistration {
+    public func registerDevice(accountId: String, token: String, environment: PushEnvironment, limit: Int, now: Date)
+        async throws -> DeviceRegistration
+    {
         try await pool.write { db in
-            let existing = try Row.fetchOne(db, sql: "SELECT * FROM push_device WHERE token = ?", arguments: [token]).map(Self.device)
+            let existing = try Row.fetchOne(db, sql: "SELECT * FROM push_device WHERE token = ?", arguments: [token])
+                .map(Self.device)
             if let existing, existing.accountId == accountId {
-                try db.execute(sql: "UPDATE push_device SET environment = ?, updatedAt = ? WHERE token = ?",
-                               arguments: [environment.rawValue, now, token])
-                return .updated(PushDevice(token: token, accountId: accountId, environment: environment, createdAt: existing.createdAt, updatedAt: now))
+                try db.execute(
+                    sql: "UPDATE push_device SET environment = ?, updatedAt = ? WHERE token = ?",
+                    arguments: [environment.rawValue, now, token])
+                return .updated(
+                    PushDevice(
+                        token: token, accountId: accountId, environment: environment, createdAt: existing.createdAt,
+                        updatedAt: now))
             }
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_device WHERE accountId = ?", arguments: [accountId]) ?? 0
+            let count =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM push_device WHERE accountId = ?", arguments: [accountId]) ?? 0
             if count >= limit { return .limitReached(limit: limit) }
             if existing != nil {
                 // The phone signed in to another account: the previous account's pushes stop here.
                 try Self.removeDevice(db, token: token, reason: "the device moved to another account")
             }
-            try db.execute(sql: "INSERT INTO push_device (token, accountId, environment, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [token, accountId, environment.rawValue, now, now])
-            return .created(PushDevice(token: token, accountId: accountId, environment: environment, createdAt: now, updatedAt: now))
+            try db.execute(
+                sql:
+                    "INSERT INTO push_device (token, accountId, environment, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)",
+                arguments: [token, accountId, environment.rawValue, now, now])
+            return .created(
+                PushDevice(token: token, accountId: accountId, environment: environment, createdAt: now, updatedAt: now)
+            )
         }
     }
 
     public func devices(accountId: String) async throws -> [PushDevice] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM push_device WHERE accountId = ? ORDER BY createdAt, rowid", arguments: [accountId])
-                .map(Self.device)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM push_device WHERE accountId = ? ORDER BY createdAt, rowid",
+                arguments: [accountId]
+            )
+            .map(Self.device)
         }
     }
 
     public func deleteDevice(accountId: String, token: String, now: Date) async throws -> Bool {
         try await pool.write { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM push_device WHERE token = ? AND accountId = ?", arguments: [token, accountId]) == true
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM push_device WHERE token = ? AND accountId = ?",
+                    arguments: [token, accountId]) == true
             else { return false }
             try Self.removeDevice(db, token: token, reason: "the device was removed")
             return true
@@ -92,23 +117,29 @@ extension AppDatabase {
     /// Deletes the device and gives up its pending pushes (leased ones too: their record is refused).
     static func removeDevice(_ db: Database, token: String, reason: String) throws {
         try db.execute(sql: "DELETE FROM push_device WHERE token = ?", arguments: [token])
-        try db.execute(sql: """
-            UPDATE push_delivery SET status = 'failed', nextAttemptAt = NULL, lastReason = ?, leaseOwner = NULL, leaseExpiresAt = NULL
-            WHERE token = ? AND status = 'pending'
-            """, arguments: [reason, token])
+        try db.execute(
+            sql: """
+                UPDATE push_delivery SET status = 'failed', nextAttemptAt = NULL, lastReason = ?, leaseOwner = NULL, leaseExpiresAt = NULL
+                WHERE token = ? AND status = 'pending'
+                """, arguments: [reason, token])
     }
 
-    public func claimDuePushes(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [PushDelivery] {
+    public func claimDuePushes(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
+        -> [PushDelivery]
+    {
         try await pool.write { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM push_delivery WHERE status = 'pending' AND nextAttemptAt <= ?
-                AND (leaseExpiresAt IS NULL OR leaseExpiresAt < ?) ORDER BY nextAttemptAt LIMIT ?
-                """, arguments: [now, now, limit])
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM push_delivery WHERE status = 'pending' AND nextAttemptAt <= ?
+                    AND (leaseExpiresAt IS NULL OR leaseExpiresAt < ?) ORDER BY nextAttemptAt LIMIT ?
+                    """, arguments: [now, now, limit])
             let expires = now.addingTimeInterval(leaseSeconds)
             return try rows.map { row in
                 var delivery = try Self.pushDelivery(row)
-                try db.execute(sql: "UPDATE push_delivery SET leaseOwner = ?, leaseExpiresAt = ? WHERE id = ?",
-                               arguments: [worker, expires, delivery.id])
+                try db.execute(
+                    sql: "UPDATE push_delivery SET leaseOwner = ?, leaseExpiresAt = ? WHERE id = ?",
+                    arguments: [worker, expires, delivery.id])
                 delivery.leaseOwner = worker
                 delivery.leaseExpiresAt = expires
                 return delivery
@@ -117,25 +148,36 @@ extension AppDatabase {
     }
 
     @discardableResult
-    public func recordPushAttempt(id: String, worker: String, outcome: PushOutcome, statusCode: Int?, reason: String?, now: Date) async throws -> Bool {
+    public func recordPushAttempt(
+        id: String, worker: String, outcome: PushOutcome, statusCode: Int?, reason: String?, now: Date
+    ) async throws -> Bool {
         try await pool.write { db in
-            guard let token = try String.fetchOne(db, sql: """
-                SELECT token FROM push_delivery WHERE id = ? AND status = 'pending' AND leaseOwner = ?
-                """, arguments: [id, worker]) else { return false }
+            guard
+                let token = try String.fetchOne(
+                    db,
+                    sql: """
+                        SELECT token FROM push_delivery WHERE id = ? AND status = 'pending' AND leaseOwner = ?
+                        """, arguments: [id, worker])
+            else { return false }
             let (status, next, sent) = Self.apply(outcome, now: now)
-            try db.execute(sql: """
-                UPDATE push_delivery SET attempts = attempts + 1, status = ?, nextAttemptAt = ?, sentAt = ?, lastStatusCode = ?,
-                    lastReason = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
-                """, arguments: [status.rawValue, next, sent, statusCode, reason, id])
-            if outcome == .deviceGone { try Self.removeDevice(db, token: token, reason: "APNs no longer knows the device") }
+            try db.execute(
+                sql: """
+                    UPDATE push_delivery SET attempts = attempts + 1, status = ?, nextAttemptAt = ?, sentAt = ?, lastStatusCode = ?,
+                        lastReason = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
+                    """, arguments: [status.rawValue, next, sent, statusCode, reason, id])
+            if outcome == .deviceGone {
+                try Self.removeDevice(db, token: token, reason: "APNs no longer knows the device")
+            }
             return true
         }
     }
 
     public func pushDeliveries(jobId: String) async throws -> [PushDelivery] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM push_delivery WHERE jobId = ? ORDER BY createdAt, rowid", arguments: [jobId])
-                .map(Self.pushDelivery)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM push_delivery WHERE jobId = ? ORDER BY createdAt, rowid", arguments: [jobId]
+            )
+            .map(Self.pushDelivery)
         }
     }
 
@@ -151,17 +193,22 @@ extension AppDatabase {
         guard let environment = PushEnvironment(rawValue: row["environment"]) else {
             throw DatabaseError(message: "a push device row has an unknown environment")
         }
-        return PushDevice(token: row["token"], accountId: row["accountId"], environment: environment, createdAt: row["createdAt"],
-                          updatedAt: row["updatedAt"])
+        return PushDevice(
+            token: row["token"], accountId: row["accountId"], environment: environment, createdAt: row["createdAt"],
+            updatedAt: row["updatedAt"])
     }
 
     static func pushDelivery(_ row: Row) throws -> PushDelivery {
-        guard let environment = PushEnvironment(rawValue: row["environment"]), let status = PushDeliveryStatus(rawValue: row["status"]) else {
+        guard let environment = PushEnvironment(rawValue: row["environment"]),
+            let status = PushDeliveryStatus(rawValue: row["status"])
+        else {
             throw DatabaseError(message: "a push delivery row has an unknown environment or status")
         }
-        return PushDelivery(id: row["id"], accountId: row["accountId"], jobId: row["jobId"], token: row["token"], environment: environment,
-                            payload: row["payload"], status: status, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"],
-                            createdAt: row["createdAt"], sentAt: row["sentAt"], lastStatusCode: row["lastStatusCode"],
-                            lastReason: row["lastReason"], leaseOwner: row["leaseOwner"], leaseExpiresAt: row["leaseExpiresAt"])
+        return PushDelivery(
+            id: row["id"], accountId: row["accountId"], jobId: row["jobId"], token: row["token"],
+            environment: environment,
+            payload: row["payload"], status: status, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"],
+            createdAt: row["createdAt"], sentAt: row["sentAt"], lastStatusCode: row["lastStatusCode"],
+            lastReason: row["lastReason"], leaseOwner: row["leaseOwner"], leaseExpiresAt: row["leaseExpiresAt"])
     }
 }

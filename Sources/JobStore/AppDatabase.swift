@@ -29,7 +29,9 @@ public final class AppDatabase: MomentsStore {
             // FULL: a committed transaction (a charge on the ledger, a completed job) survives a power
             // loss, not only a crash. WAL keeps it cheap: one fsync of the log per commit.
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            db.add(function: DatabaseFunction("moments_sandbox_for_all", argumentCount: 0, pure: true) { _ in sandboxForAll })
+            db.add(
+                function: DatabaseFunction("moments_sandbox_for_all", argumentCount: 0, pure: true) { _ in sandboxForAll
+                })
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
@@ -132,11 +134,12 @@ public final class AppDatabase: MomentsStore {
             }
             try db.create(index: "subscription_account", on: "subscription", columns: ["accountId"])
             // Jobs waiting or running when this migration runs hold a unit of their month.
-            try db.execute(sql: """
-                UPDATE job SET quotaState = 'reserved', quotaPeriod = strftime('%Y-%m', createdAt) WHERE status IN ('pending', 'processing');
-                INSERT INTO usage_ledger (accountId, jobId, period, change, reason, createdAt)
-                SELECT accountId, id, quotaPeriod, 1, 'reserved when quotas were introduced', CURRENT_TIMESTAMP FROM job WHERE quotaState = 'reserved';
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE job SET quotaState = 'reserved', quotaPeriod = strftime('%Y-%m', createdAt) WHERE status IN ('pending', 'processing');
+                    INSERT INTO usage_ledger (accountId, jobId, period, change, reason, createdAt)
+                    SELECT accountId, id, quotaPeriod, 1, 'reserved when quotas were introduced', CURRENT_TIMESTAMP FROM job WHERE quotaState = 'reserved';
+                    """)
             try db.create(table: "app_store_notification") { t in
                 t.primaryKey("notificationUUID", .text)
                 t.column("notificationType", .text).notNull()
@@ -161,8 +164,12 @@ public final class AppDatabase: MomentsStore {
             }
             try db.create(index: "api_key_account", on: "api_key", columns: ["accountId"])
             for row in try Row.fetchAll(db, sql: "SELECT id, apiKeyHash, apiKeyPrefix, createdAt FROM account") {
-                try db.execute(sql: "INSERT INTO api_key (id, accountId, hash, prefix, createdAt) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [UUID().uuidString.lowercased(), row["id"], row["apiKeyHash"], row["apiKeyPrefix"], row["createdAt"]])
+                try db.execute(
+                    sql: "INSERT INTO api_key (id, accountId, hash, prefix, createdAt) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [
+                        UUID().uuidString.lowercased(), row["id"], row["apiKeyHash"], row["apiKeyPrefix"],
+                        row["createdAt"]
+                    ])
             }
             // The account table without its key columns (a UNIQUE column cannot be dropped: the
             // table is rebuilt, as SQLite documents; GRDB runs migrations with foreign keys off and
@@ -175,11 +182,12 @@ public final class AppDatabase: MomentsStore {
                 t.column("disabledAt", .datetime)
                 t.column("tester", .boolean).notNull().defaults(to: false)
             }
-            try db.execute(sql: """
-                INSERT INTO account_v4 (id, plan, label, createdAt) SELECT id, plan, label, createdAt FROM account;
-                DROP TABLE account;
-                ALTER TABLE account_v4 RENAME TO account;
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO account_v4 (id, plan, label, createdAt) SELECT id, plan, label, createdAt FROM account;
+                    DROP TABLE account;
+                    ALTER TABLE account_v4 RENAME TO account;
+                    """)
         }
         migrator.registerMigration("v5 sticky subscription revocation") { db in
             // When the subscription was revoked (refund, Apple's revoke, an operator): until a
@@ -194,7 +202,8 @@ public final class AppDatabase: MomentsStore {
                 t.add(column: "leaseExpiresAt", .datetime)
             }
             // Jobs processing now were claimed before leases existed: a minute to be renewed.
-            try db.execute(sql: "UPDATE job SET leaseExpiresAt = datetime('now', '+60 seconds') WHERE status = 'processing'")
+            try db.execute(
+                sql: "UPDATE job SET leaseExpiresAt = datetime('now', '+60 seconds') WHERE status = 'processing'")
             try db.create(index: "job_lease", on: "job", columns: ["status", "leaseExpiresAt"])
         }
         registerWebhookMigration(&migrator)
@@ -213,7 +222,8 @@ public final class AppDatabase: MomentsStore {
                 t.column("fingerprint", .text).notNull()
                 t.column("createdAt", .datetime).notNull()
             }
-            try db.create(index: "content_fingerprint_account", on: "content_fingerprint", columns: ["accountId", "createdAt"])
+            try db.create(
+                index: "content_fingerprint_account", on: "content_fingerprint", columns: ["accountId", "createdAt"])
         }
         registerPushMigration(&migrator)
         registerUploadAdmissionMigration(&migrator)

@@ -13,7 +13,8 @@ public struct StoredFingerprint: Codable, Sendable, Equatable, FetchableRecord, 
     public var createdAt: Date
 
     public init(jobId: String, accountId: String, duration: Double, fingerprint: String, createdAt: Date) {
-        self.jobId = jobId; self.accountId = accountId; self.duration = duration; self.fingerprint = fingerprint; self.createdAt = createdAt
+        self.jobId = jobId; self.accountId = accountId; self.duration = duration; self.fingerprint = fingerprint;
+        self.createdAt = createdAt
     }
 }
 
@@ -23,7 +24,9 @@ public protocol FingerprintRepository: Sendable {
     func saveFingerprint(_ fingerprint: StoredFingerprint) async throws
     /// The account's uploads a new one may be a copy of, newest first: completed jobs whose media
     /// are still stored, other than `excludingJob`, at most `limit`. Never another account's.
-    func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(job: Job, fingerprint: StoredFingerprint)]
+    func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(
+        job: Job, fingerprint: StoredFingerprint
+    )]
 }
 
 extension AppDatabase {
@@ -31,13 +34,17 @@ extension AppDatabase {
         try await pool.write { db in try fingerprint.save(db) }
     }
 
-    public func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(job: Job, fingerprint: StoredFingerprint)] {
+    public func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(
+        job: Job, fingerprint: StoredFingerprint
+    )] {
         try await pool.read { db in
-            let prints = try StoredFingerprint.fetchAll(db, sql: """
-                SELECT f.* FROM content_fingerprint f JOIN job j ON j.id = f.jobId
-                WHERE f.accountId = ? AND j.accountId = ? AND j.id <> ? AND j.status = 'completed' AND j.mediaDeletedAt IS NULL
-                ORDER BY j.createdAt DESC LIMIT ?
-                """, arguments: [accountId, accountId, excludingJob, max(0, limit)])
+            let prints = try StoredFingerprint.fetchAll(
+                db,
+                sql: """
+                    SELECT f.* FROM content_fingerprint f JOIN job j ON j.id = f.jobId
+                    WHERE f.accountId = ? AND j.accountId = ? AND j.id <> ? AND j.status = 'completed' AND j.mediaDeletedAt IS NULL
+                    ORDER BY j.createdAt DESC LIMIT ?
+                    """, arguments: [accountId, accountId, excludingJob, max(0, limit)])
             return try prints.compactMap { f in try Job.fetchOne(db, key: f.jobId).map { ($0, f) } }
         }
     }

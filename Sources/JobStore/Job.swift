@@ -19,8 +19,10 @@ public struct JobInput: Codable, Sendable, Equatable {
     public var rotation: Int
     public var frameRate: Double
 
-    public init(size: Int64, duration: Double, container: String, videoCodec: String, audioCodec: String?,
-                width: Int, height: Int, rotation: Int, frameRate: Double) {
+    public init(
+        size: Int64, duration: Double, container: String, videoCodec: String, audioCodec: String?,
+        width: Int, height: Int, rotation: Int, frameRate: Double
+    ) {
         self.size = size; self.duration = duration; self.container = container; self.videoCodec = videoCodec
         self.audioCodec = audioCodec; self.width = width; self.height = height; self.rotation = rotation
         self.frameRate = frameRate
@@ -46,9 +48,12 @@ public struct JobEdit: Codable, Sendable, Equatable {
     /// keeps one copy, the newest's (re-cuts of this job copy it from there).
     public var inputHeldBy: String?
 
-    public init(aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
-                recutOf: String? = nil, keepsInput: Bool? = nil) {
-        self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName; self.recutOf = recutOf
+    public init(
+        aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
+        recutOf: String? = nil, keepsInput: Bool? = nil
+    ) {
+        self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName;
+        self.recutOf = recutOf
         self.keepsInput = keepsInput
     }
 }
@@ -115,7 +120,8 @@ public struct JobStatusRow: Sendable, Equatable {
     public var mediaDeleted: Bool
 
     public init(id: String, status: JobState, progress: Int, message: String, mediaDeleted: Bool) {
-        self.id = id; self.status = status; self.progress = progress; self.message = message; self.mediaDeleted = mediaDeleted
+        self.id = id; self.status = status; self.progress = progress; self.message = message;
+        self.mediaDeleted = mediaDeleted
     }
 }
 
@@ -126,7 +132,9 @@ public struct JobCrop: Codable, Sendable, Equatable {
     public var width: Double
     public var height: Double
 
-    public init(x: Double, y: Double, width: Double, height: Double) { self.x = x; self.y = y; self.width = width; self.height = height }
+    public init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
 }
 
 /// A highlight job: one row of the durable queue.
@@ -181,8 +189,10 @@ public struct Job: Codable, Sendable, Equatable, FetchableRecord, PersistableRec
     /// Shape, pinned and excluded moments, source name, re-cut origin; nil for a plain highlight.
     public var edit: JobEdit?
 
-    public init(id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
-                estimatedSeconds: Int, now: Date) {
+    public init(
+        id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
+        estimatedSeconds: Int, now: Date
+    ) {
         self.id = id; self.accountId = accountId; self.status = .pending; self.stage = nil; self.progress = 0
         self.message = "Waiting in the queue"; self.targetDuration = targetDuration; self.quality = quality
         self.input = input; self.estimatedSeconds = estimatedSeconds; self.attempts = 0; self.createdAt = now

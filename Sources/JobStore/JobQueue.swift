@@ -23,11 +23,13 @@ extension AppDatabase {
     public func jobStatus(id: String, accountId: String) throws -> JobStatusRow? {
         // One SELECT is atomic on its own: no transaction around it (unsafeRead).
         try lookup { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT status, progress, message, mediaDeletedAt IS NOT NULL FROM job WHERE id = ? AND accountId = ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT status, progress, message, mediaDeletedAt IS NOT NULL FROM job WHERE id = ? AND accountId = ?
+                    """)
             guard let row = try Row.fetchOne(statement, arguments: [id, accountId]),
-                  let status = JobState(rawValue: row[0]) else { return nil }
+                let status = JobState(rawValue: row[0])
+            else { return nil }
             return JobStatusRow(id: id, status: status, progress: row[1], message: row[2], mediaDeleted: row[3])
         }
     }
@@ -40,7 +42,8 @@ extension AppDatabase {
     public func jobs(accountId: String, limit: Int, offset: Int) async throws -> (jobs: [Job], total: Int) {
         try await pool.read { db in
             let all = Job.filter(Job.Columns.accountId == accountId)
-            let page = try all.order(Job.Columns.createdAt.desc, Column.rowID.desc).limit(limit, offset: offset).fetchAll(db)
+            let page = try all.order(Job.Columns.createdAt.desc, Column.rowID.desc).limit(limit, offset: offset)
+                .fetchAll(db)
             return (page, try all.fetchCount(db))
         }
     }
@@ -51,15 +54,19 @@ extension AppDatabase {
     /// backlog never starves the others. Jobs waiting out a retry backoff (`runAfter`) are skipped.
     public func claimNextJob(worker: String, leaseSeconds: Double, now: Date) async throws -> Job? {
         try await pool.write { db in
-            guard var job = try Job.fetchOne(db, sql: """
-                SELECT j.* FROM job j
-                WHERE j.status = 'pending' AND (j.runAfter IS NULL OR j.runAfter <= ?)
-                ORDER BY
-                  (SELECT COUNT(*) FROM job r WHERE r.accountId = j.accountId AND r.status = 'processing'),
-                  COALESCE((SELECT MAX(s.startedAt) FROM job s WHERE s.accountId = j.accountId AND s.id != j.id), ''),
-                  j.createdAt, j.rowid
-                LIMIT 1
-                """, arguments: [now]) else { return nil }
+            guard
+                var job = try Job.fetchOne(
+                    db,
+                    sql: """
+                        SELECT j.* FROM job j
+                        WHERE j.status = 'pending' AND (j.runAfter IS NULL OR j.runAfter <= ?)
+                        ORDER BY
+                          (SELECT COUNT(*) FROM job r WHERE r.accountId = j.accountId AND r.status = 'processing'),
+                          COALESCE((SELECT MAX(s.startedAt) FROM job s WHERE s.accountId = j.accountId AND s.id != j.id), ''),
+                          j.createdAt, j.rowid
+                        LIMIT 1
+                        """, arguments: [now])
+            else { return nil }
             job.status = .processing
             job.attempts += 1
             job.startedAt = now
@@ -78,14 +85,22 @@ extension AppDatabase {
     /// `runAfter` (its attempt stays counted). `abnormal`: its child died (counted apart: the
     /// second such death fails the job for good). `chargeSeconds` go on the ledger.
     @discardableResult
-    public func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
+    public func retryLater(
+        id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date
+    ) async throws -> Bool {
         let queued = try await pool.write { db -> Bool in
-            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
-            let ledgerReason = job.markRetrying(runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else {
+                return false
+            }
+            let ledgerReason = job.markRetrying(
+                runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
             try job.update(db)
             if chargeSeconds > 0 {
-                try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
-                               change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, createdAt: now).insert(db)
+                try UsageEntry(
+                    id: nil, accountId: job.accountId, jobId: job.id,
+                    period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
+                    change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, createdAt: now
+                ).insert(db)
             }
             return true
         }
@@ -96,24 +111,30 @@ extension AppDatabase {
     /// Records progress of a held job; progress never decreases. False when the job is no longer
     /// held by `worker` (cancelled or rescued), which tells the worker to stop.
     @discardableResult
-    public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool {
+    public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date)
+        async throws -> Bool
+    {
         try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE job SET progress = MAX(progress, ?), stage = ?, message = ?, updatedAt = ?
-                WHERE id = ? AND status = 'processing' AND leaseOwner = ?
-                """, arguments: [min(100, max(0, progress)), stage, message, now, id, worker])
+            try db.execute(
+                sql: """
+                    UPDATE job SET progress = MAX(progress, ?), stage = ?, message = ?, updatedAt = ?
+                    WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                    """, arguments: [min(100, max(0, progress)), stage, message, now, id, worker])
             return db.changesCount > 0
         }
     }
 
     /// Extends `worker`'s leases; returns the ids it still holds.
-    public func renewLeases(worker: String, jobIDs: [String], leaseSeconds: Double, now: Date) async throws -> Set<String> {
+    public func renewLeases(worker: String, jobIDs: [String], leaseSeconds: Double, now: Date) async throws -> Set<
+        String
+    > {
         guard !jobIDs.isEmpty else { return [] }
         return try await pool.write { db in
             var held = Set<String>()
-            let statement = try db.cachedStatement(sql: """
-                UPDATE job SET leaseExpiresAt = ? WHERE id = ? AND status = 'processing' AND leaseOwner = ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    UPDATE job SET leaseExpiresAt = ? WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                    """)
             for id in jobIDs {
                 try statement.execute(arguments: [now.addingTimeInterval(leaseSeconds), id, worker])
                 if db.changesCount > 0 { held.insert(id) }
@@ -123,10 +144,14 @@ extension AppDatabase {
     }
 
     /// Re-queues (or fails after `maxAttempts`) processing jobs whose lease expired.
-    public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (requeued: [String], failed: [String]) {
+    public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (
+        requeued: [String], failed: [String]
+    ) {
         let result = try await pool.write { db in
-            let expired = try Job.filter(Job.Columns.status == JobState.processing.rawValue
-                && (Job.Columns.leaseExpiresAt == nil || Job.Columns.leaseExpiresAt < now)).fetchAll(db)
+            let expired = try Job.filter(
+                Job.Columns.status == JobState.processing.rawValue
+                    && (Job.Columns.leaseExpiresAt == nil || Job.Columns.leaseExpiresAt < now)
+            ).fetchAll(db)
             return try Self.recover(expired, in: db, maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
         }
         if !result.requeued.isEmpty { broadcaster.send(.jobQueued) }
@@ -136,12 +161,17 @@ extension AppDatabase {
 
     /// Completes a held job. False when it is not held any more (cancelled or rescued meanwhile;
     /// the caller then removes the result).
-    public func complete(id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
-                         workerSeconds: Double = 0, now: Date) async throws -> Bool {
+    public func complete(
+        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        workerSeconds: Double = 0, now: Date
+    ) async throws -> Bool {
         let completed = try await pool.write { db in
-            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else { return false }
-            let settlement = job.markCompleted(output: output, segments: segments, processingSeconds: processingSeconds,
-                                               workerSeconds: workerSeconds, now: now)
+            guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else {
+                return false
+            }
+            let settlement = job.markCompleted(
+                output: output, segments: segments, processingSeconds: processingSeconds,
+                workerSeconds: workerSeconds, now: now)
             try Self.settle(db, job: &job, settlement, now: now)
             try job.update(db)
             try Self.enqueueWebhook(db, job: job, now: now)
@@ -155,7 +185,9 @@ extension AppDatabase {
     /// Fails a processing job with a stable code and a sentence for the user. Its unit is released;
     /// `chargeSeconds` of worker time stay charged (0 when the service caused the failure).
     @discardableResult
-    public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double = 0, now: Date) async throws -> Bool {
+    public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double = 0, now: Date)
+        async throws -> Bool
+    {
         let failed = try await pool.write { db in
             guard var job = try Job.fetchOne(db, key: id) else { return false }
             if let worker {
@@ -178,7 +210,8 @@ extension AppDatabase {
     /// state it had before, or nil when there is no such job for this account.
     public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
         let result = try await pool.write { db -> (job: Job, previous: JobState)? in
-            guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db) else { return nil }
+            guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db)
+            else { return nil }
             let previous = job.status
             if !previous.isFinished {
                 let settlement = job.markCancelled(now: now)
@@ -198,8 +231,9 @@ extension AppDatabase {
     /// Marks a finished job's media deleted (the files are removed by the caller).
     public func markMediaDeleted(id: String, now: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE job SET mediaDeletedAt = COALESCE(mediaDeletedAt, ?), updatedAt = ? WHERE id = ?",
-                           arguments: [now, now, id])
+            try db.execute(
+                sql: "UPDATE job SET mediaDeletedAt = COALESCE(mediaDeletedAt, ?), updatedAt = ? WHERE id = ?",
+                arguments: [now, now, id])
             // With its media goes what re-uploads were recognised by.
             try db.execute(sql: "DELETE FROM content_fingerprint WHERE jobId = ?", arguments: [id])
         }
@@ -208,11 +242,12 @@ extension AppDatabase {
     /// Puts a processing job back in the queue without counting the attempt (graceful shutdown).
     public func requeue(id: String, worker: String, now: Date) async throws {
         let queued = try await pool.write { db -> Bool in
-            try db.execute(sql: """
-                UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL, leaseOwner = NULL,
-                leaseExpiresAt = NULL, message = 'Waiting in the queue (the server restarted)', updatedAt = ?
-                WHERE id = ? AND status = 'processing' AND leaseOwner = ?
-                """, arguments: [now, id, worker])
+            try db.execute(
+                sql: """
+                    UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL, leaseOwner = NULL,
+                    leaseExpiresAt = NULL, message = 'Waiting in the queue (the server restarted)', updatedAt = ?
+                    WHERE id = ? AND status = 'processing' AND leaseOwner = ?
+                    """, arguments: [now, id, worker])
             return db.changesCount > 0
         }
         if queued { broadcaster.send(.jobQueued) }
@@ -223,15 +258,19 @@ extension AppDatabase {
     /// they have been started `maxAttempts` times. Returns (re-queued, failed) ids.
     public func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
         try pool.write { db in
-            try Self.recover(try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db), in: db,
-                             maxAttempts: maxAttempts, backoffSeconds: 0, now: now)
+            try Self.recover(
+                try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db), in: db,
+                maxAttempts: maxAttempts, backoffSeconds: 0, now: now)
         }
     }
 
-    private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, backoffSeconds: Double, now: Date) throws -> (requeued: [String], failed: [String]) {
+    private static func recover(_ stuck: [Job], in db: Database, maxAttempts: Int, backoffSeconds: Double, now: Date)
+        throws -> (requeued: [String], failed: [String])
+    {
         var requeued: [String] = [], failed: [String] = []
         for var job in stuck {
-            if let settlement = job.markInterrupted(maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now) {
+            if let settlement = job.markInterrupted(maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
+            {
                 try settle(db, job: &job, settlement, now: now)
                 failed.append(job.id)
             } else {
@@ -250,10 +289,12 @@ extension AppDatabase {
     /// `defaultRetentionHours`) has run out at `now`.
     public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int = 500) async throws -> [Job] {
         try await pool.read { db in
-            try Job.fetchAll(db, sql: """
-                SELECT * FROM job WHERE finishedAt IS NOT NULL AND mediaDeletedAt IS NULL
-                AND julianday(finishedAt) + COALESCE(retentionHours, ?) / 24.0 < julianday(?) LIMIT ?
-                """, arguments: [defaultRetentionHours, now, limit])
+            try Job.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM job WHERE finishedAt IS NOT NULL AND mediaDeletedAt IS NULL
+                    AND julianday(finishedAt) + COALESCE(retentionHours, ?) / 24.0 < julianday(?) LIMIT ?
+                    """, arguments: [defaultRetentionHours, now, limit])
         }
     }
 
@@ -275,8 +316,10 @@ extension AppDatabase {
     /// An account's jobs waiting or running.
     public func activeJobs(accountId: String) async throws -> [Job] {
         try await pool.read { db in
-            try Job.filter(Job.Columns.accountId == accountId
-                && [JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status)).fetchAll(db)
+            try Job.filter(
+                Job.Columns.accountId == accountId
+                    && [JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status)
+            ).fetchAll(db)
         }
     }
 
@@ -290,21 +333,26 @@ extension AppDatabase {
 
     public func queueStatistics(now: Date) async throws -> QueueStatistics {
         try await pool.read { db in
-            let row = try Row.fetchOne(db, sql: """
-                SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'processing'), 0),
-                       MIN(CASE WHEN status = 'pending' AND (runAfter IS NULL OR runAfter <= ?) THEN MAX(createdAt, COALESCE(runAfter, createdAt)) END)
-                FROM job WHERE status IN ('pending', 'processing')
-                """, arguments: [now])
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'processing'), 0),
+                           MIN(CASE WHEN status = 'pending' AND (runAfter IS NULL OR runAfter <= ?) THEN MAX(createdAt, COALESCE(runAfter, createdAt)) END)
+                    FROM job WHERE status IN ('pending', 'processing')
+                    """, arguments: [now])
             let oldest: Date? = row?[2]
-            return QueueStatistics(pending: row?[0] ?? 0, processing: row?[1] ?? 0,
-                                   oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
+            return QueueStatistics(
+                pending: row?[0] ?? 0, processing: row?[1] ?? 0,
+                oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
         }
     }
 
     /// Writes the heartbeat row: proves the database file (and its WAL) accepts writes.
     public func checkWritable(now: Date = Date()) async throws {
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO heartbeat(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at", arguments: [now])
+            try db.execute(
+                sql: "INSERT INTO heartbeat(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
+                arguments: [now])
         }
     }
 }

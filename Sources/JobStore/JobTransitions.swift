@@ -19,8 +19,10 @@ public struct QuotaSettlement: Sendable, Equatable {
 /// The state changes of a job, written once for both engines: each sets every field the new state
 /// implies (status, stage, message, times, lease) and returns the quota settlement to record.
 extension Job {
-    public mutating func markCompleted(output: JobOutput, segments: [JobSegment], processingSeconds: Double,
-                                       workerSeconds: Double, now: Date) -> QuotaSettlement {
+    public mutating func markCompleted(
+        output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        workerSeconds: Double, now: Date
+    ) -> QuotaSettlement {
         status = .completed
         progress = 100
         stage = "done"
@@ -35,13 +37,16 @@ extension Job {
         if let duplicate = output.duplicateOf, duplicate.resultCopied {
             // A re-upload given the highlight its original already made: not a second highlight.
             message = "Your highlight is ready (the same video as an earlier upload: its highlight, not charged again)"
-            return QuotaSettlement(state: .released, reason: "released: a re-upload of job \(duplicate.jobId); its highlight was returned",
-                                   workerSeconds: workerSeconds)
+            return QuotaSettlement(
+                state: .released, reason: "released: a re-upload of job \(duplicate.jobId); its highlight was returned",
+                workerSeconds: workerSeconds)
         }
-        return QuotaSettlement(state: .consumed, reason: "consumed: the highlight was delivered", workerSeconds: workerSeconds)
+        return QuotaSettlement(
+            state: .consumed, reason: "consumed: the highlight was delivered", workerSeconds: workerSeconds)
     }
 
-    public mutating func markFailed(code: String, message: String, chargeSeconds: Double, now: Date) -> QuotaSettlement {
+    public mutating func markFailed(code: String, message: String, chargeSeconds: Double, now: Date) -> QuotaSettlement
+    {
         status = .failed
         stage = "failed"
         errorCode = code
@@ -51,7 +56,9 @@ extension Job {
         updatedAt = now
         workerSeconds += chargeSeconds
         releaseLease()
-        let reason = chargeSeconds > 0 ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))"
+        let reason =
+            chargeSeconds > 0
+            ? "released: the job failed (\(code)); worker time charged" : "released: the job failed (\(code))"
         return QuotaSettlement(state: .released, reason: reason, workerSeconds: chargeSeconds)
     }
 
@@ -67,7 +74,9 @@ extension Job {
 
     /// Back in the queue after a transient failure, to start after `runAfter` (the attempt stays
     /// counted). Returns the reason of the ledger line charging `chargeSeconds` (when above 0).
-    public mutating func markRetrying(runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) -> String {
+    public mutating func markRetrying(runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date)
+        -> String
+    {
         status = .pending
         stage = nil
         self.runAfter = runAfter
@@ -92,11 +101,14 @@ extension Job {
             errorMessage = Job.interruptedMessage(attempts: attempts)
             message = errorMessage!
             finishedAt = now
-            return QuotaSettlement(state: .released, reason: "released: processing was interrupted too often", workerSeconds: 0)
+            return QuotaSettlement(
+                state: .released, reason: "released: processing was interrupted too often", workerSeconds: 0)
         }
         status = .pending
         stage = nil
-        if backoffSeconds > 0 { runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: attempts)) }
+        if backoffSeconds > 0 {
+            runAfter = now.addingTimeInterval(retryBackoff(base: backoffSeconds, attempts: attempts))
+        }
         message = Job.requeuedMessage(attempts: attempts, maxAttempts: maxAttempts)
         return nil
     }

@@ -34,7 +34,9 @@ public protocol KeyRepository: Sendable {
     /// Revokes one key; the account's last active key is refused.
     func revokeKey(id: String, accountId: String, now: Date) async throws -> Result<APIKey, KeyRefusal>
     /// A new key, every other active key revoked, in one transaction. Nil: no such account.
-    func rotateKey(accountId: String, label: String?, now: Date) async throws -> (key: APIKey, secret: String, revoked: Int)?
+    func rotateKey(accountId: String, label: String?, now: Date) async throws -> (
+        key: APIKey, secret: String, revoked: Int
+    )?
 }
 
 /// Jobs as their owners and the sweeper see them.
@@ -82,21 +84,29 @@ public protocol QueueRepository: Sendable {
     /// Processing jobs whose lease expired before `now` (their worker or host is gone) go back to
     /// the queue with their attempt counted and `runAfter = now + backoffSeconds·2^(attempts−1)`
     /// (at most an hour), or fail (unit released) once started `maxAttempts` times.
-    func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (requeued: [String], failed: [String])
+    func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (
+        requeued: [String], failed: [String]
+    )
     /// Progress of a held job (never decreasing). False: not held by `worker` any more.
-    func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool
+    func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date)
+        async throws -> Bool
     /// Completes a held job, consuming its unit and charging `workerSeconds`. False: not held any more
     /// (cancelled or rescued meanwhile; the caller discards the result).
-    func complete(id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
-                  workerSeconds: Double, now: Date) async throws -> Bool
+    func complete(
+        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        workerSeconds: Double, now: Date
+    ) async throws -> Bool
     /// Fails a job with a stable code and a sentence for the user; its unit is released and
     /// `chargeSeconds` charged. `worker` nil: any pending or processing job (operators, start-up).
     @discardableResult
-    func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double, now: Date) async throws -> Bool
+    func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double, now: Date) async throws
+        -> Bool
     /// A held job back in the queue after a transient failure, to start after `runAfter` (attempt
     /// kept counted). `abnormal`: its child died (counted apart).
     @discardableResult
-    func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool
+    func retryLater(
+        id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date
+    ) async throws -> Bool
     /// Hands a held job back without counting the attempt (graceful shutdown of its worker).
     func requeue(id: String, worker: String, now: Date) async throws
     /// Queue depth and the age of the oldest runnable pending job (metrics).
@@ -108,7 +118,9 @@ public protocol UsageRepository: Sendable {
     /// Accepts a job in one transaction that checks the plan's limits (monthly quota: one unit
     /// reserved with a ledger line; jobs at once; daily worker time), race-free across processes.
     /// `limits` is asked inside the transaction with whether the account is pro at `now`.
-    func insertReserving(_ job: Job, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Job, QuotaRefusal>
+    func insertReserving(_ job: Job, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<
+        Job, QuotaRefusal
+    >
     /// Units counted in `period`: reserved and consumed.
     func usedUnits(accountId: String, period: String) async throws -> Int
     /// The ledger of an account, newest first.
@@ -122,9 +134,13 @@ public protocol UsageRepository: Sendable {
 /// App Store subscriptions and the notifications that change them.
 public protocol SubscriptionRepository: Sendable {
     func entitlement(accountId: String, now: Date) async throws -> Entitlement
-    func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal>
-    func applyNotification(uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
-                           effect: NotificationEffect, now: Date) async throws -> Bool
+    func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<
+        Entitlement, SubscriptionRefusal
+    >
+    func applyNotification(
+        uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
+        effect: NotificationEffect, now: Date
+    ) async throws -> Bool
     func grantPro(accountId: String, until: Date, now: Date) async throws
     func revokeSubscriptions(accountId: String, now: Date) async throws -> Int
     func subscriptions(accountId: String) async throws -> [Subscription]
@@ -145,8 +161,10 @@ public enum StoreEvent: Sendable, Equatable {
 }
 
 /// The whole store.
-public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository, SubscriptionRepository,
-                              UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository {
+public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository,
+    SubscriptionRepository,
+    UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository
+{
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up
@@ -205,5 +223,7 @@ public func retryBackoff(base: Double, attempts: Int) -> Double {
 
 extension MomentsStore {
     /// The ledger's newest 100 lines.
-    public func ledger(accountId: String) async throws -> [UsageEntry] { try await ledger(accountId: accountId, limit: 100) }
+    public func ledger(accountId: String) async throws -> [UsageEntry] {
+        try await ledger(accountId: accountId, limit: 100)
+    }
 }

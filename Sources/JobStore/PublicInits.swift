@@ -4,18 +4,24 @@ import Foundation
 // engine outside this module (PostgresStore) can make them from its rows.
 
 extension APIKey {
-    public static func stored(id: String, accountId: String, hash: String, prefix: String, label: String?, createdAt: Date,
-                              lastUsedAt: Date?, revokedAt: Date?) -> APIKey {
-        APIKey(id: id, accountId: accountId, hash: hash, prefix: prefix, label: label, createdAt: createdAt,
-               lastUsedAt: lastUsedAt, revokedAt: revokedAt)
+    public static func stored(
+        id: String, accountId: String, hash: String, prefix: String, label: String?, createdAt: Date,
+        lastUsedAt: Date?, revokedAt: Date?
+    ) -> APIKey {
+        APIKey(
+            id: id, accountId: accountId, hash: hash, prefix: prefix, label: label, createdAt: createdAt,
+            lastUsedAt: lastUsedAt, revokedAt: revokedAt)
     }
 }
 
 extension UsageEntry {
-    public static func stored(id: Int64?, accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double,
-                              reason: String, createdAt: Date) -> UsageEntry {
-        UsageEntry(id: id, accountId: accountId, jobId: jobId, period: period, change: change, workerSeconds: workerSeconds,
-                   reason: reason, createdAt: createdAt)
+    public static func stored(
+        id: Int64?, accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double,
+        reason: String, createdAt: Date
+    ) -> UsageEntry {
+        UsageEntry(
+            id: id, accountId: accountId, jobId: jobId, period: period, change: change, workerSeconds: workerSeconds,
+            reason: reason, createdAt: createdAt)
     }
 }
 

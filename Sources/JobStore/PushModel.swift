@@ -20,13 +20,15 @@ public struct PushDevice: Sendable, Equatable {
     public var updatedAt: Date
 
     public init(token: String, accountId: String, environment: PushEnvironment, createdAt: Date, updatedAt: Date) {
-        self.token = token; self.accountId = accountId; self.environment = environment; self.createdAt = createdAt; self.updatedAt = updatedAt
+        self.token = token; self.accountId = accountId; self.environment = environment; self.createdAt = createdAt;
+        self.updatedAt = updatedAt
     }
 
     /// The token in canonical form (lowercase), or nil unless it is exactly 64 hexadecimal characters.
     public static func canonicalToken(_ text: String) -> String? {
         let bytes = Array(text.utf8)
-        guard bytes.count == 64, bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) })
+        guard bytes.count == 64,
+            bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) })
         else { return nil }
         return text.lowercased()
     }
@@ -71,12 +73,15 @@ public struct PushDelivery: Sendable, Equatable {
     public var leaseOwner: String?
     public var leaseExpiresAt: Date?
 
-    public init(id: String, accountId: String, jobId: String, token: String, environment: PushEnvironment, payload: String,
-                status: PushDeliveryStatus, attempts: Int, nextAttemptAt: Date?, createdAt: Date, sentAt: Date?,
-                lastStatusCode: Int?, lastReason: String?, leaseOwner: String?, leaseExpiresAt: Date?) {
+    public init(
+        id: String, accountId: String, jobId: String, token: String, environment: PushEnvironment, payload: String,
+        status: PushDeliveryStatus, attempts: Int, nextAttemptAt: Date?, createdAt: Date, sentAt: Date?,
+        lastStatusCode: Int?, lastReason: String?, leaseOwner: String?, leaseExpiresAt: Date?
+    ) {
         self.id = id; self.accountId = accountId; self.jobId = jobId; self.token = token; self.environment = environment
         self.payload = payload; self.status = status; self.attempts = attempts; self.nextAttemptAt = nextAttemptAt
-        self.createdAt = createdAt; self.sentAt = sentAt; self.lastStatusCode = lastStatusCode; self.lastReason = lastReason
+        self.createdAt = createdAt; self.sentAt = sentAt; self.lastStatusCode = lastStatusCode;
+        self.lastReason = lastReason
         self.leaseOwner = leaseOwner; self.leaseExpiresAt = leaseExpiresAt
     }
 
@@ -99,7 +104,9 @@ public enum PushOutcome: Sendable, Equatable {
 public enum PushSchedule {
     public static let maxAge: TimeInterval = 3600
 
-    public static func nextAttempt(after attempts: Int, base: Double, createdAt: Date, now: Date, maxAge: TimeInterval = maxAge) -> Date? {
+    public static func nextAttempt(
+        after attempts: Int, base: Double, createdAt: Date, now: Date, maxAge: TimeInterval = maxAge
+    ) -> Date? {
         let next = now.addingTimeInterval(retryBackoff(base: base, attempts: attempts))
         return next.timeIntervalSince(createdAt) > maxAge ? nil : next
     }

@@ -32,7 +32,8 @@ public struct PushPayload: Codable, Sendable, Equatable {
         case .completed:
             title = "Your highlight is ready"
             if let name = job.edit?.sourceName.map(Self.cleaned), !name.isEmpty {
-                body = "The highlight of \u{201C}\(Self.shortened(name, to: Self.maxNameCharacters))\u{201D} is ready to watch."
+                body =
+                    "The highlight of \u{201C}\(Self.shortened(name, to: Self.maxNameCharacters))\u{201D} is ready to watch."
             } else if let seconds = job.output.map({ Int($0.duration.rounded()) }), seconds > 0 {
                 body = "Your \(seconds)-second highlight is ready to watch."
             } else {
@@ -61,8 +62,10 @@ public struct PushPayload: Codable, Sendable, Equatable {
 
     /// Control characters (newlines included) become spaces; surrounding spaces go.
     static func cleaned(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { CharacterSet.controlCharacters.contains($0) ? " " : $0 }))
-            .trimmingCharacters(in: .whitespaces)
+        String(
+            String.UnicodeScalarView(text.unicodeScalars.map { CharacterSet.controlCharacters.contains($0) ? " " : $0 })
+        )
+        .trimmingCharacters(in: .whitespaces)
     }
 
     /// At most `limit` characters, an ellipsis marking a cut.

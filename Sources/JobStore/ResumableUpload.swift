@@ -51,8 +51,10 @@ public struct ResumableUpload: Codable, Sendable, Equatable, FetchableRecord, Pe
     /// Shape, pinned and excluded moments asked for at creation (tus metadata or the IETF query).
     public var edit: JobEdit?
 
-    public init(id: String, accountId: String, flavor: String, length: Int64?, filename: String?, targetDuration: Int,
-                quality: String, now: Date, expiresAt: Date) {
+    public init(
+        id: String, accountId: String, flavor: String, length: Int64?, filename: String?, targetDuration: Int,
+        quality: String, now: Date, expiresAt: Date
+    ) {
         self.id = id; self.accountId = accountId; self.flavor = flavor; self.length = length; self.offset = 0
         self.filename = filename; self.targetDuration = targetDuration; self.quality = quality; self.state = .receiving
         self.createdAt = now; self.updatedAt = now; self.expiresAt = expiresAt
@@ -84,13 +86,17 @@ public protocol UploadRepository: Sendable {
     /// Records the durable offset (and a length declared late) while held; moves the expiry to
     /// `expiresAt` and the hold to `heldUntil`, or lets go of it (`release`). False: not held by
     /// `holder` any more.
-    func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
-                            release: Bool, now: Date) async throws -> Bool
+    func recordUploadOffset(
+        id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
+        release: Bool, now: Date
+    ) async throws -> Bool
     /// Lets go of the hold (the upload stays receiving).
     func releaseUpload(id: String, holder: String, now: Date) async throws
     /// Ends a held upload: completed with its job, or failed with a code and a sentence. False: not held.
-    func finishUpload(id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
-                      errorMessage: String?, now: Date) async throws -> Bool
+    func finishUpload(
+        id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
+        errorMessage: String?, now: Date
+    ) async throws -> Bool
     /// The owner's DELETE: a receiving upload becomes terminated (even while an append holds it;
     /// the append notices when it records its offset). Returns the upload before the change.
     func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload?
@@ -108,11 +114,14 @@ public protocol UploadRepository: Sendable {
     /// the month's quota, jobs at once counting the account's active jobs, its uploads still
     /// receiving and its plain uploads being received, and the day's worker time. Race-free across
     /// processes. `limits` is asked inside the transaction with whether the account is pro at `now`.
-    func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<ResumableUpload, QuotaRefusal>
+    func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws
+        -> Result<ResumableUpload, QuotaRefusal>
     /// A plain upload's place against jobs at once, taken with the same checks in one transaction
     /// and held until `until` (renewed while its body arrives) or until released.
-    func admitUpload(id: String, accountId: String, until: Date, now: Date,
-                     limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Void, QuotaRefusal>
+    func admitUpload(
+        id: String, accountId: String, until: Date, now: Date,
+        limits: @Sendable (Bool) -> QuotaLimits
+    ) async throws -> Result<Void, QuotaRefusal>
     func renewUploadAdmission(id: String, until: Date) async throws
     func releaseUploadAdmission(id: String) async throws
     /// The plain uploads' places whose id starts with `prefix` (a process names its places after
@@ -181,17 +190,26 @@ extension AppDatabase {
         try await pool.read { db in try ResumableUpload.fetchOne(db, key: id) }
     }
 
-    public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws -> UploadHold {
+    public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws
+        -> UploadHold
+    {
         try await relaxedWrite { db in
-            guard var upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db) else {
+            guard
+                var upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId)
+                    .fetchOne(db)
+            else {
                 return .missing
             }
-            if upload.state == .receiving, upload.holder != nil, let held = upload.heldUntil, held > now { return .busy(upload) }
+            if upload.state == .receiving, upload.holder != nil, let held = upload.heldUntil, held > now {
+                return .busy(upload)
+            }
             guard upload.state == .receiving else { return .held(upload) }
             if upload.expiresAt < now {
                 // Past its expiry and not yet swept: it stays dead (an append must not revive it).
-                try db.execute(sql: "UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
-                               arguments: [now, id])
+                try db.execute(
+                    sql:
+                        "UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
+                    arguments: [now, id])
                 upload.state = .expired
                 upload.holder = nil
                 upload.heldUntil = nil
@@ -204,42 +222,54 @@ extension AppDatabase {
         }
     }
 
-    public func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
-                                   release: Bool, now: Date) async throws -> Bool {
+    public func recordUploadOffset(
+        id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
+        release: Bool, now: Date
+    ) async throws -> Bool {
         try await relaxedWrite { db in
-            try db.execute(sql: """
-                UPDATE resumable_upload SET offset = ?, length = COALESCE(length, ?), expiresAt = ?, updatedAt = ?,
-                    holder = CASE WHEN ? THEN NULL ELSE holder END, heldUntil = CASE WHEN ? THEN NULL ELSE ? END
-                WHERE id = ? AND holder = ? AND state = 'receiving'
-                """, arguments: [offset, length, expiresAt, now, release, release, heldUntil, id, holder])
+            try db.execute(
+                sql: """
+                    UPDATE resumable_upload SET offset = ?, length = COALESCE(length, ?), expiresAt = ?, updatedAt = ?,
+                        holder = CASE WHEN ? THEN NULL ELSE holder END, heldUntil = CASE WHEN ? THEN NULL ELSE ? END
+                    WHERE id = ? AND holder = ? AND state = 'receiving'
+                    """, arguments: [offset, length, expiresAt, now, release, release, heldUntil, id, holder])
             return db.changesCount > 0
         }
     }
 
     public func releaseUpload(id: String, holder: String, now: Date) async throws {
         try await relaxedWrite { db in
-            try db.execute(sql: "UPDATE resumable_upload SET holder = NULL, heldUntil = NULL WHERE id = ? AND holder = ?",
-                           arguments: [id, holder])
+            try db.execute(
+                sql: "UPDATE resumable_upload SET holder = NULL, heldUntil = NULL WHERE id = ? AND holder = ?",
+                arguments: [id, holder])
         }
     }
 
-    public func finishUpload(id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
-                             errorMessage: String?, now: Date) async throws -> Bool {
+    public func finishUpload(
+        id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
+        errorMessage: String?, now: Date
+    ) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE resumable_upload SET state = ?, jobId = ?, errorCode = ?, errorMessage = ?, holder = NULL, heldUntil = NULL, updatedAt = ?
-                WHERE id = ? AND holder = ? AND state = 'receiving'
-                """, arguments: [state, jobId, errorCode, errorMessage, now, id, holder])
+            try db.execute(
+                sql: """
+                    UPDATE resumable_upload SET state = ?, jobId = ?, errorCode = ?, errorMessage = ?, holder = NULL, heldUntil = NULL, updatedAt = ?
+                    WHERE id = ? AND holder = ? AND state = 'receiving'
+                    """, arguments: [state, jobId, errorCode, errorMessage, now, id, holder])
             return db.changesCount > 0
         }
     }
 
     public func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload? {
         try await pool.write { db in
-            guard let upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db) else { return nil }
+            guard
+                let upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId)
+                    .fetchOne(db)
+            else { return nil }
             if upload.state == .receiving {
-                try db.execute(sql: "UPDATE resumable_upload SET state = 'terminated', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
-                               arguments: [now, id])
+                try db.execute(
+                    sql:
+                        "UPDATE resumable_upload SET state = 'terminated', holder = NULL, heldUntil = NULL, updatedAt = ? WHERE id = ?",
+                    arguments: [now, id])
             }
             return upload
         }
@@ -247,37 +277,46 @@ extension AppDatabase {
 
     public func expiredUploads(now: Date, limit: Int) async throws -> [ResumableUpload] {
         try await pool.read { db in
-            try ResumableUpload.filter(Column("state") == "receiving" && Column("expiresAt") < now).limit(limit).fetchAll(db)
+            try ResumableUpload.filter(Column("state") == "receiving" && Column("expiresAt") < now).limit(limit)
+                .fetchAll(db)
         }
     }
 
     public func expireUpload(id: String, now: Date) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ?
-                WHERE id = ? AND state = 'receiving' AND expiresAt < ? AND (holder IS NULL OR heldUntil < ?)
-                """, arguments: [now, id, now, now])
+            try db.execute(
+                sql: """
+                    UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ?
+                    WHERE id = ? AND state = 'receiving' AND expiresAt < ? AND (holder IS NULL OR heldUntil < ?)
+                    """, arguments: [now, id, now, now])
             return db.changesCount > 0
         }
     }
 
     public func purgeFinishedUploads(before: Date) async throws -> Int {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM resumable_upload WHERE state != 'receiving' AND updatedAt < ?", arguments: [before])
+            try db.execute(
+                sql: "DELETE FROM resumable_upload WHERE state != 'receiving' AND updatedAt < ?", arguments: [before])
             return db.changesCount
         }
     }
 
     public func receivingUploads(accountId: String, now: Date) async throws -> Int {
         try await pool.read { db in
-            try ResumableUpload.filter(Column("accountId") == accountId && Column("state") == "receiving" && Column("expiresAt") >= now).fetchCount(db)
+            try ResumableUpload.filter(
+                Column("accountId") == accountId && Column("state") == "receiving" && Column("expiresAt") >= now
+            ).fetchCount(db)
         }
     }
 
     public func receivingUploadIDs(_ ids: [String]) async throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
         return try await pool.read { db in
-            Set(try String.fetchAll(db, ResumableUpload.select(Column("id")).filter(ids.contains(Column("id")) && Column("state") == "receiving")))
+            Set(
+                try String.fetchAll(
+                    db,
+                    ResumableUpload.select(Column("id")).filter(
+                        ids.contains(Column("id")) && Column("state") == "receiving")))
         }
     }
 }

@@ -3,7 +3,9 @@ import Synchronization
 /// Fans store events out to every current subscriber. A subscriber that is slow keeps the newest
 /// few events only: an event means "look at the store again", so dropping repeats loses nothing.
 public final class StoreEventBroadcaster: Sendable {
-    private let subscribers = Mutex<(next: Int, continuations: [Int: AsyncStream<StoreEvent>.Continuation], finished: Bool)>((0, [:], false))
+    private let subscribers = Mutex<
+        (next: Int, continuations: [Int: AsyncStream<StoreEvent>.Continuation], finished: Bool)
+    >((0, [:], false))
 
     public init() {}
 

@@ -25,12 +25,15 @@ public struct Subscription: Codable, Sendable, Equatable, FetchableRecord, Persi
     /// do not reinstate it; only Apple's REFUND_REVERSED or an operator's `grant-pro` lift it.
     public var revokedAt: Date?
 
-    public init(originalTransactionId: String, accountId: String?, productId: String, expiresAt: Date?,
-                gracePeriodExpiresAt: Date? = nil, state: EntitlementState, lastSignedDate: Date, environment: String,
-                source: String, updatedAt: Date, revokedAt: Date? = nil) {
+    public init(
+        originalTransactionId: String, accountId: String?, productId: String, expiresAt: Date?,
+        gracePeriodExpiresAt: Date? = nil, state: EntitlementState, lastSignedDate: Date, environment: String,
+        source: String, updatedAt: Date, revokedAt: Date? = nil
+    ) {
         self.originalTransactionId = originalTransactionId; self.accountId = accountId; self.productId = productId
         self.expiresAt = expiresAt; self.gracePeriodExpiresAt = gracePeriodExpiresAt; self.state = state
-        self.lastSignedDate = lastSignedDate; self.environment = environment; self.source = source; self.updatedAt = updatedAt
+        self.lastSignedDate = lastSignedDate; self.environment = environment; self.source = source;
+        self.updatedAt = updatedAt
         self.revokedAt = revokedAt
     }
 
@@ -88,21 +91,24 @@ public struct TransactionFacts: Sendable {
     public var environment: String
     public var signedDate: Date
 
-    public init(originalTransactionId: String, productId: String, expiresAt: Date?, revoked: Bool, appAccountToken: String?,
-                environment: String, signedDate: Date) {
+    public init(
+        originalTransactionId: String, productId: String, expiresAt: Date?, revoked: Bool, appAccountToken: String?,
+        environment: String, signedDate: Date
+    ) {
         self.originalTransactionId = originalTransactionId; self.productId = productId; self.expiresAt = expiresAt
-        self.revoked = revoked; self.appAccountToken = appAccountToken; self.environment = environment; self.signedDate = signedDate
+        self.revoked = revoked; self.appAccountToken = appAccountToken; self.environment = environment;
+        self.signedDate = signedDate
     }
 }
 
 /// How a notification changes the subscription.
 public enum NotificationEffect: Sendable, Equatable {
-    case extend            // SUBSCRIBED, DID_RENEW, RENEWAL_EXTENDED
-    case reinstate         // REFUND_REVERSED
-    case grace(until: Date?) // DID_FAIL_TO_RENEW / GRACE_PERIOD
-    case expire            // EXPIRED, GRACE_PERIOD_EXPIRED
-    case revoke            // REFUND, REVOKE
-    case none              // recorded only
+    case extend  // SUBSCRIBED, DID_RENEW, RENEWAL_EXTENDED
+    case reinstate  // REFUND_REVERSED
+    case grace(until: Date?)  // DID_FAIL_TO_RENEW / GRACE_PERIOD
+    case expire  // EXPIRED, GRACE_PERIOD_EXPIRED
+    case revoke  // REFUND, REVOKE
+    case none  // recorded only
 }
 
 extension AppDatabase {
@@ -113,8 +119,11 @@ extension AppDatabase {
     static func entitlement(_ db: Database, accountId: String, now: Date) throws -> Entitlement {
         var subscriptions = try Subscription.filter(Column("accountId") == accountId).fetchAll(db)
         if subscriptions.contains(where: \.isTestPurchase) {
-            let allowed = try Bool.fetchOne(db, sql: "SELECT moments_sandbox_for_all() OR COALESCE((SELECT tester FROM account WHERE id = ?), 0)",
-                                            arguments: [accountId]) ?? false
+            let allowed =
+                try Bool.fetchOne(
+                    db,
+                    sql: "SELECT moments_sandbox_for_all() OR COALESCE((SELECT tester FROM account WHERE id = ?), 0)",
+                    arguments: [accountId]) ?? false
             if !allowed { subscriptions.removeAll(where: \.isTestPurchase) }
         }
         let rank: [EntitlementState: Int] = [.active: 3, .grace: 2, .expired: 1, .revoked: 0]
@@ -138,10 +147,13 @@ extension AppDatabase {
     ///   renewal or its end, a revocation sticks (even against later-signed transactions and
     ///   renewals of the same original transaction). Anything signed before the last applied
     ///   change (including an operator's revoke) changes nothing but an unbound owner.
-    public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
+    public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<
+        Entitlement, SubscriptionRefusal
+    > {
         try await pool.write { db in
             let existing = try Subscription.fetchOne(db, key: tx.originalTransactionId)
-            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now) else {
+            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now)
+            else {
                 return .failure(.belongsToAnotherAccount)
             }
             try sub.save(db)
@@ -153,8 +165,10 @@ extension AppDatabase {
     /// applied to its subscription is recorded but changes nothing, and so is one that would renew,
     /// extend, expire or put in grace a revoked subscription (only REFUND_REVERSED lifts a
     /// revocation). Returns whether it changed the subscription.
-    public func applyNotification(uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
-                                  effect: NotificationEffect, now: Date) async throws -> Bool {
+    public func applyNotification(
+        uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
+        effect: NotificationEffect, now: Date
+    ) async throws -> Bool {
         try await pool.write { db in
             if try StoreNotification.fetchOne(db, key: uuid) != nil { return false }
             var applied = false
@@ -163,9 +177,10 @@ extension AppDatabase {
                 if sub == nil {
                     // First news of this subscription: bind it to the account named by the token, if any.
                     let owner = try tx.appAccountToken.flatMap { try Account.fetchOne(db, key: $0.lowercased())?.id }
-                    sub = Subscription(originalTransactionId: tx.originalTransactionId, accountId: owner, productId: tx.productId,
-                                       expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
-                                       environment: tx.environment, source: "notification", updatedAt: now)
+                    sub = Subscription(
+                        originalTransactionId: tx.originalTransactionId, accountId: owner, productId: tx.productId,
+                        expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
+                        environment: tx.environment, source: "notification", updatedAt: now)
                 }
                 let sticky = sub?.revokedAt != nil && effect != .revoke && effect != .reinstate
                 if var s = sub, signedDate >= s.lastSignedDate, !sticky {
@@ -184,9 +199,11 @@ extension AppDatabase {
                     try s.insert(db)
                 }
             }
-            try StoreNotification(notificationUUID: uuid, notificationType: type, subtype: subtype,
-                                  originalTransactionId: tx?.originalTransactionId, signedDate: signedDate, receivedAt: now,
-                                  applied: applied).insert(db)
+            try StoreNotification(
+                notificationUUID: uuid, notificationType: type, subtype: subtype,
+                originalTransactionId: tx?.originalTransactionId, signedDate: signedDate, receivedAt: now,
+                applied: applied
+            ).insert(db)
             return applied
         }
     }
@@ -197,9 +214,11 @@ extension AppDatabase {
     public func grantPro(accountId: String, until: Date, now: Date) async throws {
         try await pool.write { db in
             try db.execute(sql: "UPDATE subscription SET revokedAt = NULL WHERE accountId = ?", arguments: [accountId])
-            try Subscription(originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
-                             expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
-                             updatedAt: now).save(db)
+            try Subscription(
+                originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
+                expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
+                updatedAt: now
+            ).save(db)
         }
     }
 
@@ -208,10 +227,11 @@ extension AppDatabase {
         try await pool.write { db in
             // revokedAt makes it stick against later transactions and renewals too; lastSignedDate
             // moves to now, so no notification signed before the revoke applies.
-            try db.execute(sql: """
-                UPDATE subscription SET state = 'revoked', updatedAt = ?, lastSignedDate = MAX(lastSignedDate, ?),
-                    revokedAt = COALESCE(revokedAt, ?) WHERE accountId = ?
-                """, arguments: [now, now, now, accountId])
+            try db.execute(
+                sql: """
+                    UPDATE subscription SET state = 'revoked', updatedAt = ?, lastSignedDate = MAX(lastSignedDate, ?),
+                        revokedAt = COALESCE(revokedAt, ?) WHERE accountId = ?
+                    """, arguments: [now, now, now, accountId])
             return db.changesCount
         }
     }
@@ -281,15 +301,21 @@ extension Subscription {
     /// (nil: none yet). Ownership: a transaction whose appAccountToken is this account moves the
     /// subscription here when it is at least as new as what was applied; without a token, the
     /// subscription belongs to the first account that presented it. State: merged (`merge`).
-    public static func applying(_ tx: TransactionFacts, to existing: Subscription?, accountId: String, now: Date) -> Result<Subscription, SubscriptionRefusal> {
+    public static func applying(_ tx: TransactionFacts, to existing: Subscription?, accountId: String, now: Date)
+        -> Result<Subscription, SubscriptionRefusal>
+    {
         if let owner = existing?.accountId, owner != accountId {
-            guard tx.appAccountToken == accountId, let current = existing, tx.signedDate >= current.lastSignedDate else {
+            guard tx.appAccountToken == accountId, let current = existing, tx.signedDate >= current.lastSignedDate
+            else {
                 return .failure(.belongsToAnotherAccount)
             }
         }
-        var sub = existing ?? Subscription(originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
-                                            expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
-                                            environment: tx.environment, source: "app", updatedAt: now)
+        var sub =
+            existing
+            ?? Subscription(
+                originalTransactionId: tx.originalTransactionId, accountId: accountId, productId: tx.productId,
+                expiresAt: nil, state: .expired, lastSignedDate: .distantPast,
+                environment: tx.environment, source: "app", updatedAt: now)
         sub.accountId = accountId
         sub.updatedAt = now
         if tx.signedDate >= sub.lastSignedDate {

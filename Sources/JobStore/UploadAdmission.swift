@@ -28,7 +28,8 @@ extension AppDatabase {
                 t.column("createdAt", .datetime).notNull()
                 t.column("expiresAt", .datetime).notNull()
             }
-            try db.create(index: "upload_admission_account", on: "upload_admission", columns: ["accountId", "expiresAt"])
+            try db.create(
+                index: "upload_admission_account", on: "upload_admission", columns: ["accountId", "expiresAt"])
             try db.create(index: "upload_admission_expiry", on: "upload_admission", columns: ["expiresAt"])
             try db.create(table: "signup_attempt") { t in
                 t.autoIncrementedPrimaryKey("id")
@@ -42,17 +43,22 @@ extension AppDatabase {
 
     /// The plan's checks for a new upload of `accountId`, inside the caller's write transaction:
     /// nil when there is room.
-    static func uploadRefusal(_ db: Database, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits) throws -> QuotaRefusal? {
+    static func uploadRefusal(_ db: Database, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits)
+        throws -> QuotaRefusal?
+    {
         let pro = try Self.entitlement(db, accountId: accountId, now: now).grantsPro
         let limits = limits(pro)
         let period = UsagePeriod.month(of: now).name
         let used = try Self.used(db, accountId: accountId, period: period)
         if let monthly = limits.monthly, used >= monthly { return .overQuota(limit: monthly, used: used) }
-        let busy = try Int.fetchOne(db, sql: """
-            SELECT (SELECT COUNT(*) FROM job WHERE accountId = ?1 AND status IN ('pending', 'processing'))
-                 + (SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND state = 'receiving' AND expiresAt >= ?2)
-                 + (SELECT COUNT(*) FROM upload_admission WHERE accountId = ?1 AND expiresAt >= ?2)
-            """, arguments: [accountId, now]) ?? 0
+        let busy =
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT COUNT(*) FROM job WHERE accountId = ?1 AND status IN ('pending', 'processing'))
+                         + (SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND state = 'receiving' AND expiresAt >= ?2)
+                         + (SELECT COUNT(*) FROM upload_admission WHERE accountId = ?1 AND expiresAt >= ?2)
+                    """, arguments: [accountId, now]) ?? 0
         if busy >= limits.concurrent { return .tooManyJobs(limit: limits.concurrent, active: busy) }
         if let budget = limits.dailyWorkerSeconds {
             let spent = try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start)
@@ -61,21 +67,30 @@ extension AppDatabase {
         return nil
     }
 
-    public func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<ResumableUpload, QuotaRefusal> {
+    public func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws
+        -> Result<ResumableUpload, QuotaRefusal>
+    {
         try await pool.write { db in
-            if let refusal = try Self.uploadRefusal(db, accountId: upload.accountId, now: now, limits: limits) { return .failure(refusal) }
+            if let refusal = try Self.uploadRefusal(db, accountId: upload.accountId, now: now, limits: limits) {
+                return .failure(refusal)
+            }
             try upload.insert(db)
             return .success(upload)
         }
     }
 
-    public func admitUpload(id: String, accountId: String, until: Date, now: Date,
-                            limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<Void, QuotaRefusal> {
+    public func admitUpload(
+        id: String, accountId: String, until: Date, now: Date,
+        limits: @Sendable (Bool) -> QuotaLimits
+    ) async throws -> Result<Void, QuotaRefusal> {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM upload_admission WHERE expiresAt < ?", arguments: [now])
-            if let refusal = try Self.uploadRefusal(db, accountId: accountId, now: now, limits: limits) { return .failure(refusal) }
-            try db.execute(sql: "INSERT INTO upload_admission (id, accountId, createdAt, expiresAt) VALUES (?, ?, ?, ?)",
-                           arguments: [id, accountId, now, until])
+            if let refusal = try Self.uploadRefusal(db, accountId: accountId, now: now, limits: limits) {
+                return .failure(refusal)
+            }
+            try db.execute(
+                sql: "INSERT INTO upload_admission (id, accountId, createdAt, expiresAt) VALUES (?, ?, ?, ?)",
+                arguments: [id, accountId, now, until])
             return .success(())
         }
     }
@@ -94,22 +109,27 @@ extension AppDatabase {
 
     public func uploadAdmissionIDs(prefix: String) async throws -> [String] {
         try await pool.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM upload_admission WHERE substr(id, 1, length(?1)) = ?1", arguments: [prefix])
+            try String.fetchAll(
+                db, sql: "SELECT id FROM upload_admission WHERE substr(id, 1, length(?1)) = ?1", arguments: [prefix])
         }
     }
 
-    public func admitSignup(client: String, perWindow: Int, windowSeconds: Double, now: Date) async throws -> SignupAdmission {
+    public func admitSignup(client: String, perWindow: Int, windowSeconds: Double, now: Date) async throws
+        -> SignupAdmission
+    {
         guard perWindow > 0 else { return .admitted }
         return try await pool.write { db in
             let since = now.addingTimeInterval(-windowSeconds)
             try db.execute(sql: "DELETE FROM signup_attempt WHERE createdAt < ?", arguments: [since])
-            let times = try Date.fetchAll(db, sql: "SELECT createdAt FROM signup_attempt WHERE client = ? ORDER BY createdAt",
-                                          arguments: [client])
+            let times = try Date.fetchAll(
+                db, sql: "SELECT createdAt FROM signup_attempt WHERE client = ? ORDER BY createdAt",
+                arguments: [client])
             if times.count >= perWindow {
                 let retry = windowSeconds - now.timeIntervalSince(times[times.count - perWindow])
                 return .refused(retryAfterSeconds: max(1, Int(retry.rounded(.up))))
             }
-            try db.execute(sql: "INSERT INTO signup_attempt (client, createdAt) VALUES (?, ?)", arguments: [client, now])
+            try db.execute(
+                sql: "INSERT INTO signup_attempt (client, createdAt) VALUES (?, ?)", arguments: [client, now])
             return .admitted
         }
     }

@@ -34,7 +34,8 @@ public struct WebhookEndpoint: Sendable, Equatable {
     public var rotatedAt: Date?
 
     public init(accountId: String, url: String, secret: String, createdAt: Date, rotatedAt: Date?) {
-        self.accountId = accountId; self.url = url; self.secret = secret; self.createdAt = createdAt; self.rotatedAt = rotatedAt
+        self.accountId = accountId; self.url = url; self.secret = secret; self.createdAt = createdAt;
+        self.rotatedAt = rotatedAt
     }
 
     /// A new signing secret: "whsec_" and 32 random bytes in base64url (256 bits).
@@ -77,9 +78,11 @@ public struct WebhookDelivery: Sendable, Equatable {
     public var leaseOwner: String?
     public var leaseExpiresAt: Date?
 
-    public init(id: String, accountId: String, jobId: String, eventType: WebhookEventType, payload: String,
-                status: WebhookDeliveryStatus, attempts: Int, nextAttemptAt: Date?, createdAt: Date, deliveredAt: Date?,
-                lastStatusCode: Int?, lastError: String?, leaseOwner: String?, leaseExpiresAt: Date?) {
+    public init(
+        id: String, accountId: String, jobId: String, eventType: WebhookEventType, payload: String,
+        status: WebhookDeliveryStatus, attempts: Int, nextAttemptAt: Date?, createdAt: Date, deliveredAt: Date?,
+        lastStatusCode: Int?, lastError: String?, leaseOwner: String?, leaseExpiresAt: Date?
+    ) {
         self.id = id; self.accountId = accountId; self.jobId = jobId; self.eventType = eventType; self.payload = payload
         self.status = status; self.attempts = attempts; self.nextAttemptAt = nextAttemptAt; self.createdAt = createdAt
         self.deliveredAt = deliveredAt; self.lastStatusCode = lastStatusCode; self.lastError = lastError
@@ -99,7 +102,8 @@ public struct WebhookAttempt: Sendable, Equatable {
     public var durationMs: Int
 
     public init(deliveryId: String, number: Int, at: Date, statusCode: Int?, error: String?, durationMs: Int) {
-        self.deliveryId = deliveryId; self.number = number; self.at = at; self.statusCode = statusCode; self.error = error
+        self.deliveryId = deliveryId; self.number = number; self.at = at; self.statusCode = statusCode;
+        self.error = error
         self.durationMs = durationMs
     }
 }
@@ -109,7 +113,9 @@ public struct ClaimedWebhook: Sendable, Equatable {
     public var delivery: WebhookDelivery
     public var endpoint: WebhookEndpoint?
 
-    public init(delivery: WebhookDelivery, endpoint: WebhookEndpoint?) { self.delivery = delivery; self.endpoint = endpoint }
+    public init(delivery: WebhookDelivery, endpoint: WebhookEndpoint?) {
+        self.delivery = delivery; self.endpoint = endpoint
+    }
 }
 
 /// What an attempt leads to.
@@ -159,8 +165,9 @@ public struct WebhookPayload: Codable, Sendable, Equatable {
         id = deliveryId
         self.type = type
         createdAt = Self.timestamp(now)
-        data = JobData(jobId: job.id, status: job.status, progress: job.progress, message: job.message, resultUrl: nil,
-                       errorCode: job.status == .failed ? job.errorCode : nil)
+        data = JobData(
+            jobId: job.id, status: job.status, progress: job.progress, message: job.message, resultUrl: nil,
+            errorCode: job.status == .failed ? job.errorCode : nil)
     }
 
     public static func timestamp(_ date: Date) -> String {
@@ -199,7 +206,9 @@ public enum WebhookSignature {
 
     /// Checks a header against `body` as a receiver does: the v1 value must match (compared in
     /// constant time) and `t` be at most `tolerance` seconds from `now`.
-    public static func verify(header: String, secret: String, body: some DataProtocol, now: Date, tolerance: TimeInterval = 300) -> Bool {
+    public static func verify(
+        header: String, secret: String, body: some DataProtocol, now: Date, tolerance: TimeInterval = 300
+    ) -> Bool {
         var timestamp: Int?
         var candidates: [String] = []
         for part in header.split(separator: ",") {
@@ -223,7 +232,9 @@ public enum WebhookSignature {
 public enum WebhookSchedule {
     public static let maxAge: TimeInterval = 24 * 3600
 
-    public static func nextAttempt(after attempts: Int, base: Double, createdAt: Date, now: Date, maxAge: TimeInterval = maxAge) -> Date? {
+    public static func nextAttempt(
+        after attempts: Int, base: Double, createdAt: Date, now: Date, maxAge: TimeInterval = maxAge
+    ) -> Date? {
         let next = now.addingTimeInterval(retryBackoff(base: base, attempts: attempts))
         return next.timeIntervalSince(createdAt) > maxAge ? nil : next
     }
@@ -245,9 +256,12 @@ public protocol WebhookRepository: Sendable {
     /// Logs an attempt and applies its outcome to a delivery `worker` holds. False: not held any
     /// more (its lease ran out and another dispatcher took it).
     @discardableResult
-    func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date) async throws -> Bool
+    func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date)
+        async throws -> Bool
     /// Every delivery of the job (of `accountId`), oldest first, each with its attempts in order.
-    func webhookDeliveries(jobId: String, accountId: String) async throws -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])]
+    func webhookDeliveries(jobId: String, accountId: String) async throws -> [(
+        delivery: WebhookDelivery, attempts: [WebhookAttempt]
+    )]
 }
 
 // MARK: SQLite
@@ -298,30 +312,38 @@ extension AppDatabase {
     @discardableResult
     static func enqueueWebhook(_ db: Database, job: Job, now: Date) throws -> Bool {
         guard let type = WebhookEventType(job.status),
-              try Bool.fetchOne(db, sql: "SELECT 1 FROM webhook_endpoint WHERE accountId = ?", arguments: [job.accountId]) == true
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM webhook_endpoint WHERE accountId = ?", arguments: [job.accountId])
+                == true
         else { return false }
         let id = "whd_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let payload = try WebhookPayload(deliveryId: id, job: job, type: type, now: now).json()
-        try db.execute(sql: """
-            INSERT INTO webhook_delivery (id, accountId, jobId, eventType, payload, status, attempts, nextAttemptAt, createdAt)
-            VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)
-            """, arguments: [id, job.accountId, job.id, type.rawValue, payload, now, now])
+        try db.execute(
+            sql: """
+                INSERT INTO webhook_delivery (id, accountId, jobId, eventType, payload, status, attempts, nextAttemptAt, createdAt)
+                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+                """, arguments: [id, job.accountId, job.id, type.rawValue, payload, now, now])
         return true
     }
 
     public func webhookEndpoint(accountId: String) async throws -> WebhookEndpoint? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId]).map(Self.endpoint)
+            try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId]).map(
+                Self.endpoint)
         }
     }
 
-    public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws -> WebhookEndpoint {
+    public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws
+        -> WebhookEndpoint
+    {
         try await pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO webhook_endpoint (accountId, url, secret, createdAt) VALUES (?, ?, ?, ?)
-                ON CONFLICT(accountId) DO UPDATE SET url = excluded.url, secret = excluded.secret, rotatedAt = excluded.createdAt
-                """, arguments: [accountId, url, secret, now])
-            return try Self.endpoint(try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId])!)
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_endpoint (accountId, url, secret, createdAt) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(accountId) DO UPDATE SET url = excluded.url, secret = excluded.secret, rotatedAt = excluded.createdAt
+                    """, arguments: [accountId, url, secret, now])
+            return try Self.endpoint(
+                try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId])!
+            )
         }
     }
 
@@ -332,27 +354,34 @@ extension AppDatabase {
         }
     }
 
-    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook] {
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
+        -> [ClaimedWebhook]
+    {
         try await pool.write { db in
             // The oldest due delivery of each account none of whose deliveries is leased now.
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT * FROM (
-                    SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.accountId ORDER BY d.nextAttemptAt, d.rowid) AS accountRank
-                    FROM webhook_delivery d
-                    WHERE d.status = 'pending' AND d.nextAttemptAt <= ?
-                    AND d.accountId NOT IN (SELECT accountId FROM webhook_delivery WHERE status = 'pending' AND leaseExpiresAt >= ?)
-                ) WHERE accountRank = 1 ORDER BY nextAttemptAt LIMIT ?
-                """, arguments: [now, now, limit])
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM (
+                        SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.accountId ORDER BY d.nextAttemptAt, d.rowid) AS accountRank
+                        FROM webhook_delivery d
+                        WHERE d.status = 'pending' AND d.nextAttemptAt <= ?
+                        AND d.accountId NOT IN (SELECT accountId FROM webhook_delivery WHERE status = 'pending' AND leaseExpiresAt >= ?)
+                    ) WHERE accountRank = 1 ORDER BY nextAttemptAt LIMIT ?
+                    """, arguments: [now, now, limit])
             var claimed: [ClaimedWebhook] = []
             let expires = now.addingTimeInterval(leaseSeconds)
             for row in rows {
                 var delivery = try Self.delivery(row)
-                try db.execute(sql: "UPDATE webhook_delivery SET leaseOwner = ?, leaseExpiresAt = ? WHERE id = ?",
-                               arguments: [worker, expires, delivery.id])
+                try db.execute(
+                    sql: "UPDATE webhook_delivery SET leaseOwner = ?, leaseExpiresAt = ? WHERE id = ?",
+                    arguments: [worker, expires, delivery.id])
                 delivery.leaseOwner = worker
                 delivery.leaseExpiresAt = expires
-                let endpoint = try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?",
-                                                arguments: [delivery.accountId]).map(Self.endpoint)
+                let endpoint = try Row.fetchOne(
+                    db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?",
+                    arguments: [delivery.accountId]
+                ).map(Self.endpoint)
                 claimed.append(ClaimedWebhook(delivery: delivery, endpoint: endpoint))
             }
             return claimed
@@ -360,33 +389,55 @@ extension AppDatabase {
     }
 
     @discardableResult
-    public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date) async throws -> Bool {
+    public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date)
+        async throws -> Bool
+    {
         try await pool.write { db in
-            guard try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM webhook_delivery WHERE id = ? AND status = 'pending' AND leaseOwner = ?
-                """, arguments: [attempt.deliveryId, worker]) == true else { return false }
-            try db.execute(sql: """
-                INSERT INTO webhook_attempt (deliveryId, number, at, statusCode, error, durationMs) VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [attempt.deliveryId, attempt.number, attempt.at, attempt.statusCode, attempt.error, attempt.durationMs])
+            guard
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT 1 FROM webhook_delivery WHERE id = ? AND status = 'pending' AND leaseOwner = ?
+                        """, arguments: [attempt.deliveryId, worker]) == true
+            else { return false }
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_attempt (deliveryId, number, at, statusCode, error, durationMs) VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    attempt.deliveryId, attempt.number, attempt.at, attempt.statusCode, attempt.error,
+                    attempt.durationMs
+                ])
             let (status, next, delivered) = Self.apply(outcome, now: now)
-            try db.execute(sql: """
-                UPDATE webhook_delivery SET attempts = attempts + 1, status = ?, nextAttemptAt = ?, deliveredAt = ?,
-                    lastStatusCode = ?, lastError = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
-                """, arguments: [status.rawValue, next, delivered, attempt.statusCode, attempt.error, attempt.deliveryId])
+            try db.execute(
+                sql: """
+                    UPDATE webhook_delivery SET attempts = attempts + 1, status = ?, nextAttemptAt = ?, deliveredAt = ?,
+                        lastStatusCode = ?, lastError = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
+                    """,
+                arguments: [status.rawValue, next, delivered, attempt.statusCode, attempt.error, attempt.deliveryId])
             return true
         }
     }
 
-    public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] {
+    public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(
+        delivery: WebhookDelivery, attempts: [WebhookAttempt]
+    )] {
         try await pool.read { db in
-            let deliveries = try Row.fetchAll(db, sql: """
-                SELECT * FROM webhook_delivery WHERE jobId = ? AND accountId = ? ORDER BY createdAt, rowid
-                """, arguments: [jobId, accountId]).map(Self.delivery)
+            let deliveries = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM webhook_delivery WHERE jobId = ? AND accountId = ? ORDER BY createdAt, rowid
+                    """, arguments: [jobId, accountId]
+            ).map(Self.delivery)
             return try deliveries.map { delivery in
-                let attempts = try Row.fetchAll(db, sql: "SELECT * FROM webhook_attempt WHERE deliveryId = ? ORDER BY number, id",
-                                                arguments: [delivery.id]).map { row in
-                    WebhookAttempt(deliveryId: row["deliveryId"], number: row["number"], at: row["at"], statusCode: row["statusCode"],
-                                   error: row["error"], durationMs: row["durationMs"])
+                let attempts = try Row.fetchAll(
+                    db, sql: "SELECT * FROM webhook_attempt WHERE deliveryId = ? ORDER BY number, id",
+                    arguments: [delivery.id]
+                ).map { row in
+                    WebhookAttempt(
+                        deliveryId: row["deliveryId"], number: row["number"], at: row["at"],
+                        statusCode: row["statusCode"],
+                        error: row["error"], durationMs: row["durationMs"])
                 }
                 return (delivery, attempts)
             }
@@ -402,17 +453,21 @@ extension AppDatabase {
     }
 
     static func endpoint(_ row: Row) -> WebhookEndpoint {
-        WebhookEndpoint(accountId: row["accountId"], url: row["url"], secret: row["secret"], createdAt: row["createdAt"],
-                        rotatedAt: row["rotatedAt"])
+        WebhookEndpoint(
+            accountId: row["accountId"], url: row["url"], secret: row["secret"], createdAt: row["createdAt"],
+            rotatedAt: row["rotatedAt"])
     }
 
     static func delivery(_ row: Row) throws -> WebhookDelivery {
-        guard let type = WebhookEventType(rawValue: row["eventType"]), let status = WebhookDeliveryStatus(rawValue: row["status"]) else {
+        guard let type = WebhookEventType(rawValue: row["eventType"]),
+            let status = WebhookDeliveryStatus(rawValue: row["status"])
+        else {
             throw DatabaseError(message: "a webhook delivery row has an unknown type or status")
         }
-        return WebhookDelivery(id: row["id"], accountId: row["accountId"], jobId: row["jobId"], eventType: type, payload: row["payload"],
-                               status: status, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"], createdAt: row["createdAt"],
-                               deliveredAt: row["deliveredAt"], lastStatusCode: row["lastStatusCode"], lastError: row["lastError"],
-                               leaseOwner: row["leaseOwner"], leaseExpiresAt: row["leaseExpiresAt"])
+        return WebhookDelivery(
+            id: row["id"], accountId: row["accountId"], jobId: row["jobId"], eventType: type, payload: row["payload"],
+            status: status, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"], createdAt: row["createdAt"],
+            deliveredAt: row["deliveredAt"], lastStatusCode: row["lastStatusCode"], lastError: row["lastError"],
+            leaseOwner: row["leaseOwner"], leaseExpiresAt: row["leaseExpiresAt"])
     }
 }

@@ -6,14 +6,18 @@ import GRDB
 /// `dailyWorkerSeconds` caps what one account can make the workers do in a UTC day.
 extension AppDatabase {
     static func workerSecondsUsed(_ db: Database, accountId: String, since start: Date) throws -> Double {
-        try Double.fetchOne(db, sql: """
-            SELECT COALESCE(SUM(workerSeconds), 0) FROM usage_ledger WHERE accountId = ? AND createdAt >= ?
-            """, arguments: [accountId, start]) ?? 0
+        try Double.fetchOne(
+            db,
+            sql: """
+                SELECT COALESCE(SUM(workerSeconds), 0) FROM usage_ledger WHERE accountId = ? AND createdAt >= ?
+                """, arguments: [accountId, start]) ?? 0
     }
 
     /// Worker seconds charged to an account since the start of `now`'s UTC day.
     public func workerSecondsUsed(accountId: String, now: Date) async throws -> Double {
-        try await pool.read { db in try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start) }
+        try await pool.read { db in
+            try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start)
+        }
     }
 
     /// Charges one attempt's worker time without settling the job (a cancel, a shutdown, a retry).
@@ -23,8 +27,11 @@ extension AppDatabase {
             guard var job = try Job.fetchOne(db, key: jobId) else { return }
             job.workerSeconds += seconds
             try job.update(db)
-            try UsageEntry(id: nil, accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
-                           change: 0, workerSeconds: seconds, reason: reason, createdAt: now).insert(db)
+            try UsageEntry(
+                id: nil, accountId: job.accountId, jobId: job.id,
+                period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
+                change: 0, workerSeconds: seconds, reason: reason, createdAt: now
+            ).insert(db)
         }
     }
 

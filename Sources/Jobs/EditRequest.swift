@@ -48,7 +48,9 @@ public struct EditRequest: Sendable, Equatable {
         let invalid = Refusal.invalidInclude(.malformed)
         var values: [Double] = []
         if text.hasPrefix("[") {
-            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
+            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else {
+                throw invalid
+            }
             for item in array {
                 guard let number = jsonNumber(item) else { throw invalid }
                 values.append(number)
@@ -67,11 +69,16 @@ public struct EditRequest: Sendable, Equatable {
         let invalid = Refusal.invalidExclude(.malformed)
         var ranges: [JobRange] = []
         if text.hasPrefix("[") {
-            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else { throw invalid }
+            guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else {
+                throw invalid
+            }
             for item in array {
-                if let pair = item as? [Any], pair.count == 2, let a = jsonNumber(pair[0]), let b = jsonNumber(pair[1]) {
+                if let pair = item as? [Any], pair.count == 2, let a = jsonNumber(pair[0]), let b = jsonNumber(pair[1])
+                {
                     ranges.append(JobRange(start: a, end: b))
-                } else if let object = item as? [String: Any], let a = object["start"].flatMap(jsonNumber), let b = object["end"].flatMap(jsonNumber) {
+                } else if let object = item as? [String: Any], let a = object["start"].flatMap(jsonNumber),
+                    let b = object["end"].flatMap(jsonNumber)
+                {
                     ranges.append(JobRange(start: a, end: b))
                 } else {
                     throw invalid
@@ -80,19 +87,25 @@ public struct EditRequest: Sendable, Equatable {
         } else {
             for part in text.split(separator: ",", omittingEmptySubsequences: false) {
                 // "10-20" (a minus sign is not valid in a time, so the first '-' separates).
-                let bounds = part.split(separator: "-", maxSplits: 1).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                let bounds = part.split(separator: "-", maxSplits: 1).map {
+                    Double($0.trimmingCharacters(in: .whitespaces))
+                }
                 guard bounds.count == 2, let start = bounds[0], let end = bounds[1] else { throw invalid }
                 ranges.append(JobRange(start: start, end: end))
             }
         }
-        guard ranges.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else { throw invalid }
+        guard ranges.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else {
+            throw invalid
+        }
         return ranges
     }
 
     /// A JSON number as JSONSerialization gives it, and not a JSON true/false (which Foundation on
     /// Linux also hands out as NSNumber, and which `is Bool` cannot tell from 1 and 0).
     public static func jsonNumber(_ value: Any) -> Double? {
-        guard let number = value as? NSNumber, !String(describing: type(of: value)).contains("Boolean") else { return nil }
+        guard let number = value as? NSNumber, !String(describing: type(of: value)).contains("Boolean") else {
+            return nil
+        }
         return number.doubleValue
     }
 
@@ -115,7 +128,8 @@ public struct EditRequest: Sendable, Equatable {
         for t in include {
             // A pinned segment needs a little footage around its time: a pin within a quarter second
             // of an excluded range counts as inside it.
-            if let range = exclude.first(where: { t >= $0.start - Self.pinClearance && t <= $0.end + Self.pinClearance }) {
+            if let range = exclude.first(where: { t >= $0.start - Self.pinClearance && t <= $0.end + Self.pinClearance }
+            ) {
                 throw .invalidInclude(.nearExclusion(time: t, range: range))
             }
         }
@@ -145,14 +159,18 @@ public struct EditRequest: Sendable, Equatable {
     /// most 255 bytes; nil when nothing is left. Never used as a path.
     public static func displayName(_ raw: String) -> String? {
         let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }))
-            .trimmingCharacters(in: .whitespaces)
+        var name = String(
+            String.UnicodeScalarView(last.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) })
+        )
+        .trimmingCharacters(in: .whitespaces)
         while name.utf8.count > 255 { name.removeLast() }
         return name.isEmpty || name == "." || name == ".." ? nil : name
     }
 
     /// The stored form, with what the job needs beyond the client's choice.
     public func job(sourceName: String?, recutOf: String? = nil, keepsInput: Bool) -> JobEdit {
-        JobEdit(aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf, keepsInput: keepsInput)
+        JobEdit(
+            aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf,
+            keepsInput: keepsInput)
     }
 }

@@ -48,23 +48,27 @@ public struct HighlightOptions: Sendable, Equatable {
             }
             quality = value
         }
-        let edit = try EditRequest.parse(aspect: fields["aspect"], include: fields["include"],
-                                         exclude: fields["exclude"])
+        let edit = try EditRequest.parse(
+            aspect: fields["aspect"], include: fields["include"],
+            exclude: fields["exclude"])
         return HighlightOptions(targetDuration: target, quality: quality, edit: edit)
     }
 
     /// A re-cut's options: what the request changes over the original job's choices, checked
     /// against the original video.
-    public static func recut(_ request: RecutRequest, of original: Job,
-                             limits: Limits) throws(Refusal) -> HighlightOptions {
+    public static func recut(
+        _ request: RecutRequest, of original: Job,
+        limits: Limits
+    ) throws(Refusal) -> HighlightOptions {
         let base = original.edit ?? JobEdit()
         let target = request.targetDuration ?? original.targetDuration
         try check(target: target, limits: limits, listsAllowed: false)
         guard let quality = HighlightQuality(rawValue: request.quality?.lowercased() ?? original.quality) else {
             throw .invalidQuality(request.quality ?? "", listsAllowed: false)
         }
-        var edit = EditRequest(aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
-                               include: request.include ?? base.include, exclude: request.exclude ?? base.exclude)
+        var edit = EditRequest(
+            aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
+            include: request.include ?? base.include, exclude: request.exclude ?? base.exclude)
         edit.include = edit.include.filter { $0.isFinite }
         let validRanges = edit.exclude.allSatisfy {
             $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start
@@ -76,8 +80,9 @@ public struct HighlightOptions: Sendable, Equatable {
 
     static func check(target: Int, limits: Limits, listsAllowed: Bool) throws(Refusal) {
         guard target >= limits.minTargetDuration && target <= limits.maxTargetDuration else {
-            throw .targetDurationOutOfRange(target, minimum: limits.minTargetDuration,
-                                            maximum: limits.maxTargetDuration, listsAllowed: listsAllowed)
+            throw .targetDurationOutOfRange(
+                target, minimum: limits.minTargetDuration,
+                maximum: limits.maxTargetDuration, listsAllowed: listsAllowed)
         }
     }
 }
@@ -85,7 +90,8 @@ public struct HighlightOptions: Sendable, Equatable {
 extension ServiceSettings {
     /// The target_duration range and default highlights are checked against.
     public var highlightLimits: HighlightOptions.Limits {
-        HighlightOptions.Limits(minTargetDuration: minTargetDuration, maxTargetDuration: maxTargetDuration,
-                                defaultTargetDuration: defaultTargetDuration)
+        HighlightOptions.Limits(
+            minTargetDuration: minTargetDuration, maxTargetDuration: maxTargetDuration,
+            defaultTargetDuration: defaultTargetDuration)
     }
 }

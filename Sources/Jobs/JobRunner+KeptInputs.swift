@@ -20,19 +20,25 @@ extension JobRunner {
         guard !settings.keepUploads, job.edit?.keepsInput == true else { return }
         do {
             if let recognized, recognized.sameTimeline,
-               let earlier = try await database.job(id: recognized.earlierJobId, accountId: job.accountId),
-               earlier.id != job.id, earlier.status == .completed, earlier.edit?.keepsInput == true, Self.sameVideo(job.input, earlier.input) {
+                let earlier = try await database.job(id: recognized.earlierJobId, accountId: job.accountId),
+                earlier.id != job.id, earlier.status == .completed, earlier.edit?.keepsInput == true,
+                Self.sameVideo(job.input, earlier.input)
+            {
                 // The copy to drop: the earlier job's, or the one holding it for it.
                 let holder = earlier.edit?.inputHeldBy ?? earlier.id
                 if holder != job.id {
                     try await database.moveKeptInput(from: holder, to: job.id, accountId: job.accountId)
                     await mediaStorage.removeInput(jobID: holder)
-                    log.info("re-upload of a kept video: one copy kept", metadata: ["of": "\(earlier.id)", "dropped": "\(holder)"])
+                    log.info(
+                        "re-upload of a kept video: one copy kept",
+                        metadata: ["of": "\(earlier.id)", "dropped": "\(holder)"])
                 }
             }
             try await keepWithinAllowance(job, log: log)
         } catch {
-            log.warning("cannot settle the account's kept inputs; the sweeper removes them at retention", metadata: ["error": "\(error)"])
+            log.warning(
+                "cannot settle the account's kept inputs; the sweeper removes them at retention",
+                metadata: ["error": "\(error)"])
         }
     }
 
@@ -48,8 +54,9 @@ extension JobRunner {
             try await database.releaseKeptInput(jobId: victim.id, accountId: job.accountId)
             await mediaStorage.removeInput(jobID: victim.id)
             total -= max(0, victim.input.size)
-            log.info("kept input released early: the account's kept videos exceed its plan's allowance",
-                     metadata: ["released": "\(victim.id)", "bytes": "\(victim.input.size)", "allowance": "\(allowance)"])
+            log.info(
+                "kept input released early: the account's kept videos exceed its plan's allowance",
+                metadata: ["released": "\(victim.id)", "bytes": "\(victim.input.size)", "allowance": "\(allowance)"])
         }
     }
 

@@ -29,7 +29,8 @@ extension JobRunner {
         guard job.edit?.recutOf == nil else { return [] }
         let rows: [(job: Job, fingerprint: StoredFingerprint)]
         do {
-            rows = try await database.reuploadCandidates(accountId: job.accountId, excludingJob: job.id, limit: Self.reuploadCandidateLimit)
+            rows = try await database.reuploadCandidates(
+                accountId: job.accountId, excludingJob: job.id, limit: Self.reuploadCandidateLimit)
         } catch {
             log.warning("cannot look up earlier uploads; analysing in full", metadata: ["error": "\(error)"])
             return []
@@ -38,10 +39,15 @@ extension JobRunner {
         let families = Self.families(rows.map { ($0.job.id, $0.job.output?.duplicateOf?.jobId) })
         return rows.compactMap { earlier, stored in
             guard earlier.accountId == job.accountId, stored.fingerprint.utf8.count <= Self.maxFingerprintBytes,
-                  let fingerprint = try? decoder.decode(ContentFingerprint.self, from: Data(stored.fingerprint.utf8)) else { return nil }
-            let copy = Self.asksForSameHighlight(job, as: earlier)
-                ? earlier.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason) } : nil
-            return ReuploadCandidate(jobId: earlier.id, fingerprint: fingerprint, copySegments: copy, family: families[earlier.id])
+                let fingerprint = try? decoder.decode(ContentFingerprint.self, from: Data(stored.fingerprint.utf8))
+            else { return nil }
+            let copy =
+                Self.asksForSameHighlight(job, as: earlier)
+                ? earlier.segments?.map {
+                    SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason)
+                } : nil
+            return ReuploadCandidate(
+                jobId: earlier.id, fingerprint: fingerprint, copySegments: copy, family: families[earlier.id])
         }
     }
 
@@ -65,9 +71,12 @@ extension JobRunner {
     /// The new job would get the earlier one's highlight: same length, quality, output cap and
     /// shape, no pinned or excluded moments on either, and the earlier one delivered a highlight.
     static func asksForSameHighlight(_ job: Job, as earlier: Job) -> Bool {
-        guard earlier.status == .completed, earlier.mediaDeletedAt == nil, earlier.output != nil, !(earlier.segments ?? []).isEmpty else { return false }
+        guard earlier.status == .completed, earlier.mediaDeletedAt == nil, earlier.output != nil,
+            !(earlier.segments ?? []).isEmpty
+        else { return false }
         let a = job.edit ?? JobEdit(), b = earlier.edit ?? JobEdit()
-        return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality && job.outputCap == earlier.outputCap
+        return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality
+            && job.outputCap == earlier.outputCap
             && a.aspect == b.aspect && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
     }
 
@@ -85,7 +94,9 @@ extension JobRunner {
     /// The recognition task for the job's child, its candidates written to the job's folder; nil
     /// when they cannot be written (then the video is analysed in full). The same child goes on to
     /// the highlight (`continues`): `afterRecognition` prepares that task from its answer.
-    func recognitionTask(candidates: [ReuploadCandidate], workspace: JobWorkspace, request: HighlightRequest, log: Logger) -> ChildTask? {
+    func recognitionTask(
+        candidates: [ReuploadCandidate], workspace: JobWorkspace, request: HighlightRequest, log: Logger
+    ) -> ChildTask? {
         let candidatesPath = workspace.directory + "/" + Self.candidatesFileName
         do {
             try JSONEncoder().encode(candidates).write(to: URL(fileURLWithPath: candidatesPath), options: .atomic)
@@ -93,26 +104,39 @@ extension JobRunner {
             log.warning("cannot write the re-upload candidates; analysing in full", metadata: ["error": "\(error)"])
             return nil
         }
-        return ChildTask.recognize(workspace.inputPath, candidates: candidatesPath, analysis: request.analysis, continues: true)
+        return ChildTask.recognize(
+            workspace.inputPath, candidates: candidatesPath, analysis: request.analysis, continues: true)
     }
 
     /// The highlight request after the recognition's answer: on a match, the earlier analysis is
     /// fetched into the job's folder and reused; when the look was undecided, the analysis judges
     /// the candidates itself. Any failure here only means the video is analysed in full.
-    func afterRecognition(_ recognition: Recognition, job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace,
-                          request: HighlightRequest, stages: JobStageTimer, log: Logger) async -> (HighlightRequest, RecognizedReupload?) {
+    func afterRecognition(
+        _ recognition: Recognition, job: Job, candidates: [ReuploadCandidate], workspace: JobWorkspace,
+        request: HighlightRequest, stages: JobStageTimer, log: Logger
+    ) async -> (HighlightRequest, RecognizedReupload?) {
         var request = request
         if recognition.deferred {
-            log.info("re-upload look undecided; the analysis judges", metadata: [
-                "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
-                "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
+            log.info(
+                "re-upload look undecided; the analysis judges",
+                metadata: [
+                    "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
+                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
+                    "verification_frames": "\(recognition.verificationFrames)"
+                ])
             request.reuploadCandidates = workspace.directory + "/" + Self.candidatesFileName
             return (request, nil)
         }
         guard let match = recognition.match, let target = recognition.target,
-              let candidate = candidates.first(where: { $0.jobId == match.jobId }) else {
-            log.info("not a re-upload", metadata: ["candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
-                                                 "keyframe_passes": "\(recognition.keyframePasses ?? 0)", "verification_frames": "\(recognition.verificationFrames)"])
+            let candidate = candidates.first(where: { $0.jobId == match.jobId })
+        else {
+            log.info(
+                "not a re-upload",
+                metadata: [
+                    "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
+                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
+                    "verification_frames": "\(recognition.verificationFrames)"
+                ])
             return (request, nil)
         }
         stages.step("fetch earlier analysis")
@@ -120,11 +144,14 @@ extension JobRunner {
         do {
             try await mediaStorage.fetch(jobID: match.jobId, file: .analysisData, to: analysisPath)
         } catch {
-            log.info("re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
+            log.info(
+                "re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
             return (request, nil)
         }
-        let recognized = RecognizedReupload(fingerprint: recognition.fingerprint, earlierJobId: match.jobId,
-                                            sameTimeline: Self.sameTimeline(match: match, target: target, earlierDuration: candidate.fingerprint.duration))
+        let recognized = RecognizedReupload(
+            fingerprint: recognition.fingerprint, earlierJobId: match.jobId,
+            sameTimeline: Self.sameTimeline(
+                match: match, target: target, earlierDuration: candidate.fingerprint.duration))
         var earlierResult: String?, earlierPoster: String?, sameTimeline = false
         if let copy = candidate.copySegments {
             if ReuploadRecognizer.copiedSegments(copy, offset: match.offset, duration: target.duration) == nil {
@@ -137,22 +164,33 @@ extension JobRunner {
                     try await mediaStorage.fetch(jobID: match.jobId, file: .result, to: path)
                     earlierResult = path
                     let poster = workspace.directory + "/" + Self.reusedPosterFileName
-                    if (try? await mediaStorage.fetch(jobID: match.jobId, file: .poster, to: poster)) != nil { earlierPoster = poster }
+                    if (try? await mediaStorage.fetch(jobID: match.jobId, file: .poster, to: poster)) != nil {
+                        earlierPoster = poster
+                    }
                 } catch {
-                    log.info("the earlier highlight is gone; its segments are encoded again", metadata: ["of": "\(match.jobId)"])
+                    log.info(
+                        "the earlier highlight is gone; its segments are encoded again",
+                        metadata: ["of": "\(match.jobId)"])
                 }
             } else {
                 // The earlier highlight is returned; if the video also starts and ends where the earlier
                 // one did, its storyboard (filmstrip, curves, cuts, moments) is this one's.
-                sameTimeline = Self.sameTimeline(match: match, target: target, earlierDuration: candidate.fingerprint.duration)
+                sameTimeline = Self.sameTimeline(
+                    match: match, target: target, earlierDuration: candidate.fingerprint.duration)
             }
         }
-        request.reuse = AnalysisReuse(analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments,
-                                      earlierResult: earlierResult, earlierPoster: earlierPoster, sameTimeline: sameTimeline)
-        log.info("re-upload recognised", metadata: ["of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
-                                                    "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)",
-                                                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
-                                                    "verification_frames": "\(recognition.verificationFrames)", "first_look": "\(recognition.firstLook ?? "matched")"])
+        request.reuse = AnalysisReuse(
+            analysisPath: analysisPath, match: match, target: target, copySegments: candidate.copySegments,
+            earlierResult: earlierResult, earlierPoster: earlierPoster, sameTimeline: sameTimeline)
+        log.info(
+            "re-upload recognised",
+            metadata: [
+                "of": "\(match.jobId)", "offset": "\(String(format: "%.3f", match.offset))",
+                "refined": "\(match.refined)", "frames": "\(recognition.framesDecoded)",
+                "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
+                "verification_frames": "\(recognition.verificationFrames)",
+                "first_look": "\(recognition.firstLook ?? "matched")"
+            ])
         return (request, recognized)
     }
 
@@ -187,11 +225,14 @@ extension JobRunner {
     /// without it, a re-upload is analysed again).
     func storeFingerprint(_ fingerprint: ContentFingerprint?, job: Job, log: Logger) async {
         guard let fingerprint, job.edit?.recutOf == nil,
-              let data = try? JSONEncoder().encode(fingerprint), data.count <= Self.maxFingerprintBytes,
-              let text = String(data: data, encoding: .utf8) else { return }
+            let data = try? JSONEncoder().encode(fingerprint), data.count <= Self.maxFingerprintBytes,
+            let text = String(data: data, encoding: .utf8)
+        else { return }
         do {
-            try await database.saveFingerprint(StoredFingerprint(jobId: job.id, accountId: job.accountId, duration: fingerprint.duration,
-                                                                 fingerprint: text, createdAt: clock()))
+            try await database.saveFingerprint(
+                StoredFingerprint(
+                    jobId: job.id, accountId: job.accountId, duration: fingerprint.duration,
+                    fingerprint: text, createdAt: clock()))
         } catch {
             log.warning("cannot store the input's fingerprint", metadata: ["error": "\(error)"])
         }

@@ -39,19 +39,25 @@ public final class JobRunner: Service, Sendable {
     /// lease names the very worker loop holding it.
     let processTag: String
 
-    public init(database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil, settings: ServiceSettings, media: MediaDefaults,
-                apns: APNsCredentials? = nil, plans: PlanSettings = PlanSettings(), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil,
+        settings: ServiceSettings, media: MediaDefaults,
+        apns: APNsCredentials? = nil, plans: PlanSettings = PlanSettings(), logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.database = database; self.layout = layout; self.settings = settings; self.media = media; self.plans = plans
         self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
-        webhooks = WebhookDispatcher(database: database, settings: settings.webhooks, baseURL: settings.baseURL,
-                                     worker: "\(processTag)#webhooks", logger: logger, clock: clock)
+        webhooks = WebhookDispatcher(
+            database: database, settings: settings.webhooks, baseURL: settings.baseURL,
+            worker: "\(processTag)#webhooks", logger: logger, clock: clock)
         if let apns {
-            pushes = PushDispatcher(database: database, client: APNsClient(credentials: apns), settings: settings.push,
-                                    worker: "\(processTag)#pushes", logger: logger, clock: clock)
+            pushes = PushDispatcher(
+                database: database, client: APNsClient(credentials: apns), settings: settings.push,
+                worker: "\(processTag)#pushes", logger: logger, clock: clock)
         } else {
             pushes = nil
         }
@@ -66,7 +72,9 @@ public final class JobRunner: Service, Sendable {
     func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
 
     var sweeper: Sweeper {
-        Sweeper(database: database, layout: layout, storage: mediaStorage, runningJobIDs: { self.runningJobIDs }, settings: settings, logger: logger, clock: clock)
+        Sweeper(
+            database: database, layout: layout, storage: mediaStorage, runningJobIDs: { self.runningJobIDs },
+            settings: settings, logger: logger, clock: clock)
     }
 
     /// Before the server takes requests: jobs a crash left `processing` go back to the queue (their
@@ -81,7 +89,9 @@ public final class JobRunner: Service, Sendable {
         for id in recovered.requeued { layout.removeJobFiles(id, keepingInput: true) }
         JobMetrics.recovered(requeued: recovered.requeued.count, failed: recovered.failed.count)
         if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
-            logger.notice("recovered interrupted jobs", metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
+            logger.notice(
+                "recovered interrupted jobs",
+                metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
         }
         sweeper.removeAbandonedUploads(olderThan: 0)
     }
@@ -93,11 +103,17 @@ public final class JobRunner: Service, Sendable {
             // events, lease renewal, rescuer, webhook and push dispatchers) are cancelled once those have ended.
             await withTaskGroup(of: Bool.self) { group in
                 for index in 0..<settings.workers {
-                    let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                    let (stream, continuation) = AsyncStream.makeStream(
+                        of: Void.self, bufferingPolicy: .bufferingNewest(1))
                     doorbells.withLock { $0.append(continuation) }
-                    group.addTask { await self.workerLoop(index, wakeups: stream); return true }
+                    group.addTask {
+                        await self.workerLoop(index, wakeups: stream); return true
+                    }
                 }
-                group.addTask { await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled }); return true }
+                group.addTask {
+                    await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled });
+                    return true
+                }
                 // Polls the queue every second too: a job whose retry backoff ran out, or whose news
                 // was missed, is never stranded.
                 group.addTask {
@@ -107,11 +123,23 @@ public final class JobRunner: Service, Sendable {
                     }
                     return false
                 }
-                group.addTask { await self.listenToStore(); return false }
-                group.addTask { await self.renewLeasesWhileRunning(); return false }
-                group.addTask { await self.rescueWhileRunning(); return false }
-                group.addTask { await self.webhooks.run(); return false }
-                if let pushes { group.addTask { await pushes.run(); return false } }
+                group.addTask {
+                    await self.listenToStore(); return false
+                }
+                group.addTask {
+                    await self.renewLeasesWhileRunning(); return false
+                }
+                group.addTask {
+                    await self.rescueWhileRunning(); return false
+                }
+                group.addTask {
+                    await self.webhooks.run(); return false
+                }
+                if let pushes {
+                    group.addTask {
+                        await pushes.run(); return false
+                    }
+                }
                 var essential = settings.workers + 1
                 while essential > 0, let wasEssential = await group.next() {
                     if wasEssential { essential -= 1 }
@@ -130,7 +158,7 @@ public final class JobRunner: Service, Sendable {
             switch event {
             case .jobQueued: notifyNewJob()
             case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
-            case .webhookQueued, .pushQueued: break // the webhook and push dispatchers listen for these themselves
+            case .webhookQueued, .pushQueued: break  // the webhook and push dispatchers listen for these themselves
             }
         }
     }
@@ -149,12 +177,15 @@ public final class JobRunner: Service, Sendable {
         // Each attempt is known by its token: a job retried at once by the same worker is a new
         // attempt under the same id, and must not pay for its previous attempt's lapsed lease.
         let byWorker = running.withLock { jobs in
-            Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues { $0.map { (id: $0.key, token: $0.value.token) } }
+            Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues {
+                $0.map { (id: $0.key, token: $0.value.token) }
+            }
         }
         for (worker, attempts) in byWorker {
             do {
-                let held = try await database.renewLeases(worker: worker, jobIDs: attempts.map(\.id), leaseSeconds: settings.leaseSeconds,
-                                                          now: clock())
+                let held = try await database.renewLeases(
+                    worker: worker, jobIDs: attempts.map(\.id), leaseSeconds: settings.leaseSeconds,
+                    now: clock())
                 for (id, token) in attempts where !held.contains(id) {
                     // Cancelled by its owner: the usual cancel path (files removed, time charged).
                     // Anything else (re-queued or held by another worker): the lease was lost.
@@ -167,7 +198,9 @@ public final class JobRunner: Service, Sendable {
                         return true
                     }
                     guard stopped else { continue }
-                    if lost { logger.notice("job no longer held by this worker; stopping it", metadata: ["job": "\(id)"]) }
+                    if lost {
+                        logger.notice("job no longer held by this worker; stopping it", metadata: ["job": "\(id)"])
+                    }
                 }
             } catch {
                 logger.warning("cannot renew job leases", metadata: ["error": "\(error)"])
@@ -190,11 +223,14 @@ public final class JobRunner: Service, Sendable {
         // the rescuer may wake before the renewer and would take back jobs still running here.
         await renewLeases()
         do {
-            let rescued = try await database.rescueExpiredLeases(maxAttempts: settings.maxAttempts,
-                                                                 backoffSeconds: settings.retryBackoffSeconds, now: clock())
+            let rescued = try await database.rescueExpiredLeases(
+                maxAttempts: settings.maxAttempts,
+                backoffSeconds: settings.retryBackoffSeconds, now: clock())
             JobMetrics.recovered(requeued: rescued.requeued.count, failed: rescued.failed.count)
             if !rescued.requeued.isEmpty || !rescued.failed.isEmpty {
-                logger.warning("rescued jobs whose worker is gone", metadata: ["requeued": "\(rescued.requeued)", "failed": "\(rescued.failed)"])
+                logger.warning(
+                    "rescued jobs whose worker is gone",
+                    metadata: ["requeued": "\(rescued.requeued)", "failed": "\(rescued.failed)"])
             }
             for id in rescued.failed { layout.removeJobFiles(id) }
         } catch is CancellationError {
@@ -247,7 +283,9 @@ public final class JobRunner: Service, Sendable {
         while !shuttingDown.load(ordering: .relaxed) {
             do {
                 while !shuttingDown.load(ordering: .relaxed),
-                      let job = try await database.claimNextJob(worker: worker, leaseSeconds: settings.leaseSeconds, now: clock()) {
+                    let job = try await database.claimNextJob(
+                        worker: worker, leaseSeconds: settings.leaseSeconds, now: clock())
+                {
                     await process(job, worker: worker)
                 }
             } catch {
@@ -259,8 +297,10 @@ public final class JobRunner: Service, Sendable {
 
     /// The settings of the isolated children this runner starts.
     var isolation: IsolationSettings {
-        IsolationSettings(executable: settings.childExecutable.isEmpty ? IsolationSettings.defaultExecutable() : settings.childExecutable,
-                          memoryBytes: UInt64(max(0, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
+        IsolationSettings(
+            executable: settings.childExecutable.isEmpty
+                ? IsolationSettings.defaultExecutable() : settings.childExecutable,
+            memoryBytes: UInt64(max(0, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
     }
 
     /// A job's wall-clock budget: the base plus a share per second of video. The header's duration
@@ -279,21 +319,24 @@ public final class JobRunner: Service, Sendable {
         log[metadataKey: "job"] = "\(job.id)"
         log.info("job started", metadata: ["worker": "\(worker)", "attempt": "\(job.attempts)"])
 
-        let reporter = ProgressReporter(jobID: job.id, worker: worker, database: database, token: token,
-                                        interval: .milliseconds(settings.progressIntervalMs), clock: clock)
+        let reporter = ProgressReporter(
+            jobID: job.id, worker: worker, database: database, token: token,
+            interval: .milliseconds(settings.progressIntervalMs), clock: clock)
         let progressTask = Task { await reporter.run() }
         // The child sees local files only: the input is fetched to the job's workspace first.
         stages.step("fetch input")
         let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
         let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
         let request = highlightRequest(for: job, in: workspace)
-        let children = childLauncher(for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
+        let children = childLauncher(
+            for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
         var outcome = Self.workspaceFailure
         // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
         var recognized: RecognizedReupload?
         if prepared != nil {
-            (outcome, recognized) = await runChildren(job, workspace: workspace, request: request, run: children, token: token,
-                                                      stages: stages, log: log)
+            (outcome, recognized) = await runChildren(
+                job, workspace: workspace, request: request, run: children, token: token,
+                stages: stages, log: log)
             Self.removeRecognitionFiles(workspace)
         }
         progressTask.cancel()
@@ -303,8 +346,9 @@ public final class JobRunner: Service, Sendable {
             // Another worker holds the job now: its media are that worker's; nothing to record.
             log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
         } else {
-            await finish(job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
-                         stages: stages, log: log)
+            await finish(
+                job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
+                stages: stages, log: log)
         }
         // Scratch is this process's own, whoever holds the job now.
         await mediaStorage.discardWorkspace(jobID: job.id)
@@ -338,7 +382,9 @@ public final class JobRunner: Service, Sendable {
         // A failed read is not a cancellation (the job then runs).
         if shuttingDown.load(ordering: .relaxed) {
             token.cancel()
-        } else if let current = try? await database.job(id: job.id), current.status != .processing || current.leaseOwner != worker {
+        } else if let current = try? await database.job(id: job.id),
+            current.status != .processing || current.leaseOwner != worker
+        {
             token.cancel()
         }
         return token
@@ -373,8 +419,10 @@ public final class JobRunner: Service, Sendable {
     /// job's time budget (which holds for its children together: the recognition look, then the highlight).
     typealias ChildLauncher = @Sendable (ChildTask, (@Sendable (ChildMessage) -> ChildTask?)?) async -> ChildOutcome
 
-    private func childLauncher(for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
-                               stages: JobStageTimer, log: Logger) -> ChildLauncher {
+    private func childLauncher(
+        for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
+        stages: JobStageTimer, log: Logger
+    ) -> ChildLauncher {
         let cacheDirectory = layout.accountCacheDirectory(job.accountId)
         let isolation = self.isolation
         // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
@@ -385,23 +433,31 @@ public final class JobRunner: Service, Sendable {
         let deadline = ContinuousClock.now + .seconds(timeBudget(job))
         return { task, followUp in
             let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
-            return (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
-                IsolatedChild.run(task, settings: isolation, access: access, wallSeconds: left, cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
-                                  cancellation: token, logger: log, onProgress: { stage, fraction in
-                    reporter.report(stage: stage, fraction: fraction)
-                    stages.enter(stage)
-                }, followUp: followUp)
-            }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
+            return
+                (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
+                    IsolatedChild.run(
+                        task, settings: isolation, access: access, wallSeconds: left,
+                        cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
+                        cancellation: token, logger: log,
+                        onProgress: { stage, fraction in
+                            reporter.report(stage: stage, fraction: fraction)
+                            stages.enter(stage)
+                        }, followUp: followUp)
+                }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
         }
     }
 
     /// The job's children: the keyframe look at earlier uploads when there are candidates, then
     /// the highlight in the same child; or the highlight alone.
-    private func runChildren(_ job: Job, workspace: JobWorkspace, request: HighlightRequest, run runChild: ChildLauncher,
-                             token: CancellationToken, stages: JobStageTimer, log: Logger) async -> (ChildOutcome, RecognizedReupload?) {
+    private func runChildren(
+        _ job: Job, workspace: JobWorkspace, request: HighlightRequest, run runChild: ChildLauncher,
+        token: CancellationToken, stages: JobStageTimer, log: Logger
+    ) async -> (ChildOutcome, RecognizedReupload?) {
         stages.step("candidates")
         let candidates = await reuploadCandidates(for: job, log: log)
-        let look = candidates.isEmpty || token.isCancelled ? nil
+        let look =
+            candidates.isEmpty || token.isCancelled
+            ? nil
             : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
         guard let look else {
             stages.step("highlight child start")
@@ -414,15 +470,16 @@ public final class JobRunner: Service, Sendable {
         var outcome = await runChild(look) { message in
             guard let recognition = message.recognition else { return nil }
             let (next, found) = Self.waitOnThisThread {
-                await self.afterRecognition(recognition, job: job, candidates: candidates, workspace: workspace,
-                                            request: request, stages: stages, log: log)
+                await self.afterRecognition(
+                    recognition, job: job, candidates: candidates, workspace: workspace,
+                    request: request, stages: stages, log: log)
             }
             answered.withLock { $0 = .some(found) }
             stages.step("highlight")
             return ChildTask.highlight(next)
         }
         if let found = answered.withLock({ $0 }) { return (outcome, found) }
-        if case .cancelled = outcome { return (outcome, nil) } // stopped before the look answered
+        if case .cancelled = outcome { return (outcome, nil) }  // stopped before the look answered
         // No answer from the look (it failed or died before one): analysed in full, in a new child.
         log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
         stages.step("highlight child start")
@@ -433,8 +490,10 @@ public final class JobRunner: Service, Sendable {
     /// A child that died abnormally this many times fails the job for good.
     static let abnormalExitLimit = 2
 
-    private func finish(_ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
-                        recognized: RecognizedReupload?, stages: JobStageTimer, log: Logger) async {
+    private func finish(
+        _ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
+        recognized: RecognizedReupload?, stages: JobStageTimer, log: Logger
+    ) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
         // What a failure charges against the daily worker budget: the time spent, unless the job
@@ -445,8 +504,9 @@ public final class JobRunner: Service, Sendable {
             switch outcome {
             case .answered(let message):
                 guard let result = message.result else {
-                    try await failForGood(job, worker: worker, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
-                                          reason: "the child answered without a result")
+                    try await failForGood(
+                        job, worker: worker, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
+                        reason: "the child answered without a result")
                     return
                 }
                 // A re-upload given its earlier highlight: that highlight's files become this job's.
@@ -455,33 +515,51 @@ public final class JobRunner: Service, Sendable {
                 if let duplicate, duplicate.resultCopied {
                     stages.step("copy earlier highlight")
                     earlierOutput = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
-                    guard earlierOutput != nil, (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster])) != nil else {
-                        try await retryOrFail(job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false, charge: 0, finalCode: "io",
-                                              finalMessage: Self.serviceFailureMessage, log: log, detail: "the earlier job's result is gone or could not be copied")
+                    guard earlierOutput != nil,
+                        (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster]))
+                            != nil
+                    else {
+                        try await retryOrFail(
+                            job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false,
+                            charge: 0, finalCode: "io",
+                            finalMessage: Self.serviceFailureMessage, log: log,
+                            detail: "the earlier job's result is gone or could not be copied")
                         return
                     }
                     // Best effort: without it the highlight has no storyboard (as when drawing fails).
                     if result.report.storyboardReused == true,
-                       (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard])) == nil {
+                        (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard]))
+                            == nil
+                    {
                         log.info("the earlier storyboard could not be copied", metadata: ["of": "\(duplicate.jobId)"])
                     }
                 }
                 // Stored (on disk, or in the bucket) before the database says completed.
                 stages.step("store results")
                 guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
-                    try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0, finalCode: "io",
-                                          finalMessage: Self.serviceFailureMessage, log: log, detail: "the media storage refused the results")
+                    try await retryOrFail(
+                        job, worker: worker, reason: "the server could not store the result", abnormal: false,
+                        charge: 0, finalCode: "io",
+                        finalMessage: Self.serviceFailureMessage, log: log,
+                        detail: "the media storage refused the results")
                     return
                 }
                 let render = result.render
                 let size = render?.fileSize ?? 0
                 let upright = (render?.rotation ?? 0) % 180 != 0
-                var output = JobOutput(duration: render?.duration ?? 0, size: size,
-                                       width: upright ? render?.height ?? 0 : render?.width ?? 0,
-                                       height: upright ? render?.width ?? 0 : render?.height ?? 0)
-                if let earlierOutput { output = JobOutput(duration: earlierOutput.duration, size: earlierOutput.size, width: earlierOutput.width, height: earlierOutput.height) }
+                var output = JobOutput(
+                    duration: render?.duration ?? 0, size: size,
+                    width: upright ? render?.height ?? 0 : render?.width ?? 0,
+                    height: upright ? render?.width ?? 0 : render?.height ?? 0)
+                if let earlierOutput {
+                    output = JobOutput(
+                        duration: earlierOutput.duration, size: earlierOutput.size, width: earlierOutput.width,
+                        height: earlierOutput.height)
+                }
                 output.analysisReused = result.report.analysisReused ?? result.cached
-                output.duplicateOf = duplicate.map { JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied) }
+                output.duplicateOf = duplicate.map {
+                    JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
+                }
                 let finalOutput = output
                 let reframe = result.report.reframe
                 let segments = result.report.segments.enumerated().map { index, s in
@@ -492,18 +570,30 @@ public final class JobRunner: Service, Sendable {
                     return segment
                 }
                 stages.step("record")
-                if try await retrying({ try await self.database.complete(id: job.id, worker: worker, output: finalOutput, segments: segments, processingSeconds: elapsed,
-                                                                          workerSeconds: elapsed, now: now) }) {
+                if try await retrying({
+                    try await self.database.complete(
+                        id: job.id, worker: worker, output: finalOutput, segments: segments, processingSeconds: elapsed,
+                        workerSeconds: elapsed, now: now)
+                }) {
                     // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
-                    if !settings.keepUploads, job.edit?.keepsInput != true { await mediaStorage.removeInput(jobID: job.id) }
+                    if !settings.keepUploads, job.edit?.keepsInput != true {
+                        await mediaStorage.removeInput(jobID: job.id)
+                    }
                     await settleKeptInputs(job, recognized: recognized, log: log)
-                    await storeFingerprint(result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil), job: job, log: log)
-                    log.info("job completed", metadata: ["seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
-                                                         "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"])
+                    await storeFingerprint(
+                        result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil),
+                        job: job, log: log)
+                    log.info(
+                        "job completed",
+                        metadata: [
+                            "seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
+                            "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"
+                        ])
                     JobMetrics.finished(.completed)
                 } else {
                     await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
-                    try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
+                    try? await database.chargeWorkerTime(
+                        jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
                     log.info("job cancelled as it completed; result removed")
                     JobMetrics.finished(.cancelled)
                 }
@@ -515,32 +605,42 @@ public final class JobRunner: Service, Sendable {
                 } else {
                     await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
                     // A cancel after processing began still costs the worker time it used.
-                    try? await database.chargeWorkerTime(jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
+                    try? await database.chargeWorkerTime(
+                        jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
                     log.info("job cancelled; files removed")
                     JobMetrics.finished(.cancelled)
                 }
             case .failed(let error) where Self.isTransient(error):
-                try await retryOrFail(job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
-                                      finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
-                                      detail: error.description)
+                try await retryOrFail(
+                    job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
+                    finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
+                    detail: error.description)
             case .failed(let error):
                 // The input's fault: its unit is released, the worker time stays charged. A re-cut's
                 // input already made a highlight: its failure is the service's, charged nothing.
                 let (code, message) = Self.failure(error)
-                try await failForGood(job, worker: worker, code: code, message: isRecut ? Self.recutFailureMessage : message, charge: charge,
-                                      log: log, reason: error.description)
+                try await failForGood(
+                    job, worker: worker, code: code, message: isRecut ? Self.recutFailureMessage : message,
+                    charge: charge,
+                    log: log, reason: error.description)
             case .abnormal(let reason, let timedOut) where timedOut:
-                try await failForGood(job, worker: worker, code: "time_limit",
-                                      message: "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
-                                      charge: charge, log: log, reason: reason)
+                try await failForGood(
+                    job, worker: worker, code: "time_limit",
+                    message:
+                        "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
+                    charge: charge, log: log, reason: reason)
             case .abnormal(let reason, _):
                 if job.abnormalExits + 1 >= Self.abnormalExitLimit {
-                    try await failForGood(job, worker: worker, code: "processing_failed", message: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
-                                          charge: charge, log: log, reason: reason)
+                    try await failForGood(
+                        job, worker: worker, code: "processing_failed",
+                        message: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                        charge: charge, log: log, reason: reason)
                 } else {
-                    try await retryOrFail(job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
-                                          finalCode: "processing_failed", finalMessage: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
-                                          log: log, detail: reason)
+                    try await retryOrFail(
+                        job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
+                        finalCode: "processing_failed",
+                        finalMessage: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                        log: log, detail: reason)
                 }
             }
         } catch {
@@ -553,40 +653,57 @@ public final class JobRunner: Service, Sendable {
         let n = Double(max(1, track.x.count))
         let cx = track.x.isEmpty ? 0.5 : track.x.reduce(0, +) / n
         let cy = track.y.isEmpty ? 0.5 : track.y.reduce(0, +) / n
-        return JobCrop(x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width, height: reframe.height)
+        return JobCrop(
+            x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width,
+            height: reframe.height)
     }
 
-    static let unprocessableMessage = "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
-    static let recutFailureMessage = "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
-    static let serviceFailureMessage = "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
+    static let unprocessableMessage =
+        "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
+    static let recutFailureMessage =
+        "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
+    static let serviceFailureMessage =
+        "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
 
     /// The input could not be brought to the worker (the media storage failed): worth another attempt.
-    static let workspaceFailure = ChildOutcome.failed(MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage"))
+    static let workspaceFailure = ChildOutcome.failed(
+        MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage")
+    )
 
     /// Failures of the service, not of the video: worth another attempt.
     static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
 
     /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
-    private func failForGood(_ job: Job, worker: String, code: String, message: String, charge: Double, log: Logger, reason: String) async throws {
-        _ = try await retrying { try await self.database.fail(id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock()) }
+    private func failForGood(
+        _ job: Job, worker: String, code: String, message: String, charge: Double, log: Logger, reason: String
+    ) async throws {
+        _ = try await retrying {
+            try await self.database.fail(
+                id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock())
+        }
         await mediaStorage.removeMedia(jobID: job.id, keepingInput: settings.keepUploads)
         log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
         JobMetrics.finished(.failed)
     }
 
     /// Another attempt later (exponential backoff), keeping the input; after `maxAttempts` the job fails.
-    private func retryOrFail(_ job: Job, worker: String, reason: String, abnormal: Bool, charge: Double, finalCode: String, finalMessage: String,
-                             log: Logger, detail: String) async throws {
+    private func retryOrFail(
+        _ job: Job, worker: String, reason: String, abnormal: Bool, charge: Double, finalCode: String,
+        finalMessage: String,
+        log: Logger, detail: String
+    ) async throws {
         guard job.attempts < settings.maxAttempts else {
-            try await failForGood(job, worker: worker, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
+            try await failForGood(
+                job, worker: worker, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
             return
         }
         let delay = retryBackoff(base: settings.retryBackoffSeconds, attempts: job.attempts)
         let now = clock()
         await mediaStorage.removeMedia(jobID: job.id, keepingInput: true)
         _ = try await retrying {
-            try await self.database.retryLater(id: job.id, worker: worker, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
-                                               chargeSeconds: charge, reason: reason, now: now)
+            try await self.database.retryLater(
+                id: job.id, worker: worker, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
+                chargeSeconds: charge, reason: reason, now: now)
         }
         log.warning("job will be retried", metadata: ["in_seconds": "\(Int(delay))", "reason": "\(detail)"])
         JobMetrics.finished(.retried)
@@ -600,7 +717,8 @@ public final class JobRunner: Service, Sendable {
         while true {
             do { return try await write() } catch {
                 if delay > 8 { throw error }
-                logger.warning("database write failed; retrying", metadata: ["error": "\(error)", "in_seconds": "\(delay)"])
+                logger.warning(
+                    "database write failed; retrying", metadata: ["error": "\(error)", "in_seconds": "\(delay)"])
                 try? await Task.sleep(for: .seconds(delay))
                 delay *= 2
             }
@@ -612,12 +730,21 @@ public final class JobRunner: Service, Sendable {
     static func failure(_ error: MediaError) -> (String, String) {
         switch error.kind {
         case .unusable:
-            return (error.kind.rawValue, "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight.")
+            return (
+                error.kind.rawValue,
+                "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight."
+            )
         case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge, .unsupportedContainer:
-            return (error.kind.rawValue, "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it.")
+            return (
+                error.kind.rawValue,
+                "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it."
+            )
         case .tooLong, .tooManyFrames, .badTimestamps:
             // Limits on decoded data: the detail names the limit in the user's terms.
-            return (error.kind.rawValue, "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it.")
+            return (
+                error.kind.rawValue,
+                "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it."
+            )
         case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
             return (error.kind.rawValue, unprocessableMessage)
         }

@@ -10,8 +10,12 @@ public struct RecutRequest: Sendable, Equatable {
     public var include: [Double]?
     public var exclude: [JobRange]?
 
-    public init(targetDuration: Int? = nil, quality: String? = nil, aspect: String? = nil, include: [Double]? = nil, exclude: [JobRange]? = nil) {
-        self.targetDuration = targetDuration; self.quality = quality; self.aspect = aspect; self.include = include; self.exclude = exclude
+    public init(
+        targetDuration: Int? = nil, quality: String? = nil, aspect: String? = nil, include: [Double]? = nil,
+        exclude: [JobRange]? = nil
+    ) {
+        self.targetDuration = targetDuration; self.quality = quality; self.aspect = aspect; self.include = include;
+        self.exclude = exclude
     }
 }
 
@@ -36,13 +40,19 @@ extension JobService {
         guard original.status == .completed else { throw RecutRefusal.notCompleted(original.status) }
         let current = try await precheck(account)
         guard current.plan.recuts else { throw RecutRefusal.notAllowed(plan: current.plan.name) }
-        guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else { throw RecutRefusal.inputGone }
+        guard original.mediaDeletedAt == nil, original.edit?.keepsInput == true || settings.keepUploads else {
+            throw RecutRefusal.inputGone
+        }
         // The plan as it is now (a subscription may have lapsed since the upload).
-        if original.input.duration > current.plan.maxDurationSeconds || original.input.size > current.plan.maxUploadBytes {
+        if original.input.duration > current.plan.maxDurationSeconds
+            || original.input.size > current.plan.maxUploadBytes
+        {
             let plan = current.plan
-            throw Refusal.originalBeyondPlan(.init(duration: original.input.duration, bytes: original.input.size,
-                                                   plan: plan.name, limitSeconds: plan.maxDurationSeconds,
-                                                   limitBytes: plan.maxUploadBytes))
+            throw Refusal.originalBeyondPlan(
+                .init(
+                    duration: original.input.duration, bytes: original.input.size,
+                    plan: plan.name, limitSeconds: plan.maxDurationSeconds,
+                    limitBytes: plan.maxUploadBytes))
         }
 
         let base = original.edit ?? JobEdit()
@@ -53,10 +63,16 @@ extension JobService {
         let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []
         let queue = (try? await database.unfinishedJobs()) ?? []
         // No analysis: about what the render of the original took.
-        let estimate = max(1, Int((Double(estimator.estimate(input: original.input, targetDuration: target, quality: quality, recent: recent,
-                                                              queue: queue, workers: settings.workers)) * 0.5).rounded()))
-        var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: target, quality: quality,
-                      input: original.input, estimatedSeconds: estimate, now: now)
+        let estimate = max(
+            1,
+            Int(
+                (Double(
+                    estimator.estimate(
+                        input: original.input, targetDuration: target, quality: quality, recent: recent,
+                        queue: queue, workers: settings.workers)) * 0.5).rounded()))
+        var job = Job(
+            id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: target, quality: quality,
+            input: original.input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
         job.edit = edit.job(sourceName: base.sourceName, recutOf: original.id, keepsInput: current.plan.recuts)
         return try await enqueue(job, account: account, plan: current, now: now) {

@@ -32,13 +32,17 @@ public final class JobService: Sendable {
     /// Creates the storage folders, opens the store (`store`, or SQLite under `settings.storagePath`
     /// when nil; see `StoreLocation`), recovers jobs a crash interrupted, and loads the Apple root
     /// certificates.
-    public init(settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
-                appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil,
-                mediaStorage: (any MediaStorage)? = nil, logger: Logger,
-                clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(
+        settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
+        appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil,
+        mediaStorage: (any MediaStorage)? = nil, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         self.plans = plans
         (self.appStore, self.appStoreUnavailable) = Self.verifier(appStore)
-        if let reason = appStoreUnavailable { logger.notice("App Store verification is off", metadata: ["reason": "\(reason)"]) }
+        if let reason = appStoreUnavailable {
+            logger.notice("App Store verification is off", metadata: ["reason": "\(reason)"])
+        }
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
         let database: any MomentsStore
@@ -53,7 +57,8 @@ public final class JobService: Sendable {
         // One process per storage folder when the store is the embedded SQLite (it has no leases
         // to tell another process's jobs from orphans); a shared store has no such limit.
         lock = database.isExclusive ? try StorageLock(layout.path(".lock")) : nil
-        let mediaStorage = try mediaStorage ?? MediaStorageFactory.make(settings: settings, layout: layout, logger: logger)
+        let mediaStorage =
+            try mediaStorage ?? MediaStorageFactory.make(settings: settings, layout: layout, logger: logger)
         self.mediaStorage = mediaStorage
         self.database = database
         self.layout = layout
@@ -61,14 +66,19 @@ public final class JobService: Sendable {
         self.clock = clock
         // Pushes: the APNs key is read now, so a bad one stops the start (APNsConfigurationError).
         let apns = try APNsCredentials.load(settings.push)
-        if apns == nil { logger.notice("Push notifications are off", metadata: ["reason": "no APNs key (APNS_KEY_PATH)"]) }
-        self.runner = JobRunner(database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media, apns: apns, plans: plans,
-                                logger: logger, clock: clock)
+        if apns == nil {
+            logger.notice("Push notifications are off", metadata: ["reason": "no APNs key (APNS_KEY_PATH)"])
+        }
+        self.runner = JobRunner(
+            database: database, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media,
+            apns: apns, plans: plans,
+            logger: logger, clock: clock)
         // The probe answers an upload the client is waiting on (bounded by its time limit): it runs at
         // the API's priority, not the render's (`jobs.niceness`).
         var probeIsolation = runner.isolation
         probeIsolation.niceness = 0
-        self.inspector = UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
+        self.inspector = UploadInspector(
+            maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
         releasePlacesOfDeadProcesses = Task { [database] in await Self.releaseDeadHolders(database) }
         try runner.recoverAtStartup()
     }
@@ -78,11 +88,15 @@ public final class JobService: Sendable {
         do {
             let roots = try settings.rootCertificates.map { path -> [UInt8] in
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw AppStoreVerificationError(kind: .untrusted, detail: "the Apple root certificate \(path) is missing")
+                    throw AppStoreVerificationError(
+                        kind: .untrusted, detail: "the Apple root certificate \(path) is missing")
                 }
                 return [UInt8](data)
             }
-            return (try AppStoreVerifier(rootCertificates: roots, bundleId: settings.bundleId, environments: Set(settings.environments)), nil)
+            return (
+                try AppStoreVerifier(
+                    rootCertificates: roots, bundleId: settings.bundleId, environments: Set(settings.environments)), nil
+            )
         } catch {
             return (nil, "\(error)")
         }
@@ -168,9 +182,11 @@ public final class JobService: Sendable {
         let plan = entitlement.grantsPro ? plans.pro : plans.free
         let period = UsagePeriod.month(of: now)
         let used = try await database.usedUnits(accountId: account.id, period: period.name)
-        let usage = QuotaUsage(limit: plan.monthlyHighlights, used: used,
-                               remaining: plan.monthlyHighlights.map { max(0, $0 - used) }, period: period.name, resetsAt: period.resetsAt)
-        return AccountPlan(plan: plan, entitlement: entitlement, usage: usage, upgrade: entitlement.grantsPro ? nil : plans.pro)
+        let usage = QuotaUsage(
+            limit: plan.monthlyHighlights, used: used,
+            remaining: plan.monthlyHighlights.map { max(0, $0 - used) }, period: period.name, resetsAt: period.resetsAt)
+        return AccountPlan(
+            plan: plan, entitlement: entitlement, usage: usage, upgrade: entitlement.grantsPro ? nil : plans.pro)
     }
 
     /// Before an upload streams: refuses at once when the month's quota is used up or the plan's
@@ -185,7 +201,8 @@ public final class JobService: Sendable {
     /// active jobs.
     public func precheck(_ account: Account, uploadsInProgress: Int) async throws -> AccountPlan {
         let current = try await accountPlan(account)
-        let uploadsInProgress = uploadsInProgress + (try await database.receivingUploads(accountId: account.id, now: clock()))
+        let uploadsInProgress =
+            uploadsInProgress + (try await database.receivingUploads(accountId: account.id, now: clock()))
         if let limit = current.usage.limit, current.usage.used >= limit {
             throw overQuota(limit: limit, used: current.usage.used, usage: current.usage, plan: current.plan)
         }
@@ -206,14 +223,18 @@ public final class JobService: Sendable {
         let next = UsagePeriod.day(of: clock()).next
         let retry = max(1, Int(next.timeIntervalSince(clock()).rounded(.up)))
         let product = plan.name == plans.free.name ? plans.proProductId : nil
-        return .dailyBudgetExceeded(.init(limitSeconds: limit, usedSeconds: used, resetsAt: next, plan: plan.name,
-                                          upgradeProduct: product, retryAfter: retry))
+        return .dailyBudgetExceeded(
+            .init(
+                limitSeconds: limit, usedSeconds: used, resetsAt: next, plan: plan.name,
+                upgradeProduct: product, retryAfter: retry))
     }
 
     func overQuota(limit: Int, used: Int, usage: QuotaUsage, plan: Plan) -> Refusal {
         QuotaMetrics.refused(.quotaExceeded)
-        return .quotaExceeded(.init(limit: limit, used: used, resetsAt: usage.resetsAt, plan: plan.name,
-                                    upgradeProduct: plan.name == plans.free.name ? plans.proProductId : nil))
+        return .quotaExceeded(
+            .init(
+                limit: limit, used: used, resetsAt: usage.resetsAt, plan: plan.name,
+                upgradeProduct: plan.name == plans.free.name ? plans.proProductId : nil))
     }
 
     func tooManyJobs(limit: Int, active: [Job], uploading: Int = 0) -> Refusal {
@@ -225,16 +246,20 @@ public final class JobService: Sendable {
         }
         let retry = Int(min(600, max(5, waits.min() ?? 30)).rounded(.up))
         let proJobs = plans.pro.concurrentJobs
-        return .tooManyJobs(.init(limit: limit, active: active.count, uploading: uploading, retryAfter: retry,
-                                  product: plans.proProductId, upgradeJobs: limit < proJobs ? proJobs : nil))
+        return .tooManyJobs(
+            .init(
+                limit: limit, active: active.count, uploading: uploading, retryAfter: retry,
+                product: plans.proProductId, upgradeJobs: limit < proJobs ? proJobs : nil))
     }
 
     /// Probes the received file and, when it is a usable video within the plan's limits, makes it
     /// a pending job, reserving one unit of the month's quota in the same transaction. The file is
     /// moved into the job's folder, or deleted when refused: nothing is left behind either way.
     /// `edit` (shape, pinned and excluded moments) is checked against the video's length here.
-    public func acceptUpload(at path: String, account: Account, targetDuration: Int, quality: String,
-                             plan current: AccountPlan, edit: EditRequest = EditRequest(), sourceName: String? = nil) async throws -> (Job, QuotaUsage) {
+    public func acceptUpload(
+        at path: String, account: Account, targetDuration: Int, quality: String,
+        plan current: AccountPlan, edit: EditRequest = EditRequest(), sourceName: String? = nil
+    ) async throws -> (Job, QuotaUsage) {
         let input: JobInput
         do {
             input = try await inspector.inspect(path)
@@ -245,8 +270,10 @@ public final class JobService: Sendable {
                 if let pro = current.upgrade, input.duration <= pro.maxDurationSeconds {
                     upgrade = (plans.proProductId, pro.maxDurationSeconds)
                 }
-                throw Refusal.tooLongForPlan(.init(duration: input.duration, limitSeconds: plan.maxDurationSeconds,
-                                                   plan: plan.name, upgrade: upgrade))
+                throw Refusal.tooLongForPlan(
+                    .init(
+                        duration: input.duration, limitSeconds: plan.maxDurationSeconds,
+                        plan: plan.name, upgrade: upgrade))
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
@@ -255,10 +282,12 @@ public final class JobService: Sendable {
         let now = clock()
         let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []
         let queue = (try? await database.unfinishedJobs()) ?? []
-        let estimate = estimator.estimate(input: input, targetDuration: targetDuration, quality: quality, recent: recent,
-                                          queue: queue, workers: settings.workers)
-        var job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
-                      quality: quality, input: input, estimatedSeconds: estimate, now: now)
+        let estimate = estimator.estimate(
+            input: input, targetDuration: targetDuration, quality: quality, recent: recent,
+            queue: queue, workers: settings.workers)
+        var job = Job(
+            id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
+            quality: quality, input: input, estimatedSeconds: estimate, now: now)
         job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
         job.edit = edit.job(sourceName: sourceName, keepsInput: current.plan.recuts)
         return try await enqueue(job, account: account, plan: current, now: now) {
@@ -273,8 +302,10 @@ public final class JobService: Sendable {
 
     /// Stores the job's media (`storeMedia`), then inserts the job reserving one unit of the
     /// month's quota in the same transaction; the media go again if the job is refused.
-    func enqueue(_ job: Job, account: Account, plan current: AccountPlan, now: Date,
-                 storeMedia: () async throws -> Void) async throws -> (Job, QuotaUsage) {
+    func enqueue(
+        _ job: Job, account: Account, plan current: AccountPlan, now: Date,
+        storeMedia: () async throws -> Void
+    ) async throws -> (Job, QuotaUsage) {
         let (free, pro) = (plans.free, plans.pro)
         let accepted: Result<Job, QuotaRefusal>
         do {
@@ -282,9 +313,10 @@ public final class JobService: Sendable {
             accepted = try await database.insertReserving(job, now: now) { isPro in
                 // The plan as of this transaction (a subscription may have changed during the upload).
                 let plan = isPro ? pro : free
-                return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
-                                   outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
-                                   maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
+                return QuotaLimits(
+                    monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
+                    outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
+                    maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
             }
         } catch {
             await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
@@ -324,7 +356,9 @@ public final class JobService: Sendable {
     /// DELETE: cancels a pending or processing job (its worker stops and removes its files before
     /// this returns); on a finished job, deletes its stored media. Idempotent. Nil: no such job.
     public func cancelOrDelete(id: String, account: Account) async throws -> Job? {
-        guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else { return nil }
+        guard let (job, previous) = try await database.cancel(id: id, accountId: account.id, now: clock()) else {
+            return nil
+        }
         switch previous {
         case .pending:
             if await !runner.stop(jobID: id) { await mediaStorage.removeMedia(jobID: id, keepingInput: false) }
@@ -363,7 +397,9 @@ public final class JobService: Sendable {
     /// caller polling /ready does not write to the database and the disk on every call.
     public func cachedReadiness(maxAge: TimeInterval) async -> [String: Check] {
         let now = clock()
-        if maxAge > 0, let (at, checks) = readinessCache.withLock({ $0 }), now.timeIntervalSince(at) >= 0, now.timeIntervalSince(at) < maxAge {
+        if maxAge > 0, let (at, checks) = readinessCache.withLock({ $0 }), now.timeIntervalSince(at) >= 0,
+            now.timeIntervalSince(at) < maxAge
+        {
             return checks
         }
         let checks = await readiness()
@@ -394,7 +430,8 @@ public final class JobService: Sendable {
         }
         if let free = layout.freeBytes() {
             let ok = free >= settings.minFreeBytes
-            checks["disk"] = Check(ok: ok, detail: "\(free / 1_000_000) MB free, floor \(settings.minFreeBytes / 1_000_000) MB")
+            checks["disk"] = Check(
+                ok: ok, detail: "\(free / 1_000_000) MB free, floor \(settings.minFreeBytes / 1_000_000) MB")
         } else {
             checks["disk"] = Check(ok: false, detail: "cannot read free space of \(layout.root)")
         }

@@ -12,7 +12,9 @@ import JobStore
 /// voids its links at once. A link opens one file of one job of one account, until it expires.
 public enum MediaLinks {
     /// The files a link can open.
-    public static let files: [String: MediaFile] = ["highlight.mp4": .result, "poster.jpg": .poster, "storyboard.png": .storyboard]
+    public static let files: [String: MediaFile] = [
+        "highlight.mp4": .result, "poster.jpg": .poster, "storyboard.png": .storyboard
+    ]
     /// How long a link works.
     public static let lifetimeSeconds: Int64 = 3600
     /// Longer tokens are not ours (and are not decoded).
@@ -37,8 +39,9 @@ public enum MediaLinks {
     }
 
     public static func token(_ claims: Claims, keyHash: String) -> String {
-        let payload = Data(["v1", claims.jobId, claims.accountId, claims.keyId, claims.file, String(claims.expires)]
-            .joined(separator: "|").utf8)
+        let payload = Data(
+            ["v1", claims.jobId, claims.accountId, claims.keyId, claims.file, String(claims.expires)]
+                .joined(separator: "|").utf8)
         return base64url(payload) + "." + base64url(signature(payload, keyHash: keyHash))
     }
 
@@ -51,10 +54,16 @@ public enum MediaLinks {
         guard token.utf8.count <= maxTokenLength else { return nil }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let payload = data(base64url: parts[0]), let signature = data(base64url: parts[1]),
-              let text = String(data: payload, encoding: .utf8) else { return nil }
+            let text = String(data: payload, encoding: .utf8)
+        else { return nil }
         let fields = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 6, fields[0] == "v1", files[fields[4]] != nil, let expires = Int64(fields[5]) else { return nil }
-        return (Claims(jobId: fields[1], accountId: fields[2], keyId: fields[3], file: fields[4], expires: expires), payload, signature)
+        guard fields.count == 6, fields[0] == "v1", files[fields[4]] != nil, let expires = Int64(fields[5]) else {
+            return nil
+        }
+        return (
+            Claims(jobId: fields[1], accountId: fields[2], keyId: fields[3], file: fields[4], expires: expires),
+            payload, signature
+        )
     }
 
     static func base64url(_ data: Data) -> String {
@@ -63,7 +72,9 @@ public enum MediaLinks {
     }
 
     static func data(base64url text: Substring) -> Data? {
-        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
+        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            return nil
+        }
         var plain = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while plain.count % 4 != 0 { plain += "=" }
         return Data(base64Encoded: plain)
@@ -80,27 +91,34 @@ public enum MediaLinks {
 
 extension JobService {
     /// Signed links (tokens) for each file of `job`, made with the key `keyId` of `account`.
-    public func mediaLinks(job: Job, account: Account, keyId: String) async throws -> (tokens: [String: String], expires: Date)? {
-        guard let key = try await database.keys(accountId: account.id).first(where: { $0.id == keyId && $0.isActive }) else { return nil }
+    public func mediaLinks(job: Job, account: Account, keyId: String) async throws -> (
+        tokens: [String: String], expires: Date
+    )? {
+        guard let key = try await database.keys(accountId: account.id).first(where: { $0.id == keyId && $0.isActive })
+        else { return nil }
         let expires = Int64(clock().timeIntervalSince1970) + MediaLinks.lifetimeSeconds
         var tokens: [String: String] = [:]
         for file in MediaLinks.files.keys {
-            tokens[file] = MediaLinks.token(.init(jobId: job.id, accountId: account.id, keyId: keyId, file: file, expires: expires),
-                                            keyHash: key.hash)
+            tokens[file] = MediaLinks.token(
+                .init(jobId: job.id, accountId: account.id, keyId: keyId, file: file, expires: expires),
+                keyHash: key.hash)
         }
         return (tokens, Date(timeIntervalSince1970: TimeInterval(expires)))
     }
 
     /// The job and file a link opens, checked against the store now.
     public func mediaLink(_ token: Substring) async throws -> Result<(Job, MediaFile), MediaLinks.Refusal> {
-        guard let (claims, payload, signature) = MediaLinks.claims(of: token), let file = MediaLinks.files[claims.file] else {
+        guard let (claims, payload, signature) = MediaLinks.claims(of: token), let file = MediaLinks.files[claims.file]
+        else {
             return .failure(.invalid)
         }
         guard let key = try await database.keys(accountId: claims.accountId).first(where: { $0.id == claims.keyId }),
-              MediaLinks.equal(MediaLinks.signature(payload, keyHash: key.hash), signature) else { return .failure(.invalid) }
+            MediaLinks.equal(MediaLinks.signature(payload, keyHash: key.hash), signature)
+        else { return .failure(.invalid) }
         guard Int64(clock().timeIntervalSince1970) < claims.expires else { return .failure(.expired) }
         guard key.isActive, let account = try await database.account(id: claims.accountId), !account.isDisabled,
-              let job = try await database.job(id: claims.jobId, accountId: account.id) else { return .failure(.invalid) }
+            let job = try await database.job(id: claims.jobId, accountId: account.id)
+        else { return .failure(.invalid) }
         return .success((job, file))
     }
 }

@@ -16,13 +16,19 @@ final class ProgressReporter: Sendable {
     let interval: Duration
     let clock: @Sendable () -> Date
 
-    init(jobID: String, worker: String, database: any MomentsStore, token: CancellationToken, interval: Duration, clock: @escaping @Sendable () -> Date) {
-        self.jobID = jobID; self.worker = worker; self.database = database; self.token = token; self.interval = interval; self.clock = clock
+    init(
+        jobID: String, worker: String, database: any MomentsStore, token: CancellationToken, interval: Duration,
+        clock: @escaping @Sendable () -> Date
+    ) {
+        self.jobID = jobID; self.worker = worker; self.database = database; self.token = token;
+        self.interval = interval; self.clock = clock
     }
 
     /// Called by the engine (any thread): cheap.
     func report(stage: String, fraction: Double) {
-        state.withLock { $0.stage = stage; $0.fraction = fraction }
+        state.withLock {
+            $0.stage = stage; $0.fraction = fraction
+        }
     }
 
     /// Writes changes until the task is cancelled.
@@ -43,8 +49,9 @@ final class ProgressReporter: Sendable {
         }
         guard let (stage, percent) = pending else { return }
         do {
-            let stillRunning = try await database.updateProgress(id: jobID, worker: worker, progress: percent, stage: stage,
-                                                                 message: Self.message(for: stage), now: clock())
+            let stillRunning = try await database.updateProgress(
+                id: jobID, worker: worker, progress: percent, stage: stage,
+                message: Self.message(for: stage), now: clock())
             if !stillRunning { token.cancel() }
         } catch {
             // A failed progress write is not worth failing the job for; the next one may succeed.

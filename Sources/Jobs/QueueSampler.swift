@@ -13,15 +13,19 @@ public final class QueueSampler: Sendable {
     private let minInterval: TimeInterval
     private let last = Mutex<Date?>(nil)
 
-    public init(minInterval: TimeInterval = 2, clock: @escaping @Sendable () -> Date = { Date() },
-                statistics: @escaping @Sendable (Date) async throws -> QueueStatistics) {
+    public init(
+        minInterval: TimeInterval = 2, clock: @escaping @Sendable () -> Date = { Date() },
+        statistics: @escaping @Sendable (Date) async throws -> QueueStatistics
+    ) {
         self.statistics = statistics
         self.clock = clock
         self.minInterval = minInterval
     }
 
     /// Any store (`MomentsStore` engines implement `queueStatistics(now:)`).
-    public convenience init(store: some QueueRepository, minInterval: TimeInterval = 2, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public convenience init(
+        store: some QueueRepository, minInterval: TimeInterval = 2, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.init(minInterval: minInterval, clock: clock) { now in try await store.queueStatistics(now: now) }
     }
 
@@ -30,14 +34,19 @@ public final class QueueSampler: Sendable {
     public func refresh() async {
         let now = clock()
         let due = last.withLock { last -> Bool in
-            if let previous = last, now.timeIntervalSince(previous) >= 0, now.timeIntervalSince(previous) < minInterval { return false }
+            if let previous = last, now.timeIntervalSince(previous) >= 0, now.timeIntervalSince(previous) < minInterval
+            {
+                return false
+            }
             last = now
             return true
         }
         guard due else { return }
         do {
             let sample = try await statistics(now)
-            QueueMetrics.record(pending: sample.pending, processing: sample.processing, oldestPendingSeconds: sample.oldestPendingSeconds)
+            QueueMetrics.record(
+                pending: sample.pending, processing: sample.processing,
+                oldestPendingSeconds: sample.oldestPendingSeconds)
         } catch {
             last.withLock { $0 = nil }
         }

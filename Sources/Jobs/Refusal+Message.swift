@@ -49,20 +49,26 @@ extension Refusal {
     public var extras: [String: Value] {
         switch self {
         case .quotaExceeded(let q):
-            var extras: [String: Value] = ["limit": .int(q.limit), "used": .int(q.used),
-                                           "remaining": .int(max(0, q.limit - q.used)),
-                                           "resets_at": .string(Self.timestamp(q.resetsAt)), "plan": .string(q.plan)]
+            var extras: [String: Value] = [
+                "limit": .int(q.limit), "used": .int(q.used),
+                "remaining": .int(max(0, q.limit - q.used)),
+                "resets_at": .string(Self.timestamp(q.resetsAt)), "plan": .string(q.plan)
+            ]
             if let product = q.upgradeProduct { extras["product_id"] = .string(product) }
             return extras
         case .tooManyJobs(let t):
-            var extras: [String: Value] = ["limit": .int(t.limit), "active": .int(t.active),
-                                           "product_id": .string(t.product)]
+            var extras: [String: Value] = [
+                "limit": .int(t.limit), "active": .int(t.active),
+                "product_id": .string(t.product)
+            ]
             if t.uploading > 0 { extras["uploading"] = .int(t.uploading) }
             return extras
         case .dailyBudgetExceeded(let b):
-            var extras: [String: Value] = ["limit_seconds": .int(Int(b.limitSeconds)),
-                                           "used_seconds": .int(Int(b.usedSeconds.rounded())),
-                                           "resets_at": .string(Self.timestamp(b.resetsAt)), "plan": .string(b.plan)]
+            var extras: [String: Value] = [
+                "limit_seconds": .int(Int(b.limitSeconds)),
+                "used_seconds": .int(Int(b.usedSeconds.rounded())),
+                "resets_at": .string(Self.timestamp(b.resetsAt)), "plan": .string(b.plan)
+            ]
             if let product = b.upgradeProduct { extras["product_id"] = .string(product) }
             return extras
         case .tooLongForPlan(let p):
@@ -96,10 +102,10 @@ extension Refusal {
         case .storageUnavailable:
             MediaStorageError.userMessage
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality,
-             .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidInclude, .invalidExclude:
+            .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidInclude, .invalidExclude:
             optionsMessage
         case .uploadNotFound, .uploadGone, .uploadComplete, .uploadFailed, .uploadLocked, .offsetMismatch,
-             .lengthMismatch, .pastLength, .appendInterrupted, .checksumMismatch:
+            .lengthMismatch, .pastLength, .appendInterrupted, .checksumMismatch:
             uploadMessage
         }
     }
@@ -107,11 +113,13 @@ extension Refusal {
     static func timestamp(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
 
     /// What frees a place an unfinished upload holds.
-    static let unfinishedUploadHint = " An upload keeps its place while it is received; an unfinished resumable "
+    static let unfinishedUploadHint =
+        " An upload keeps its place while it is received; an unfinished resumable "
         + "upload until it completes, is cancelled (DELETE its upload URL) or expires."
 
     static func message(_ q: QuotaExceeded) -> String {
-        var detail = "You have made \(q.used) of your \(q.limit) \(q.plan) highlights this month. "
+        var detail =
+            "You have made \(q.used) of your \(q.limit) \(q.plan) highlights this month. "
             + "The count resets on \(timestamp(q.resetsAt))"
         if let product = q.upgradeProduct {
             detail += "; subscribe to \(product) for unlimited highlights."
@@ -132,7 +140,8 @@ extension Refusal {
     }
 
     static func message(_ b: DailyBudget) -> String {
-        var detail = "Your \(b.plan) plan's processing time for today (\(Int(b.limitSeconds / 60)) minutes) "
+        var detail =
+            "Your \(b.plan) plan's processing time for today (\(Int(b.limitSeconds / 60)) minutes) "
             + "is used up; it renews at \(timestamp(b.resetsAt))."
         if let product = b.upgradeProduct { detail += " Subscribe to \(product) for more." }
         return detail
@@ -151,18 +160,21 @@ extension Refusal {
         case .tooShort(let duration):
             return String(format: "The video is %.2f s long; a highlight needs at least 1 second of video.", duration)
         case .tooLongForServer(let duration, let limit):
-            return String(format: "The video is %.0f s long; this server accepts videos up to %.0f s. "
-                          + "Trim it and upload again.", duration, limit)
+            return String(
+                format: "The video is %.0f s long; this server accepts videos up to %.0f s. "
+                    + "Trim it and upload again.", duration, limit)
         case .tooLongForPlan(let p):
-            let detail = String(format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.",
-                                p.duration, p.plan, p.limitSeconds)
+            let detail = String(
+                format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.",
+                p.duration, p.plan, p.limitSeconds)
             guard let upgrade = p.upgrade else { return detail + " Trim it and upload again." }
             let minutes = Int(upgrade.limitSeconds / 60)
             return detail + " Trim it, or subscribe to \(upgrade.product) for up to \(minutes) minutes."
         case .originalBeyondPlan(let o):
-            return String(format: "The original video (%.0f s, %lld MB) is beyond what the %@ plan accepts now "
-                          + "(%.0f s, %lld MB).",
-                          o.duration, o.bytes / 1_000_000, o.plan, o.limitSeconds, o.limitBytes / 1_000_000)
+            return String(
+                format: "The original video (%.0f s, %lld MB) is beyond what the %@ plan accepts now "
+                    + "(%.0f s, %lld MB).",
+                o.duration, o.bytes / 1_000_000, o.plan, o.limitSeconds, o.limitBytes / 1_000_000)
         default:
             return ""
         }
@@ -221,9 +233,10 @@ extension Refusal {
         case .pastEnd(let time, let duration):
             return String(format: "The pinned time %.1f s is past the end of the video (%.1f s).", time, duration)
         case .nearExclusion(let time, let range):
-            return String(format: "The pinned time %.2f s is inside (or within %.2f s of) the excluded range "
-                          + "%.2f-%.2f s; move or remove one of them.",
-                          time, EditRequest.pinClearance, range.start, range.end)
+            return String(
+                format: "The pinned time %.2f s is inside (or within %.2f s of) the excluded range "
+                    + "%.2f-%.2f s; move or remove one of them.",
+                time, EditRequest.pinClearance, range.start, range.end)
         case .doNotFit(let pins, let target):
             return "\(pins) pinned times do not fit a \(target) s highlight; pin fewer or ask for a longer one."
         }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and the RFCs that added to
@@ -16,7 +16,9 @@ public enum SpecialPurposeAddresses {
         var kind: String
 
         init(_ address: String, _ length: Int, _ kind: String) {
-            guard let bytes = SpecialPurposeAddresses.bytes(address) else { preconditionFailure("not an address: \(address)") }
+            guard let bytes = SpecialPurposeAddresses.bytes(address) else {
+                preconditionFailure("not an address: \(address)")
+            }
             prefix = bytes; self.length = length; self.kind = kind
         }
 
@@ -40,25 +42,25 @@ public enum SpecialPurposeAddresses {
     /// Most specific first (the first block that holds an address names it).
     static let ipv4: [Block] = [
         Block("0.0.0.0", 32, "unspecified"),
-        Block("0.0.0.0", 8, "reserved"),              // "this network"
+        Block("0.0.0.0", 8, "reserved"),  // "this network"
         Block("10.0.0.0", 8, "private"),
-        Block("100.64.0.0", 10, "private"),           // shared address space (CGNAT)
+        Block("100.64.0.0", 10, "private"),  // shared address space (CGNAT)
         Block("127.0.0.0", 8, "loopback"),
         Block("169.254.0.0", 16, "link-local"),
         Block("172.16.0.0", 12, "private"),
-        Block("192.0.0.0", 24, "reserved"),           // IETF protocol assignments
-        Block("192.0.2.0", 24, "documentation"),      // TEST-NET-1
-        Block("192.31.196.0", 24, "reserved"),        // AS112-v4
-        Block("192.52.193.0", 24, "reserved"),        // AMT
-        Block("192.88.99.0", 24, "reserved"),         // deprecated 6to4 relay anycast
+        Block("192.0.0.0", 24, "reserved"),  // IETF protocol assignments
+        Block("192.0.2.0", 24, "documentation"),  // TEST-NET-1
+        Block("192.31.196.0", 24, "reserved"),  // AS112-v4
+        Block("192.52.193.0", 24, "reserved"),  // AMT
+        Block("192.88.99.0", 24, "reserved"),  // deprecated 6to4 relay anycast
         Block("192.168.0.0", 16, "private"),
-        Block("192.175.48.0", 24, "reserved"),        // direct delegation AS112
+        Block("192.175.48.0", 24, "reserved"),  // direct delegation AS112
         Block("198.18.0.0", 15, "benchmarking"),
-        Block("198.51.100.0", 24, "documentation"),   // TEST-NET-2
-        Block("203.0.113.0", 24, "documentation"),    // TEST-NET-3
+        Block("198.51.100.0", 24, "documentation"),  // TEST-NET-2
+        Block("203.0.113.0", 24, "documentation"),  // TEST-NET-3
         Block("224.0.0.0", 4, "multicast"),
-        Block("255.255.255.255", 32, "reserved"),     // limited broadcast
-        Block("240.0.0.0", 4, "reserved"),
+        Block("255.255.255.255", 32, "reserved"),  // limited broadcast
+        Block("240.0.0.0", 4, "reserved")
     ]
 
     /// Most specific first; IPv4-mapped addresses (::ffff:0:0/96) are judged by their IPv4 address
@@ -66,20 +68,20 @@ public enum SpecialPurposeAddresses {
     static let ipv6: [Block] = [
         Block("::", 128, "unspecified"),
         Block("::1", 128, "loopback"),
-        Block("::ffff:0:0:0", 96, "reserved"),        // IPv4-translated
-        Block("64:ff9b::", 96, "reserved"),           // NAT64 well-known prefix
-        Block("64:ff9b:1::", 48, "reserved"),         // local-use NAT64
-        Block("100::", 64, "reserved"),               // discard-only
+        Block("::ffff:0:0:0", 96, "reserved"),  // IPv4-translated
+        Block("64:ff9b::", 96, "reserved"),  // NAT64 well-known prefix
+        Block("64:ff9b:1::", 48, "reserved"),  // local-use NAT64
+        Block("100::", 64, "reserved"),  // discard-only
         Block("2001:db8::", 32, "documentation"),
-        Block("2001::", 23, "reserved"),              // IETF protocol assignments (Teredo, ORCHID, AMT, AS112…)
-        Block("2002::", 16, "reserved"),              // 6to4
-        Block("2620:4f:8000::", 48, "reserved"),      // direct delegation AS112
+        Block("2001::", 23, "reserved"),  // IETF protocol assignments (Teredo, ORCHID, AMT, AS112…)
+        Block("2002::", 16, "reserved"),  // 6to4
+        Block("2620:4f:8000::", 48, "reserved"),  // direct delegation AS112
         Block("3fff::", 20, "documentation"),
-        Block("5f00::", 16, "reserved"),              // segment routing SIDs
-        Block("fc00::", 7, "private"),                // unique local
+        Block("5f00::", 16, "reserved"),  // segment routing SIDs
+        Block("fc00::", 7, "private"),  // unique local
         Block("fe80::", 10, "link-local"),
-        Block("fec0::", 10, "private"),               // site-local (deprecated)
-        Block("ff00::", 8, "multicast"),
+        Block("fec0::", 10, "private"),  // site-local (deprecated)
+        Block("ff00::", 8, "multicast")
     ]
 
     /// IPv6 global unicast: an address outside it is not on the public internet.

@@ -14,7 +14,11 @@ public struct StorageLayout: Sendable {
     public var cacheDirectory: String { path("cache/analysis") }
     /// One account's analysis cache (never shared: no account learns of another's uploads).
     public func accountCacheDirectory(_ accountID: String) -> String {
-        let safe = !accountID.isEmpty && accountID.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 }
+        let safe =
+            !accountID.isEmpty
+            && accountID.utf8.allSatisfy {
+                ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45
+            }
         return cacheDirectory + "/" + (safe ? accountID : accountID.utf8.map { String(format: "%02x", $0) }.joined())
     }
     /// Resumable uploads' bytes until their last byte arrives (`UploadStaging`).

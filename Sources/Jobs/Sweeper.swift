@@ -35,7 +35,8 @@ struct Sweeper: Sendable {
         var removed = 0
         let now = clock()
         do {
-            let expired = try await database.jobsWithExpiredMedia(now: now, defaultRetentionHours: settings.resultRetentionHours, limit: 500)
+            let expired = try await database.jobsWithExpiredMedia(
+                now: now, defaultRetentionHours: settings.resultRetentionHours, limit: 500)
             for job in expired {
                 await storage.removeMedia(jobID: job.id, keepingInput: false)
                 try await database.markMediaDeleted(id: job.id, now: now)
@@ -48,7 +49,10 @@ struct Sweeper: Sendable {
             // Files' ages are measured on the wall clock their times come from, never on the
             // service's clock (tests move that one to month ends; a file just written is not old).
             let wallClock = Date()
-            for media in stored where !known.contains(media.jobID) && wallClock.timeIntervalSince(media.modified ?? wallClock) > graceSeconds {
+            for media in stored
+            where !known.contains(media.jobID)
+                && wallClock.timeIntervalSince(media.modified ?? wallClock) > graceSeconds
+            {
                 await storage.removeMedia(jobID: media.jobID, keepingInput: false)
             }
             for media in stored where known.contains(media.jobID) {
@@ -57,7 +61,8 @@ struct Sweeper: Sendable {
                     // Deleted (DELETE, retention) while the storage failed: its files go now.
                     await storage.removeMedia(jobID: media.jobID, keepingInput: false)
                 } else if media.hasInput && !settings.keepUploads
-                            && !(job.status == .completed && job.edit?.keepsInput == true && job.edit?.inputHeldBy == nil) {
+                    && !(job.status == .completed && job.edit?.keepsInput == true && job.edit?.inputHeldBy == nil)
+                {
                     // Left by a crash between completion and the input's removal; a completed job
                     // whose plan allows re-cuts keeps its input until its retention ends (unless a
                     // re-upload of the same video holds it: then that one's copy is kept).
@@ -91,7 +96,7 @@ struct Sweeper: Sendable {
 
     /// Partial uploads left by a dropped connection or a crash.
     func removeAbandonedUploads(olderThan seconds: TimeInterval) {
-        let now = Date() // the files' clock
+        let now = Date()  // the files' clock
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.uploadsDirectory)) ?? [] {
             let path = layout.uploadsDirectory + "/" + name
             if age(path, now: now) >= seconds { try? FileManager.default.removeItem(atPath: path) }
@@ -99,13 +104,14 @@ struct Sweeper: Sendable {
     }
 
     private func pruneCache(olderThan seconds: TimeInterval) {
-        let now = Date() // the files' clock
+        let now = Date()  // the files' clock
         // One folder per account; its entries expire one by one. The folders stay (a running job's
         // child is confined to its account's folder, which must exist while it runs).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.cacheDirectory)) ?? [] {
             let folder = layout.cacheDirectory + "/" + name
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 if age(folder, now: now) > seconds { try? FileManager.default.removeItem(atPath: folder) }
                 continue
             }
@@ -117,7 +123,8 @@ struct Sweeper: Sendable {
     }
 
     private func age(_ path: String, now: Date) -> TimeInterval {
-        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return 0 }
+        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        else { return 0 }
         return now.timeIntervalSince(modified)
     }
 }

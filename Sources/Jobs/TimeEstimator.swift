@@ -22,7 +22,8 @@ public struct TimeEstimator: Sendable {
         let shorter = Double(max(1, min(input.width, input.height)))
         let scale = min(1, capSide / shorter)
         let outputMegapixels = megapixels * scale * scale
-        return input.duration * megapixels + renderWeight * Double(min(Double(targetDuration), input.duration)) * outputMegapixels
+        return input.duration * megapixels + renderWeight * Double(min(Double(targetDuration), input.duration))
+            * outputMegapixels
     }
 
     /// Seconds per unit learned from `recent` completed jobs.
@@ -38,8 +39,10 @@ public struct TimeEstimator: Sendable {
 
     /// Seconds until a new job would be done: its own processing plus the queue ahead of it shared
     /// among `workers`.
-    public func estimate(input: JobInput, targetDuration: Int, quality: String, recent: [Job], queue: [Job],
-                         workers: Int) -> Int {
+    public func estimate(
+        input: JobInput, targetDuration: Int, quality: String, recent: [Job], queue: [Job],
+        workers: Int
+    ) -> Int {
         let rate = rate(recent: recent)
         let own = rate * units(input: input, targetDuration: targetDuration, quality: quality)
         var ahead = 0.0

@@ -11,15 +11,18 @@ extension JobService {
         let (free, pro) = (plans.free, plans.pro)
         return { isPro in
             let plan = isPro ? pro : free
-            return QuotaLimits(monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
-                               outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
-                               maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
+            return QuotaLimits(
+                monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
+                outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
+                maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
         }
     }
 
     /// Inserts a resumable upload after the plan's checks, in one transaction; a refusal is the
     /// same one a plain upload gets.
-    public func createAdmitted(_ upload: ResumableUpload, account: Account, plan current: AccountPlan) async throws -> ResumableUpload {
+    public func createAdmitted(_ upload: ResumableUpload, account: Account, plan current: AccountPlan) async throws
+        -> ResumableUpload
+    {
         await releasePlacesOfDeadProcesses.value
         switch try await database.createUpload(upload, now: clock(), limits: planLimits) {
         case .success(let upload): return upload
@@ -38,8 +41,10 @@ extension JobService {
     public func admitUpload(id: String, account: Account, plan current: AccountPlan) async throws {
         await releasePlacesOfDeadProcesses.value
         let now = clock()
-        switch try await database.admitUpload(id: id, accountId: account.id, until: now.addingTimeInterval(Self.uploadAdmissionSeconds),
-                                              now: now, limits: planLimits) {
+        switch try await database.admitUpload(
+            id: id, accountId: account.id, until: now.addingTimeInterval(Self.uploadAdmissionSeconds),
+            now: now, limits: planLimits)
+        {
         case .success: return
         case .failure(let refusal): throw await rejection(refusal, account: account, plan: current)
         }
@@ -87,17 +92,21 @@ struct UploadHolder: Equatable {
     static let current: UploadHolder = {
         var buffer = [CChar](repeating: 0, count: 256)
         let host = gethostname(&buffer, buffer.count - 1) == 0 ? String(cString: buffer) : "host"
-        let boot = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+        let boot =
+            (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "boot"
         let pid = getpid()
-        return UploadHolder(host: host.replacingOccurrences(of: "/", with: "_"), boot: boot, pid: pid, started: startTime(of: pid) ?? "0")
+        return UploadHolder(
+            host: host.replacingOccurrences(of: "/", with: "_"), boot: boot, pid: pid,
+            started: startTime(of: pid) ?? "0")
     }()
 
     /// The process's start time in clock ticks after boot (field 22 of /proc/<pid>/stat); nil when
     /// there is no such process.
     static func startTime(of pid: Int32) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the name: state is field 3, so start time (22) is the 20th here.
         return fields.count > 19 ? String(fields[19]) : nil

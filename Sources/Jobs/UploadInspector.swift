@@ -19,16 +19,21 @@ public struct UploadInspector: Sendable {
     /// The input description, or the reason this file cannot become a job.
     public func inspect(_ path: String) async throws(Refusal) -> JobInput {
         let (isolation, limit, logger) = (self.isolation, timeLimitSeconds, self.logger)
-        let outcome = (try? await EngineThread.run(name: "moments-probe", niceness: 0) {
-            IsolatedChild.run(.probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit, cpuSeconds: UInt64(limit),
-                              cancellation: nil, logger: logger)
-        }) ?? .abnormal(reason: "the probe thread failed", timedOut: false)
+        let outcome =
+            (try? await EngineThread.run(name: "moments-probe", niceness: 0) {
+                IsolatedChild.run(
+                    .probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit,
+                    cpuSeconds: UInt64(limit),
+                    cancellation: nil, logger: logger)
+            }) ?? .abnormal(reason: "the probe thread failed", timedOut: false)
         switch outcome {
         case .answered(let message):
             guard let info = message.probe else { throw .unreadable }
             return try check(info).get()
         case .failed(let error):
-            logger.info("upload refused by the probe", metadata: ["kind": "\(error.kind.rawValue)", "error": "\(error.description)"])
+            logger.info(
+                "upload refused by the probe",
+                metadata: ["kind": "\(error.kind.rawValue)", "error": "\(error.description)"])
             throw .unusableMedia(kind: error.kind, detail: error.detail)
         case .cancelled:
             throw .unreadable
@@ -46,8 +51,10 @@ public struct UploadInspector: Sendable {
             return .failure(.tooLongForServer(duration: info.duration, limit: maxDurationSeconds))
         }
         let v = info.video
-        return .success(JobInput(size: info.fileSize, duration: info.duration, container: info.container,
-                                 videoCodec: v.codec, audioCodec: info.mainAudio?.codec, width: v.displayWidth,
-                                 height: v.displayHeight, rotation: v.rotation, frameRate: v.frameRate))
+        return .success(
+            JobInput(
+                size: info.fileSize, duration: info.duration, container: info.container,
+                videoCodec: v.codec, audioCodec: info.mainAudio?.codec, width: v.displayWidth,
+                height: v.displayHeight, rotation: v.rotation, frameRate: v.frameRate))
     }
 }

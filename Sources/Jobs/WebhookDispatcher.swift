@@ -41,8 +41,10 @@ public final class WebhookDispatcher: Sendable {
     /// Deliveries claimed at once by `deliverDue`.
     static let batch = 16
 
-    public init(database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, logger: Logger,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.database = database; self.settings = settings; self.baseURL = baseURL; self.worker = worker
         self.logger = logger; self.clock = clock
         checker = Mutex(WebhookTargetChecker(allowPrivate: settings.allowPrivateTargets))
@@ -98,7 +100,8 @@ public final class WebhookDispatcher: Sendable {
     /// Due deliveries, at most `limit` (none when the store cannot be read: the next bell tries again).
     func claim(limit: Int) async -> [ClaimedWebhook] {
         do {
-            return try await database.claimDueWebhooks(worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+            return try await database.claimDueWebhooks(
+                worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
         } catch is CancellationError {
             return []
         } catch {
@@ -137,7 +140,9 @@ public final class WebhookDispatcher: Sendable {
             do {
                 let body = try self.body(of: delivery)
                 statusCode = try await post(body, delivery: delivery, endpoint: endpoint)
-                if let code = statusCode, (300..<400).contains(code) { failure = "redirects are not followed (answered \(code))" }
+                if let code = statusCode, (300..<400).contains(code) {
+                    failure = "redirects are not followed (answered \(code))"
+                }
             } catch let refusal as WebhookTargetRefusal {
                 failure = refusal.detail
             } catch {
@@ -157,14 +162,17 @@ public final class WebhookDispatcher: Sendable {
             outcome = .delivered
         } else if claimed.endpoint == nil {
             outcome = .gaveUp
-        } else if let next = WebhookSchedule.nextAttempt(after: delivery.attempts + 1, base: settings.retryBackoffSeconds,
-                                                         createdAt: delivery.createdAt, now: clock()) {
+        } else if let next = WebhookSchedule.nextAttempt(
+            after: delivery.attempts + 1, base: settings.retryBackoffSeconds,
+            createdAt: delivery.createdAt, now: clock())
+        {
             outcome = .retry(at: next)
         } else {
             outcome = .gaveUp
         }
-        let attempt = WebhookAttempt(deliveryId: delivery.id, number: delivery.attempts + 1, at: started, statusCode: statusCode,
-                                     error: failure, durationMs: durationMs)
+        let attempt = WebhookAttempt(
+            deliveryId: delivery.id, number: delivery.attempts + 1, at: started, statusCode: statusCode,
+            error: failure, durationMs: durationMs)
         do {
             let held = try await database.recordWebhookAttempt(attempt, worker: worker, outcome: outcome, now: clock())
             if held {
@@ -173,16 +181,24 @@ public final class WebhookDispatcher: Sendable {
                 case .retry: WebhookMetrics.attempted(.retried)
                 case .gaveUp: WebhookMetrics.attempted(.gaveUp)
                 }
-            } else { logger.notice("webhook delivery no longer held by this dispatcher", metadata: ["delivery": "\(delivery.id)"]) }
+            } else {
+                logger.notice(
+                    "webhook delivery no longer held by this dispatcher", metadata: ["delivery": "\(delivery.id)"])
+            }
             if outcome == .gaveUp {
-                logger.warning("webhook delivery given up", metadata: ["delivery": "\(delivery.id)", "job": "\(delivery.jobId)",
-                                                                       "attempts": "\(attempt.number)"])
+                logger.warning(
+                    "webhook delivery given up",
+                    metadata: [
+                        "delivery": "\(delivery.id)", "job": "\(delivery.jobId)",
+                        "attempts": "\(attempt.number)"
+                    ])
             }
         } catch is CancellationError {
             // Shutdown: the lease runs out and the delivery is attempted again.
         } catch {
             // The lease runs out and the delivery is attempted again: at least once.
-            logger.error("cannot record a webhook attempt", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
+            logger.error(
+                "cannot record a webhook attempt", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
         }
     }
 
@@ -216,7 +232,8 @@ public final class WebhookDispatcher: Sendable {
             request.body = .bytes(ByteBuffer(string: body))
             let client = Self.client(pinning: target)
             do {
-                let status = try await Self.status(of: request, on: client, deadline: .now() + .seconds(Int64(deadline.components.seconds)))
+                let status = try await Self.status(
+                    of: request, on: client, deadline: .now() + .seconds(Int64(deadline.components.seconds)))
                 try? await client.shutdown()
                 return status
             } catch {
@@ -227,7 +244,8 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// The status of the answer to `request`; its body is dropped unread (which ends the request).
-    static func status(of request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> Int {
+    static func status(of request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> Int
+    {
         let response = try await client.execute(request, deadline: deadline, logger: nil)
         return Int(response.status.code)
     }
@@ -247,7 +265,9 @@ public final class WebhookDispatcher: Sendable {
     struct DeadlineExceeded: Error {}
 
     /// Runs `operation`, cancelled (and `DeadlineExceeded` thrown) when it takes longer than `limit`.
-    static func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await operation() }
             group.addTask {
@@ -275,7 +295,9 @@ public final class WebhookDispatcher: Sendable {
         }
         let text = String(describing: error).lowercased()
         if text.contains("refused") { return "the endpoint could not be reached: the connection was refused" }
-        if text.contains("timeout") || text.contains("timed out") { return "the endpoint could not be reached: no answer within 10 seconds" }
+        if text.contains("timeout") || text.contains("timed out") {
+            return "the endpoint could not be reached: no answer within 10 seconds"
+        }
         if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") {
             return "the TLS handshake failed (is the endpoint's certificate valid for its host name?)"
         }

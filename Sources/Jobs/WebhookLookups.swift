@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How webhook hosts are looked up and judged: the system resolver and the special-purpose
@@ -16,8 +16,10 @@ public struct WebhookNetwork: Sendable {
     /// Nil for an address a webhook may go to; otherwise what it is (see SpecialPurposeAddresses).
     public var classify: @Sendable (_ address: String) -> String?
 
-    public init(resolve: @escaping @Sendable (_ host: String) throws -> [String],
-                classify: @escaping @Sendable (_ address: String) -> String? = { SpecialPurposeAddresses.classify($0) }) {
+    public init(
+        resolve: @escaping @Sendable (_ host: String) throws -> [String],
+        classify: @escaping @Sendable (_ address: String) -> String? = { SpecialPurposeAddresses.classify($0) }
+    ) {
         self.resolve = resolve; self.classify = classify
     }
 
@@ -83,7 +85,9 @@ extension WebhookNetwork {
     /// Resolves `host` for `account` within `budget`: on a thread of its own; the caller's task
     /// may be cancelled meanwhile (it stops waiting; the thread keeps its share of the budget
     /// until getaddrinfo returns).
-    func lookup(_ host: String, account: String, budget: WebhookLookupBudget) async throws(WebhookLookupError) -> [String] {
+    func lookup(_ host: String, account: String, budget: WebhookLookupBudget) async throws(WebhookLookupError)
+        -> [String]
+    {
         if Task.isCancelled { throw .cancelled }
         do {
             try budget.admit(account)
@@ -168,9 +172,9 @@ public enum SystemResolver {
         hints.ai_family = AF_UNSPEC
         hints.ai_flags = flags
         #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #endif
         return hints
     }
@@ -185,7 +189,9 @@ public enum SystemResolver {
         var addresses: [String] = []
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
-            if let address = info.pointee.ai_addr, let text = text(address, family: info.pointee.ai_family), !addresses.contains(text) {
+            if let address = info.pointee.ai_addr, let text = text(address, family: info.pointee.ai_family),
+                !addresses.contains(text)
+            {
                 addresses.append(text)
             }
             cursor = info.pointee.ai_next

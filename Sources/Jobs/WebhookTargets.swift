@@ -39,25 +39,34 @@ public enum WebhookTargets {
     /// HTTP client will connect to (Foundation's URL, as the client reads it).
     static func parse(_ text: String, allowPrivate: Bool) throws(WebhookTargetRefusal) -> (URLComponents, String) {
         guard text.utf8.count <= maxURLLength else {
-            throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL is longer than \(maxURLLength) bytes; use a shorter one.")
+            throw WebhookTargetRefusal(
+                code: "invalid_webhook_url",
+                detail: "The webhook URL is longer than \(maxURLLength) bytes; use a shorter one.")
         }
-        let malformed = WebhookTargetRefusal(code: "invalid_webhook_url",
-                                             detail: "The webhook URL must be an absolute http or https URL such as https://example.com/moments-webhook.")
+        let malformed = WebhookTargetRefusal(
+            code: "invalid_webhook_url",
+            detail: "The webhook URL must be an absolute http or https URL such as https://example.com/moments-webhook."
+        )
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              let componentsHost = components.host.map(unbracketed), !componentsHost.isEmpty,
-              let clientHost = URL(string: text)?.host.map(unbracketed), clientHost == componentsHost else {
+            let componentsHost = components.host.map(unbracketed), !componentsHost.isEmpty,
+            let clientHost = URL(string: text)?.host.map(unbracketed), clientHost == componentsHost
+        else {
             throw malformed
         }
         guard scheme == "https" || scheme == "http" else {
             throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL must start with https://.")
         }
         guard scheme == "https" || allowPrivate else {
-            throw WebhookTargetRefusal(code: "webhook_https_required",
-                                       detail: "Webhooks are sent only over https: use an https:// URL for your endpoint.")
+            throw WebhookTargetRefusal(
+                code: "webhook_https_required",
+                detail: "Webhooks are sent only over https: use an https:// URL for your endpoint.")
         }
         guard components.user == nil, components.password == nil else {
-            throw WebhookTargetRefusal(code: "invalid_webhook_url",
-                                       detail: "The webhook URL must not contain a user name or password; verify deliveries with the Moments-Signature header instead.")
+            throw WebhookTargetRefusal(
+                code: "invalid_webhook_url",
+                detail:
+                    "The webhook URL must not contain a user name or password; verify deliveries with the Moments-Signature header instead."
+            )
         }
         return (components, clientHost)
     }
@@ -83,7 +92,9 @@ public struct WebhookTargetChecker: Sendable {
 
     static let unreachable = WebhookTargetRefusal(
         code: "webhook_unresolvable",
-        detail: "The webhook URL's host could not be reached: it must resolve in public DNS to public internet addresses only. Check the URL's spelling and the host's DNS records, then try again.")
+        detail:
+            "The webhook URL's host could not be reached: it must resolve in public DNS to public internet addresses only. Check the URL's spelling and the host's DNS records, then try again."
+    )
 
     /// Parses and checks `text` for `account` (whose share of the lookup budget it uses).
     public func check(_ text: String, account: String) async throws(WebhookTargetRefusal) -> WebhookTarget {
@@ -98,14 +109,22 @@ public struct WebhookTargetChecker: Sendable {
             } catch {
                 switch error {
                 case .serverBusy:
-                    throw WebhookTargetRefusal(code: "webhook_lookup_busy",
-                                               detail: "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
+                    throw WebhookTargetRefusal(
+                        code: "webhook_lookup_busy",
+                        detail:
+                            "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
                 case .accountBusy:
-                    throw WebhookTargetRefusal(code: "webhook_lookup_busy",
-                                               detail: "This account is checking several slow webhook addresses at the moment. Try again in a few seconds, with a host name that resolves quickly.")
+                    throw WebhookTargetRefusal(
+                        code: "webhook_lookup_busy",
+                        detail:
+                            "This account is checking several slow webhook addresses at the moment. Try again in a few seconds, with a host name that resolves quickly."
+                    )
                 case .cancelled:
-                    throw WebhookTargetRefusal(code: "webhook_unresolvable",
-                                               detail: "The webhook URL's host could not be looked up in time. Check the host's DNS, then try again.")
+                    throw WebhookTargetRefusal(
+                        code: "webhook_unresolvable",
+                        detail:
+                            "The webhook URL's host could not be looked up in time. Check the host's DNS, then try again."
+                    )
                 case .failed:
                     throw Self.unreachable
                 }
@@ -118,8 +137,11 @@ public struct WebhookTargetChecker: Sendable {
                 // An address written in the URL is the owner's own: saying what it is tells
                 // nothing. What a name resolves to is not said (it may be internal DNS).
                 if literal != nil {
-                    throw WebhookTargetRefusal(code: "webhook_private_target",
-                                               detail: "The webhook URL names a \(kind) address; webhooks go only to public internet addresses. Use a publicly reachable https URL.")
+                    throw WebhookTargetRefusal(
+                        code: "webhook_private_target",
+                        detail:
+                            "The webhook URL names a \(kind) address; webhooks go only to public internet addresses. Use a publicly reachable https URL."
+                    )
                 }
                 throw Self.unreachable
             }

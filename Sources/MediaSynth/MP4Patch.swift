@@ -93,7 +93,9 @@ public struct MP4Patch {
     public mutating func dropEditLists() {
         guard let moov = find(["moov"]) else { return }
         for trak in boxes(in: moov.payload..<moov.end) where trak.type == "trak" {
-            if let edts = find(["edts"], in: trak) { data.replaceSubrange((edts.start + 4)..<(edts.start + 8), with: Array("free".utf8)) }
+            if let edts = find(["edts"], in: trak) {
+                data.replaceSubrange((edts.start + 4)..<(edts.start + 8), with: Array("free".utf8))
+            }
         }
     }
 
@@ -116,7 +118,9 @@ public struct MP4Patch {
         let movieScale = timescale(of: mvhd)
         guard let moov = find(["moov"]) else { return }
         for trak in boxes(in: moov.payload..<moov.end) where trak.type == "trak" {
-            if let tkhd = find(["tkhd"], in: trak) { setTrackDuration(of: tkhd, seconds: seconds, movieTimescale: movieScale) }
+            if let tkhd = find(["tkhd"], in: trak) {
+                setTrackDuration(of: tkhd, seconds: seconds, movieTimescale: movieScale)
+            }
             if let mdhd = find(["mdia", "mdhd"], in: trak) { setDuration(of: mdhd, seconds: seconds) }
         }
     }
@@ -125,6 +129,10 @@ public struct MP4Patch {
 
     func u32(_ at: Int) -> UInt32 { data[at..<(at + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
     func u64(_ at: Int) -> UInt64 { data[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
-    mutating func put32(_ at: Int, _ v: UInt32) { for i in 0..<4 { data[at + i] = UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32(i))) } }
-    mutating func put64(_ at: Int, _ v: UInt64) { for i in 0..<8 { data[at + i] = UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64(i))) } }
+    mutating func put32(_ at: Int, _ v: UInt32) {
+        for i in 0..<4 { data[at + i] = UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32(i))) }
+    }
+    mutating func put64(_ at: Int, _ v: UInt64) {
+        for i in 0..<8 { data[at + i] = UInt8(truncatingIfNeeded: v >> (56 - 8 * UInt64(i))) }
+    }
 }

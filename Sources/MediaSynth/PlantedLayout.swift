@@ -22,7 +22,7 @@ extension SynthSpec {
             SynthPart(start: 41, kind: .dull, seed: 8),
             SynthPart(start: 46, kind: .lively, seed: 2),
             SynthPart(start: 51, kind: .lively, seed: 9),
-            SynthPart(start: 56, kind: .dull, seed: 10),
+            SynthPart(start: 56, kind: .dull, seed: 10)
         ]
         return spec
     }

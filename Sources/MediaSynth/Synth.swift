@@ -59,7 +59,9 @@ public enum Synth {
     /// Draws one frame: a shot-coloured gradient, a square moving 4 px per frame, the barcode.
     static func draw(_ spec: SynthSpec, frame: Int, time: Double, into p: PicturePlanes, rows: RowBuffers) {
         let shot = spec.shot(at: time)
-        let flash = spec.flashes.contains { time >= $0 - 1e-6 && time < $0 + Double(spec.flashFrames) / spec.frameRate.value - 1e-6 }
+        let flash = spec.flashes.contains {
+            time >= $0 - 1e-6 && time < $0 + Double(spec.flashFrames) / spec.frameRate.value - 1e-6
+        }
         if spec.part(at: time) == nil && spec.hdrTransfer != .pq {
             drawShot(spec, frame: frame, shot: shot, flash: flash, into: p, rows: rows)
             return
@@ -90,7 +92,7 @@ public enum Synth {
                 for x in 0..<p.width {
                     var luma = baseLuma
                     if !flash {
-                        luma += ((x + y + frame * 2) % 64) / 4 // a moving diagonal texture
+                        luma += ((x + y + frame * 2) % 64) / 4  // a moving diagonal texture
                         if x >= sx && x < sx + square && y >= sy && y < sy + square { luma = 220 }
                     }
                     put(p.y, p.yStride, x, y, luma * scale)
@@ -125,7 +127,8 @@ public enum Synth {
     /// per frame, HLG calibration patches, the barcode. 10-bit codes are the 8-bit ones times 4
     /// (in HLG, a flash is the 1000 cd/m² peak and the shots sit in the SDR-like range below
     /// diffuse white).
-    static func drawShot(_ spec: SynthSpec, frame: Int, shot: Int, flash: Bool, into p: PicturePlanes, rows: RowBuffers) {
+    static func drawShot(_ spec: SynthSpec, frame: Int, shot: Int, flash: Bool, into p: PicturePlanes, rows: RowBuffers)
+    {
         let scale = p.bitDepth == 10 ? 4 : 1
         let barHeight = spec.barcode ? max(8, p.height / 12) : 0
         let top = p.height - barHeight
@@ -169,22 +172,28 @@ public enum Synth {
     }
 
     /// A part's picture: a seeded texture of sinusoids; lively parts move it and a large object fast.
-    static func drawPart(_ part: SynthPart, local: Double, into p: PicturePlanes, rows: Int,
-                         put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int) {
+    static func drawPart(
+        _ part: SynthPart, local: Double, into p: PicturePlanes, rows: Int,
+        put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int
+    ) {
         if part.kind == .black {
             for y in 0..<rows { for x in 0..<p.width { put(p.y, p.yStride, x, y, 16 * scale) } }
             return
         }
         let seed = Double(part.seed)
-        let fx = 0.05 + 0.013 * seed.truncatingRemainder(dividingBy: 5), fy = 0.07 + 0.011 * seed.truncatingRemainder(dividingBy: 4)
+        let fx = 0.05 + 0.013 * seed.truncatingRemainder(dividingBy: 5),
+            fy = 0.07 + 0.011 * seed.truncatingRemainder(dividingBy: 4)
         let moving = part.kind == .lively || part.kind == .blurred
-        let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0) // texture drift, px/s
+        let shift = moving ? local * 40 : (part.kind == .dull ? local * 3 : 0)  // texture drift, px/s
         let posed = part.kind == .posed
         // A lively object crosses the picture at 220 px/s and, as it leaves one side, comes back
         // in at the other (drawn in two parts across the edge): it never jumps inside the picture
         // (that is what the shot detector reports as a jump cut) and never vanishes.
-        let objectX = moving ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width))))
-            : posed ? Int(part.subjectX * Double(max(1, p.width - 60))) + Int(4 * sin(local * 2 * Double.pi)) : p.width / 3
+        let objectX =
+            moving
+            ? Int((local * 220).truncatingRemainder(dividingBy: Double(max(1, p.width))))
+            : posed
+                ? Int(part.subjectX * Double(max(1, p.width - 60))) + Int(4 * sin(local * 2 * Double.pi)) : p.width / 3
         let objectY = moving ? p.height / 4 + Int(30 * sin(local * 5)) : posed ? p.height / 3 : p.height / 4
         let blurred = part.kind == .blurred
         // Per-frame tables of the separable terms, then one row at a time (4K-friendly in debug builds).
@@ -193,7 +202,8 @@ public enum Synth {
             return blurred ? 20 * sin(X * 0.02 + seed) : 45 * sin(X * fx + seed)
         }
         let checkerColumns = (0..<p.width).map { x in Int(Double(x) + shift) / 6 }
-        let diagonal = blurred ? [] : (0..<(p.width + rows)).map { i in 30 * sin((Double(i) + shift) * 0.21 + seed * 0.7) }
+        let diagonal =
+            blurred ? [] : (0..<(p.width + rows)).map { i in 30 * sin((Double(i) + shift) * 0.21 + seed * 0.7) }
         let row = UnsafeMutablePointer<Double>.allocate(capacity: p.width)
         defer { row.deallocate() }
         for y in 0..<rows {
@@ -206,7 +216,8 @@ public enum Synth {
             }
             let vertical = cos(Y * fy), band = y / 6
             for x in 0..<p.width {
-                row[x] = 110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
+                row[x] =
+                    110 + columns[x] * vertical + diagonal[x + y] + ((checkerColumns[x] + band) % 2 == 0 ? 20 : -20)
             }
             if y >= objectY && y < objectY + 60 {
                 for left in moving ? [objectX, objectX - p.width] : [objectX] {
@@ -227,13 +238,17 @@ public enum Synth {
         return Int(t < span ? t : 2 * span - t)
     }
 
-    static func drawBarcode(_ value: Int, into p: PicturePlanes, top: Int,
-                            put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int) {
+    static func drawBarcode(
+        _ value: Int, into p: PicturePlanes, top: Int,
+        put: (UnsafeMutableRawPointer, Int, Int, Int, Int) -> Void, scale: Int
+    ) {
         let cell = p.width / Barcode.bits
         for bit in 0..<Barcode.bits {
             let on = (value >> (Barcode.bits - 1 - bit)) & 1 == 1
             for y in top..<p.height {
-                for x in (bit * cell)..<min(p.width, (bit + 1) * cell) { put(p.y, p.yStride, x, y, (on ? 235 : 16) * scale) }
+                for x in (bit * cell)..<min(p.width, (bit + 1) * cell) {
+                    put(p.y, p.yStride, x, y, (on ? 235 : 16) * scale)
+                }
             }
         }
     }
@@ -295,7 +310,7 @@ public enum Barcode {
     public static func read(luma: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) -> Int {
         let barHeight = max(8, height / 12)
         let y = height - barHeight / 2
-        let cell = Double(width) / Double(bits) // Synth widths are multiples of 16
+        let cell = Double(width) / Double(bits)  // Synth widths are multiples of 16
         var value = 0
         for bit in 0..<bits {
             let x = Int((Double(bit) + 0.5) * cell)

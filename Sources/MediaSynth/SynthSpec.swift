@@ -64,8 +64,10 @@ public struct SynthSpec: Sendable {
     /// AAC stereo. Cuts, flashes, beeps and parts are set on the result as for any spec.
     /// 4K HEVC is slow to encode: keep 3840x2160 clips to a second or two, and use 1920x1080
     /// where 4K itself is not what a test is about.
-    public static func phone(width: Int = 3840, height: Int = 2160, frameRate: Int = 60, duration: Double = 1.5,
-                             transfer: HDRTransfer? = .hlg, rotation: Int = 90) -> SynthSpec {
+    public static func phone(
+        width: Int = 3840, height: Int = 2160, frameRate: Int = 60, duration: Double = 1.5,
+        transfer: HDRTransfer? = .hlg, rotation: Int = 90
+    ) -> SynthSpec {
         var spec = SynthSpec()
         spec.width = width
         spec.height = height
@@ -103,7 +105,7 @@ public struct SynthSpec: Sendable {
         return (0..<frameCount).map { Double($0) * Double(frameRate.den) / Double(frameRate.num) }
     }
 
-    static let vfrTicks: [Int64] = [3000, 3000, 6000, 3750] // in 1/90000 s
+    static let vfrTicks: [Int64] = [3000, 3000, 6000, 3750]  // in 1/90000 s
 
     static func vfrTimes(until duration: Double) -> [Double] {
         var times: [Double] = []

@@ -14,9 +14,11 @@ public enum MomentsConfiguration {
     ///   - file: the JSON file; when nil, `MOMENTS_CONFIG` from `environment` or Config/moments.json. A
     ///     missing file means built-in defaults; a malformed one is an error naming the file.
     ///   - accessReporter: told of every key read (tests use it to list the keys the service reads).
-    public static func reader(environment: [String: String] = ProcessInfo.processInfo.environment,
-                              file: String? = nil,
-                              accessReporter: (any AccessReporter)? = nil) async throws -> ConfigReader {
+    public static func reader(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        file: String? = nil,
+        accessReporter: (any AccessReporter)? = nil
+    ) async throws -> ConfigReader {
         let path = file ?? environment["MOMENTS_CONFIG"] ?? defaultFile
         let fileProvider: FileProvider<JSONSnapshot>
         do {
@@ -24,10 +26,11 @@ public enum MomentsConfiguration {
         } catch {
             throw ConfigurationFileError(path: path, underlying: "\(error)")
         }
-        return ConfigReader(providers: [
-            EnvironmentVariablesProvider(environmentVariables: environment),
-            fileProvider,
-        ], accessReporter: accessReporter)
+        return ConfigReader(
+            providers: [
+                EnvironmentVariablesProvider(environmentVariables: environment),
+                fileProvider
+            ], accessReporter: accessReporter)
     }
 }
 

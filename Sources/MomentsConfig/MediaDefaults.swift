@@ -60,7 +60,8 @@ public struct MediaDefaults: Sendable, Equatable {
     }
 
     /// A highlight request for `source` with these defaults; the caller sets output paths and target.
-    public func request(source: String, quality: RenderQuality? = nil, style: HighlightStyle? = nil) -> HighlightRequest {
+    public func request(source: String, quality: RenderQuality? = nil, style: HighlightStyle? = nil) -> HighlightRequest
+    {
         var request = template
         request.source = source
         if let quality { request.quality = quality }

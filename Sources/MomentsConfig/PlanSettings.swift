@@ -33,10 +33,12 @@ public struct Plan: Sendable, Equatable {
 /// A `monthlyHighlights` of 0 means no cap (pro's optional fair-use cap is a positive number); so
 /// does a `dailyWorkerSeconds` of 0.
 public struct PlanSettings: Sendable, Equatable {
-    public var free = Plan(name: "free", monthlyHighlights: 3, maxUploadBytes: 1 << 30, maxDurationSeconds: 600,
-                           maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800, keptInputBytes: 2 << 30)
-    public var pro = Plan(name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
-                          maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30)
+    public var free = Plan(
+        name: "free", monthlyHighlights: 3, maxUploadBytes: 1 << 30, maxDurationSeconds: 600,
+        maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800, keptInputBytes: 2 << 30)
+    public var pro = Plan(
+        name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
+        maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30)
     /// The App Store product that grants pro.
     public var proProductId = "com.moments.pro.monthly"
 

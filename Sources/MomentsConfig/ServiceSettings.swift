@@ -173,7 +173,9 @@ public struct ServiceSettings: Sendable, Equatable {
 
     /// The origin used in absolute URLs.
     public var baseURL: String {
-        if !publicBaseURL.isEmpty { return publicBaseURL.hasSuffix("/") ? String(publicBaseURL.dropLast()) : publicBaseURL }
+        if !publicBaseURL.isEmpty {
+            return publicBaseURL.hasSuffix("/") ? String(publicBaseURL.dropLast()) : publicBaseURL
+        }
         let shownHost = host == "0.0.0.0" || host == "::" ? "localhost" : host
         return "http://\(shownHost):\(port)"
     }

@@ -10,10 +10,14 @@ import Jobs
 struct APIKeyMiddleware: RouterMiddleware {
     let service: JobService
 
-    func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response
+    ) async throws -> Response {
         guard let header = request.headers[.authorization] else {
-            throw Self.unauthorized("missing_api_key",
-                "This endpoint needs an API key: send \"Authorization: Bearer <api_key>\". Create an account with POST /api/v1/accounts to get one.")
+            throw Self.unauthorized(
+                "missing_api_key",
+                "This endpoint needs an API key: send \"Authorization: Bearer <api_key>\". Create an account with POST /api/v1/accounts to get one."
+            )
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
@@ -22,13 +26,18 @@ struct APIKeyMiddleware: RouterMiddleware {
         let key = parts[1].trimmingCharacters(in: .whitespaces)
         switch try await service.authenticate(apiKey: key) {
         case .unknown:
-            throw Self.unauthorized("invalid_api_key", "The API key is not valid. Check it, or create an account with POST /api/v1/accounts.")
+            throw Self.unauthorized(
+                "invalid_api_key",
+                "The API key is not valid. Check it, or create an account with POST /api/v1/accounts.")
         case .revoked:
-            throw Self.unauthorized("revoked_api_key",
-                "This API key was revoked. Use another key of your account, or create one with POST /api/v1/account/keys using a key that still works.")
+            throw Self.unauthorized(
+                "revoked_api_key",
+                "This API key was revoked. Use another key of your account, or create one with POST /api/v1/account/keys using a key that still works."
+            )
         case .disabled:
-            throw Problem(.forbidden, code: "account_disabled", title: "Account disabled",
-                          detail: "This account is disabled; contact support.")
+            throw Problem(
+                .forbidden, code: "account_disabled", title: "Account disabled",
+                detail: "This account is disabled; contact support.")
         case .valid(let account, let keyId):
             var context = context
             context.account = account
@@ -52,7 +61,9 @@ struct APIKeyMiddleware: RouterMiddleware {
     /// Runs `onRevoked` once when the request's key stops working (revoked, account disabled),
     /// checking every `recheckInterval` until the returned task is cancelled. A store error is
     /// not a revocation (the next check decides).
-    static func watchKey(of request: Request, service: JobService, onRevoked: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+    static func watchKey(of request: Request, service: JobService, onRevoked: @escaping @Sendable () -> Void) -> Task<
+        Void, Never
+    > {
         let key = bearerKey(request)
         return Task {
             guard let key else { return }

@@ -30,13 +30,17 @@ struct AccountController {
     }
 
     /// POST /api/v1/account/keys {label?}: a new key, shown this once.
-    @Sendable func createKey(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<KeyCreatedView> {
+    @Sendable func createKey(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<
+        KeyCreatedView
+    > {
         let account = try context.requireAccount()
         var label: String?
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         if body.readableBytes > 0 {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
-                throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"label\": \"my laptop\"}, or empty.")
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+            else {
+                throw Problem.badRequest(
+                    "invalid_json", "The body must be a JSON object such as {\"label\": \"my laptop\"}, or empty.")
             }
             if let unknown = object.keys.first(where: { $0 != "label" }) {
                 throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". Keys accept only \"label\".")
@@ -50,13 +54,18 @@ struct AccountController {
         }
         switch try await service.database.createKey(accountId: account.id, label: label, now: service.clock()) {
         case .success(let (key, secret)):
-            return EditedResponse(status: .created, response: KeyCreatedView(
-                id: key.id, apiKey: secret, prefix: key.prefix, label: key.label, createdAt: key.createdAt,
-                message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+            return EditedResponse(
+                status: .created,
+                response: KeyCreatedView(
+                    id: key.id, apiKey: secret, prefix: key.prefix, label: key.label, createdAt: key.createdAt,
+                    message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\".")
+            )
         case .failure(.tooManyKeys(let limit)):
-            throw Problem(.conflict, code: "too_many_keys",
-                          detail: "This account already has \(limit) active API keys. Revoke one you no longer use (DELETE /api/v1/account/keys/{id}) first.",
-                          extensions: ["limit": .int(limit)])
+            throw Problem(
+                .conflict, code: "too_many_keys",
+                detail:
+                    "This account already has \(limit) active API keys. Revoke one you no longer use (DELETE /api/v1/account/keys/{id}) first.",
+                extensions: ["limit": .int(limit)])
         case .failure:
             throw Problem(.notFound, code: "account_not_found", detail: "This account no longer exists.")
         }
@@ -70,11 +79,15 @@ struct AccountController {
         case .success(let key):
             return KeyView(key, current: key.id == context.apiKeyId)
         case .failure(.lastActiveKey):
-            throw Problem(.conflict, code: "last_active_key",
-                          detail: "This is the account's only active API key; revoking it would lock the account out. Create a new key with POST /api/v1/account/keys first, then revoke this one.")
+            throw Problem(
+                .conflict, code: "last_active_key",
+                detail:
+                    "This is the account's only active API key; revoking it would lock the account out. Create a new key with POST /api/v1/account/keys first, then revoke this one."
+            )
         case .failure:
-            throw Problem(.notFound, code: "key_not_found", title: "Key not found",
-                          detail: "There is no API key \(id) on this account. List your keys with GET /api/v1/account/keys.")
+            throw Problem(
+                .notFound, code: "key_not_found", title: "Key not found",
+                detail: "There is no API key \(id) on this account. List your keys with GET /api/v1/account/keys.")
         }
     }
 }
@@ -191,13 +204,16 @@ struct AccountView: ResponseEncodable {
         createdAt = account.createdAt
         plan = current.plan.name
         if let sub = current.entitlement.subscription, let state = current.entitlement.state {
-            entitlement = EntitlementView(productId: sub.productId, expiresAt: current.entitlement.expiresAt, state: state, source: sub.source)
+            entitlement = EntitlementView(
+                productId: sub.productId, expiresAt: current.entitlement.expiresAt, state: state, source: sub.source)
         }
         usage = QuotaView(current.usage)
         let p = current.plan
-        limits = Limits(monthlyHighlights: p.monthlyHighlights, maxUploadBytes: p.maxUploadBytes, maxDurationSeconds: p.maxDurationSeconds,
-                        maxOutputSide: p.maxOutputSide, concurrentJobs: p.concurrentJobs, retentionDays: p.retentionDays,
-                        recuts: p.recuts)
+        limits = Limits(
+            monthlyHighlights: p.monthlyHighlights, maxUploadBytes: p.maxUploadBytes,
+            maxDurationSeconds: p.maxDurationSeconds,
+            maxOutputSide: p.maxOutputSide, concurrentJobs: p.concurrentJobs, retentionDays: p.retentionDays,
+            recuts: p.recuts)
         upgradeProductId = current.upgrade == nil ? nil : proProduct
     }
 

@@ -14,22 +14,31 @@ struct AccountsController {
         table.add(.post, "/api/v1/accounts", on: router, use: create)
     }
 
-    @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<AccountCreatedResponse> {
+    @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<
+        AccountCreatedResponse
+    > {
         let client = addresses.client(peer: context.peerAddress, forwardedFor: request.headers[values: .xForwardedFor])
-        if let retry = try await limiter.admit(client?.limiterKey ?? "unknown", store: service.database, now: service.clock()) {
-            throw Problem(.tooManyRequests, code: "too_many_accounts",
-                          detail: "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
-                          headers: [.retryAfter: String(retry)])
+        if let retry = try await limiter.admit(
+            client?.limiterKey ?? "unknown", store: service.database, now: service.clock())
+        {
+            throw Problem(
+                .tooManyRequests, code: "too_many_accounts",
+                detail:
+                    "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
+                headers: [.retryAfter: String(retry)])
         }
         context.inviteBody()
         var label: String?
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         if body.readableBytes > 0 {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
-                throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"label\": \"my phone\"}, or empty.")
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+            else {
+                throw Problem.badRequest(
+                    "invalid_json", "The body must be a JSON object such as {\"label\": \"my phone\"}, or empty.")
             }
             if let unknown = object.keys.first(where: { $0 != "label" }) {
-                throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". Accounts accept only \"label\".")
+                throw Problem.badRequest(
+                    "unknown_field", "Unknown field \"\(unknown)\". Accounts accept only \"label\".")
             }
             if let value = object["label"] {
                 guard let text = value as? String, text.count <= 100 else {
@@ -39,9 +48,11 @@ struct AccountsController {
             }
         }
         let (account, key) = try await service.createAccount(label: label)
-        return EditedResponse(status: .created, response: AccountCreatedResponse(
-            accountId: account.id, apiKey: key, plan: account.plan,
-            message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+        return EditedResponse(
+            status: .created,
+            response: AccountCreatedResponse(
+                accountId: account.id, apiKey: key, plan: account.plan,
+                message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
     }
 }
 
@@ -62,7 +73,9 @@ final class CreationLimiter: Sendable {
     /// Nil when admitted (and counted); otherwise seconds until the next one is allowed.
     func admit(_ address: String, store: any MomentsStore, now: Date) async throws -> Int? {
         guard perHour > 0 else { return nil }
-        switch try await store.admitSignup(client: Account.hash(apiKey: "signup " + address), perWindow: perHour, windowSeconds: 3600, now: now) {
+        switch try await store.admitSignup(
+            client: Account.hash(apiKey: "signup " + address), perWindow: perHour, windowSeconds: 3600, now: now)
+        {
         case .admitted: return nil
         case .refused(let retry): return retry
         }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An IPv4 or IPv6 address as bytes (4 or 16); IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are
@@ -38,7 +38,8 @@ struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
-        return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
+        return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":")
     }
 
     /// The first `bits` bits, the rest zeroed.

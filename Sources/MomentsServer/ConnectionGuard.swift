@@ -89,7 +89,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             let logger = self.logger
             headerTimer = context.eventLoop.scheduleTask(in: headerTimeout) {
-                logger.info("connection closed: request head not complete in time", metadata: ["timeout_ms": "\(headerTimeout.nanoseconds / 1_000_000)"])
+                logger.info(
+                    "connection closed: request head not complete in time",
+                    metadata: ["timeout_ms": "\(headerTimeout.nanoseconds / 1_000_000)"])
                 loopBound.value.close(promise: nil)
             }
         }

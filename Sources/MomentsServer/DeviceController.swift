@@ -24,36 +24,50 @@ struct DeviceController {
         let account = try context.requireAccount()
         let token = try Self.token(context)
         guard service.runner.pushes != nil else {
-            throw Problem(.serviceUnavailable, code: "push_unavailable", title: "Push notifications are off",
-                          detail: "This server sends no push notifications (it has no APNs key). Follow your jobs with GET /api/v1/jobs/{id}/events or a webhook.")
+            throw Problem(
+                .serviceUnavailable, code: "push_unavailable", title: "Push notifications are off",
+                detail:
+                    "This server sends no push notifications (it has no APNs key). Follow your jobs with GET /api/v1/jobs/{id}/events or a webhook."
+            )
         }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: Self.maxBodyBytes)
         } catch {
-            throw Problem(.contentTooLarge, code: "body_too_large", detail: "A device registration is a small JSON object such as {\"environment\": \"production\"}.")
+            throw Problem(
+                .contentTooLarge, code: "body_too_large",
+                detail: "A device registration is a small JSON object such as {\"environment\": \"production\"}.")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
-            throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"environment\": \"production\"}.")
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else {
+            throw Problem.badRequest(
+                "invalid_json", "The body must be a JSON object such as {\"environment\": \"production\"}.")
         }
         if object.keys.contains(where: { $0 != "environment" }) {
             throw Problem.badRequest("unknown_field", "A device registration accepts only \"environment\".")
         }
         guard let name = object["environment"] as? String, let environment = PushEnvironment(rawValue: name) else {
-            throw Problem(.unprocessableContent, code: "invalid_environment",
-                          detail: "\"environment\" must be \"production\" (App Store and TestFlight builds) or \"sandbox\" (development builds).")
+            throw Problem(
+                .unprocessableContent, code: "invalid_environment",
+                detail:
+                    "\"environment\" must be \"production\" (App Store and TestFlight builds) or \"sandbox\" (development builds)."
+            )
         }
         let limit = service.settings.push.maxDevicesPerAccount
-        switch try await service.database.registerDevice(accountId: account.id, token: token, environment: environment, limit: limit,
-                                                         now: service.clock()) {
+        switch try await service.database.registerDevice(
+            accountId: account.id, token: token, environment: environment, limit: limit,
+            now: service.clock())
+        {
         case .created(let device):
             return EditedResponse(status: .created, response: DeviceView(device))
         case .updated(let device):
             return EditedResponse(status: .ok, response: DeviceView(device))
         case .limitReached(let limit):
-            throw Problem(.conflict, code: "device_limit", title: "Too many devices",
-                          detail: "This account has \(limit) devices, the most it may have. Remove one with DELETE /api/v1/account/devices/{token} first.",
-                          extensions: ["limit": .int(limit)])
+            throw Problem(
+                .conflict, code: "device_limit", title: "Too many devices",
+                detail:
+                    "This account has \(limit) devices, the most it may have. Remove one with DELETE /api/v1/account/devices/{token} first.",
+                extensions: ["limit": .int(limit)])
         }
     }
 
@@ -61,8 +75,9 @@ struct DeviceController {
     @Sendable func list(_ request: Request, context: AppRequestContext) async throws -> DeviceListView {
         let account = try context.requireAccount()
         let devices = try await service.database.devices(accountId: account.id)
-        return DeviceListView(devices: devices.map(DeviceView.init), limit: service.settings.push.maxDevicesPerAccount,
-                              pushEnabled: service.runner.pushes != nil)
+        return DeviceListView(
+            devices: devices.map(DeviceView.init), limit: service.settings.push.maxDevicesPerAccount,
+            pushEnabled: service.runner.pushes != nil)
     }
 
     /// DELETE /api/v1/account/devices/{token}: no more pushes to it (those pending are given up).
@@ -70,8 +85,9 @@ struct DeviceController {
         let account = try context.requireAccount()
         let token = try Self.token(context)
         guard try await service.database.deleteDevice(accountId: account.id, token: token, now: service.clock()) else {
-            throw Problem(.notFound, code: "device_not_found", title: "Device not found",
-                          detail: "This account has no such device. List its devices with GET /api/v1/account/devices.")
+            throw Problem(
+                .notFound, code: "device_not_found", title: "Device not found",
+                detail: "This account has no such device. List its devices with GET /api/v1/account/devices.")
         }
         return Response(status: .noContent)
     }
@@ -79,8 +95,10 @@ struct DeviceController {
     /// The path's token: exactly 64 hexadecimal characters (APNs device tokens are 32 bytes), lowercased.
     static func token(_ context: AppRequestContext) throws -> String {
         guard let text = context.parameters.get("token"), let token = PushDevice.canonicalToken(text) else {
-            throw Problem(.unprocessableContent, code: "invalid_device_token",
-                          detail: "A device token is the 64 hexadecimal characters of the token APNs gave the app (32 bytes in hex).")
+            throw Problem(
+                .unprocessableContent, code: "invalid_device_token",
+                detail:
+                    "A device token is the 64 hexadecimal characters of the token APNs gave the app (32 bytes in hex).")
         }
         return token
     }
@@ -95,7 +113,8 @@ struct DeviceView: ResponseEncodable {
     enum CodingKeys: String, CodingKey { case token, environment, createdAt = "created_at", updatedAt = "updated_at" }
 
     init(_ device: PushDevice) {
-        token = device.token; environment = device.environment.rawValue; createdAt = device.createdAt; updatedAt = device.updatedAt
+        token = device.token; environment = device.environment.rawValue; createdAt = device.createdAt;
+        updatedAt = device.updatedAt
     }
 }
 

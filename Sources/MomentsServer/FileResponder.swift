@@ -7,10 +7,13 @@ import Hummingbird
 struct FileResponder {
     let fileIO = FileIO()
 
-    func respond(_ request: Request, context: AppRequestContext, path: String, contentType: String,
-                 disposition: String?) async throws -> Response {
+    func respond(
+        _ request: Request, context: AppRequestContext, path: String, contentType: String,
+        disposition: String?
+    ) async throws -> Response {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = (attributes[.size] as? NSNumber)?.int64Value else {
+            let size = (attributes[.size] as? NSNumber)?.int64Value
+        else {
             throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
         }
         let modified = (attributes[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
@@ -22,7 +25,7 @@ struct FileResponder {
             .acceptRanges: "bytes",
             .eTag: etag,
             .lastModified: lastModified,
-            .cacheControl: "private, max-age=3600",
+            .cacheControl: "private, max-age=3600"
         ]
         if let disposition { headers[.contentDisposition] = disposition }
 
@@ -33,15 +36,19 @@ struct FileResponder {
         }
         let isHead = request.method == .head
         do {
-            return try await respond(range: range, isHead: isHead, headers: headers, size: size, path: path, request: request, context: context)
+            return try await respond(
+                range: range, isHead: isHead, headers: headers, size: size, path: path, request: request,
+                context: context)
         } catch let error as HTTPError where error.status == .notFound {
             // Deleted between the stat and the read (the sweeper, or a DELETE).
             throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
         }
     }
 
-    private func respond(range: ByteRange, isHead: Bool, headers: HTTPFields, size: Int64, path: String,
-                         request: Request, context: AppRequestContext) async throws -> Response {
+    private func respond(
+        range: ByteRange, isHead: Bool, headers: HTTPFields, size: Int64, path: String,
+        request: Request, context: AppRequestContext
+    ) async throws -> Response {
         var headers = headers
         switch range {
         case .full:
@@ -51,14 +58,19 @@ struct FileResponder {
         case .partial(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
             headers[.contentLength] = String(bytes.count)
-            let body = isHead ? ResponseBody()
-                : try await fileIO.loadFile(path: path, range: Int(bytes.lowerBound)...Int(bytes.upperBound), context: context)
+            let body =
+                isHead
+                ? ResponseBody()
+                : try await fileIO.loadFile(
+                    path: path, range: Int(bytes.lowerBound)...Int(bytes.upperBound), context: context)
             return Response(status: .partialContent, headers: headers, body: body)
         case .unsatisfiable:
-            throw Problem(.rangeNotSatisfiable, code: "range_not_satisfiable",
-                          detail: "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
-                          extensions: ["size": .int(Int(size))],
-                          headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+            throw Problem(
+                .rangeNotSatisfiable, code: "range_not_satisfiable",
+                detail:
+                    "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
+                extensions: ["size": .int(Int(size))],
+                headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
         }
     }
 

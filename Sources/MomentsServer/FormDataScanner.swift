@@ -50,7 +50,9 @@ public struct FormDataScanner {
                 buffer.moveReaderIndex(forwardBy: at + delimiter.count)
                 state = .afterDelimiter
             case .afterDelimiter:
-                guard buffer.readableBytes >= 2, let pair = buffer.getBytes(at: buffer.readerIndex, length: 2) else { return }
+                guard buffer.readableBytes >= 2, let pair = buffer.getBytes(at: buffer.readerIndex, length: 2) else {
+                    return
+                }
                 if pair == [0x2D, 0x2D] {  // "--": the closing delimiter
                     buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
                     state = .epilogue
@@ -67,7 +69,9 @@ public struct FormDataScanner {
                     headers = []
                 } else {
                     guard let end = find([0x0D, 0x0A, 0x0D, 0x0A]) else {
-                        if buffer.readableBytes > Self.maxHeaderBytes { throw Malformed(reason: "part headers too long") }
+                        if buffer.readableBytes > Self.maxHeaderBytes {
+                            throw Malformed(reason: "part headers too long")
+                        }
                         return
                     }
                     guard end <= Self.maxHeaderBytes, let block = buffer.readString(length: end) else {
@@ -119,14 +123,17 @@ public struct FormDataScanner {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                 throw Malformed(reason: "a part header line has no name")
             }
-            headers.append((line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(),
-                            line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (
+                    line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(),
+                    line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                ))
         }
         return headers
     }
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation

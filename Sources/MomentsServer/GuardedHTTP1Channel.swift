@@ -30,16 +30,22 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 extension HTTPServerBuilder {
     /// HTTP/1 with the transport limits of `settings`: open connections, header and idle
     /// timeouts, and the body handling of `UploadConnectionHandler`.
-    static func guardedHTTP1(counter: ConnectionCounter, headerTimeoutSeconds: Double, idleTimeoutSeconds: Double,
-                             minBytesPerSecond: Int, stallSeconds: Double, logger: Logger) -> HTTPServerBuilder {
+    static func guardedHTTP1(
+        counter: ConnectionCounter, headerTimeoutSeconds: Double, idleTimeoutSeconds: Double,
+        minBytesPerSecond: Int, stallSeconds: Double, logger: Logger
+    ) -> HTTPServerBuilder {
         let header: TimeAmount? = headerTimeoutSeconds > 0 ? .nanoseconds(Int64(headerTimeoutSeconds * 1e9)) : nil
         let idle: TimeAmount? = idleTimeoutSeconds > 0 ? .nanoseconds(Int64(idleTimeoutSeconds * 1e9)) : nil
         return HTTPServerBuilder { responder in
             let configuration = HTTP1Channel.Configuration(
-                additionalChannelHandlers: [UploadConnectionHandler(minBytesPerSecond: minBytesPerSecond, stallSeconds: stallSeconds, logger: logger)],
+                additionalChannelHandlers: [
+                    UploadConnectionHandler(
+                        minBytesPerSecond: minBytesPerSecond, stallSeconds: stallSeconds, logger: logger)
+                ],
                 idleTimeout: idle)
-            return GuardedHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: configuration),
-                                       counter: counter, headerTimeout: header)
+            return GuardedHTTP1Channel(
+                inner: HTTP1Channel(responder: responder, configuration: configuration),
+                counter: counter, headerTimeout: header)
         }
     }
 }

@@ -22,7 +22,8 @@ struct HealthController {
         if failing.isEmpty { return HealthResponse(status: "ready") }
         let reasons = failing.keys.sorted().map { "\($0): \(failing[$0]!.detail)" }.joined(separator: "; ")
         context.logger.warning("not ready", metadata: ["checks": "\(reasons)"])
-        throw Problem(.serviceUnavailable, code: "not_ready", detail: "The server cannot take work now; try again shortly.",
-                      headers: [.retryAfter: "30"])
+        throw Problem(
+            .serviceUnavailable, code: "not_ready", detail: "The server cannot take work now; try again shortly.",
+            headers: [.retryAfter: "30"])
     }
 }

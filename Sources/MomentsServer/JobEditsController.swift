@@ -26,7 +26,8 @@ struct JobEditsController {
 
     // MARK: Re-cuts
 
-    @Sendable func recut(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<UploadResponse> {
+    @Sendable func recut(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<UploadResponse>
+    {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
         let body = try await request.body.collect(upTo: Self.maxBodyBytes)
@@ -36,10 +37,12 @@ struct JobEditsController {
             let base = service.settings.baseURL
             let response = UploadResponse(
                 jobId: job.id,
-                message: "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
+                message:
+                    "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
                 estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
                 links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
-            return EditedResponse(status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
+            return EditedResponse(
+                status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
         } catch let refusal as JobService.RecutRefusal {
             throw Problem(refusal, jobID: id)
         } catch let refusal as Refusal {
@@ -51,11 +54,17 @@ struct JobEditsController {
     /// re-cuts with the original's choices).
     static func parse(_ body: ByteBuffer) throws -> RecutRequest {
         guard body.readableBytes > 0 else { return RecutRequest() }
-        let invalid = Problem.badRequest("invalid_json", "The body must be a JSON object with any of target_duration, quality, aspect, include and exclude.")
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] else { throw invalid }
+        let invalid = Problem.badRequest(
+            "invalid_json",
+            "The body must be a JSON object with any of target_duration, quality, aspect, include and exclude.")
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+        else { throw invalid }
         let known: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
-            throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, include and exclude.")
+            throw Problem.badRequest(
+                "unknown_field",
+                "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, include and exclude."
+            )
         }
         var recut = RecutRequest()
         do {
@@ -75,7 +84,9 @@ struct JobEditsController {
             }
             // include and exclude take the same shapes as the upload's fields, as JSON.
             if let value = object["include"] {
-                let text = String(decoding: try JSONSerialization.data(withJSONObject: value is [Any] ? value : [value]), as: UTF8.self)
+                let text = String(
+                    decoding: try JSONSerialization.data(withJSONObject: value is [Any] ? value : [value]),
+                    as: UTF8.self)
                 recut.include = try EditRequest.parse(aspect: nil, include: text, exclude: nil).include
             }
             if let value = object["exclude"], !(value is NSNull) {
@@ -98,14 +109,18 @@ struct JobEditsController {
         guard let format = TimelineFormat(rawValue: name.lowercased()) else {
             throw Problem.badRequest("invalid_format", "format must be fcpxml, otio or edl.")
         }
-        guard job.status == .completed, job.mediaDeletedAt == nil, let segments = job.segments, !segments.isEmpty, let output = job.output else {
+        guard job.status == .completed, job.mediaDeletedAt == nil, let segments = job.segments, !segments.isEmpty,
+            let output = job.output
+        else {
             // The same answers as a download of a job that has none.
             throw JobMediaState.unavailable(job)
         }
         let document = Self.document(job, segments: segments, output: output, crossfade: service.crossfadeSeconds)
         let text = TimelineExport.render(document, as: format)
         let filename = "highlight_\(job.id).\(format.fileExtension)"
-        var headers: HTTPFields = [.contentType: format.mediaType, .contentDisposition: "attachment; filename=\"\(filename)\""]
+        var headers: HTTPFields = [
+            .contentType: format.mediaType, .contentDisposition: "attachment; filename=\"\(filename)\""
+        ]
         headers[.cacheControl] = "private, no-cache"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
@@ -115,13 +130,15 @@ struct JobEditsController {
     static func document(_ job: Job, segments: [JobSegment], output: JobOutput, crossfade: Double) -> TimelineDocument {
         let input = job.input
         let clips = segments.map { s in
-            TimelineClip(sourceStart: s.start, sourceEnd: s.end,
-                         crop: s.crop.map { TimelineCrop(x: $0.x, y: $0.y, width: $0.width, height: $0.height) })
+            TimelineClip(
+                sourceStart: s.start, sourceEnd: s.end,
+                crop: s.crop.map { TimelineCrop(x: $0.x, y: $0.y, width: $0.width, height: $0.height) })
         }
         return TimelineDocument(
             title: "Moments highlight \(job.id)", sourceName: job.edit?.sourceName ?? "video_\(job.id).mp4",
             sourceDuration: input.duration, rate: TimelineRate.nearest(to: input.frameRate),
-            sourceWidth: input.width, sourceHeight: input.height, outputWidth: output.width, outputHeight: output.height,
+            sourceWidth: input.width, sourceHeight: input.height, outputWidth: output.width,
+            outputHeight: output.height,
             hasAudio: input.audioCodec != nil, clips: clips, crossfadeSeconds: crossfade)
     }
 
@@ -131,9 +148,14 @@ struct JobEditsController {
         let job = try await job(context)
         guard let download = try await Problem.storageCall({ try await service.media(job, .storyboard) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
-            throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard (it was made before storyboards existed, or its picture could not be drawn).")
+            throw Problem(
+                .notFound, code: "no_storyboard",
+                detail:
+                    "This highlight has no storyboard (it was made before storyboards existed, or its picture could not be drawn)."
+            )
         }
-        return try await files.respond(request, context: context, download: download, contentType: "image/png",
-                                       disposition: "inline; filename=\"storyboard_\(job.id).png\"")
+        return try await files.respond(
+            request, context: context, download: download, contentType: "image/png",
+            disposition: "inline; filename=\"storyboard_\(job.id).png\"")
     }
 }

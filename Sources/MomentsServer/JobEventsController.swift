@@ -36,7 +36,8 @@ struct JobEventsController {
 
         init(_ job: Job, baseURL: String) {
             status = JobStatusResponse(job, baseURL: baseURL)
-            id = "\(Int64((job.updatedAt.timeIntervalSince1970 * 1000).rounded()))-\(job.status.rawValue)-\(job.progress)"
+            id =
+                "\(Int64((job.updatedAt.timeIntervalSince1970 * 1000).rounded()))-\(job.status.rawValue)-\(job.progress)"
         }
 
         static func == (a: Snapshot, b: Snapshot) -> Bool { a.id == b.id && a.status.message == b.status.message }
@@ -50,7 +51,7 @@ struct JobEventsController {
             out.writeStaticString("\nevent: ")
             out.writeString(status.status.rawValue)
             out.writeStaticString("\ndata: ")
-            status.write(to: &out) // one line: JSON strings escape their newlines
+            status.write(to: &out)  // one line: JSON strings escape their newlines
             out.writeStaticString("\n\n")
             return out
         }
@@ -69,9 +70,11 @@ struct JobEventsController {
         // One account cannot hold an unbounded number of streams (each reads the store 4 times a second).
         guard let slot = slots.take(account: account.id, limit: service.settings.maxEventStreamsPerAccount) else {
             let limit = service.settings.maxEventStreamsPerAccount
-            throw Problem(.tooManyRequests, code: "too_many_streams",
-                          detail: "Your account already has \(limit) event stream\(limit == 1 ? "" : "s") open. Close one (each stream follows one job; poll GET /api/v1/jobs/{id}/status for the rest), then try again.",
-                          extensions: ["limit": .int(limit)], headers: [.retryAfter: "10"])
+            throw Problem(
+                .tooManyRequests, code: "too_many_streams",
+                detail:
+                    "Your account already has \(limit) event stream\(limit == 1 ? "" : "s") open. Close one (each stream follows one job; poll GET /api/v1/jobs/{id}/status for the rest), then try again.",
+                extensions: ["limit": .int(limit)], headers: [.retryAfter: "10"])
         }
         // A key revoked (or an account disabled) while the stream is open ends it within a few seconds.
         let revoked = EventStreamSlots.Flag()
@@ -81,39 +84,41 @@ struct JobEventsController {
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-cache",
-            HTTPField.Name("X-Accel-Buffering")!: "no", // nginx: pass each event on at once
+            HTTPField.Name("X-Accel-Buffering")!: "no"  // nginx: pass each event on at once
         ]
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            // The slot goes back and the watch stops when the stream ends, however it ends.
-            defer { watch.cancel(); slot.release() }
-            let clock = ContinuousClock()
-            var preamble = ByteBuffer()
-            preamble.writeString("retry: \(Self.reconnectMilliseconds)\n\n")
-            try await writer.write(preamble)
-            var sent: Snapshot? = nil
-            var current = snapshot
-            var lastWrite = clock.now
-            while true {
-                if current != sent, lastSeen != current.id || sent != nil {
-                    try await writer.write(current.event)
-                    lastWrite = clock.now
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                // The slot goes back and the watch stops when the stream ends, however it ends.
+                defer { watch.cancel(); slot.release() }
+                let clock = ContinuousClock()
+                var preamble = ByteBuffer()
+                preamble.writeString("retry: \(Self.reconnectMilliseconds)\n\n")
+                try await writer.write(preamble)
+                var sent: Snapshot? = nil
+                var current = snapshot
+                var lastWrite = clock.now
+                while true {
+                    if current != sent, lastSeen != current.id || sent != nil {
+                        try await writer.write(current.event)
+                        lastWrite = clock.now
+                    }
+                    sent = current
+                    if current.status.status.isFinished { break }
+                    try await Task.sleep(for: Self.pollInterval)
+                    if revoked.isSet { break }
+                    if clock.now - lastWrite >= heartbeat {
+                        var ping = ByteBuffer()
+                        ping.writeStaticString(": ping\n\n")
+                        try await writer.write(ping)
+                        lastWrite = clock.now
+                    }
+                    // A job deleted meanwhile ends the stream (its owner removed it).
+                    guard let job = try await service.job(id: id, account: account) else { break }
+                    current = Snapshot(job, baseURL: base)
                 }
-                sent = current
-                if current.status.status.isFinished { break }
-                try await Task.sleep(for: Self.pollInterval)
-                if revoked.isSet { break }
-                if clock.now - lastWrite >= heartbeat {
-                    var ping = ByteBuffer()
-                    ping.writeStaticString(": ping\n\n")
-                    try await writer.write(ping)
-                    lastWrite = clock.now
-                }
-                // A job deleted meanwhile ends the stream (its owner removed it).
-                guard let job = try await service.job(id: id, account: account) else { break }
-                current = Snapshot(job, baseURL: base)
-            }
-            try await writer.finish(nil)
-        })
+                try await writer.finish(nil)
+            })
     }
 }
 

@@ -19,18 +19,26 @@ enum JobMediaState {
     static func unavailable(_ job: Job) -> Problem {
         switch job.status {
         case .completed:
-            return Problem(.gone, code: "media_deleted",
-                           detail: "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight.")
+            return Problem(
+                .gone, code: "media_deleted",
+                detail:
+                    "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight."
+            )
         case .pending, .processing:
-            return Problem(.conflict, code: "job_not_completed",
-                           detail: "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
-                           extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
+            return Problem(
+                .conflict, code: "job_not_completed",
+                detail:
+                    "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
+                extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
         case .failed:
-            return Problem(.conflict, code: "job_failed", detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
-                           extensions: ["job_status": .string(job.status.rawValue)])
+            return Problem(
+                .conflict, code: "job_failed",
+                detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
+                extensions: ["job_status": .string(job.status.rawValue)])
         case .cancelled:
-            return Problem(.conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
-                           extensions: ["job_status": .string(job.status.rawValue)])
+            return Problem(
+                .conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
+                extensions: ["job_status": .string(job.status.rawValue)])
         }
     }
 }

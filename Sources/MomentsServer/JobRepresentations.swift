@@ -28,7 +28,8 @@ struct QuotaView: Codable, Sendable {
     enum CodingKeys: String, CodingKey { case period, limit, used, remaining, resetsAt = "resets_at" }
 
     init(_ usage: JobService.QuotaUsage) {
-        period = usage.period; limit = usage.limit; used = usage.used; remaining = usage.remaining; resetsAt = usage.resetsAt
+        period = usage.period; limit = usage.limit; used = usage.used; remaining = usage.remaining;
+        resetsAt = usage.resetsAt
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -66,7 +67,8 @@ struct JobStatusResponse: ResponseGenerator {
         out.reserveCapacity(256)
         write(to: &out)
         out.writeStaticString("\n")
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: out))
     }
 
     /// The JSON object, on one line (the events stream's `data:` carries it too).
@@ -85,8 +87,10 @@ struct JobStatusResponse: ResponseGenerator {
     }
 
     init(_ job: Job, baseURL: String) {
-        self.init(JobStatusRow(id: job.id, status: job.status, progress: job.progress, message: job.message,
-                               mediaDeleted: job.mediaDeletedAt != nil), baseURL: baseURL)
+        self.init(
+            JobStatusRow(
+                id: job.id, status: job.status, progress: job.progress, message: job.message,
+                mediaDeleted: job.mediaDeletedAt != nil), baseURL: baseURL)
     }
 
     init(_ row: JobStatusRow, baseURL: String) {
@@ -109,7 +113,9 @@ struct JobLinks: Codable, Sendable {
     var recuts: String?
     var events: String
 
-    enum CodingKeys: String, CodingKey { case this = "self", status, download, poster, analysis, storyboard, timeline, recuts, events }
+    enum CodingKeys: String, CodingKey {
+        case this = "self", status, download, poster, analysis, storyboard, timeline, recuts, events
+    }
 
     init(_ job: Job, baseURL: String) {
         let base = "\(baseURL)/api/v1/jobs/\(job.id)"
@@ -130,7 +136,9 @@ struct JobLinks: Codable, Sendable {
 struct JobDetailResponse: ResponseEncodable {
     struct Parameters: Codable {
         var targetDuration: Int; var quality: String; var aspect: String; var include: [Double]; var exclude: [JobRange]
-        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality, aspect, include, exclude }
+        enum CodingKeys: String, CodingKey {
+            case targetDuration = "target_duration", quality, aspect, include, exclude
+        }
     }
     struct Output: Codable {
         var duration: Double, size: Int64, width: Int, height: Int, analysisReused: Bool
@@ -140,7 +148,8 @@ struct JobDetailResponse: ResponseEncodable {
         var duration: Double, size: Int64, container: String, videoCodec: String, audioCodec: String?
         var width: Int, height: Int, rotation: Int, frameRate: Double
         enum CodingKeys: String, CodingKey {
-            case duration, size, container, videoCodec = "video_codec", audioCodec = "audio_codec", width, height, rotation
+            case duration, size, container, videoCodec = "video_codec", audioCodec = "audio_codec", width, height,
+                rotation
             case frameRate = "frame_rate"
         }
     }
@@ -148,9 +157,13 @@ struct JobDetailResponse: ResponseEncodable {
     /// The earlier upload of the account this one was recognised as.
     struct Duplicate: Codable {
         var jobId: String, offsetSeconds: Double, resultReused: Bool
-        enum CodingKeys: String, CodingKey { case jobId = "job_id", offsetSeconds = "offset_seconds", resultReused = "result_reused" }
+        enum CodingKeys: String, CodingKey {
+            case jobId = "job_id", offsetSeconds = "offset_seconds", resultReused = "result_reused"
+        }
     }
-    struct Segment: Codable { var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop? }
+    struct Segment: Codable {
+        var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop?
+    }
 
     var jobId: String
     var status: JobState
@@ -185,21 +198,32 @@ struct JobDetailResponse: ResponseEncodable {
     init(_ job: Job, baseURL: String) {
         jobId = job.id; status = job.status; progress = job.progress; stage = job.stage; message = job.message
         let edit = job.edit ?? JobEdit()
-        parameters = Parameters(targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect,
-                                include: edit.include, exclude: edit.exclude)
+        parameters = Parameters(
+            targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect,
+            include: edit.include, exclude: edit.exclude)
         recutOf = edit.recutOf
-        duplicateOf = job.output?.duplicateOf.map { Duplicate(jobId: $0.jobId, offsetSeconds: ms($0.offsetSeconds), resultReused: $0.resultCopied) }
+        duplicateOf = job.output?.duplicateOf.map {
+            Duplicate(jobId: $0.jobId, offsetSeconds: ms($0.offsetSeconds), resultReused: $0.resultCopied)
+        }
         let i = job.input
-        input = Input(duration: i.duration, size: i.size, container: i.container, videoCodec: i.videoCodec, audioCodec: i.audioCodec,
-                      width: i.width, height: i.height, rotation: i.rotation, frameRate: i.frameRate)
+        input = Input(
+            duration: i.duration, size: i.size, container: i.container, videoCodec: i.videoCodec,
+            audioCodec: i.audioCodec,
+            width: i.width, height: i.height, rotation: i.rotation, frameRate: i.frameRate)
         createdAt = job.createdAt; startedAt = job.startedAt; finishedAt = job.finishedAt; attempts = job.attempts
         estimatedTime = job.estimatedSeconds; processingSeconds = job.processingSeconds
         error = job.errorCode.map { Failure(code: $0, message: job.errorMessage ?? job.message) }
-        output = job.output.map { Output(duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height,
-                                         analysisReused: $0.analysisReused ?? false) }
+        output = job.output.map {
+            Output(
+                duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height,
+                analysisReused: $0.analysisReused ?? false)
+        }
         segments = (job.segments ?? []).map {
-            Segment(start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start), score: (($0.score * 1000).rounded()) / 1000,
-                    reason: $0.reason, crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) })
+            Segment(
+                start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start),
+                score: (($0.score * 1000).rounded()) / 1000,
+                reason: $0.reason,
+                crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) })
         }
         resultUrl = resultURL(job, baseURL: baseURL)
         mediaDeletedAt = job.mediaDeletedAt
@@ -213,7 +237,8 @@ func ms(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
 /// GET /api/v1/jobs: one page, newest first.
 struct JobListResponse: ResponseEncodable {
     struct Item: Codable {
-        var jobId: String, status: JobState, progress: Int, message: String, createdAt: Date, finishedAt: Date?, resultUrl: String?
+        var jobId: String, status: JobState, progress: Int, message: String, createdAt: Date, finishedAt: Date?,
+            resultUrl: String?
         var url: String
         enum CodingKeys: String, CodingKey {
             case jobId = "job_id", status, progress, message, createdAt = "created_at", finishedAt = "finished_at"

@@ -39,23 +39,28 @@ struct JobsController {
         let account = try context.requireAccount()
         let query = request.uri.queryParameters
         let limit = try Self.integer(query["limit"].map(String.init), name: "limit", default: 20, range: 1...100)
-        let offset = try Self.integer(query["offset"].map(String.init), name: "offset", default: 0, range: 0...Int(Int32.max))
+        let offset = try Self.integer(
+            query["offset"].map(String.init), name: "offset", default: 0, range: 0...Int(Int32.max))
         let (jobs, total) = try await service.jobs(account: account, limit: limit, offset: offset)
         let base = service.settings.baseURL
         let items = jobs.map { job in
-            JobListResponse.Item(jobId: job.id, status: job.status, progress: job.progress, message: job.message,
-                                 createdAt: job.createdAt, finishedAt: job.finishedAt,
-                                 resultUrl: resultURL(job, baseURL: base),
-                                 url: "\(base)/api/v1/jobs/\(job.id)")
+            JobListResponse.Item(
+                jobId: job.id, status: job.status, progress: job.progress, message: job.message,
+                createdAt: job.createdAt, finishedAt: job.finishedAt,
+                resultUrl: resultURL(job, baseURL: base),
+                url: "\(base)/api/v1/jobs/\(job.id)")
         }
-        let next = offset + jobs.count < total ? "\(base)/api/v1/jobs?limit=\(limit)&offset=\(offset + jobs.count)" : nil
+        let next =
+            offset + jobs.count < total ? "\(base)/api/v1/jobs?limit=\(limit)&offset=\(offset + jobs.count)" : nil
         return JobListResponse(jobs: items, total: total, limit: limit, offset: offset, next: next)
     }
 
     @Sendable func cancel(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        guard let job = try await service.cancelOrDelete(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        guard let job = try await service.cancelOrDelete(id: id, account: account) else {
+            throw Problem.jobNotFound(id)
+        }
         var response = JobStatusResponse(job, baseURL: service.settings.baseURL)
         if job.status != .cancelled, job.mediaDeletedAt != nil {
             response.message = "The job's stored media were deleted."
@@ -66,21 +71,24 @@ struct JobsController {
     @Sendable func download(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
         let download = try ready(job, try await Problem.storageCall { try await service.media(job, .result) })
-        return try await files.respond(request, context: context, download: download, contentType: "video/mp4",
-                                       disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
+        return try await files.respond(
+            request, context: context, download: download, contentType: "video/mp4",
+            disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
     }
 
     @Sendable func poster(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
         let download = try ready(job, try await Problem.storageCall { try await service.media(job, .poster) })
-        return try await files.respond(request, context: context, download: download, contentType: "image/jpeg",
-                                       disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
+        return try await files.respond(
+            request, context: context, download: download, contentType: "image/jpeg",
+            disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
     }
 
     @Sendable func analysis(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
         let download = try ready(job, try await Problem.storageCall { try await service.media(job, .analysis) })
-        return try await files.respond(request, context: context, download: download, contentType: "application/json", disposition: nil)
+        return try await files.respond(
+            request, context: context, download: download, contentType: "application/json", disposition: nil)
     }
 
     /// The file of a completed job, or 409 (not completed yet / failed / cancelled) or 410 (deleted).
@@ -92,7 +100,8 @@ struct JobsController {
     static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text else { return value }
         guard let number = Int(text), range.contains(number) else {
-            throw Problem.badRequest("invalid_query", "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound).")
+            throw Problem.badRequest(
+                "invalid_query", "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound).")
         }
         return number
     }

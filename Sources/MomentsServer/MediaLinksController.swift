@@ -31,12 +31,16 @@ struct MediaLinksController {
         let job = try await service.ownedJob(context)
         guard job.status == .completed, job.mediaDeletedAt == nil else { throw JobMediaState.unavailable(job) }
         guard let keyId = context.apiKeyId,
-              let (tokens, expires) = try await service.mediaLinks(job: job, account: account, keyId: keyId) else {
-            throw APIKeyMiddleware.unauthorized("revoked_api_key", "This API key was revoked. Use another key of your account.")
+            let (tokens, expires) = try await service.mediaLinks(job: job, account: account, keyId: keyId)
+        else {
+            throw APIKeyMiddleware.unauthorized(
+                "revoked_api_key", "This API key was revoked. Use another key of your account.")
         }
         let base = service.settings.baseURL
         let url = { (file: String) in "\(base)/api/v1/media/\(tokens[file] ?? "")" }
-        return LinksView(highlight: url("highlight.mp4"), poster: url("poster.jpg"), storyboard: url("storyboard.png"), expiresAt: expires)
+        return LinksView(
+            highlight: url("highlight.mp4"), poster: url("poster.jpg"), storyboard: url("storyboard.png"),
+            expiresAt: expires)
     }
 
     @Sendable func media(_ request: Request, context: AppRequestContext) async throws -> Response {
@@ -45,11 +49,15 @@ struct MediaLinksController {
         switch try await service.mediaLink(Substring(token)) {
         case .success(let opened): (job, file) = opened
         case .failure(.expired):
-            throw Problem(.forbidden, code: "media_link_expired",
-                          detail: "This media link has expired. Ask for new links with GET /api/v1/jobs/{id}/media-links.")
+            throw Problem(
+                .forbidden, code: "media_link_expired",
+                detail: "This media link has expired. Ask for new links with GET /api/v1/jobs/{id}/media-links.")
         case .failure(.invalid):
-            throw Problem(.forbidden, code: "invalid_media_link",
-                          detail: "This media link is not valid (mistyped, or its API key was revoked). Ask for new links with GET /api/v1/jobs/{id}/media-links.")
+            throw Problem(
+                .forbidden, code: "invalid_media_link",
+                detail:
+                    "This media link is not valid (mistyped, or its API key was revoked). Ask for new links with GET /api/v1/jobs/{id}/media-links."
+            )
         }
         guard let download = try await Problem.storageCall({ try await service.media(job, file) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
@@ -57,14 +65,17 @@ struct MediaLinksController {
         }
         switch file {
         case .poster:
-            return try await files.respond(request, context: context, download: download, contentType: "image/jpeg",
-                                           disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
+            return try await files.respond(
+                request, context: context, download: download, contentType: "image/jpeg",
+                disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
         case .storyboard:
-            return try await files.respond(request, context: context, download: download, contentType: "image/png",
-                                           disposition: "inline; filename=\"storyboard_\(job.id).png\"")
+            return try await files.respond(
+                request, context: context, download: download, contentType: "image/png",
+                disposition: "inline; filename=\"storyboard_\(job.id).png\"")
         default:
-            return try await files.respond(request, context: context, download: download, contentType: "video/mp4",
-                                           disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
+            return try await files.respond(
+                request, context: context, download: download, contentType: "video/mp4",
+                disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
         }
     }
 }

@@ -10,11 +10,14 @@ import ObjectStorage
 struct MediaResponder {
     let files = FileResponder()
 
-    func respond(_ request: Request, context: AppRequestContext, download: MediaDownload, contentType: String,
-                 disposition: String?) async throws -> Response {
+    func respond(
+        _ request: Request, context: AppRequestContext, download: MediaDownload, contentType: String,
+        disposition: String?
+    ) async throws -> Response {
         switch download {
         case .file(let path):
-            return try await files.respond(request, context: context, path: path, contentType: contentType, disposition: disposition)
+            return try await files.respond(
+                request, context: context, path: path, contentType: contentType, disposition: disposition)
         case .redirect(let url):
             return Response(status: .found, headers: [.location: url.absoluteString, .cacheControl: "no-store"])
         case .object(let object):
@@ -24,7 +27,9 @@ struct MediaResponder {
 
     /// Streams the object (or the asked range of it) from the bucket: one ranged GET, its body
     /// passed on chunk by chunk as it arrives, never the whole file in memory.
-    private func respond(_ request: Request, object: StoredObject, contentType: String, disposition: String?) async throws -> Response {
+    private func respond(_ request: Request, object: StoredObject, contentType: String, disposition: String?)
+        async throws -> Response
+    {
         let size = object.size
         let etag = object.etag ?? "\"\(String(size, radix: 16))\""
         let lastModified = object.lastModified.map(FileResponder.httpDate)
@@ -32,7 +37,7 @@ struct MediaResponder {
             .contentType: contentType,
             .acceptRanges: "bytes",
             .eTag: etag,
-            .cacheControl: "private, max-age=3600",
+            .cacheControl: "private, max-age=3600"
         ]
         if let lastModified { headers[.lastModified] = lastModified }
         if let disposition { headers[.contentDisposition] = disposition }
@@ -56,10 +61,12 @@ struct MediaResponder {
             let stream = try await open(object, range: bytes)
             return Response(status: .partialContent, headers: headers, body: ResponseBody(asyncSequence: stream.body))
         case .unsatisfiable:
-            throw Problem(.rangeNotSatisfiable, code: "range_not_satisfiable",
-                          detail: "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
-                          extensions: ["size": .int(Int(size))],
-                          headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+            throw Problem(
+                .rangeNotSatisfiable, code: "range_not_satisfiable",
+                detail:
+                    "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
+                extensions: ["size": .int(Int(size))],
+                headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
         }
     }
 
@@ -78,8 +85,9 @@ struct MediaResponder {
 extension Problem {
     /// The media storage (the bucket) did not answer: try again; what failed is in the server log.
     static var storageUnavailable: Problem {
-        Problem(.serviceUnavailable, code: "storage_unavailable", detail: MediaStorageError.userMessage,
-                headers: [.retryAfter: String(MediaStorageError.retryAfterSeconds)])
+        Problem(
+            .serviceUnavailable, code: "storage_unavailable", detail: MediaStorageError.userMessage,
+            headers: [.retryAfter: String(MediaStorageError.retryAfterSeconds)])
     }
 
     /// Runs a media-storage call, turning an unreachable storage into a 503 the user can act on.

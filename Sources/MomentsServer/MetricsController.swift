@@ -18,7 +18,8 @@ struct MetricsController: Sendable {
     }
 
     func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
-        table.add(.get, "/metrics", on: router) { request, context in try await self.metrics(request, context: context) }
+        table.add(.get, "/metrics", on: router) { request, context in try await self.metrics(request, context: context)
+        }
     }
 
     func addRoutes<Context: RequestContext>(to router: Router<Context>) {
@@ -27,13 +28,15 @@ struct MetricsController: Sendable {
 
     func metrics(_ request: Request, context: some RequestContext) async throws -> Response {
         guard Self.authorized(request.headers[.authorization], token: token) else {
-            throw Problem(.unauthorized, code: "invalid_metrics_token",
-                          detail: "This server's metrics need its metrics token: send \"Authorization: Bearer <token>\".",
-                          headers: [.wwwAuthenticate: "Bearer realm=\"moments-metrics\""])
+            throw Problem(
+                .unauthorized, code: "invalid_metrics_token",
+                detail: "This server's metrics need its metrics token: send \"Authorization: Bearer <token>\".",
+                headers: [.wwwAuthenticate: "Bearer realm=\"moments-metrics\""])
         }
         await refresh()
-        return Response(status: .ok, headers: [.contentType: MetricsExporter.contentType],
-                        body: .init(byteBuffer: ByteBuffer(bytes: MetricsExporter.exposition())))
+        return Response(
+            status: .ok, headers: [.contentType: MetricsExporter.contentType],
+            body: .init(byteBuffer: ByteBuffer(bytes: MetricsExporter.exposition())))
     }
 
     /// True when no token is configured, or the header is `Bearer <token>` (compared in constant time).

@@ -25,8 +25,9 @@ struct MultipartUpload {
     /// The boundary of a multipart/form-data Content-Type, or a 415/400 problem.
     static func boundary(contentType: String?) throws -> String {
         guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data") else {
-            throw Problem(.unsupportedMediaType, code: "not_multipart",
-                          detail: "Send the video as multipart/form-data with a part named \"file\" (curl -F file=@video.mp4).")
+            throw Problem(
+                .unsupportedMediaType, code: "not_multipart",
+                detail: "Send the video as multipart/form-data with a part named \"file\" (curl -F file=@video.mp4).")
         }
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -45,13 +46,17 @@ struct MultipartUpload {
 
     /// `checkSpace` is called with the bytes written so far before each write to disk. Every exit
     /// but success deletes the file at `path`.
-    static func receive(_ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
-                        logger: Logger, checkSpace: (Int64) throws -> Void) async throws -> Result {
+    static func receive(
+        _ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
+        logger: Logger, checkSpace: (Int64) throws -> Void
+    ) async throws -> Result {
         var state = ParseState()
         var scanner = FormDataScanner(boundary: boundary)
 
         do {
-            return try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(path), options: .newFile(replaceExisting: false)) { handle in
+            return try await FileSystem.shared.withFileHandle(
+                forWritingAt: FilePath(path), options: .newFile(replaceExisting: false)
+            ) { handle in
                 var offset: Int64 = 0
                 var total: Int64 = 0
                 for try await chunk in body {
@@ -59,32 +64,43 @@ struct MultipartUpload {
                     do {
                         try scanner.feed(chunk) { event in state.handle(event) }
                     } catch let malformed as FormDataScanner.Malformed {
-                        throw Problem.badRequest("malformed_multipart", "The multipart/form-data body is malformed (\(malformed.reason)).")
+                        throw Problem.badRequest(
+                            "malformed_multipart", "The multipart/form-data body is malformed (\(malformed.reason)).")
                     }
                     if let problem = state.problem { throw problem }
                     if state.fileBytes > maxFileBytes { throw tooLarge }
                     if total - state.fileBytes > maxOverheadBytes {
-                        throw Problem.badRequest("malformed_multipart",
-                                                 "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, include and exclude.")
+                        throw Problem.badRequest(
+                            "malformed_multipart",
+                            "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, include and exclude."
+                        )
                     }
                     if state.pending.readableBytes >= batchBytes {
                         try checkSpace(offset)
-                        offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
+                        offset += Int64(
+                            try await handle.write(
+                                contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                         state.pending.clear()
                     }
                 }
                 if state.pending.readableBytes > 0 {
-                    offset += Int64(try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
+                    offset += Int64(
+                        try await handle.write(contentsOf: state.pending.readableBytesView, toAbsoluteOffset: offset))
                     state.pending.clear()
                 }
                 guard scanner.isComplete, !state.partOpen else {
-                    throw Problem.badRequest("malformed_multipart", "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
+                    throw Problem.badRequest(
+                        "malformed_multipart",
+                        "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
                 }
                 guard state.sawFile else {
-                    throw Problem.badRequest("missing_file", "The upload has no part named \"file\". Send the video as: curl -F file=@video.mp4 …")
+                    throw Problem.badRequest(
+                        "missing_file",
+                        "The upload has no part named \"file\". Send the video as: curl -F file=@video.mp4 …")
                 }
                 guard state.fileBytes > 0 else {
-                    throw Problem.badRequest("empty_file", "The \"file\" part is empty. Choose a video file and upload it again.")
+                    throw Problem.badRequest(
+                        "empty_file", "The \"file\" part is empty. Choose a video file and upload it again.")
                 }
                 return Result(fileBytes: state.fileBytes, fields: state.fields, filename: state.filename)
             }
@@ -94,13 +110,15 @@ struct MultipartUpload {
         } catch let error as FileSystemError {
             try? FileManager.default.removeItem(atPath: path)
             logger.error("upload could not be stored", metadata: ["error": "\(error)"])
-            throw Problem(HTTPResponse.Status(code: 507), code: "insufficient_storage",
-                          detail: "The server could not store the upload. Try again later.")
+            throw Problem(
+                HTTPResponse.Status(code: 507), code: "insufficient_storage",
+                detail: "The server could not store the upload. Try again later.")
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             // The connection dropped or the body stream broke: the client went away mid-upload.
             logger.info("upload interrupted", metadata: ["error": "\(error)"])
-            throw Problem.badRequest("upload_interrupted", "The upload ended before the whole body arrived. Send it again.")
+            throw Problem.badRequest(
+                "upload_interrupted", "The upload ended before the whole body arrived. Send it again.")
         }
     }
 
@@ -139,7 +157,12 @@ struct MultipartUpload {
                 return
             }
             if name == "file" {
-                if sawFile { fail(.badRequest("duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")) }
+                if sawFile {
+                    fail(
+                        .badRequest(
+                            "duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")
+                    )
+                }
                 sawFile = true
                 inFile = true
                 filename = Self.parameter("filename", in: disposition).flatMap(EditRequest.displayName)
@@ -147,9 +170,11 @@ struct MultipartUpload {
                 if fields[name] != nil { fail(.badRequest("duplicate_field", "The field \"\(name)\" appears twice.")) }
                 fieldBytes.removeAll(keepingCapacity: true)
             } else {
-                fail(.badRequest("unknown_field",
-                                 "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, include, exclude.",
-                                 extensions: ["field": .string(name)]))
+                fail(
+                    .badRequest(
+                        "unknown_field",
+                        "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, include, exclude.",
+                        extensions: ["field": .string(name)]))
             }
         }
 
@@ -168,7 +193,8 @@ struct MultipartUpload {
 
         mutating func complete() {
             if !inFile, let name = currentName {
-                fields[name] = String(decoding: fieldBytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                fields[name] = String(decoding: fieldBytes, as: UTF8.self).trimmingCharacters(
+                    in: .whitespacesAndNewlines)
             }
             inFile = false
             partOpen = false
@@ -197,10 +223,15 @@ struct MultipartUpload {
                         var escaped = false
                         while let c = chars.first {
                             chars = chars.dropFirst()
-                            if escaped { parsed.append(c); escaped = false }
-                            else if c == "\\" { escaped = true }
-                            else if c == "\"" { break }
-                            else { parsed.append(c) }
+                            if escaped {
+                                parsed.append(c); escaped = false
+                            } else if c == "\\" {
+                                escaped = true
+                            } else if c == "\"" {
+                                break
+                            } else {
+                                parsed.append(c)
+                            }
                         }
                         chars = chars.drop(while: { $0 != ";" })
                     } else {

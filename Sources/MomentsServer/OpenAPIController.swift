@@ -7,14 +7,17 @@ import Hummingbird
 struct OpenAPIController {
     static let document: ByteBuffer? = {
         guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
-              let data = try? Data(contentsOf: url) else { return nil }
+            let data = try? Data(contentsOf: url)
+        else { return nil }
         return ByteBuffer(bytes: data)
     }()
 
     func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/openapi.json", on: router) { _, _ -> Response in
             guard let document = Self.document else {
-                throw Problem(.internalServerError, code: "internal_error", detail: "The OpenAPI document is missing from this build.")
+                throw Problem(
+                    .internalServerError, code: "internal_error",
+                    detail: "The OpenAPI document is missing from this build.")
             }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: document))
         }

@@ -14,8 +14,10 @@ public struct Problem: Error, HTTPResponseError, Sendable {
     public var extensions: [String: ProblemValue] = [:]
     public var headers: HTTPFields = [:]
 
-    public init(_ status: HTTPResponse.Status, code: String, title: String? = nil, detail: String,
-                extensions: [String: ProblemValue] = [:], headers: HTTPFields = [:]) {
+    public init(
+        _ status: HTTPResponse.Status, code: String, title: String? = nil, detail: String,
+        extensions: [String: ProblemValue] = [:], headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.title = title ?? (status.reasonPhrase.isEmpty ? Self.titles[status.code] ?? "Error" : status.reasonPhrase)
@@ -25,9 +27,11 @@ public struct Problem: Error, HTTPResponseError, Sendable {
     }
 
     static let titles: [Int: String] = [
-        400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 410: "Gone", 413: "Content Too Large",
-        415: "Unsupported Media Type", 416: "Range Not Satisfiable", 422: "Unprocessable Content", 429: "Too Many Requests",
-        500: "Internal Server Error", 503: "Service Unavailable", 507: "Insufficient Storage",
+        400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+        409: "Conflict", 410: "Gone", 413: "Content Too Large",
+        415: "Unsupported Media Type", 416: "Range Not Satisfiable", 422: "Unprocessable Content",
+        429: "Too Many Requests",
+        500: "Internal Server Error", 503: "Service Unavailable", 507: "Insufficient Storage"
     ]
 
     public static let typeBase = "https://moments.app/problems/"
@@ -38,12 +42,15 @@ public struct Problem: Error, HTTPResponseError, Sendable {
         // Last line of defence: nothing about the server's files or its FFmpeg leaves in a body.
         if ProblemScrubber.leaks(detail) {
             let cleaned = ProblemScrubber.withoutLeakingAsides(detail)
-            context.logger.warning("problem detail withheld from the client", metadata: ["code": "\(code)", "detail": "\(detail)"])
+            context.logger.warning(
+                "problem detail withheld from the client", metadata: ["code": "\(code)", "detail": "\(detail)"])
             detail = ProblemScrubber.leaks(cleaned) ? ProblemScrubber.generic(status) : cleaned
         }
         for (key, value) in object {
             if case .string(let text) = value, ProblemScrubber.leaks(text) {
-                context.logger.warning("problem member withheld from the client", metadata: ["code": "\(code)", "member": "\(key)", "value": "\(text)"])
+                context.logger.warning(
+                    "problem member withheld from the client",
+                    metadata: ["code": "\(code)", "member": "\(key)", "value": "\(text)"])
                 object[key] = nil
             }
         }
@@ -90,7 +97,8 @@ extension Problem {
 
     /// Unknown ids and other accounts' jobs look the same.
     static func jobNotFound(_ id: String) -> Problem {
-        Problem(.notFound, code: "job_not_found", title: "Job not found",
-                detail: "There is no job \(id) for this API key. List your jobs with GET /api/v1/jobs.")
+        Problem(
+            .notFound, code: "job_not_found", title: "Job not found",
+            detail: "There is no job \(id) for this API key. List your jobs with GET /api/v1/jobs.")
     }
 }

@@ -10,7 +10,9 @@ import Logging
 /// request's id, which the problem carries (`Problem.response` withholds paths and FFmpeg text
 /// from every detail).
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch {
@@ -33,7 +35,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error as any HTTPResponseError:
             return problem(for: error, request: request, context: context)
         case let error as DecodingError:
-            return Problem.badRequest("invalid_json", "The request body is not the JSON this endpoint expects: \(describe(error))")
+            return Problem.badRequest(
+                "invalid_json", "The request body is not the JSON this endpoint expects: \(describe(error))")
         default:
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             return Problem(.internalServerError, code: "internal_error", detail: genericServerError)
@@ -47,11 +50,20 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     static func problem(for error: any HTTPResponseError, request: Request, context: Context) -> Problem {
         switch error.status {
         case .notFound:
-            return Problem(.notFound, code: "not_found", detail: "There is no endpoint \(request.method) at this path (the `instance` member). The API is described at /openapi.json.")
+            return Problem(
+                .notFound, code: "not_found",
+                detail:
+                    "There is no endpoint \(request.method) at this path (the `instance` member). The API is described at /openapi.json."
+            )
         case .methodNotAllowed:
-            return Problem(.methodNotAllowed, code: "method_not_allowed", detail: "\(request.method) is not allowed at this path (the `instance` member). The API is described at /openapi.json.")
+            return Problem(
+                .methodNotAllowed, code: "method_not_allowed",
+                detail:
+                    "\(request.method) is not allowed at this path (the `instance` member). The API is described at /openapi.json."
+            )
         case .contentTooLarge:
-            return Problem(.contentTooLarge, code: "body_too_large", detail: "The request body is too large for this endpoint.")
+            return Problem(
+                .contentTooLarge, code: "body_too_large", detail: "The request body is too large for this endpoint.")
         case let status where status.code >= 500:
             // A server-side failure inside the framework: its text is for the log only.
             context.logger.error("server error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])

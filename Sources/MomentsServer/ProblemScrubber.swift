@@ -14,7 +14,7 @@ enum ProblemScrubber {
         "decoder not found", "demuxer not found", "encoder not found", "muxer not found", "protocol not found",
         "stream not found", "bitstream filter not found", "option not found", "immediate exit requested",
         "resource temporarily unavailable", "cannot allocate memory", "input/output error", "averror", "libav",
-        "ffmpeg", "ffprobe", "avformat", "avcodec", "swscale", "swresample",
+        "ffmpeg", "ffprobe", "avformat", "avcodec", "swscale", "swresample"
     ]
 
     static func leaks(_ text: String) -> Bool {
@@ -35,7 +35,8 @@ enum ProblemScrubber {
             let rest = text[slash...]
             let next = rest.dropFirst().first
             if startsToken, let next, next.isLetter || next.isNumber || next == "." || next == "_" || next == "~",
-               !apiPrefixes.contains(where: { rest.hasPrefix($0) }) {
+                !apiPrefixes.contains(where: { rest.hasPrefix($0) })
+            {
                 // A single segment with no further slash ("/s", "1/2") is not a path.
                 let token = rest.prefix { !" \t\n\"')],;<".contains($0) }
                 if token.dropFirst().contains("/") || token.contains(".") { return true }

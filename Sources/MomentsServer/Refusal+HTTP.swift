@@ -25,7 +25,8 @@ extension Refusal {
         // A form field's target_duration that is no number is malformed; the other options are out of range.
         case .targetDurationNotANumber: 400
         case .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality, .qualityNotAString, .invalidAspect,
-             .aspectNotAString, .invalidInclude, .invalidExclude: 422
+            .aspectNotAString, .invalidInclude, .invalidExclude:
+            422
         case .uploadNotFound: 404
         case .uploadGone, .uploadFailed: 410
         case .uploadComplete, .offsetMismatch: 409
@@ -62,18 +63,21 @@ extension Problem {
         case .notFound:
             self = Problem.jobNotFound(jobID)
         case .notCompleted(let state):
-            self.init(.conflict, code: "job_not_completed",
-                      detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
-                      extensions: ["job_status": .string(state.rawValue)])
+            self.init(
+                .conflict, code: "job_not_completed",
+                detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
+                extensions: ["job_status": .string(state.rawValue)])
         case .notAllowed(let plan):
-            self.init(.forbidden, code: "recuts_not_allowed",
-                      detail: "The \(plan) plan does not include re-cuts. "
-                          + "Upload the video again with the new settings.")
+            self.init(
+                .forbidden, code: "recuts_not_allowed",
+                detail: "The \(plan) plan does not include re-cuts. "
+                    + "Upload the video again with the new settings.")
         case .inputGone:
-            self.init(.gone, code: "input_deleted",
-                      detail: "The original video of this highlight is no longer kept (deleted, its retention "
-                          + "period is over, or released to keep the account's stored videos within its plan). "
-                          + "Upload it again to make a new highlight.")
+            self.init(
+                .gone, code: "input_deleted",
+                detail: "The original video of this highlight is no longer kept (deleted, its retention "
+                    + "period is over, or released to keep the account's stored videos within its plan). "
+                    + "Upload it again to make a new highlight.")
         }
     }
 }

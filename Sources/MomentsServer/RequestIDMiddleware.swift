@@ -14,7 +14,8 @@ enum RequestIDPolicy {
     /// lines or carry markup), else a fresh one.
     static func choose(clientSupplied: String?) -> String {
         if let text = clientSupplied, (1...maxLength).contains(text.utf8.count),
-           text.utf8.allSatisfy({ isSafe($0) }) {
+            text.utf8.allSatisfy({ isSafe($0) })
+        {
             return text
         }
         return UUID().uuidString.lowercased()
@@ -22,8 +23,10 @@ enum RequestIDPolicy {
 
     static func isSafe(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "_"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
         default: false
         }
     }
@@ -33,7 +36,9 @@ enum RequestIDPolicy {
 /// back as `X-Request-Id` on every response (problems carry it as `request_id` too), so a user's
 /// report can be matched with the server's log.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let id = RequestIDPolicy.choose(clientSupplied: request.headers[RequestIDPolicy.header])
         var context = context
         context.logger[metadataKey: RequestIDPolicy.metadataKey] = .string(id)

@@ -29,14 +29,16 @@ struct ResumableUploadController {
     // MARK: Discovery
 
     @Sendable func options(_ request: Request, context: AppRequestContext) async throws -> Response {
-        Response(status: .noContent, headers: [
-            .tusResumable: ResumableProtocol.tusVersion, .tusVersion: ResumableProtocol.tusVersion,
-            .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(service.settings.maxUploadBytes),
-            .tusChecksumAlgorithm: ResumableProtocol.checksumAlgorithms,
-            // The IETF draft's discovery (versions 6+).
-            .acceptPatch: "application/partial-upload, application/offset+octet-stream",
-            .uploadLimit: "max-size=\(service.settings.maxUploadBytes)",
-        ])
+        Response(
+            status: .noContent,
+            headers: [
+                .tusResumable: ResumableProtocol.tusVersion, .tusVersion: ResumableProtocol.tusVersion,
+                .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(service.settings.maxUploadBytes),
+                .tusChecksumAlgorithm: ResumableProtocol.checksumAlgorithms,
+                // The IETF draft's discovery (versions 6+).
+                .acceptPatch: "application/partial-upload, application/offset+octet-stream",
+                .uploadLimit: "max-size=\(service.settings.maxUploadBytes)"
+            ])
     }
 
     // MARK: Creation
@@ -61,9 +63,10 @@ struct ResumableUploadController {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
         }
         let options = try HighlightOptions.parse(fields: terms.fields, limits: service.settings.highlightLimits)
-        let creation = ResumableUploads.Creation(flavor: proto == .tus ? "tus" : "ietf", length: terms.length,
-                                                 filename: terms.filename, targetDuration: options.targetDuration,
-                                                 quality: options.quality.rawValue, edit: options.edit)
+        let creation = ResumableUploads.Creation(
+            flavor: proto == .tus ? "tus" : "ietf", length: terms.length,
+            filename: terms.filename, targetDuration: options.targetDuration,
+            quality: options.quality.rawValue, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
             UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
         }
@@ -74,8 +77,9 @@ struct ResumableUploadController {
             // Before any byte is read: the client now knows where to resume if the connection drops.
             var fields: HTTPFields = [.location: location, .uploadDraftInteropVersion: String(version)]
             if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
-            let informational = HTTPResponse(status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"),
-                                             headerFields: fields)
+            let informational = HTTPResponse(
+                status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"),
+                headerFields: fields)
             context.sendInformational(informational)
         }
         guard terms.body else {
@@ -83,8 +87,9 @@ struct ResumableUploadController {
             fields.append(contentsOf: protocolFields(upload, proto: proto))
             return Response(status: .created, headers: fields)
         }
-        let append = ResumableUploads.Append(offset: 0, length: nil, completes: terms.completes, checksum: nil,
-                                             contentLength: terms.contentLength)
+        let append = ResumableUploads.Append(
+            offset: 0, length: nil, completes: terms.completes, checksum: nil,
+            contentLength: terms.contentLength)
         let outcome = try await appending(upload.id, append, request: request, context: context)
         return try created(outcome, location: location, proto: proto, request: request, context: context)
     }
@@ -104,23 +109,28 @@ struct ResumableUploadController {
     static func creationTerms(_ request: Request, proto: ResumableProtocol) throws -> CreationTerms {
         let headers = request.headers
         let contentLength = try Self.size(headers[.contentLength], "Content-Length")
-        var terms = CreationTerms(contentLength: contentLength,
-                                  body: contentLength.map { $0 > 0 } ?? (headers[.transferEncoding] != nil))
+        var terms = CreationTerms(
+            contentLength: contentLength,
+            body: contentLength.map { $0 > 0 } ?? (headers[.transferEncoding] != nil))
         switch proto {
         case .tus:
             try Self.checkTusVersion(headers)
             if headers[.uploadDeferLength] != nil {
                 guard headers[.uploadDeferLength] == "1", headers[.uploadLength] == nil else {
-                    throw Problem.badRequest("invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
+                    throw Problem.badRequest(
+                        "invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
                 }
             } else {
                 guard let declared = try Self.size(headers[.uploadLength], "Upload-Length") else {
-                    throw Problem.badRequest("missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
+                    throw Problem.badRequest(
+                        "missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
                 }
                 terms.length = declared
             }
             guard let metadata = ResumableProtocol.tusMetadata(headers[.uploadMetadata]) else {
-                throw Problem.badRequest("invalid_metadata", "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
+                throw Problem.badRequest(
+                    "invalid_metadata",
+                    "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
             }
             terms.fields = metadata
             terms.filename = metadata["filename"]
@@ -132,7 +142,10 @@ struct ResumableUploadController {
             if let declared = try Self.size(headers[.uploadLength], "Upload-Length") { terms.length = declared }
             if terms.completes, let contentLength {
                 if let declared = terms.length, declared != contentLength {
-                    throw Problem.badRequest("length_mismatch", "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload.")
+                    throw Problem.badRequest(
+                        "length_mismatch",
+                        "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload."
+                    )
                 }
                 terms.length = contentLength
             }
@@ -147,8 +160,10 @@ struct ResumableUploadController {
     }
 
     /// The answer to a creation that carried bytes: the upload's offset, and the job when they completed it.
-    func created(_ outcome: ResumableUploads.Outcome, location: String, proto: ResumableProtocol,
-                 request: Request, context: AppRequestContext) throws -> Response {
+    func created(
+        _ outcome: ResumableUploads.Outcome, location: String, proto: ResumableProtocol,
+        request: Request, context: AppRequestContext
+    ) throws -> Response {
         switch outcome {
         case .partial(let upload):
             var fields: HTTPFields = [.location: location, .uploadOffset: String(upload.offset)]
@@ -171,7 +186,9 @@ struct ResumableUploadController {
         do {
             let account = try context.requireAccount()
             if proto == .tus { try Self.checkTusVersion(request.headers) }
-            guard let upload = try await resumable.settledUpload(id: try Self.id(context), account: account) else { throw ResumableUploads.notFoundProblem }
+            guard let upload = try await resumable.settledUpload(id: try Self.id(context), account: account) else {
+                throw ResumableUploads.notFoundProblem
+            }
             if upload.state == .terminated || upload.state == .expired {
                 throw Self.problem(Refusal.uploadGone, proto: proto)
             }
@@ -179,7 +196,8 @@ struct ResumableUploadController {
             fields.append(contentsOf: protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
             if proto == .tus {
                 fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
-                    ("filename", upload.filename), ("target_duration", String(upload.targetDuration)), ("quality", upload.quality),
+                    ("filename", upload.filename), ("target_duration", String(upload.targetDuration)),
+                    ("quality", upload.quality)
                 ])
             }
             if let job = upload.jobId { fields[.momentsJobId] = job }
@@ -199,30 +217,44 @@ struct ResumableUploadController {
             let headers = request.headers
             if proto == .plain {
                 // No protocol header: the upload's own protocol decides how the append reads.
-                guard let upload = try await resumable.upload(id: id, account: account) else { throw ResumableUploads.notFoundProblem }
+                guard let upload = try await resumable.upload(id: id, account: account) else {
+                    throw ResumableUploads.notFoundProblem
+                }
                 proto = upload.flavor == "tus" ? .tus : .ietf(version: 6)
                 if proto == .tus { try Self.checkTusVersion(headers) }
             }
             guard let offset = try Self.size(headers[.uploadOffset], "Upload-Offset") else {
-                throw Problem.badRequest("missing_upload_offset", "An append needs Upload-Offset: the offset the upload is at (ask with HEAD).")
+                throw Problem.badRequest(
+                    "missing_upload_offset",
+                    "An append needs Upload-Offset: the offset the upload is at (ask with HEAD).")
             }
-            var append = ResumableUploads.Append(offset: offset, contentLength: try Self.size(headers[.contentLength], "Content-Length"))
+            var append = ResumableUploads.Append(
+                offset: offset, contentLength: try Self.size(headers[.contentLength], "Content-Length"))
             switch proto {
             case .tus:
                 try Self.checkTusVersion(headers)
                 guard headers[.contentType]?.lowercased() == "application/offset+octet-stream" else {
-                    throw Problem(.unsupportedMediaType, code: "invalid_content_type", detail: "A tus append sends Content-Type: application/offset+octet-stream.")
+                    throw Problem(
+                        .unsupportedMediaType, code: "invalid_content_type",
+                        detail: "A tus append sends Content-Type: application/offset+octet-stream.")
                 }
                 append.length = try Self.size(headers[.uploadLength], "Upload-Length")
                 append.checksum = try ResumableProtocol.tusChecksum(headers[.uploadChecksum])
             case .ietf(let version):
                 // Versions 3-6: an append without the flag is the last one; 7+: the flag is required.
-                guard let completes = ResumableProtocol.ietfComplete(headers, version: version) ?? (version <= 6 ? true : nil) else {
-                    throw Problem.badRequest("missing_upload_complete", "An append needs Upload-Complete: ?1 on the last part, ?0 before it.")
+                guard
+                    let completes = ResumableProtocol.ietfComplete(headers, version: version)
+                        ?? (version <= 6 ? true : nil)
+                else {
+                    throw Problem.badRequest(
+                        "missing_upload_complete", "An append needs Upload-Complete: ?1 on the last part, ?0 before it."
+                    )
                 }
                 append.completes = completes
                 append.length = try Self.size(headers[.uploadLength], "Upload-Length")
-                if append.completes, append.length == nil, let contentLength = append.contentLength { append.length = offset + contentLength }
+                if append.completes, append.length == nil, let contentLength = append.contentLength {
+                    append.length = offset + contentLength
+                }
             case .plain:
                 break
             }
@@ -240,7 +272,8 @@ struct ResumableUploadController {
                     fields.append(contentsOf: protocolFields(upload, proto: proto))
                     return Response(status: .noContent, headers: fields)
                 }
-                var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
+                var response = try jobResponse(
+                    job, usage: usage, bytes: upload.offset, request: request, context: context)
                 response.headers[.uploadOffset] = String(upload.offset)
                 response.headers.append(contentsOf: protocolFields(upload, proto: proto))
                 return response
@@ -251,12 +284,16 @@ struct ResumableUploadController {
     }
 
     /// Runs an append with the server-wide upload cap and the disk floor of a plain upload.
-    func appending(_ id: String, _ append: ResumableUploads.Append, request: Request, context: AppRequestContext) async throws -> ResumableUploads.Outcome {
+    func appending(_ id: String, _ append: ResumableUploads.Append, request: Request, context: AppRequestContext)
+        async throws -> ResumableUploads.Outcome
+    {
         let account = try context.requireAccount()
         let ticket = uploads.beginAppend(account: account.id)
         defer { uploads.end(ticket) }
-        try uploads.startReceiving(ticket, declaredBytes: append.contentLength ?? 0, logger: context.logger, resumable: true)
-        try service.checkDiskSpace(expectedBytes: (append.contentLength ?? 0) + uploads.outstandingBytes(excluding: ticket))
+        try uploads.startReceiving(
+            ticket, declaredBytes: append.contentLength ?? 0, logger: context.logger, resumable: true)
+        try service.checkDiskSpace(
+            expectedBytes: (append.contentLength ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
         let channel = context.channel
         // A key revoked (or an account disabled) while the body arrives ends the append within a
@@ -267,12 +304,15 @@ struct ResumableUploadController {
             channel.close(promise: nil)
         }
         defer { watch.cancel() }
-        return try await resumable.append(id: id, account: account, append, body: request.body, tooLarge: { plan in
-            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
-        }, stop: { channel.close(promise: nil) }, wrote: { written in
-            uploads.wrote(ticket, bytes: written)
-            try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
-        })
+        return try await resumable.append(
+            id: id, account: account, append, body: request.body,
+            tooLarge: { plan in
+                UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
+            }, stop: { channel.close(promise: nil) },
+            wrote: { written in
+                uploads.wrote(ticket, bytes: written)
+                try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
+            })
     }
 
     // MARK: Termination, state
@@ -282,8 +322,11 @@ struct ResumableUploadController {
         do {
             let account = try context.requireAccount()
             if proto == .tus { try Self.checkTusVersion(request.headers) }
-            guard try await resumable.terminate(id: try Self.id(context), account: account) != nil else { throw ResumableUploads.notFoundProblem }
-            return Response(status: .noContent, headers: proto == .tus ? [.tusResumable: ResumableProtocol.tusVersion] : [:])
+            guard try await resumable.terminate(id: try Self.id(context), account: account) != nil else {
+                throw ResumableUploads.notFoundProblem
+            }
+            return Response(
+                status: .noContent, headers: proto == .tus ? [.tusResumable: ResumableProtocol.tusVersion] : [:])
         } catch {
             throw Self.problem(error, proto: proto)
         }
@@ -302,14 +345,16 @@ struct ResumableUploadController {
         var error: ErrorView?
         struct ErrorView: Codable { var code: String; var message: String }
         enum CodingKeys: String, CodingKey {
-            case id, offset, length, complete, state, jobId = "job_id", statusUrl = "status_url", expiresAt = "expires_at"
+            case id, offset, length, complete, state, jobId = "job_id", statusUrl = "status_url", expiresAt =
+                "expires_at"
             case createdAt = "created_at", error
         }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(id, forKey: .id); try c.encode(offset, forKey: .offset); try c.encode(length, forKey: .length)
-            try c.encode(complete, forKey: .complete); try c.encode(state, forKey: .state); try c.encode(jobId, forKey: .jobId)
+            try c.encode(complete, forKey: .complete); try c.encode(state, forKey: .state);
+            try c.encode(jobId, forKey: .jobId)
             try c.encodeIfPresent(statusUrl, forKey: .statusUrl); try c.encodeIfPresent(expiresAt, forKey: .expiresAt)
             try c.encode(createdAt, forKey: .createdAt); try c.encodeIfPresent(error, forKey: .error)
         }
@@ -318,23 +363,30 @@ struct ResumableUploadController {
     @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> UploadView {
         let account = try context.requireAccount()
         let id = try Self.id(context)
-        guard let upload = try await resumable.upload(id: id, account: account) else { throw ResumableUploads.notFoundProblem }
+        guard let upload = try await resumable.upload(id: id, account: account) else {
+            throw ResumableUploads.notFoundProblem
+        }
         let base = service.settings.baseURL
-        return UploadView(id: upload.id, offset: upload.offset, length: upload.length, complete: upload.isComplete || upload.state == .completed,
-                          state: upload.state.rawValue, jobId: upload.jobId,
-                          statusUrl: upload.jobId.map { "\(base)/api/v1/jobs/\($0)/status" },
-                          expiresAt: upload.state == .receiving ? upload.expiresAt : nil, createdAt: upload.createdAt,
-                          error: upload.errorCode.map { UploadView.ErrorView(code: $0, message: upload.errorMessage ?? "") })
+        return UploadView(
+            id: upload.id, offset: upload.offset, length: upload.length,
+            complete: upload.isComplete || upload.state == .completed,
+            state: upload.state.rawValue, jobId: upload.jobId,
+            statusUrl: upload.jobId.map { "\(base)/api/v1/jobs/\($0)/status" },
+            expiresAt: upload.state == .receiving ? upload.expiresAt : nil, createdAt: upload.createdAt,
+            error: upload.errorCode.map { UploadView.ErrorView(code: $0, message: upload.errorMessage ?? "") })
     }
 
     // MARK: Helpers
 
     /// The plain upload's answer (job id, links, quota) for the request that delivered the last byte.
-    func jobResponse(_ job: Job, usage: JobService.QuotaUsage, bytes: Int64, request: Request, context: AppRequestContext) throws -> Response {
+    func jobResponse(
+        _ job: Job, usage: JobService.QuotaUsage, bytes: Int64, request: Request, context: AppRequestContext
+    ) throws -> Response {
         let base = service.settings.baseURL
         let body = UploadResponse(
             jobId: job.id,
-            message: "Upload received (\(UploadController.megabytes(bytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(job.estimatedSeconds) s.",
+            message:
+                "Upload received (\(UploadController.megabytes(bytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(job.estimatedSeconds) s.",
             estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
         var response = try context.responseEncoder.encode(body, from: request, context: context)
@@ -348,10 +400,15 @@ struct ResumableUploadController {
         switch proto {
         case .tus:
             fields[.tusResumable] = ResumableProtocol.tusVersion
-            if let length = upload.length { fields[.uploadLength] = String(length) } else { fields[.uploadDeferLength] = "1" }
+            if let length = upload.length {
+                fields[.uploadLength] = String(length)
+            } else {
+                fields[.uploadDeferLength] = "1"
+            }
             if upload.state == .receiving { fields[.uploadExpires] = ResumableProtocol.httpDate(upload.expiresAt) }
         case .ietf(let version):
-            let (name, value) = ResumableProtocol.ietfCompleteField(upload.state == .completed || upload.isComplete, version: version)
+            let (name, value) = ResumableProtocol.ietfCompleteField(
+                upload.state == .completed || upload.isComplete, version: version)
             fields[name] = value
             fields[.uploadDraftInteropVersion] = String(version)
             if version >= 6, let length = upload.length { fields[.uploadLength] = String(length) }
@@ -376,15 +433,18 @@ struct ResumableUploadController {
 
     static func checkTusVersion(_ headers: HTTPFields) throws {
         guard headers[.tusResumable] == ResumableProtocol.tusVersion else {
-            throw Problem(.preconditionFailed, code: "unsupported_tus_version",
-                          detail: "This server speaks tus \(ResumableProtocol.tusVersion); send Tus-Resumable: \(ResumableProtocol.tusVersion).",
-                          headers: [.tusVersion: ResumableProtocol.tusVersion])
+            throw Problem(
+                .preconditionFailed, code: "unsupported_tus_version",
+                detail:
+                    "This server speaks tus \(ResumableProtocol.tusVersion); send Tus-Resumable: \(ResumableProtocol.tusVersion).",
+                headers: [.tusVersion: ResumableProtocol.tusVersion])
         }
     }
 
     static func id(_ context: AppRequestContext) throws -> String {
         let id = try context.parameters.require("id")
-        guard id.utf8.count <= 64, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || $0 == 45 }) else {
+        guard id.utf8.count <= 64, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || $0 == 45 })
+        else {
             throw ResumableUploads.notFoundProblem
         }
         return id
@@ -421,12 +481,15 @@ struct ResumableUploadController {
         }
         if proto == .tus { problem.headers[.tusResumable] = ResumableProtocol.tusVersion }
         // The draft answers an append to a completed upload with 400 (completed-upload).
-        if proto.isIETF && problem.code == "upload_complete" { problem.status = .badRequest; problem.title = "Bad Request" }
+        if proto.isIETF && problem.code == "upload_complete" {
+            problem.status = .badRequest; problem.title = "Bad Request"
+        }
         return problem
     }
 }
 
 extension ResumableUploads {
-    static let notFoundProblem = Problem(.notFound, code: "upload_not_found", title: "Upload not found",
-                                         detail: "There is no such upload for this API key. Create one with POST /api/v1/uploads.")
+    static let notFoundProblem = Problem(
+        .notFound, code: "upload_not_found", title: "Upload not found",
+        detail: "There is no such upload for this API key. Create one with POST /api/v1/uploads.")
 }

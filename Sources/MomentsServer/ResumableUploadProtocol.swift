@@ -18,7 +18,8 @@ enum ResumableProtocol: Equatable {
     static func of(_ headers: HTTPFields) -> ResumableProtocol {
         if headers[.tusResumable] != nil { return .tus }
         if let text = headers[.uploadDraftInteropVersion], let version = Int(text.trimmingCharacters(in: .whitespaces)),
-           ietfVersions.contains(version) {
+            ietfVersions.contains(version)
+        {
             return .ietf(version: version)
         }
         return .plain
@@ -54,8 +55,10 @@ enum ResumableProtocol: Equatable {
         guard let text else { return .some(nil) }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // At most 2^50 (a petabyte): sums of a few such values cannot overflow.
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int64(trimmed),
-              value <= 1 << 50 else {
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            let value = Int64(trimmed),
+            value <= 1 << 50
+        else {
             return nil
         }
         return .some(value)
@@ -81,7 +84,8 @@ enum ResumableProtocol: Equatable {
     }
 
     static func tusMetadataHeader(_ values: [(String, String?)]) -> String {
-        values.compactMap { key, value in value.map { "\(key) \(Data($0.utf8).base64EncodedString())" } }.joined(separator: ",")
+        values.compactMap { key, value in value.map { "\(key) \(Data($0.utf8).base64EncodedString())" } }.joined(
+            separator: ",")
     }
 
     /// tus `Upload-Checksum: <algorithm> <base64 digest>`. Throws 400 for an unknown algorithm or
@@ -90,12 +94,15 @@ enum ResumableProtocol: Equatable {
         guard let text else { return nil }
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: " ")
         guard parts.count == 2, let data = Data(base64Encoded: String(parts[1])) else {
-            throw Problem.badRequest("invalid_checksum", "Upload-Checksum must be \"<algorithm> <base64 digest>\", e.g. \"sha1 Kq5sNclPz7QV2+lfQIuc6R7oRu0=\".")
+            throw Problem.badRequest(
+                "invalid_checksum",
+                "Upload-Checksum must be \"<algorithm> <base64 digest>\", e.g. \"sha1 Kq5sNclPz7QV2+lfQIuc6R7oRu0=\".")
         }
         guard let algorithm = ResumableUploads.Checksum.Algorithm(rawValue: parts[0].lowercased()) else {
-            throw Problem.badRequest("unsupported_checksum",
-                                     "The checksum algorithm \"\(parts[0])\" is not supported; use one of \(checksumAlgorithms).",
-                                     extensions: ["allowed": .strings(ResumableUploads.Checksum.Algorithm.allCases.map(\.rawValue))])
+            throw Problem.badRequest(
+                "unsupported_checksum",
+                "The checksum algorithm \"\(parts[0])\" is not supported; use one of \(checksumAlgorithms).",
+                extensions: ["allowed": .strings(ResumableUploads.Checksum.Algorithm.allCases.map(\.rawValue))])
         }
         return ResumableUploads.Checksum(algorithm: algorithm, digest: [UInt8](data))
     }

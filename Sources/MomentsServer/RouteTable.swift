@@ -16,8 +16,10 @@ public final class RouteTable: @unchecked Sendable {
     init() {}
 
     /// `path` uses Hummingbird's `:name` parameters.
-    func add<R: ResponseGenerator>(_ method: HTTPRequest.Method, _ path: String, on router: some RouterMethods<AppRequestContext>,
-                                   use handler: @escaping @Sendable (Request, AppRequestContext) async throws -> R) {
+    func add<R: ResponseGenerator>(
+        _ method: HTTPRequest.Method, _ path: String, on router: some RouterMethods<AppRequestContext>,
+        use handler: @escaping @Sendable (Request, AppRequestContext) async throws -> R
+    ) {
         router.on(RouterPath(path), method: method, use: handler)
         let openAPIPath = path.split(separator: "/", omittingEmptySubsequences: false)
             .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")

@@ -15,18 +15,21 @@ struct StudioController {
         var contentType: String
     }
 
-    static let contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+    static let contentSecurityPolicy =
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
         + "media-src 'self' blob:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     static let assetMaxAgeSeconds = 600
 
     /// name → asset, for the files of the Studio folder (one level, no sub-folders).
     static let assets: [String: Asset] = {
         guard let folder = Bundle.module.url(forResource: "Studio", withExtension: nil),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [:] }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
+        else { return [:] }
         var assets: [String: Asset] = [:]
         for name in names {
             guard let type = contentType(of: name),
-                  let data = try? Data(contentsOf: folder.appendingPathComponent(name)) else { continue }
+                let data = try? Data(contentsOf: folder.appendingPathComponent(name))
+            else { continue }
             assets[name] = Asset(body: ByteBuffer(bytes: data), etag: "\"\(fnv1a(data))\"", contentType: type)
         }
         return assets
@@ -65,7 +68,8 @@ struct StudioController {
     static func respond(_ request: Request, name: String, cacheControl: String) throws -> Response {
         guard let asset = assets[name] else {
             if assets.isEmpty {
-                throw Problem(.internalServerError, code: "internal_error", detail: "The studio is missing from this build.")
+                throw Problem(
+                    .internalServerError, code: "internal_error", detail: "The studio is missing from this build.")
             }
             throw Problem(.notFound, code: "not_found", detail: "There is no studio file of that name.")
         }
@@ -74,10 +78,13 @@ struct StudioController {
             .cacheControl: cacheControl,
             .contentSecurityPolicy: contentSecurityPolicy,
             .xContentTypeOptions: "nosniff",
-            .referrerPolicy: "no-referrer",
+            .referrerPolicy: "no-referrer"
         ]
         if let match = request.headers[.ifNoneMatch],
-           match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == asset.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+            match.split(separator: ",").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces) == asset.etag || $0.trimmingCharacters(in: .whitespaces) == "*"
+            })
+        {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = asset.contentType

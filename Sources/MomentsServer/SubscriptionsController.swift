@@ -19,9 +19,14 @@ struct SubscriptionsController {
     private func verifier(_ context: AppRequestContext) throws -> AppStoreVerifier {
         guard let verifier = service.appStore else {
             // The reason names files on the server: the log has it.
-            context.logger.error("App Store verification is not configured", metadata: ["reason": "\(service.appStoreUnavailable ?? "no Apple root certificate")"])
-            throw Problem(.serviceUnavailable, code: "app_store_unavailable",
-                          detail: "App Store verification is not configured on this server, so subscriptions cannot be checked now. Try again later.")
+            context.logger.error(
+                "App Store verification is not configured",
+                metadata: ["reason": "\(service.appStoreUnavailable ?? "no Apple root certificate")"])
+            throw Problem(
+                .serviceUnavailable, code: "app_store_unavailable",
+                detail:
+                    "App Store verification is not configured on this server, so subscriptions cannot be checked now. Try again later."
+            )
         }
         return verifier
     }
@@ -30,25 +35,30 @@ struct SubscriptionsController {
     private func field(_ name: String, of request: Request, context: AppRequestContext) async throws -> String {
         context.inviteBody()
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else {
             throw Problem.badRequest("invalid_json", "The body must be a JSON object: {\"\(name)\": \"<JWS>\"}.")
         }
         guard let value = object[name] as? String, !value.isEmpty else {
-            throw Problem.badRequest("missing_field", "The body has no \"\(name)\" string.", extensions: ["field": .string(name)])
+            throw Problem.badRequest(
+                "missing_field", "The body has no \"\(name)\" string.", extensions: ["field": .string(name)])
         }
         return value
     }
 
     static func problem(_ error: AppStoreVerificationError, what: String) -> Problem {
-        Problem(.unprocessableContent, code: "invalid_signed_\(what)",
-                detail: "The signed \(what) was refused: \(error.detail). Send the JWS exactly as StoreKit or the App Store produced it.",
-                extensions: ["reason": .string(error.kind.rawValue)])
+        Problem(
+            .unprocessableContent, code: "invalid_signed_\(what)",
+            detail:
+                "The signed \(what) was refused: \(error.detail). Send the JWS exactly as StoreKit or the App Store produced it.",
+            extensions: ["reason": .string(error.kind.rawValue)])
     }
 
     static func facts(_ tx: AppStoreTransaction) -> TransactionFacts {
-        TransactionFacts(originalTransactionId: tx.originalTransactionId, productId: tx.productId, expiresAt: tx.expiresDate,
-                         revoked: tx.revocationDate != nil, appAccountToken: tx.appAccountToken?.lowercased(),
-                         environment: tx.environment, signedDate: tx.signedDate)
+        TransactionFacts(
+            originalTransactionId: tx.originalTransactionId, productId: tx.productId, expiresAt: tx.expiresDate,
+            revoked: tx.revocationDate != nil, appAccountToken: tx.appAccountToken?.lowercased(),
+            environment: tx.environment, signedDate: tx.signedDate)
     }
 
     /// POST /api/v1/subscriptions/apple {signed_transaction}: the app's `Transaction.jwsRepresentation`.
@@ -59,25 +69,37 @@ struct SubscriptionsController {
         let tx: AppStoreTransaction
         do { tx = try await verifier.verifyTransaction(jws) } catch { throw Self.problem(error, what: "transaction") }
         guard tx.productId == service.plans.proProductId else {
-            throw Problem(.unprocessableContent, code: "unknown_product",
-                          detail: "The transaction is for \(tx.productId); this server grants plans for \(service.plans.proProductId) only.")
+            throw Problem(
+                .unprocessableContent, code: "unknown_product",
+                detail:
+                    "The transaction is for \(tx.productId); this server grants plans for \(service.plans.proProductId) only."
+            )
         }
         if let token = tx.appAccountToken, token.lowercased() != account.id {
-            throw Problem(.forbidden, code: "transaction_for_another_account",
-                          detail: "This purchase was made for another account (its appAccountToken is not this account's id). Sign in to the account that bought it.")
+            throw Problem(
+                .forbidden, code: "transaction_for_another_account",
+                detail:
+                    "This purchase was made for another account (its appAccountToken is not this account's id). Sign in to the account that bought it."
+            )
         }
         // A test purchase (TestFlight, App Review, Xcode) is free: it unlocks pro only for testers.
         // Refused here, nothing is recorded (the app can present it again once the account is a
         // tester); one that arrives by notification is recorded but grants nothing (see entitlement).
         if Subscription.testEnvironments.contains(tx.environment), !account.tester, !service.database.sandboxForAll {
-            throw Problem(.forbidden, code: "sandbox_purchase_not_allowed",
-                          detail: "This purchase was made in Apple's \(tx.environment) environment (TestFlight or a development build), which unlocks pro only for test accounts. Buy pro in the App Store version of the app, or ask support to mark this account as a tester.",
-                          extensions: ["environment": .string(tx.environment)])
+            throw Problem(
+                .forbidden, code: "sandbox_purchase_not_allowed",
+                detail:
+                    "This purchase was made in Apple's \(tx.environment) environment (TestFlight or a development build), which unlocks pro only for test accounts. Buy pro in the App Store version of the app, or ask support to mark this account as a tester.",
+                extensions: ["environment": .string(tx.environment)])
         }
-        switch try await service.database.applyTransaction(Self.facts(tx), accountId: account.id, now: service.clock()) {
+        switch try await service.database.applyTransaction(Self.facts(tx), accountId: account.id, now: service.clock())
+        {
         case .failure:
-            throw Problem(.forbidden, code: "transaction_for_another_account",
-                          detail: "This subscription is already attached to another account. Sign in to that account, or contact support.")
+            throw Problem(
+                .forbidden, code: "transaction_for_another_account",
+                detail:
+                    "This subscription is already attached to another account. Sign in to that account, or contact support."
+            )
         case .success:
             return AccountView(account, try await service.accountPlan(account), proProduct: service.plans.proProductId)
         }
@@ -95,10 +117,13 @@ struct SubscriptionsController {
         let jws = try await field("signedPayload", of: request, context: context)
         let verifier = try verifier(context)
         let verified: AppStoreVerifier.VerifiedNotification
-        do { verified = try await verifier.verifyNotification(jws) } catch { throw Self.problem(error, what: "notification") }
+        do { verified = try await verifier.verifyNotification(jws) } catch {
+            throw Self.problem(error, what: "notification")
+        }
         let (payload, tx, renewal) = (verified.payload, verified.transaction, verified.renewal)
         if let reason = verified.notForThisServer {
-            context.logger.notice("App Store notification for another app or environment", metadata: ["reason": "\(reason)"])
+            context.logger.notice(
+                "App Store notification for another app or environment", metadata: ["reason": "\(reason)"])
             return NotificationResult(status: "ignored", notificationUuid: payload.notificationUUID)
         }
         let effect: NotificationEffect
@@ -112,10 +137,15 @@ struct SubscriptionsController {
         }
         let relevant = tx.map { $0.productId == service.plans.proProductId } ?? false
         let applied = try await service.database.applyNotification(
-            uuid: payload.notificationUUID, type: payload.notificationType, subtype: payload.subtype, signedDate: payload.signedDate,
+            uuid: payload.notificationUUID, type: payload.notificationType, subtype: payload.subtype,
+            signedDate: payload.signedDate,
             tx: tx.map(Self.facts), effect: relevant ? effect : .none, now: service.clock())
-        context.logger.info("App Store notification", metadata: ["type": "\(payload.notificationType)", "subtype": "\(payload.subtype ?? "")",
-                                                                  "uuid": "\(payload.notificationUUID)", "applied": "\(applied)"])
+        context.logger.info(
+            "App Store notification",
+            metadata: [
+                "type": "\(payload.notificationType)", "subtype": "\(payload.subtype ?? "")",
+                "uuid": "\(payload.notificationUUID)", "applied": "\(applied)"
+            ])
         return NotificationResult(status: applied ? "applied" : "recorded", notificationUuid: payload.notificationUUID)
     }
 }

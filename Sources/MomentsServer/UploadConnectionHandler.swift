@@ -132,8 +132,9 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                 return
             }
             if handler.windowBytes < needed {
-                handler.logger.info("request body too slow: connection closed",
-                                    metadata: ["bytes_in_window": "\(handler.windowBytes)", "needed": "\(needed)"])
+                handler.logger.info(
+                    "request body too slow: connection closed",
+                    metadata: ["bytes_in_window": "\(handler.windowBytes)", "needed": "\(needed)"])
                 handler.stopRateWatch()
                 context.close(promise: nil)
             }

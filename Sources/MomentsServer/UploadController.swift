@@ -60,7 +60,8 @@ struct UploadController {
             }
         }
         do {
-            let response = try await receiveAdmitted(request, context: context, account: account, ticket: ticket, current: current)
+            let response = try await receiveAdmitted(
+                request, context: context, account: account, ticket: ticket, current: current)
             renewal.cancel()
             await service.releaseUploadAdmission(id: admission)
             return response
@@ -72,8 +73,10 @@ struct UploadController {
     }
 
     /// The upload once it has its place against the plan: size, server-wide cap, disk, body, job.
-    func receiveAdmitted(_ request: Request, context: AppRequestContext, account: Account, ticket: UploadRegistry.Ticket,
-                         current: JobService.AccountPlan) async throws -> UploadResponse {
+    func receiveAdmitted(
+        _ request: Request, context: AppRequestContext, account: Account, ticket: UploadRegistry.Ticket,
+        current: JobService.AccountPlan
+    ) async throws -> UploadResponse {
         let settings = service.settings
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
@@ -84,8 +87,10 @@ struct UploadController {
         try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
         let path = service.newUploadPath()
-        let received = try await MultipartUpload.receive(request.body, boundary: boundary, to: path, maxFileBytes: maxBytes,
-                                                         tooLarge: tooLarge, logger: context.logger) { written in
+        let received = try await MultipartUpload.receive(
+            request.body, boundary: boundary, to: path, maxFileBytes: maxBytes,
+            tooLarge: tooLarge, logger: context.logger
+        ) { written in
             uploads.wrote(ticket, bytes: written)
             // Every upload in progress, this one included, may still write what it declared.
             do {
@@ -109,7 +114,8 @@ struct UploadController {
         let estimate = job.estimatedSeconds
         return UploadResponse(
             jobId: job.id,
-            message: "Upload received (\(Self.megabytes(received.fileBytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(estimate) s.",
+            message:
+                "Upload received (\(Self.megabytes(received.fileBytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(estimate) s.",
             estimatedTime: estimate,
             statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base),
@@ -124,7 +130,8 @@ struct UploadController {
         var detail = "The file is larger than the \(plan.plan.name) plan accepts (\(limit / 1_000_000) MB)."
         var extensions: [String: ProblemValue] = ["limit_bytes": .int(Int(limit)), "plan": .string(plan.plan.name)]
         if let upgrade = plan.upgrade, upgrade.maxUploadBytes > limit {
-            detail += " Upload a shorter or smaller video, or subscribe to \(service.plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
+            detail +=
+                " Upload a shorter or smaller video, or subscribe to \(service.plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
             extensions["product_id"] = .string(service.plans.proProductId)
         } else {
             detail += " Upload a shorter or smaller video."
@@ -139,7 +146,9 @@ struct UploadController {
     struct FormatsResponse: ResponseEncodable {
         struct Limits: Codable {
             var maxBytes: Int64, maxDurationSeconds: Double
-            enum CodingKeys: String, CodingKey { case maxBytes = "max_bytes", maxDurationSeconds = "max_duration_seconds" }
+            enum CodingKeys: String, CodingKey {
+                case maxBytes = "max_bytes", maxDurationSeconds = "max_duration_seconds"
+            }
         }
         struct TargetRange: Codable { var min: Int, max: Int, `default`: Int }
         var containers: [FormatCatalog.Entry]
@@ -158,10 +167,11 @@ struct UploadController {
     @Sendable func formats(_ request: Request, context: AppRequestContext) async throws -> FormatsResponse {
         let catalog = JobService.formats
         let s = service.settings
-        return FormatsResponse(containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
-                               limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),
-                               targetDuration: .init(min: s.minTargetDuration, max: s.maxTargetDuration, default: s.defaultTargetDuration),
-                               qualities: HighlightQuality.allCases.map(\.rawValue),
-                               defaultQuality: HighlightQuality.default.rawValue)
+        return FormatsResponse(
+            containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
+            limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),
+            targetDuration: .init(min: s.minTargetDuration, max: s.maxTargetDuration, default: s.defaultTargetDuration),
+            qualities: HighlightQuality.allCases.map(\.rawValue),
+            defaultQuality: HighlightQuality.default.rawValue)
     }
 }

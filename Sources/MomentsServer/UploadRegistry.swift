@@ -96,15 +96,20 @@ final class UploadRegistry: Sendable {
             return
         case .serverBusy:
             logger.notice("upload refused: server-wide upload cap reached", metadata: ["limit": "\(maxConcurrent)"])
-            throw Problem(.serviceUnavailable, code: "server_busy",
-                          detail: "The server is receiving as many uploads as it can right now. Try again in a minute\(resumable ? "; the upload keeps what it has" : "").",
-                          headers: [.retryAfter: String(UploadController.busyRetrySeconds)])
+            throw Problem(
+                .serviceUnavailable, code: "server_busy",
+                detail:
+                    "The server is receiving as many uploads as it can right now. Try again in a minute\(resumable ? "; the upload keeps what it has" : "").",
+                headers: [.retryAfter: String(UploadController.busyRetrySeconds)])
         case .accountBusy(let limit):
-            logger.notice("upload refused: the account's share of upload slots is taken", metadata: ["limit": "\(limit)"])
-            throw Problem(.tooManyRequests, code: "too_many_uploads",
-                          detail: "Your account is already sending \(limit) upload\(limit == 1 ? "" : "s") at once. Wait for one to finish, then send this one\(resumable ? "; the upload keeps what it has" : "").",
-                          extensions: ["limit": .int(limit)],
-                          headers: [.retryAfter: String(Self.accountBusyRetrySeconds)])
+            logger.notice(
+                "upload refused: the account's share of upload slots is taken", metadata: ["limit": "\(limit)"])
+            throw Problem(
+                .tooManyRequests, code: "too_many_uploads",
+                detail:
+                    "Your account is already sending \(limit) upload\(limit == 1 ? "" : "s") at once. Wait for one to finish, then send this one\(resumable ? "; the upload keeps what it has" : "").",
+                extensions: ["limit": .int(limit)],
+                headers: [.retryAfter: String(Self.accountBusyRetrySeconds)])
         }
     }
 

@@ -21,14 +21,18 @@ struct WebhookController {
     @Sendable func register(_ request: Request, context: AppRequestContext) async throws -> WebhookCreatedView {
         let account = try context.requireAccount()
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else {
-            throw Problem.badRequest("invalid_json", "The body must be a JSON object such as {\"url\": \"https://example.com/moments-webhook\"}.")
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else {
+            throw Problem.badRequest(
+                "invalid_json",
+                "The body must be a JSON object such as {\"url\": \"https://example.com/moments-webhook\"}.")
         }
         if let unknown = object.keys.sorted().first(where: { $0 != "url" }) {
             throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". The webhook accepts only \"url\".")
         }
         guard let url = object["url"] as? String, !url.isEmpty else {
-            throw Problem.badRequest("invalid_webhook_url", "\"url\" is required: the https URL Moments should POST job events to.")
+            throw Problem.badRequest(
+                "invalid_webhook_url", "\"url\" is required: the https URL Moments should POST job events to.")
         }
         // The dispatcher's checker: registration and deliveries share the lookup budget, and
         // this account's lookups count against its own share only.
@@ -40,16 +44,22 @@ struct WebhookController {
             }
             throw Problem.badRequest(error.code, error.detail)
         }
-        let endpoint = try await service.database.setWebhookEndpoint(accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(),
-                                                                     now: service.clock())
-        return WebhookCreatedView(url: endpoint.url, secret: endpoint.secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
-                                  message: "Keep this secret: it is shown only now. Verify each delivery's Moments-Signature header with it; PUT again to rotate it.")
+        let endpoint = try await service.database.setWebhookEndpoint(
+            accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(),
+            now: service.clock())
+        return WebhookCreatedView(
+            url: endpoint.url, secret: endpoint.secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
+            message:
+                "Keep this secret: it is shown only now. Verify each delivery's Moments-Signature header with it; PUT again to rotate it."
+        )
     }
 
     /// GET /api/v1/account/webhook: the endpoint, without its secret.
     @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> WebhookView {
         let account = try context.requireAccount()
-        guard let endpoint = try await service.database.webhookEndpoint(accountId: account.id) else { throw Self.noEndpoint }
+        guard let endpoint = try await service.database.webhookEndpoint(accountId: account.id) else {
+            throw Self.noEndpoint
+        }
         return WebhookView(url: endpoint.url, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt)
     }
 
@@ -66,11 +76,15 @@ struct WebhookController {
         let id = try context.parameters.require("id")
         guard try await service.job(id: id, account: account) != nil else { throw Problem.jobNotFound(id) }
         let log = try await service.database.webhookDeliveries(jobId: id, accountId: account.id)
-        return WebhookDeliveriesView(jobId: id, deliveries: log.map { WebhookDeliveriesView.Delivery($0.delivery, attempts: $0.attempts) })
+        return WebhookDeliveriesView(
+            jobId: id, deliveries: log.map { WebhookDeliveriesView.Delivery($0.delivery, attempts: $0.attempts) })
     }
 
-    static let noEndpoint = Problem(.notFound, code: "webhook_not_found", title: "No webhook",
-                                    detail: "This account has no webhook endpoint. Register one with PUT /api/v1/account/webhook {\"url\": \"https://…\"}.")
+    static let noEndpoint = Problem(
+        .notFound, code: "webhook_not_found", title: "No webhook",
+        detail:
+            "This account has no webhook endpoint. Register one with PUT /api/v1/account/webhook {\"url\": \"https://…\"}."
+    )
 }
 
 struct WebhookCreatedView: ResponseEncodable {
@@ -115,7 +129,9 @@ struct WebhookDeliveriesView: ResponseEncodable {
         var error: String?
         var durationMs: Int
 
-        enum CodingKeys: String, CodingKey { case number, at, statusCode = "status_code", error, durationMs = "duration_ms" }
+        enum CodingKeys: String, CodingKey {
+            case number, at, statusCode = "status_code", error, durationMs = "duration_ms"
+        }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -137,7 +153,8 @@ struct WebhookDeliveriesView: ResponseEncodable {
         var attempts: [Attempt]
 
         enum CodingKeys: String, CodingKey {
-            case id, type, status, createdAt = "created_at", deliveredAt = "delivered_at", nextAttemptAt = "next_attempt_at", attempts
+            case id, type, status, createdAt = "created_at", deliveredAt = "delivered_at", nextAttemptAt =
+                "next_attempt_at", attempts
         }
 
         init(_ delivery: WebhookDelivery, attempts: [WebhookAttempt]) {
@@ -147,7 +164,10 @@ struct WebhookDeliveriesView: ResponseEncodable {
             createdAt = delivery.createdAt
             deliveredAt = delivery.deliveredAt
             nextAttemptAt = delivery.nextAttemptAt
-            self.attempts = attempts.map { Attempt(number: $0.number, at: $0.at, statusCode: $0.statusCode, error: $0.error, durationMs: $0.durationMs) }
+            self.attempts = attempts.map {
+                Attempt(
+                    number: $0.number, at: $0.at, statusCode: $0.statusCode, error: $0.error, durationMs: $0.durationMs)
+            }
         }
 
         func encode(to encoder: any Encoder) throws {

@@ -181,7 +181,7 @@ public struct AWSSignatureV4: Sendable {
     ) -> (canonicalRequest: String, signedHeaders: String) {
         let (block, signed) = canonicalHeaders(headers)
         let text = [
-            method.uppercased(), canonicalURI(path), canonicalQueryString(query), block, signed, payloadHash,
+            method.uppercased(), canonicalURI(path), canonicalQueryString(query), block, signed, payloadHash
         ].joined(separator: "\n")
         return (text, signed)
     }
@@ -190,12 +190,14 @@ public struct AWSSignatureV4: Sendable {
     public func stringToSign(canonicalRequest: String, amzDate: String) -> String {
         [
             Self.algorithm, amzDate, credentialScope(amzDate: amzDate),
-            SHA256.hash(data: Data(canonicalRequest.utf8)).hexString,
+            SHA256.hash(data: Data(canonicalRequest.utf8)).hexString
         ].joined(separator: "\n")
     }
 
     /// HMAC chain `AWS4<secret>` → date → region → service → `aws4_request`.
-    public static func signingKey(secretAccessKey: String, dateStamp: String, region: String, service: String) -> SymmetricKey {
+    public static func signingKey(secretAccessKey: String, dateStamp: String, region: String, service: String)
+        -> SymmetricKey
+    {
         func hmac(_ key: SymmetricKey, _ message: String) -> SymmetricKey {
             SymmetricKey(data: Data(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: key)))
         }
@@ -242,7 +244,8 @@ public struct AWSSignatureV4: Sendable {
             method: request.method, path: request.path, query: request.query, headers: headers,
             payloadHash: payload.headerValue)
         let toSign = stringToSign(canonicalRequest: canonical, amzDate: amzDate)
-        let authorization = "\(Self.algorithm) Credential=\(credentials.accessKeyId)/\(credentialScope(amzDate: amzDate)), "
+        let authorization =
+            "\(Self.algorithm) Credential=\(credentials.accessKeyId)/\(credentialScope(amzDate: amzDate)), "
             + "SignedHeaders=\(signed), Signature=\(signature(stringToSign: toSign, amzDate: amzDate))"
         headers.append(("authorization", authorization))
         return SignedRequest(
@@ -255,14 +258,16 @@ public struct AWSSignatureV4: Sendable {
     /// The query of a presigned request (`X-Amz-*` parameters after the request's own, signature last),
     /// encoded; only `host` is signed and the payload is `UNSIGNED-PAYLOAD`.
     /// - Parameter expires: seconds the URL stays valid, 1...604800.
-    public func presignedQuery(_ request: SignableRequest, expires: Int, date: Date) -> (query: String, canonicalRequest: String) {
+    public func presignedQuery(_ request: SignableRequest, expires: Int, date: Date) -> (
+        query: String, canonicalRequest: String
+    ) {
         let amzDate = Self.amzDate(date)
         var auth: [(name: String, value: String)] = [
             ("X-Amz-Algorithm", Self.algorithm),
             ("X-Amz-Credential", "\(credentials.accessKeyId)/\(credentialScope(amzDate: amzDate))"),
             ("X-Amz-Date", amzDate),
             ("X-Amz-Expires", String(min(max(expires, 1), 604_800))),
-            ("X-Amz-SignedHeaders", "host"),
+            ("X-Amz-SignedHeaders", "host")
         ]
         if let token = credentials.sessionToken {
             auth.append(("X-Amz-Security-Token", token))

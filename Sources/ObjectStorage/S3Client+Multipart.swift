@@ -17,7 +17,9 @@ extension S3Client {
         ) { response in
             let root = try await xmlBody(response, "CreateMultipartUpload")
             guard let id = root.string("UploadId"), !id.isEmpty else {
-                throw S3Error(operation: "CreateMultipartUpload", status: 200, code: "InvalidResponse", message: "no UploadId", key: key)
+                throw S3Error(
+                    operation: "CreateMultipartUpload", status: 200, code: "InvalidResponse", message: "no UploadId",
+                    key: key)
             }
             return id
         }
@@ -39,7 +41,8 @@ extension S3Client {
     /// Joins the parts into the object. Returns the object's ETag. S3 may answer 200 with an error
     /// body; that is reported (and retried when transient) like any other error.
     @discardableResult
-    public func completeMultipartUpload(key: String, uploadId: String, parts: [S3CompletedPart]) async throws -> String {
+    public func completeMultipartUpload(key: String, uploadId: String, parts: [S3CompletedPart]) async throws -> String
+    {
         let xml = Self.completeMultipartUploadXML(parts)
         let bytes = Array(xml.utf8)
         return try await send(
@@ -97,7 +100,8 @@ extension S3Client {
                         let number = next
                         let range = Int64(number - 1) * partSize..<min(Int64(number) * partSize, size)
                         group.addTask {
-                            try await self.uploadPart(key: key, uploadId: uploadId, partNumber: number, fileAt: path, range: range)
+                            try await self.uploadPart(
+                                key: key, uploadId: uploadId, partNumber: number, fileAt: path, range: range)
                         }
                         next += 1
                     }
@@ -112,8 +116,9 @@ extension S3Client {
             do {
                 try await abort.value
             } catch let abortError {
-                logger.warning("S3 AbortMultipartUpload failed; parts may remain until the bucket's lifecycle removes them",
-                               metadata: ["key": "\(key)", "error": "\(abortError)"])
+                logger.warning(
+                    "S3 AbortMultipartUpload failed; parts may remain until the bucket's lifecycle removes them",
+                    metadata: ["key": "\(key)", "error": "\(abortError)"])
             }
             throw error
         }

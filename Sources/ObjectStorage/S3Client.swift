@@ -61,13 +61,16 @@ public final class S3Client: Sendable {
         var body = ByteBuffer()
         var payload = PayloadHash.empty
         if configuration.region != "us-east-1" && configuration.region != "auto" {
-            let xml = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+            let xml =
+                "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
                 + "<LocationConstraint>\(xmlEscape(configuration.region))</LocationConstraint></CreateBucketConfiguration>"
             body = ByteBuffer(string: xml)
             payload = .of(Array(xml.utf8))
         }
         do {
-            try await send("CreateBucket", .PUT, key: nil, body: .bytes(body), payload: payload) { response in try await discard(response) }
+            try await send("CreateBucket", .PUT, key: nil, body: .bytes(body), payload: payload) { response in
+                try await discard(response)
+            }
         } catch let error as S3Error where error.code == "BucketAlreadyOwnedByYou" {
             return
         }
@@ -88,7 +91,9 @@ public final class S3Client: Sendable {
 
     /// Uploads `range` of a file in one request, streamed from disk (a resumable upload's part).
     @discardableResult
-    public func putObject(key: String, fileAt path: String, range: Range<Int64>, contentType: String? = nil) async throws -> String {
+    public func putObject(key: String, fileAt path: String, range: Range<Int64>, contentType: String? = nil)
+        async throws -> String
+    {
         try await send(
             "PutObject", .PUT, key: key, headers: contentTypeHeader(contentType),
             body: .file(FilePath(path), range), payload: .unsigned
@@ -113,8 +118,11 @@ public final class S3Client: Sendable {
     /// Copies an object of the bucket to another key, server-side (CopyObject: up to 5 GB), so a
     /// re-cut shares its original's input without the bytes passing through this host.
     public func copyObject(from source: String, to key: String) async throws {
-        let copySource = "/" + AWSSignatureV4.uriEncode(configuration.bucket) + "/" + AWSSignatureV4.uriEncode(source, keepSlash: true)
-        try await send("CopyObject", .PUT, key: key, headers: [(name: "x-amz-copy-source", value: copySource)]) { response in
+        let copySource =
+            "/" + AWSSignatureV4.uriEncode(configuration.bucket) + "/"
+            + AWSSignatureV4.uriEncode(source, keepSlash: true)
+        try await send("CopyObject", .PUT, key: key, headers: [(name: "x-amz-copy-source", value: copySource)]) {
+            response in
             // S3 may answer 200 and report a failure in the body.
             let body = try await Self.collectPrefix(response.body, limit: 64 * 1024)
             if S3XMLNode.parse(Data(body.readableBytesView))?.name == "Error" {
@@ -166,11 +174,15 @@ public final class S3Client: Sendable {
 
     /// Deletes an object; deleting one that does not exist is not an error.
     public func deleteObject(key: String) async throws {
-        try await send("DeleteObject", .DELETE, key: key, accept: { [200, 204, 404].contains($0) }) { response in try await discard(response) }
+        try await send("DeleteObject", .DELETE, key: key, accept: { [200, 204, 404].contains($0) }) { response in
+            try await discard(response)
+        }
     }
 
     /// One page of ListObjectsV2.
-    public func listObjectsPage(prefix: String? = nil, continuationToken: String? = nil, maxKeys: Int? = nil) async throws -> S3ListPage {
+    public func listObjectsPage(prefix: String? = nil, continuationToken: String? = nil, maxKeys: Int? = nil)
+        async throws -> S3ListPage
+    {
         var query: [(name: String, value: String)] = [("list-type", "2")]
         if let prefix { query.append(("prefix", prefix)) }
         if let continuationToken { query.append(("continuation-token", continuationToken)) }
@@ -185,7 +197,9 @@ public final class S3Client: Sendable {
             let truncated = root.string("IsTruncated") == "true"
             let token = truncated ? root.string("NextContinuationToken") : nil
             if truncated && token == nil {
-                throw S3Error(operation: "ListObjectsV2", status: 200, code: "InvalidResponse", message: "truncated listing without a continuation token")
+                throw S3Error(
+                    operation: "ListObjectsV2", status: 200, code: "InvalidResponse",
+                    message: "truncated listing without a continuation token")
             }
             return S3ListPage(objects: objects, nextContinuationToken: token)
         }
@@ -212,7 +226,9 @@ public final class S3Client: Sendable {
 
     /// The URL a request for `key` (or the bucket) goes to, with the query encoded as sent.
     public func url(forKey key: String?, query: [(name: String, value: String)] = []) -> String {
-        configuration.url(SignableRequest(method: "GET", host: configuration.hostHeader, path: configuration.path(forKey: key), query: query))
+        configuration.url(
+            SignableRequest(
+                method: "GET", host: configuration.hostHeader, path: configuration.path(forKey: key), query: query))
     }
 
     // MARK: Transport
@@ -233,19 +249,25 @@ public final class S3Client: Sendable {
     ) async throws -> T {
         if let key, key.isEmpty || key.utf8.count > 1024 {
             // An empty key would address the bucket itself (DELETE /bucket/ deletes the bucket).
-            throw S3Error(operation: operation, status: 0, code: "InvalidObjectKey", message: "an object key must be 1 to 1024 bytes")
+            throw S3Error(
+                operation: operation, status: 0, code: "InvalidObjectKey",
+                message: "an object key must be 1 to 1024 bytes")
         }
         let policy = configuration.retry
         var attempt = 1
         while true {
             do {
-                return try await sendOnce(operation, method, key: key, query: query, headers: headers, body: body, payload: payload, accept: accept, handle)
+                return try await sendOnce(
+                    operation, method, key: key, query: query, headers: headers, body: body, payload: payload,
+                    accept: accept, handle)
             } catch {
                 guard attempt < policy.maxAttempts, Self.isTransient(error), !Task.isCancelled else { throw error }
                 let delay = policy.delay(afterAttempt: attempt)
                 logger.notice(
                     "S3 request failed, retrying",
-                    metadata: ["operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)", "delay": "\(delay)"])
+                    metadata: [
+                        "operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)", "delay": "\(delay)"
+                    ])
                 try await Task.sleep(for: delay)
                 attempt += 1
             }
@@ -324,7 +346,8 @@ public final class S3Client: Sendable {
 
     func fileSize(_ path: String) async throws -> Int64 {
         guard let info = try await FileSystem.shared.info(forFileAt: FilePath(path)) else {
-            throw S3Error(operation: "ReadFile", status: 0, code: "NoSuchFile", message: "the file to upload does not exist")
+            throw S3Error(
+                operation: "ReadFile", status: 0, code: "NoSuchFile", message: "the file to upload does not exist")
         }
         return info.size
     }
@@ -340,7 +363,9 @@ public final class S3Client: Sendable {
 
 func etag(_ response: HTTPClientResponse, _ operation: String, _ key: String) throws -> String {
     guard let etag = response.headers.first(name: "etag") else {
-        throw S3Error(operation: operation, status: Int(response.status.code), code: "InvalidResponse", message: "no ETag", key: key)
+        throw S3Error(
+            operation: operation, status: Int(response.status.code), code: "InvalidResponse", message: "no ETag",
+            key: key)
     }
     return etag
 }
@@ -353,7 +378,9 @@ func discard(_ response: HTTPClientResponse) async throws {
 func xmlBody(_ response: HTTPClientResponse, _ operation: String) async throws -> S3XMLNode {
     let body = try await response.body.collect(upTo: 16 * 1024 * 1024)
     guard let root = S3XMLNode.parse(Data(body.readableBytesView)) else {
-        throw S3Error(operation: operation, status: Int(response.status.code), code: "InvalidResponse", message: "the response is not XML")
+        throw S3Error(
+            operation: operation, status: Int(response.status.code), code: "InvalidResponse",
+            message: "the response is not XML")
     }
     return root
 }

@@ -73,7 +73,8 @@ public struct S3Configuration: Sendable, Equatable {
         guard let endpoint = URL(string: endpointText), let scheme = endpoint.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = endpoint.host, !host.isEmpty
         else {
-            throw .invalid("STORAGE_S3_ENDPOINT", reason: "must be an http(s) URL such as https://s3.us-east-1.amazonaws.com")
+            throw .invalid(
+                "STORAGE_S3_ENDPOINT", reason: "must be an http(s) URL such as https://s3.us-east-1.amazonaws.com")
         }
         let bucket = try required("STORAGE_S3_BUCKET")
         var pathStyle = false

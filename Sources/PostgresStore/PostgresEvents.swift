@@ -6,7 +6,8 @@ import Synchronization
 
 /// Fans the store's events out to every `events()` stream of this store.
 final class EventHub: Sendable {
-    private let subscribers = Mutex<(next: Int, streams: [Int: AsyncStream<StoreEvent>.Continuation], finished: Bool)>((0, [:], false))
+    private let subscribers = Mutex<(next: Int, streams: [Int: AsyncStream<StoreEvent>.Continuation], finished: Bool)>(
+        (0, [:], false))
 
     func subscribe() -> AsyncStream<StoreEvent> {
         let (stream, continuation) = AsyncStream<StoreEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -43,7 +44,9 @@ extension PostgresStore {
     /// The store's one listening connection: LISTEN on the four channels (jobs queued, cancels, webhooks, pushes), every notification fanned out
     /// through `hub`. After a failure it connects again (after a second) and then yields `.jobQueued`
     /// once, since notifications sent meanwhile were missed. Ends when its task is cancelled.
-    static func listen(client: PostgresClient, hub: EventHub, logger: Logger, ready: AsyncStream<Void>.Continuation) async {
+    static func listen(client: PostgresClient, hub: EventHub, logger: Logger, ready: AsyncStream<Void>.Continuation)
+        async
+    {
         var reconnecting = false
         while !Task.isCancelled {
             do {
@@ -64,7 +67,9 @@ extension PostgresStore {
                                             for try await _ in queued { hub.yield(.jobQueued) }
                                         }
                                         group.addTask {
-                                            for try await notification in cancelled { hub.yield(.jobCancelled(id: notification.payload)) }
+                                            for try await notification in cancelled {
+                                                hub.yield(.jobCancelled(id: notification.payload))
+                                            }
                                         }
                                         group.addTask {
                                             for try await _ in webhooks { hub.yield(.webhookQueued) }
@@ -83,7 +88,9 @@ extension PostgresStore {
                 }
             } catch {
                 if Task.isCancelled { break }
-                logger.warning("PostgreSQL event listener failed; connecting again", metadata: ["error": "\(PostgresStore.reason(error))"])
+                logger.warning(
+                    "PostgreSQL event listener failed; connecting again",
+                    metadata: ["error": "\(PostgresStore.reason(error))"])
             }
             if Task.isCancelled { break }
             reconnecting = true

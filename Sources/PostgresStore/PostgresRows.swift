@@ -37,10 +37,11 @@ enum Rows {
         guard let input = try value(JobInput.self, json: try r["input"].decode(String.self)) else {
             throw PostgresStoreError.corrupt("a job row has no input")
         }
-        var job = Job(id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
-                      targetDuration: try r["targetDuration"].decode(Int.self), quality: try r["quality"].decode(String.self),
-                      input: input, estimatedSeconds: try r["estimatedSeconds"].decode(Int.self),
-                      now: try r["createdAt"].decode(Date.self))
+        var job = Job(
+            id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
+            targetDuration: try r["targetDuration"].decode(Int.self), quality: try r["quality"].decode(String.self),
+            input: input, estimatedSeconds: try r["estimatedSeconds"].decode(Int.self),
+            now: try r["createdAt"].decode(Date.self))
         job.status = status
         job.stage = try r["stage"].decode(String?.self)
         job.progress = try r["progress"].decode(Int.self)
@@ -72,7 +73,8 @@ enum Rows {
     static func insert(_ job: Job, on connection: PostgresConnection, logger: Logger) async throws {
         let input = try json(job.input)!
         let output = try json(job.output), segments = try json(job.segments), edit = try json(job.edit)
-        try await connection.run("""
+        try await connection.run(
+            """
             INSERT INTO job (id, "accountId", status, stage, progress, message, "targetDuration", quality, input, "estimatedSeconds",
                 attempts, "createdAt", "startedAt", "finishedAt", "updatedAt", "processingSeconds", "errorCode", "errorMessage",
                 output, segments, "mediaDeletedAt", "quotaPeriod", "quotaState", "outputCap", "retentionHours", "maxDurationSeconds",
@@ -91,7 +93,8 @@ enum Rows {
     static func update(_ job: Job, on connection: PostgresConnection, logger: Logger) async throws {
         let input = try json(job.input)!
         let output = try json(job.output), segments = try json(job.segments), edit = try json(job.edit)
-        try await connection.run("""
+        try await connection.run(
+            """
             UPDATE job SET "accountId" = \(job.accountId), status = \(job.status.rawValue), stage = \(job.stage),
                 progress = \(job.progress), message = \(job.message), "targetDuration" = \(job.targetDuration),
                 quality = \(job.quality), input = \(input)::jsonb, "estimatedSeconds" = \(job.estimatedSeconds),
@@ -109,7 +112,9 @@ enum Rows {
 
     /// The job locked for the rest of the transaction, or nil.
     static func lockedJob(id: String, on connection: PostgresConnection, logger: Logger) async throws -> Job? {
-        try await connection.rows("SELECT \(unescaped: jobColumns) FROM job WHERE id = \(id) FOR UPDATE", logger: logger).first.map(job)
+        try await connection.rows(
+            "SELECT \(unescaped: jobColumns) FROM job WHERE id = \(id) FOR UPDATE", logger: logger
+        ).first.map(job)
     }
 
     // MARK: Account, key, ledger, subscription
@@ -118,23 +123,26 @@ enum Rows {
 
     static func account(_ row: PostgresRow) throws -> Account {
         let r = row.makeRandomAccess()
-        return Account(id: try r["id"].decode(String.self), plan: try r["plan"].decode(String.self),
-                       label: try r["label"].decode(String?.self), createdAt: try r["createdAt"].decode(Date.self),
-                       disabledAt: try r["disabledAt"].decode(Date?.self), tester: try r["tester"].decode(Bool.self))
+        return Account(
+            id: try r["id"].decode(String.self), plan: try r["plan"].decode(String.self),
+            label: try r["label"].decode(String?.self), createdAt: try r["createdAt"].decode(Date.self),
+            disabledAt: try r["disabledAt"].decode(Date?.self), tester: try r["tester"].decode(Bool.self))
     }
 
     static let keyColumns = #"id, "accountId", hash, prefix, label, "createdAt", "lastUsedAt", "revokedAt""#
 
     static func key(_ row: PostgresRow) throws -> APIKey {
         let r = row.makeRandomAccess()
-        return APIKey.stored(id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
-                      hash: try r["hash"].decode(String.self), prefix: try r["prefix"].decode(String.self),
-                      label: try r["label"].decode(String?.self), createdAt: try r["createdAt"].decode(Date.self),
-                      lastUsedAt: try r["lastUsedAt"].decode(Date?.self), revokedAt: try r["revokedAt"].decode(Date?.self))
+        return APIKey.stored(
+            id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
+            hash: try r["hash"].decode(String.self), prefix: try r["prefix"].decode(String.self),
+            label: try r["label"].decode(String?.self), createdAt: try r["createdAt"].decode(Date.self),
+            lastUsedAt: try r["lastUsedAt"].decode(Date?.self), revokedAt: try r["revokedAt"].decode(Date?.self))
     }
 
     static func insert(_ key: APIKey, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.run("""
+        try await connection.run(
+            """
             INSERT INTO api_key (id, "accountId", hash, prefix, label, "createdAt", "lastUsedAt", "revokedAt")
             VALUES (\(key.id), \(key.accountId), \(key.hash), \(key.prefix), \(key.label), \(key.createdAt), \(key.lastUsedAt), \(key.revokedAt))
             """, logger: logger)
@@ -144,16 +152,20 @@ enum Rows {
 
     static func ledgerEntry(_ row: PostgresRow) throws -> UsageEntry {
         let r = row.makeRandomAccess()
-        return UsageEntry.stored(id: try r["id"].decode(Int64.self), accountId: try r["accountId"].decode(String.self),
-                          jobId: try r["jobId"].decode(String.self), period: try r["period"].decode(String.self),
-                          change: try r["change"].decode(Int.self), workerSeconds: try r["workerSeconds"].decode(Double.self),
-                          reason: try r["reason"].decode(String.self), createdAt: try r["createdAt"].decode(Date.self))
+        return UsageEntry.stored(
+            id: try r["id"].decode(Int64.self), accountId: try r["accountId"].decode(String.self),
+            jobId: try r["jobId"].decode(String.self), period: try r["period"].decode(String.self),
+            change: try r["change"].decode(Int.self), workerSeconds: try r["workerSeconds"].decode(Double.self),
+            reason: try r["reason"].decode(String.self), createdAt: try r["createdAt"].decode(Date.self))
     }
 
     /// One ledger line (UsageEntry's insert).
-    static func addLedgerLine(accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double = 0,
-                              reason: String, now: Date, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.run("""
+    static func addLedgerLine(
+        accountId: String, jobId: String, period: String, change: Int, workerSeconds: Double = 0,
+        reason: String, now: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.run(
+            """
             INSERT INTO usage_ledger ("accountId", "jobId", period, change, "workerSeconds", reason, "createdAt")
             VALUES (\(accountId), \(jobId), \(period), \(change), \(workerSeconds), \(reason), \(now))
             """, logger: logger)
@@ -169,18 +181,21 @@ enum Rows {
         guard let state = EntitlementState(rawValue: try r["state"].decode(String.self)) else {
             throw PostgresStoreError.corrupt("a subscription row has an unknown state")
         }
-        return Subscription(originalTransactionId: try r["originalTransactionId"].decode(String.self),
-                            accountId: try r["accountId"].decode(String?.self), productId: try r["productId"].decode(String.self),
-                            expiresAt: try r["expiresAt"].decode(Date?.self),
-                            gracePeriodExpiresAt: try r["gracePeriodExpiresAt"].decode(Date?.self), state: state,
-                            lastSignedDate: try r["lastSignedDate"].decode(Date.self), environment: try r["environment"].decode(String.self),
-                            source: try r["source"].decode(String.self), updatedAt: try r["updatedAt"].decode(Date.self),
-                            revokedAt: try r["revokedAt"].decode(Date?.self))
+        return Subscription(
+            originalTransactionId: try r["originalTransactionId"].decode(String.self),
+            accountId: try r["accountId"].decode(String?.self), productId: try r["productId"].decode(String.self),
+            expiresAt: try r["expiresAt"].decode(Date?.self),
+            gracePeriodExpiresAt: try r["gracePeriodExpiresAt"].decode(Date?.self), state: state,
+            lastSignedDate: try r["lastSignedDate"].decode(Date.self),
+            environment: try r["environment"].decode(String.self),
+            source: try r["source"].decode(String.self), updatedAt: try r["updatedAt"].decode(Date.self),
+            revokedAt: try r["revokedAt"].decode(Date?.self))
     }
 
     /// Inserts or replaces the subscription (GRDB's `save`).
     static func save(_ s: Subscription, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.run("""
+        try await connection.run(
+            """
             INSERT INTO subscription ("originalTransactionId", "accountId", "productId", "expiresAt", "gracePeriodExpiresAt", state,
                 "lastSignedDate", environment, source, "updatedAt", "revokedAt")
             VALUES (\(s.originalTransactionId), \(s.accountId), \(s.productId), \(s.expiresAt), \(s.gracePeriodExpiresAt),

@@ -11,7 +11,8 @@ extension PostgresStore {
         let account = Account(id: UUID().uuidString.lowercased(), plan: plan, label: label, createdAt: now)
         let (key, secret) = APIKey.make(accountId: account.id, label: nil, now: now)
         try await transaction { connection in
-            try await connection.run("""
+            try await connection.run(
+                """
                 INSERT INTO account (id, plan, label, "createdAt", "disabledAt", tester)
                 VALUES (\(account.id), \(account.plan), \(account.label), \(account.createdAt), \(account.disabledAt), \(account.tester))
                 """, logger: logger)
@@ -22,11 +23,13 @@ extension PostgresStore {
 
     public func account(apiKey: String) async throws -> Account? {
         let hash = Account.hash(apiKey: apiKey)
-        return try await rows("""
+        return try await rows(
+            """
             SELECT account.id, account.plan, account.label, account."createdAt", account."disabledAt", account.tester
             FROM api_key JOIN account ON account.id = api_key."accountId"
             WHERE api_key.hash = \(hash) AND api_key."revokedAt" IS NULL
-            """).first.map(Rows.account)
+            """
+        ).first.map(Rows.account)
     }
 
     public func account(id: String) async throws -> Account? {
@@ -35,27 +38,35 @@ extension PostgresStore {
 
     @discardableResult
     public func setDisabled(accountId: String, _ disabled: Bool, now: Date) async throws -> Account? {
-        try await rows("""
+        try await rows(
+            """
             UPDATE account SET "disabledAt" = CASE WHEN \(disabled) THEN COALESCE("disabledAt", \(now)) ELSE NULL END
             WHERE id = \(accountId) RETURNING \(unescaped: Rows.accountColumns)
-            """).first.map(Rows.account)
+            """
+        ).first.map(Rows.account)
     }
 
     @discardableResult
     public func setTester(accountId: String, _ tester: Bool) async throws -> Account? {
-        try await rows("UPDATE account SET tester = \(tester) WHERE id = \(accountId) RETURNING \(unescaped: Rows.accountColumns)")
-            .first.map(Rows.account)
+        try await rows(
+            "UPDATE account SET tester = \(tester) WHERE id = \(accountId) RETURNING \(unescaped: Rows.accountColumns)"
+        )
+        .first.map(Rows.account)
     }
 
     // MARK: Keys
 
     public func authenticate(keyHash: String) async throws -> KeyLookup {
         var found: HotStatements.Authenticate.Row?
-        for try await row in try await client.execute(HotStatements.Authenticate(keyHash: keyHash), logger: logger) { found = row }
+        for try await row in try await client.execute(HotStatements.Authenticate(keyHash: keyHash), logger: logger) {
+            found = row
+        }
         guard let (keyId, revoked, disabled, accountId, plan, label, createdAt, tester) = found else { return .unknown }
         if revoked { return .revoked }
         if disabled { return .disabled(accountId: accountId) }
-        return .valid(Account(id: accountId, plan: plan, label: label, createdAt: createdAt, disabledAt: nil, tester: tester), keyId: keyId)
+        return .valid(
+            Account(id: accountId, plan: plan, label: label, createdAt: createdAt, disabledAt: nil, tester: tester),
+            keyId: keyId)
     }
 
     /// Fire and forget: the request that used the key does not wait for this write.
@@ -63,9 +74,11 @@ extension PostgresStore {
         let client = self.client, logger = self.logger
         Task.detached {
             do {
-                _ = try await client.query("""
+                _ = try await client.query(
+                    """
                     UPDATE api_key SET "lastUsedAt" = \(date) WHERE id = \(keyId) AND ("lastUsedAt" IS NULL OR "lastUsedAt" < \(date))
-                    """, logger: logger).collect()
+                    """, logger: logger
+                ).collect()
             } catch {
                 logger.debug("could not record a key's use", metadata: ["error": "\(PostgresStore.reason(error))"])
             }
@@ -73,18 +86,29 @@ extension PostgresStore {
     }
 
     public func keys(accountId: String) async throws -> [APIKey] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Rows.keyColumns) FROM api_key WHERE "accountId" = \(accountId) ORDER BY "createdAt", seq
-            """).map(Rows.key)
+            """
+        ).map(Rows.key)
     }
 
-    public func createKey(accountId: String, label: String?, now: Date) async throws -> Result<(APIKey, String), KeyRefusal> {
+    public func createKey(accountId: String, label: String?, now: Date) async throws -> Result<
+        (APIKey, String), KeyRefusal
+    > {
         let made = try await transaction { connection -> Result<(APIKey, String), KeyRefusal> in
-            guard try await Self.lockAccount(accountId, on: connection, logger: logger) else { return .failure(.noSuchAccount) }
-            let active = try await connection.rows("""
-                SELECT COUNT(*) FROM api_key WHERE "accountId" = \(accountId) AND "revokedAt" IS NULL
-                """, logger: logger).first?.decode(Int.self) ?? 0
-            guard active < APIKey.maxActivePerAccount else { return .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)) }
+            guard try await Self.lockAccount(accountId, on: connection, logger: logger) else {
+                return .failure(.noSuchAccount)
+            }
+            let active =
+                try await connection.rows(
+                    """
+                    SELECT COUNT(*) FROM api_key WHERE "accountId" = \(accountId) AND "revokedAt" IS NULL
+                    """, logger: logger
+                ).first?.decode(Int.self) ?? 0
+            guard active < APIKey.maxActivePerAccount else {
+                return .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount))
+            }
             let (key, secret) = APIKey.make(accountId: accountId, label: label, now: now)
             try await Rows.insert(key, on: connection, logger: logger)
             return .success((key, secret))
@@ -95,12 +119,18 @@ extension PostgresStore {
     public func revokeKey(id: String, accountId: String, now: Date) async throws -> Result<APIKey, KeyRefusal> {
         try await transaction { connection in
             guard try await Self.lockAccount(accountId, on: connection, logger: logger),
-                  var key = try await connection.rows("SELECT \(unescaped: Rows.keyColumns) FROM api_key WHERE id = \(id)", logger: logger)
-                    .first.map(Rows.key), key.accountId == accountId else { return .failure(.notFound) }
+                var key = try await connection.rows(
+                    "SELECT \(unescaped: Rows.keyColumns) FROM api_key WHERE id = \(id)", logger: logger
+                )
+                .first.map(Rows.key), key.accountId == accountId
+            else { return .failure(.notFound) }
             if key.revokedAt != nil { return .success(key) }
-            let others = try await connection.rows("""
-                SELECT COUNT(*) FROM api_key WHERE "accountId" = \(accountId) AND "revokedAt" IS NULL AND id <> \(id)
-                """, logger: logger).first?.decode(Int.self) ?? 0
+            let others =
+                try await connection.rows(
+                    """
+                    SELECT COUNT(*) FROM api_key WHERE "accountId" = \(accountId) AND "revokedAt" IS NULL AND id <> \(id)
+                    """, logger: logger
+                ).first?.decode(Int.self) ?? 0
             guard others > 0 else { return .failure(.lastActiveKey) }
             key.revokedAt = now
             try await connection.run("UPDATE api_key SET \"revokedAt\" = \(now) WHERE id = \(id)", logger: logger)
@@ -108,10 +138,13 @@ extension PostgresStore {
         }
     }
 
-    public func rotateKey(accountId: String, label: String?, now: Date) async throws -> (key: APIKey, secret: String, revoked: Int)? {
+    public func rotateKey(accountId: String, label: String?, now: Date) async throws -> (
+        key: APIKey, secret: String, revoked: Int
+    )? {
         try await transaction { connection -> (key: APIKey, secret: String, revoked: Int)? in
             guard try await Self.lockAccount(accountId, on: connection, logger: logger) else { return nil }
-            let revoked = try await connection.run("""
+            let revoked = try await connection.run(
+                """
                 UPDATE api_key SET "revokedAt" = \(now) WHERE "accountId" = \(accountId) AND "revokedAt" IS NULL RETURNING id
                 """, logger: logger)
             let (key, secret) = APIKey.make(accountId: accountId, label: label, now: now)
@@ -124,7 +157,8 @@ extension PostgresStore {
     /// `FOR NO KEY UPDATE`: exclusive among the account's lockers (quota, keys) like `FOR UPDATE`,
     /// but it does not block the foreign-key checks of rows that merely reference the account
     /// (ledger lines written by a completing worker), which `FOR UPDATE` would.
-    static func lockAccount(_ accountId: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+    static func lockAccount(_ accountId: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool
+    {
         try await connection.run("SELECT id FROM account WHERE id = \(accountId) FOR NO KEY UPDATE", logger: logger) > 0
     }
 }

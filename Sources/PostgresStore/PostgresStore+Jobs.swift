@@ -13,12 +13,16 @@ extension PostgresStore {
     }
 
     public func job(id: String, accountId: String) async throws -> Job? {
-        try await rows("SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND \"accountId\" = \(accountId)").first.map(Rows.job)
+        try await rows(
+            "SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND \"accountId\" = \(accountId)"
+        ).first.map(Rows.job)
     }
 
     public func jobStatus(id: String, accountId: String) async throws -> JobStatusRow? {
         var found: HotStatements.JobStatus.Row?
-        for try await row in try await client.execute(HotStatements.JobStatus(id: id, accountId: accountId), logger: logger) { found = row }
+        for try await row in try await client.execute(
+            HotStatements.JobStatus(id: id, accountId: accountId), logger: logger)
+        { found = row }
         guard let (status, progress, message, deleted) = found else { return nil }
         guard let state = JobState(rawValue: status) else { return nil }
         return JobStatusRow(id: id, status: state, progress: progress, message: message, mediaDeleted: deleted)
@@ -32,11 +36,14 @@ extension PostgresStore {
         // One snapshot for the page and the total (REPEATABLE READ is what SQLite's read gives).
         try await transaction { connection in
             try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
-            let page = try await connection.rows("""
+            let page = try await connection.rows(
+                """
                 SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "accountId" = \(accountId)
                 ORDER BY "createdAt" DESC, seq DESC LIMIT \(limit) OFFSET \(offset)
-                """, logger: logger).map(Rows.job)
-            let total = try await connection.rows("SELECT COUNT(*) FROM job WHERE \"accountId\" = \(accountId)", logger: logger)
+                """, logger: logger
+            ).map(Rows.job)
+            let total =
+                try await connection.rows("SELECT COUNT(*) FROM job WHERE \"accountId\" = \(accountId)", logger: logger)
                 .first?.decode(Int.self) ?? 0
             return (page, total)
         }
@@ -44,9 +51,13 @@ extension PostgresStore {
 
     public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
         try await transaction { connection in
-            guard var job = try await connection.rows("""
-                SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
-                """, logger: logger).first.map(Rows.job) else { return nil }
+            guard
+                var job = try await connection.rows(
+                    """
+                    SELECT \(unescaped: Rows.jobColumns) FROM job WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
+                    """, logger: logger
+                ).first.map(Rows.job)
+            else { return nil }
             let previous = job.status
             if !previous.isFinished {
                 let settlement = job.markCancelled(now: now)
@@ -61,7 +72,8 @@ extension PostgresStore {
 
     public func markMediaDeleted(id: String, now: Date) async throws {
         try await transaction { connection in
-            try await connection.run("""
+            try await connection.run(
+                """
                 UPDATE job SET "mediaDeletedAt" = COALESCE("mediaDeletedAt", \(now)), "updatedAt" = \(now) WHERE id = \(id)
                 """, logger: logger)
             // With its media goes what re-uploads were recognised by.
@@ -70,10 +82,12 @@ extension PostgresStore {
     }
 
     public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int) async throws -> [Job] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "finishedAt" IS NOT NULL AND "mediaDeletedAt" IS NULL
             AND "finishedAt" + COALESCE("retentionHours", \(defaultRetentionHours)) * interval '1 hour' < \(now) LIMIT \(limit)
-            """).map(Rows.job)
+            """
+        ).map(Rows.job)
     }
 
     public func existingJobIDs(_ ids: [String]) async throws -> Set<String> {
@@ -82,22 +96,28 @@ extension PostgresStore {
     }
 
     public func recentCompletedJobs(limit: Int) async throws -> [Job] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Rows.jobColumns) FROM job WHERE status = 'completed' AND "processingSeconds" IS NOT NULL
             ORDER BY "finishedAt" DESC LIMIT \(limit)
-            """).map(Rows.job)
+            """
+        ).map(Rows.job)
     }
 
     public func activeJobs(accountId: String) async throws -> [Job] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Rows.jobColumns) FROM job WHERE "accountId" = \(accountId) AND status IN ('pending', 'processing')
-            """).map(Rows.job)
+            """
+        ).map(Rows.job)
     }
 
     public func unfinishedJobs() async throws -> [Job] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Rows.jobColumns) FROM job WHERE status IN ('pending', 'processing') ORDER BY "createdAt", seq
-            """).map(Rows.job)
+            """
+        ).map(Rows.job)
     }
 
     // MARK: Shared
@@ -110,9 +130,13 @@ extension PostgresStore {
     /// Settles a job's reserved unit inside the caller's transaction (like AppDatabase.settle):
     /// consumed on delivery, released on failure or cancellation, with `workerSeconds` on the
     /// same ledger line. Nothing when already settled.
-    static func settle(_ job: inout Job, _ settlement: QuotaSettlement, now: Date, on connection: PostgresConnection, logger: Logger) async throws {
+    static func settle(
+        _ job: inout Job, _ settlement: QuotaSettlement, now: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws {
         guard let (period, change) = settlement.apply(to: &job) else { return }
-        try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: period, change: change,
-                                     workerSeconds: settlement.workerSeconds, reason: settlement.reason, now: now, on: connection, logger: logger)
+        try await Rows.addLedgerLine(
+            accountId: job.accountId, jobId: job.id, period: period, change: change,
+            workerSeconds: settlement.workerSeconds, reason: settlement.reason, now: now, on: connection, logger: logger
+        )
     }
 }

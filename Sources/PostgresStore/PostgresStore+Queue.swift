@@ -9,7 +9,8 @@ import PostgresNIO
 extension PostgresStore {
     public func claimNextJob(worker: String, leaseSeconds: Double, now: Date) async throws -> Job? {
         let expires = now.addingTimeInterval(leaseSeconds)
-        return try await rows("""
+        return try await rows(
+            """
             WITH next AS (
                 SELECT j.id AS claimed FROM job j
                 WHERE j.status = 'pending' AND (j."runAfter" IS NULL OR j."runAfter" <= \(now))
@@ -26,30 +27,42 @@ extension PostgresStore {
                 "leaseOwner" = \(worker), "leaseExpiresAt" = \(expires)
             FROM next WHERE job.id = next.claimed AND job.status = 'pending'
             RETURNING \(unescaped: Rows.jobColumns)
-            """).first.map(Rows.job)
+            """
+        ).first.map(Rows.job)
     }
 
-    public func renewLeases(worker: String, jobIDs: [String], leaseSeconds: Double, now: Date) async throws -> Set<String> {
+    public func renewLeases(worker: String, jobIDs: [String], leaseSeconds: Double, now: Date) async throws -> Set<
+        String
+    > {
         guard !jobIDs.isEmpty else { return [] }
         let expires = now.addingTimeInterval(leaseSeconds)
-        return Set(try await rows("""
-            UPDATE job SET "leaseExpiresAt" = \(expires)
-            WHERE id = ANY(\(jobIDs)) AND status = 'processing' AND "leaseOwner" = \(worker) RETURNING id
-            """).map { try $0.decode(String.self) })
+        return Set(
+            try await rows(
+                """
+                UPDATE job SET "leaseExpiresAt" = \(expires)
+                WHERE id = ANY(\(jobIDs)) AND status = 'processing' AND "leaseOwner" = \(worker) RETURNING id
+                """
+            ).map { try $0.decode(String.self) })
     }
 
-    public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (requeued: [String], failed: [String]) {
+    public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (
+        requeued: [String], failed: [String]
+    ) {
         try await transaction { connection in
             // SKIP LOCKED: a job whose worker is writing right now is not expired for long; the next
             // rescue pass (on this host or another) takes it.
-            let stuck = try await connection.rows("""
+            let stuck = try await connection.rows(
+                """
                 SELECT \(unescaped: Rows.jobColumns) FROM job
                 WHERE status = 'processing' AND ("leaseExpiresAt" IS NULL OR "leaseExpiresAt" < \(now))
                 ORDER BY "leaseExpiresAt" NULLS FIRST, seq FOR UPDATE SKIP LOCKED
-                """, logger: logger).map(Rows.job)
+                """, logger: logger
+            ).map(Rows.job)
             var requeued: [String] = [], failed: [String] = []
             for var job in stuck {
-                if let settlement = job.markInterrupted(maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now) {
+                if let settlement = job.markInterrupted(
+                    maxAttempts: maxAttempts, backoffSeconds: backoffSeconds, now: now)
+                {
                     try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
                     failed.append(job.id)
                 } else {
@@ -66,20 +79,29 @@ extension PostgresStore {
         }
     }
 
-    public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date) async throws -> Bool {
+    public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date)
+        async throws -> Bool
+    {
         let progress = min(100, max(0, progress))
-        return try await rows("""
+        return try await rows(
+            """
             UPDATE job SET progress = GREATEST(progress, \(progress)), stage = \(stage), message = \(message), "updatedAt" = \(now)
             WHERE id = \(id) AND status = 'processing' AND "leaseOwner" = \(worker) RETURNING id
-            """).count > 0
+            """
+        ).count > 0
     }
 
-    public func complete(id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
-                         workerSeconds: Double, now: Date) async throws -> Bool {
+    public func complete(
+        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        workerSeconds: Double, now: Date
+    ) async throws -> Bool {
         try await transaction { connection in
-            guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else { return false }
-            let settlement = job.markCompleted(output: output, segments: segments, processingSeconds: processingSeconds,
-                                               workerSeconds: workerSeconds, now: now)
+            guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else {
+                return false
+            }
+            let settlement = job.markCompleted(
+                output: output, segments: segments, processingSeconds: processingSeconds,
+                workerSeconds: workerSeconds, now: now)
             try await Self.settle(&job, settlement, now: now, on: connection, logger: logger)
             try await Rows.update(job, on: connection, logger: logger)
             try await Self.enqueueWebhook(job, now: now, on: connection, logger: logger)
@@ -89,7 +111,9 @@ extension PostgresStore {
     }
 
     @discardableResult
-    public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double, now: Date) async throws -> Bool {
+    public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double, now: Date)
+        async throws -> Bool
+    {
         try await transaction { connection in
             let found: Job?
             if let worker {
@@ -108,15 +132,21 @@ extension PostgresStore {
     }
 
     @discardableResult
-    public func retryLater(id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date) async throws -> Bool {
+    public func retryLater(
+        id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date
+    ) async throws -> Bool {
         try await transaction { connection in
-            guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else { return false }
-            let ledgerReason = job.markRetrying(runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
+            guard var job = try await Self.heldJob(id: id, worker: worker, on: connection, logger: logger) else {
+                return false
+            }
+            let ledgerReason = job.markRetrying(
+                runAfter: runAfter, abnormal: abnormal, chargeSeconds: chargeSeconds, reason: reason, now: now)
             try await Rows.update(job, on: connection, logger: logger)
             if chargeSeconds > 0 {
-                try await Rows.addLedgerLine(accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
-                                             change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, now: now,
-                                             on: connection, logger: logger)
+                try await Rows.addLedgerLine(
+                    accountId: job.accountId, jobId: job.id, period: job.quotaPeriod ?? UsagePeriod.month(of: now).name,
+                    change: 0, workerSeconds: chargeSeconds, reason: ledgerReason, now: now,
+                    on: connection, logger: logger)
             }
             try await Self.notifyQueued(connection, logger: logger)
             return true
@@ -125,7 +155,8 @@ extension PostgresStore {
 
     public func requeue(id: String, worker: String, now: Date) async throws {
         try await transaction { connection in
-            let changed = try await connection.run("""
+            let changed = try await connection.run(
+                """
                 UPDATE job SET status = 'pending', attempts = GREATEST(0, attempts - 1), stage = NULL,
                     message = 'Waiting in the queue (the server restarted)', "updatedAt" = \(now),
                     "leaseOwner" = NULL, "leaseExpiresAt" = NULL
@@ -136,22 +167,31 @@ extension PostgresStore {
     }
 
     public func queueStatistics(now: Date) async throws -> QueueStatistics {
-        guard let row = try await rows("""
-            SELECT COUNT(*) FILTER (WHERE status = 'pending'), COUNT(*) FILTER (WHERE status = 'processing'),
-                MIN(GREATEST("createdAt", COALESCE("runAfter", "createdAt")))
-                    FILTER (WHERE status = 'pending' AND ("runAfter" IS NULL OR "runAfter" <= \(now)))
-            FROM job WHERE status IN ('pending', 'processing')
-            """).first else { return QueueStatistics(pending: 0, processing: 0, oldestPendingSeconds: nil) }
+        guard
+            let row = try await rows(
+                """
+                SELECT COUNT(*) FILTER (WHERE status = 'pending'), COUNT(*) FILTER (WHERE status = 'processing'),
+                    MIN(GREATEST("createdAt", COALESCE("runAfter", "createdAt")))
+                        FILTER (WHERE status = 'pending' AND ("runAfter" IS NULL OR "runAfter" <= \(now)))
+                FROM job WHERE status IN ('pending', 'processing')
+                """
+            ).first
+        else { return QueueStatistics(pending: 0, processing: 0, oldestPendingSeconds: nil) }
         let (pending, processing, oldest) = try row.decode((Int, Int, Date?).self)
-        return QueueStatistics(pending: pending, processing: processing,
-                               oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
+        return QueueStatistics(
+            pending: pending, processing: processing,
+            oldestPendingSeconds: oldest.map { max(0, now.timeIntervalSince($0)) })
     }
 
     /// The job `worker` holds (processing under its lease), locked for the transaction; nil otherwise.
-    static func heldJob(id: String, worker: String, on connection: PostgresConnection, logger: Logger) async throws -> Job? {
-        try await connection.rows("""
+    static func heldJob(id: String, worker: String, on connection: PostgresConnection, logger: Logger) async throws
+        -> Job?
+    {
+        try await connection.rows(
+            """
             SELECT \(unescaped: Rows.jobColumns) FROM job
             WHERE id = \(id) AND status = 'processing' AND "leaseOwner" = \(worker) FOR UPDATE
-            """, logger: logger).first.map(Rows.job)
+            """, logger: logger
+        ).first.map(Rows.job)
     }
 }

@@ -11,11 +11,14 @@ extension PostgresStore {
     /// What the account's subscriptions entitle it to now; test purchases count only for testers
     /// or with `sandboxForAll`.
     func entitlement(_ accountId: String, now: Date, on connection: PostgresConnection) async throws -> Entitlement {
-        var subscriptions = try await connection.rows("""
+        var subscriptions = try await connection.rows(
+            """
             SELECT \(unescaped: Rows.subscriptionColumns) FROM subscription WHERE "accountId" = \(accountId)
-            """, logger: logger).map(Rows.subscription)
+            """, logger: logger
+        ).map(Rows.subscription)
         if subscriptions.contains(where: \.isTestPurchase) {
-            let tester = try await connection.rows("SELECT tester FROM account WHERE id = \(accountId)", logger: logger)
+            let tester =
+                try await connection.rows("SELECT tester FROM account WHERE id = \(accountId)", logger: logger)
                 .first?.decode(Bool.self) ?? false
             if !(sandboxForAll || tester) { subscriptions.removeAll(where: \.isTestPurchase) }
         }
@@ -31,10 +34,13 @@ extension PostgresStore {
         try await client.withConnection { connection in try await entitlement(accountId, now: now, on: connection) }
     }
 
-    public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<Entitlement, SubscriptionRefusal> {
+    public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<
+        Entitlement, SubscriptionRefusal
+    > {
         try await transaction { connection -> Result<Entitlement, SubscriptionRefusal> in
             let existing = try await lockedSubscription(tx.originalTransactionId, on: connection)
-            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now) else {
+            guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now)
+            else {
                 return .failure(.belongsToAnotherAccount)
             }
             try await Rows.save(sub, on: connection, logger: logger)
@@ -42,12 +48,15 @@ extension PostgresStore {
         }
     }
 
-    public func applyNotification(uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
-                                  effect: NotificationEffect, now: Date) async throws -> Bool {
+    public func applyNotification(
+        uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
+        effect: NotificationEffect, now: Date
+    ) async throws -> Bool {
         try await transaction { connection -> Bool in
             // Claims the UUID first: a second delivery of the same notification (from any process)
             // waits for this transaction and then finds it recorded.
-            let fresh = try await connection.run("""
+            let fresh = try await connection.run(
+                """
                 INSERT INTO app_store_notification ("notificationUUID", "notificationType", subtype, "originalTransactionId",
                     "signedDate", "receivedAt", applied)
                 VALUES (\(uuid), \(type), \(subtype), \(tx?.originalTransactionId), \(signedDate), \(now), false)
@@ -60,18 +69,24 @@ extension PostgresStore {
                 var stored = sub != nil
                 if sub == nil {
                     let owner = try await tx.appAccountToken.asyncFlatMap { token in
-                        try await connection.rows("SELECT id FROM account WHERE id = \(token.lowercased())", logger: logger)
-                            .first?.decode(String.self)
+                        try await connection.rows(
+                            "SELECT id FROM account WHERE id = \(token.lowercased())", logger: logger
+                        )
+                        .first?.decode(String.self)
                     }
-                    sub = Subscription(originalTransactionId: tx.originalTransactionId, accountId: owner, productId: tx.productId,
-                                       expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
-                                       environment: tx.environment, source: "notification", updatedAt: now)
+                    sub = Subscription(
+                        originalTransactionId: tx.originalTransactionId, accountId: owner, productId: tx.productId,
+                        expiresAt: tx.expiresAt, state: .expired, lastSignedDate: .distantPast,
+                        environment: tx.environment, source: "notification", updatedAt: now)
                 }
                 let sticky = sub?.revokedAt != nil && effect != .revoke && effect != .reinstate
                 if var s = sub, signedDate >= s.lastSignedDate, !sticky {
                     if let token = tx.appAccountToken,
-                       let owner = try await connection.rows("SELECT id FROM account WHERE id = \(token.lowercased())", logger: logger)
-                        .first?.decode(String.self) {
+                        let owner = try await connection.rows(
+                            "SELECT id FROM account WHERE id = \(token.lowercased())", logger: logger
+                        )
+                        .first?.decode(String.self)
+                    {
                         s.accountId = owner
                     }
                     s.apply(effect, tx: tx, now: now)
@@ -86,7 +101,9 @@ extension PostgresStore {
                 if !stored, let s = sub { try await Rows.save(s, on: connection, logger: logger) }
             }
             if applied {
-                try await connection.run("UPDATE app_store_notification SET applied = true WHERE \"notificationUUID\" = \(uuid)", logger: logger)
+                try await connection.run(
+                    "UPDATE app_store_notification SET applied = true WHERE \"notificationUUID\" = \(uuid)",
+                    logger: logger)
             }
             return applied
         }
@@ -94,32 +111,45 @@ extension PostgresStore {
 
     public func grantPro(accountId: String, until: Date, now: Date) async throws {
         try await transaction { connection in
-            try await connection.run("UPDATE subscription SET \"revokedAt\" = NULL WHERE \"accountId\" = \(accountId)", logger: logger)
-            try await Rows.save(Subscription(originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
-                                             expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
-                                             updatedAt: now), on: connection, logger: logger)
+            try await connection.run(
+                "UPDATE subscription SET \"revokedAt\" = NULL WHERE \"accountId\" = \(accountId)", logger: logger)
+            try await Rows.save(
+                Subscription(
+                    originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
+                    expiresAt: until, state: .active, lastSignedDate: now, environment: "admin", source: "admin",
+                    updatedAt: now), on: connection, logger: logger)
         }
     }
 
     public func revokeSubscriptions(accountId: String, now: Date) async throws -> Int {
-        try await rows("""
+        try await rows(
+            """
             UPDATE subscription SET state = 'revoked', "updatedAt" = \(now), "lastSignedDate" = GREATEST("lastSignedDate", \(now)),
                 "revokedAt" = COALESCE("revokedAt", \(now)) WHERE "accountId" = \(accountId) RETURNING 1
-            """).count
+            """
+        ).count
     }
 
     public func subscriptions(accountId: String) async throws -> [Subscription] {
-        try await rows("SELECT \(unescaped: Rows.subscriptionColumns) FROM subscription WHERE \"accountId\" = \(accountId)")
-            .map(Rows.subscription)
+        try await rows(
+            "SELECT \(unescaped: Rows.subscriptionColumns) FROM subscription WHERE \"accountId\" = \(accountId)"
+        )
+        .map(Rows.subscription)
     }
 
     /// The subscription of `originalTransactionId`, with the advisory lock on that id held for the
     /// rest of the transaction (whether the row exists or not).
-    func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws -> Subscription? {
-        try await connection.run("SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))", logger: logger)
-        return try await connection.rows("""
+    func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
+        -> Subscription?
+    {
+        try await connection.run(
+            "SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))",
+            logger: logger)
+        return try await connection.rows(
+            """
             SELECT \(unescaped: Rows.subscriptionColumns) FROM subscription WHERE "originalTransactionId" = \(originalTransactionId) FOR UPDATE
-            """, logger: logger).first.map(Rows.subscription)
+            """, logger: logger
+        ).first.map(Rows.subscription)
     }
 }
 

@@ -34,7 +34,8 @@ extension PostgresStore {
     }
 
     public func createUpload(_ u: ResumableUpload) async throws {
-        try await execute("""
+        try await execute(
+            """
             INSERT INTO resumable_upload (id, "accountId", flavor, length, "offset", filename, "targetDuration", quality, state,
                 "createdAt", "updatedAt", "expiresAt", edit)
             VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality),
@@ -43,24 +44,34 @@ extension PostgresStore {
     }
 
     public func upload(id: String, accountId: String) async throws -> ResumableUpload? {
-        try await rows("SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND \"accountId\" = \(accountId)")
-            .first.map(Self.upload)
+        try await rows(
+            "SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND \"accountId\" = \(accountId)"
+        )
+        .first.map(Self.upload)
     }
 
     public func upload(id: String) async throws -> ResumableUpload? {
-        try await rows("SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id)").first.map(Self.upload)
+        try await rows("SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id)").first.map(
+            Self.upload)
     }
 
-    public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws -> UploadHold {
+    public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws
+        -> UploadHold
+    {
         try await transaction { connection in
-            guard var upload = try await connection.rows("""
-                SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
-                """, logger: logger).first.map(Self.upload) else { return .missing }
+            guard
+                var upload = try await connection.rows(
+                    """
+                    SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
+                    """, logger: logger
+                ).first.map(Self.upload)
+            else { return .missing }
             guard upload.state == .receiving else { return .held(upload) }
             if upload.holder != nil, let held = upload.heldUntil, held > now { return .busy(upload) }
             if upload.expiresAt < now {
                 // Past its expiry and not yet swept: it stays dead (an append must not revive it).
-                try await connection.run("""
+                try await connection.run(
+                    """
                     UPDATE resumable_upload SET state = 'expired', holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now) WHERE id = \(id)
                     """, logger: logger)
                 upload.state = .expired
@@ -68,7 +79,8 @@ extension PostgresStore {
                 upload.heldUntil = nil
                 return .held(upload)
             }
-            try await connection.run("""
+            try await connection.run(
+                """
                 UPDATE resumable_upload SET holder = \(holder), "heldUntil" = \(until) WHERE id = \(id)
                 """, logger: logger)
             upload.holder = holder
@@ -77,36 +89,51 @@ extension PostgresStore {
         }
     }
 
-    public func recordUploadOffset(id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
-                                   release: Bool, now: Date) async throws -> Bool {
+    public func recordUploadOffset(
+        id: String, holder: String, offset: Int64, length: Int64?, heldUntil: Date, expiresAt: Date,
+        release: Bool, now: Date
+    ) async throws -> Bool {
         let until: Date? = release ? nil : heldUntil
-        return !(try await rows("""
-            UPDATE resumable_upload SET "offset" = \(offset), length = COALESCE(length, \(length)), "heldUntil" = \(until),
-                holder = CASE WHEN \(release) THEN NULL ELSE holder END, "expiresAt" = \(expiresAt), "updatedAt" = \(now)
-            WHERE id = \(id) AND holder = \(holder) AND state = 'receiving' RETURNING id
-            """).isEmpty)
+        return
+            !(try await rows(
+                """
+                UPDATE resumable_upload SET "offset" = \(offset), length = COALESCE(length, \(length)), "heldUntil" = \(until),
+                    holder = CASE WHEN \(release) THEN NULL ELSE holder END, "expiresAt" = \(expiresAt), "updatedAt" = \(now)
+                WHERE id = \(id) AND holder = \(holder) AND state = 'receiving' RETURNING id
+                """
+            ).isEmpty)
     }
 
     public func releaseUpload(id: String, holder: String, now: Date) async throws {
-        try await execute("UPDATE resumable_upload SET holder = NULL, \"heldUntil\" = NULL WHERE id = \(id) AND holder = \(holder)")
+        try await execute(
+            "UPDATE resumable_upload SET holder = NULL, \"heldUntil\" = NULL WHERE id = \(id) AND holder = \(holder)")
     }
 
-    public func finishUpload(id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
-                             errorMessage: String?, now: Date) async throws -> Bool {
-        !(try await rows("""
+    public func finishUpload(
+        id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
+        errorMessage: String?, now: Date
+    ) async throws -> Bool {
+        !(try await rows(
+            """
             UPDATE resumable_upload SET state = \(state.rawValue), "jobId" = \(jobId), "errorCode" = \(errorCode),
                 "errorMessage" = \(errorMessage), holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now)
             WHERE id = \(id) AND holder = \(holder) AND state = 'receiving' RETURNING id
-            """).isEmpty)
+            """
+        ).isEmpty)
     }
 
     public func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload? {
         try await transaction { connection in
-            guard let upload = try await connection.rows("""
-                SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
-                """, logger: logger).first.map(Self.upload) else { return nil }
+            guard
+                let upload = try await connection.rows(
+                    """
+                    SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE id = \(id) AND "accountId" = \(accountId) FOR UPDATE
+                    """, logger: logger
+                ).first.map(Self.upload)
+            else { return nil }
             if upload.state == .receiving {
-                try await connection.run("""
+                try await connection.run(
+                    """
                     UPDATE resumable_upload SET state = 'terminated', holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now) WHERE id = \(id)
                     """, logger: logger)
             }
@@ -115,30 +142,41 @@ extension PostgresStore {
     }
 
     public func expiredUploads(now: Date, limit: Int) async throws -> [ResumableUpload] {
-        try await rows("""
+        try await rows(
+            """
             SELECT \(unescaped: Self.uploadColumns) FROM resumable_upload WHERE state = 'receiving' AND "expiresAt" < \(now) LIMIT \(limit)
-            """).map(Self.upload)
+            """
+        ).map(Self.upload)
     }
 
     public func expireUpload(id: String, now: Date) async throws -> Bool {
-        !(try await rows("""
+        !(try await rows(
+            """
             UPDATE resumable_upload SET state = 'expired', holder = NULL, "heldUntil" = NULL, "updatedAt" = \(now)
             WHERE id = \(id) AND state = 'receiving' AND "expiresAt" < \(now) AND (holder IS NULL OR "heldUntil" < \(now)) RETURNING id
-            """).isEmpty)
+            """
+        ).isEmpty)
     }
 
     public func purgeFinishedUploads(before: Date) async throws -> Int {
-        try await rows("DELETE FROM resumable_upload WHERE state != 'receiving' AND \"updatedAt\" < \(before) RETURNING id").count
+        try await rows(
+            "DELETE FROM resumable_upload WHERE state != 'receiving' AND \"updatedAt\" < \(before) RETURNING id"
+        ).count
     }
 
     public func receivingUploads(accountId: String, now: Date) async throws -> Int {
-        try await rows("""
+        try await rows(
+            """
             SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND state = 'receiving' AND "expiresAt" >= \(now)
-            """).first?.decode(Int.self) ?? 0
+            """
+        ).first?.decode(Int.self) ?? 0
     }
 
     public func receivingUploadIDs(_ ids: [String]) async throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
-        return Set(try await rows("SELECT id FROM resumable_upload WHERE id = ANY(\(ids)) AND state = 'receiving'").map { try $0.decode(String.self) })
+        return Set(
+            try await rows("SELECT id FROM resumable_upload WHERE id = ANY(\(ids)) AND state = 'receiving'").map {
+                try $0.decode(String.self)
+            })
     }
 }

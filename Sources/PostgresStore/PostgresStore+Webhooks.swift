@@ -22,7 +22,8 @@ extension PostgresStore {
         guard let type = WebhookEventType(job.status) else { return }
         let id = "whd_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let payload = try WebhookPayload(deliveryId: id, job: job, type: type, now: now).json()
-        let written = try await connection.run("""
+        let written = try await connection.run(
+            """
             INSERT INTO webhook_delivery (id, "accountId", "jobId", "eventType", payload, status, attempts, "nextAttemptAt", "createdAt")
             SELECT \(id), \(job.accountId), \(job.id), \(type.rawValue), \(payload), 'pending', 0, \(now), \(now)
             FROM webhook_endpoint WHERE "accountId" = \(job.accountId)
@@ -32,31 +33,44 @@ extension PostgresStore {
     }
 
     public func webhookEndpoint(accountId: String) async throws -> WebhookEndpoint? {
-        try await rows("SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoint WHERE \"accountId\" = \(accountId)")
-            .first.map(Self.endpoint)
+        try await rows(
+            "SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoint WHERE \"accountId\" = \(accountId)"
+        )
+        .first.map(Self.endpoint)
     }
 
-    public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws -> WebhookEndpoint {
-        guard let endpoint = try await rows("""
-            INSERT INTO webhook_endpoint ("accountId", url, secret, "createdAt") VALUES (\(accountId), \(url), \(secret), \(now))
-            ON CONFLICT ("accountId") DO UPDATE SET url = excluded.url, secret = excluded.secret, "rotatedAt" = excluded."createdAt"
-            RETURNING \(unescaped: Self.endpointColumns)
-            """).first.map(Self.endpoint) else { throw PostgresStoreError.corrupt("the webhook endpoint was not written") }
+    public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws
+        -> WebhookEndpoint
+    {
+        guard
+            let endpoint = try await rows(
+                """
+                INSERT INTO webhook_endpoint ("accountId", url, secret, "createdAt") VALUES (\(accountId), \(url), \(secret), \(now))
+                ON CONFLICT ("accountId") DO UPDATE SET url = excluded.url, secret = excluded.secret, "rotatedAt" = excluded."createdAt"
+                RETURNING \(unescaped: Self.endpointColumns)
+                """
+            ).first.map(Self.endpoint)
+        else { throw PostgresStoreError.corrupt("the webhook endpoint was not written") }
         return endpoint
     }
 
     public func deleteWebhookEndpoint(accountId: String) async throws -> Bool {
-        try await rows("DELETE FROM webhook_endpoint WHERE \"accountId\" = \(accountId) RETURNING \"accountId\"").count > 0
+        try await rows("DELETE FROM webhook_endpoint WHERE \"accountId\" = \(accountId) RETURNING \"accountId\"").count
+            > 0
     }
 
-    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook] {
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
+        -> [ClaimedWebhook]
+    {
         let expires = now.addingTimeInterval(leaseSeconds)
         return try await transaction { connection in
             // Claims are taken one at a time across processes (they are short), so that two
             // dispatchers never lease two deliveries of one account: the oldest due delivery of
             // each account none of whose deliveries is leased now.
-            try await connection.run("SELECT pg_advisory_xact_lock(hashtextextended('moments:webhook-claims', 0))", logger: logger)
-            let deliveries = try await connection.rows("""
+            try await connection.run(
+                "SELECT pg_advisory_xact_lock(hashtextextended('moments:webhook-claims', 0))", logger: logger)
+            let deliveries = try await connection.rows(
+                """
                 WITH first AS (
                     SELECT DISTINCT ON ("accountId") id, "nextAttemptAt" FROM webhook_delivery
                     WHERE status = 'pending' AND "nextAttemptAt" <= \(now)
@@ -69,12 +83,15 @@ extension PostgresStore {
                 UPDATE webhook_delivery d SET "leaseOwner" = \(worker), "leaseExpiresAt" = \(expires)
                 FROM due WHERE d.id = due.id
                 RETURNING d.*
-                """, logger: logger).map(Self.delivery)
+                """, logger: logger
+            ).map(Self.delivery)
             guard !deliveries.isEmpty else { return [] }
             let accounts = Array(Set(deliveries.map(\.accountId)))
-            let endpoints = try await connection.rows("""
+            let endpoints = try await connection.rows(
+                """
                 SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoint WHERE "accountId" = ANY(\(accounts))
-                """, logger: logger).map(Self.endpoint)
+                """, logger: logger
+            ).map(Self.endpoint)
             let byAccount = Dictionary(endpoints.map { ($0.accountId, $0) }, uniquingKeysWith: { a, _ in a })
             return deliveries.sorted { ($0.nextAttemptAt ?? now) < ($1.nextAttemptAt ?? now) }
                 .map { ClaimedWebhook(delivery: $0, endpoint: byAccount[$0.accountId]) }
@@ -82,22 +99,28 @@ extension PostgresStore {
     }
 
     @discardableResult
-    public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date) async throws -> Bool {
-        let (status, next, delivered): (String, Date?, Date?) = switch outcome {
-        case .delivered: ("delivered", nil, now)
-        case .retry(let at): ("pending", at, nil)
-        case .gaveUp: ("failed", nil, nil)
-        }
+    public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date)
+        async throws -> Bool
+    {
+        let (status, next, delivered): (String, Date?, Date?) =
+            switch outcome {
+            case .delivered: ("delivered", nil, now)
+            case .retry(let at): ("pending", at, nil)
+            case .gaveUp: ("failed", nil, nil)
+            }
         return try await transaction { connection in
-            let held = try await connection.run("""
+            let held = try await connection.run(
+                """
                 SELECT id FROM webhook_delivery WHERE id = \(attempt.deliveryId) AND status = 'pending' AND "leaseOwner" = \(worker) FOR UPDATE
                 """, logger: logger)
             guard held > 0 else { return false }
-            try await connection.run("""
+            try await connection.run(
+                """
                 INSERT INTO webhook_attempt ("deliveryId", number, at, "statusCode", error, "durationMs")
                 VALUES (\(attempt.deliveryId), \(attempt.number), \(attempt.at), \(attempt.statusCode), \(attempt.error), \(attempt.durationMs))
                 """, logger: logger)
-            try await connection.run("""
+            try await connection.run(
+                """
                 UPDATE webhook_delivery SET attempts = attempts + 1, status = \(status), "nextAttemptAt" = \(next),
                     "deliveredAt" = \(delivered), "lastStatusCode" = \(attempt.statusCode), "lastError" = \(attempt.error),
                     "leaseOwner" = NULL, "leaseExpiresAt" = NULL
@@ -107,22 +130,29 @@ extension PostgresStore {
         }
     }
 
-    public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(delivery: WebhookDelivery, attempts: [WebhookAttempt])] {
+    public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(
+        delivery: WebhookDelivery, attempts: [WebhookAttempt]
+    )] {
         try await transaction { connection in
             try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
-            let deliveries = try await connection.rows("""
+            let deliveries = try await connection.rows(
+                """
                 SELECT \(unescaped: Self.deliveryColumns) FROM webhook_delivery
                 WHERE "jobId" = \(jobId) AND "accountId" = \(accountId) ORDER BY "createdAt", seq
-                """, logger: logger).map(Self.delivery)
+                """, logger: logger
+            ).map(Self.delivery)
             guard !deliveries.isEmpty else { return [] }
-            let attempts = try await connection.rows("""
+            let attempts = try await connection.rows(
+                """
                 SELECT "deliveryId", number, at, "statusCode", error, "durationMs" FROM webhook_attempt
                 WHERE "deliveryId" = ANY(\(deliveries.map(\.id))) ORDER BY number, id
-                """, logger: logger).map { row -> WebhookAttempt in
+                """, logger: logger
+            ).map { row -> WebhookAttempt in
                 let r = row.makeRandomAccess()
-                return WebhookAttempt(deliveryId: try r["deliveryId"].decode(String.self), number: try r["number"].decode(Int.self),
-                                      at: try r["at"].decode(Date.self), statusCode: try r["statusCode"].decode(Int?.self),
-                                      error: try r["error"].decode(String?.self), durationMs: try r["durationMs"].decode(Int.self))
+                return WebhookAttempt(
+                    deliveryId: try r["deliveryId"].decode(String.self), number: try r["number"].decode(Int.self),
+                    at: try r["at"].decode(Date.self), statusCode: try r["statusCode"].decode(Int?.self),
+                    error: try r["error"].decode(String?.self), durationMs: try r["durationMs"].decode(Int.self))
             }
             let byDelivery = Dictionary(grouping: attempts, by: \.deliveryId)
             return deliveries.map { ($0, byDelivery[$0.id] ?? []) }
@@ -131,23 +161,27 @@ extension PostgresStore {
 
     static func endpoint(_ row: PostgresRow) throws -> WebhookEndpoint {
         let r = row.makeRandomAccess()
-        return WebhookEndpoint(accountId: try r["accountId"].decode(String.self), url: try r["url"].decode(String.self),
-                               secret: try r["secret"].decode(String.self), createdAt: try r["createdAt"].decode(Date.self),
-                               rotatedAt: try r["rotatedAt"].decode(Date?.self))
+        return WebhookEndpoint(
+            accountId: try r["accountId"].decode(String.self), url: try r["url"].decode(String.self),
+            secret: try r["secret"].decode(String.self), createdAt: try r["createdAt"].decode(Date.self),
+            rotatedAt: try r["rotatedAt"].decode(Date?.self))
     }
 
     static func delivery(_ row: PostgresRow) throws -> WebhookDelivery {
         let r = row.makeRandomAccess()
         guard let type = WebhookEventType(rawValue: try r["eventType"].decode(String.self)),
-              let status = WebhookDeliveryStatus(rawValue: try r["status"].decode(String.self)) else {
+            let status = WebhookDeliveryStatus(rawValue: try r["status"].decode(String.self))
+        else {
             throw PostgresStoreError.corrupt("a webhook delivery row has an unknown type or status")
         }
-        return WebhookDelivery(id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
-                               jobId: try r["jobId"].decode(String.self), eventType: type, payload: try r["payload"].decode(String.self),
-                               status: status, attempts: try r["attempts"].decode(Int.self),
-                               nextAttemptAt: try r["nextAttemptAt"].decode(Date?.self), createdAt: try r["createdAt"].decode(Date.self),
-                               deliveredAt: try r["deliveredAt"].decode(Date?.self), lastStatusCode: try r["lastStatusCode"].decode(Int?.self),
-                               lastError: try r["lastError"].decode(String?.self), leaseOwner: try r["leaseOwner"].decode(String?.self),
-                               leaseExpiresAt: try r["leaseExpiresAt"].decode(Date?.self))
+        return WebhookDelivery(
+            id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
+            jobId: try r["jobId"].decode(String.self), eventType: type, payload: try r["payload"].decode(String.self),
+            status: status, attempts: try r["attempts"].decode(Int.self),
+            nextAttemptAt: try r["nextAttemptAt"].decode(Date?.self), createdAt: try r["createdAt"].decode(Date.self),
+            deliveredAt: try r["deliveredAt"].decode(Date?.self),
+            lastStatusCode: try r["lastStatusCode"].decode(Int?.self),
+            lastError: try r["lastError"].decode(String?.self), leaseOwner: try r["leaseOwner"].decode(String?.self),
+            leaseExpiresAt: try r["leaseExpiresAt"].decode(Date?.self))
     }
 }

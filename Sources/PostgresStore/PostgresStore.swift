@@ -36,17 +36,20 @@ public final class PostgresStore: MomentsStore {
     /// report only that it gave up).
     static func probe(_ parts: PostgresURL.Parts, logger: Logger) async throws {
         do {
-            let connection = try await PostgresConnection.connect(configuration: try parts.connectionConfiguration(), id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(
+                configuration: try parts.connectionConfiguration(), id: 0, logger: logger)
             try? await connection.close()
         } catch {
-            throw PostgresStoreError.unavailable("could not connect to PostgreSQL as \(parts.redacted): \(reason(error))")
+            throw PostgresStoreError.unavailable(
+                "could not connect to PostgreSQL as \(parts.redacted): \(reason(error))")
         }
     }
 
     /// The server's message, or the connection error, without the query or the code location.
     static func reason(_ error: any Error) -> String {
         if let error = error as? PostgresTransactionError,
-           let cause = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError {
+            let cause = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError
+        {
             return reason(cause)
         }
         if let error = error as? PSQLError {
@@ -74,7 +77,8 @@ public final class PostgresStore: MomentsStore {
         } catch {
             runTask.cancel()
             await runTask.value
-            throw PostgresStoreError.unavailable("could not prepare the PostgreSQL database (schema migration): \(Self.reason(error))")
+            throw PostgresStoreError.unavailable(
+                "could not prepare the PostgreSQL database (schema migration): \(Self.reason(error))")
         }
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         listenerTask = Task {
@@ -92,7 +96,8 @@ public final class PostgresStore: MomentsStore {
     public func events() -> AsyncStream<StoreEvent> { hub.subscribe() }
 
     public func checkWritable(now: Date) async throws {
-        try await execute("INSERT INTO heartbeat (id, at) VALUES (1, \(now)) ON CONFLICT (id) DO UPDATE SET at = excluded.at")
+        try await execute(
+            "INSERT INTO heartbeat (id, at) VALUES (1, \(now)) ON CONFLICT (id) DO UPDATE SET at = excluded.at")
     }
 
     /// Stops listening and closes every connection. Further use throws.

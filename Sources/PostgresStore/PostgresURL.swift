@@ -41,7 +41,8 @@ public enum PostgresURL {
             case .prefer(let configuration): tls = .prefer(configuration)
             case .require(let configuration): tls = .require(configuration)
             }
-            return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+            return PostgresClient.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
 
         func connectionConfiguration() throws -> PostgresConnection.Configuration {
@@ -51,7 +52,8 @@ public enum PostgresURL {
             case .prefer(let configuration): tls = .prefer(try NIOSSLContext(configuration: configuration))
             case .require(let configuration): tls = .require(try NIOSSLContext(configuration: configuration))
             }
-            return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+            return PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
 
         /// Where, for messages: never the password.
@@ -60,13 +62,15 @@ public enum PostgresURL {
 
     static func parse(_ url: String) throws -> Parts {
         guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased() else {
-            throw PostgresURLError("the database URL is not a URL; expected postgres://user:password@host:5432/database")
+            throw PostgresURLError(
+                "the database URL is not a URL; expected postgres://user:password@host:5432/database")
         }
         guard scheme == "postgres" || scheme == "postgresql" else {
             throw PostgresURLError("the database URL must start with postgres:// or postgresql://")
         }
         guard let user = parts.percentEncodedUser?.removingPercentEncoding, !user.isEmpty else {
-            throw PostgresURLError("the database URL names no user; expected postgres://user:password@host:5432/database")
+            throw PostgresURLError(
+                "the database URL names no user; expected postgres://user:password@host:5432/database")
         }
         let password = parts.percentEncodedPassword?.removingPercentEncoding
         var host = parts.host ?? ""
@@ -82,7 +86,9 @@ public enum PostgresURL {
         for item in parts.queryItems ?? [] {
             switch item.name {
             case "sslmode": sslmode = item.value ?? ""
-            default: throw PostgresURLError("the database URL has an unsupported parameter \"\(item.name)\" (only sslmode is understood)")
+            default:
+                throw PostgresURLError(
+                    "the database URL has an unsupported parameter \"\(item.name)\" (only sslmode is understood)")
             }
         }
         let security: Parts.Security
@@ -95,7 +101,8 @@ public enum PostgresURL {
             configuration.certificateVerification = .noHostnameVerification
             security = .require(configuration)
         default:
-            throw PostgresURLError("the database URL's sslmode must be disable, prefer, require, verify-ca or verify-full")
+            throw PostgresURLError(
+                "the database URL's sslmode must be disable, prefer, require, verify-ca or verify-full")
         }
         return Parts(host: host, port: port, user: user, password: password, database: database, security: security)
     }

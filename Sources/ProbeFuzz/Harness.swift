@@ -14,15 +14,18 @@ enum Harness {
         var options = AnalysisOptions()
         options.maxSide = 32
         options.threads = 1
-        options.limits = DecodeLimits(maxDecodedSeconds: 600, maxFramesPerSecond: 240, maxTotalFrames: 24, maxTimestampJump: 60)
+        options.limits = DecodeLimits(
+            maxDecodedSeconds: 600, maxFramesPerSecond: 240, maxTotalFrames: 24, maxTimestampJump: 60)
         do {
             let decoder = try AnalysisDecoder(bytes: bytes, name: "fuzz", options: options)
             var sum = 0
-            _ = try decoder.run(onFrame: { frame in
-                sum &+= Int(frame.luma.first ?? 0) // touch the picture
-            }, onAudio: { chunk in
-                sum &+= chunk.samples.count
-            })
+            _ = try decoder.run(
+                onFrame: { frame in
+                    sum &+= Int(frame.luma.first ?? 0)  // touch the picture
+                },
+                onAudio: { chunk in
+                    sum &+= chunk.samples.count
+                })
         } catch {
             return
         }

@@ -3,54 +3,57 @@ import MediaEngine
 import MediaSynth
 
 #if FUZZING
-// Built with `-sanitize=fuzzer -DFUZZING` (make fuzz): libFuzzer drives the harness. SwiftPM
-// renames this target's main, so libFuzzer's own main runs and calls LLVMFuzzerTestOneInput;
-// where the Swift main is the process's main instead, it hands over to libFuzzer's driver.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    Harness.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-    return 0
-}
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
-                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
-
-@main
-struct ProbeFuzz {
-    static func main() throws {
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            Harness.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-            return 0
-        })
+    // Built with `-sanitize=fuzzer -DFUZZING` (make fuzz): libFuzzer drives the harness. SwiftPM
+    // renames this target's main, so libFuzzer's own main runs and calls LLVMFuzzerTestOneInput;
+    // where the Swift main is the process's main instead, it hands over to libFuzzer's driver.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+        Harness.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
     }
-}
-#else
-/// Without libFuzzer: `seed DIR` writes the seed corpus, `run FILE...` replays inputs (a crash
-/// reproduces), `mutate SECONDS DIR...` runs a plain mutation loop over the files in DIRs.
-@main
-struct ProbeFuzz {
-    static func main() throws {
-        let args = Array(CommandLine.arguments.dropFirst())
-        switch args.first {
-        case "seed" where args.count == 2:
-            try Seeds.write(to: args[1])
-        case "run":
-            for path in args.dropFirst() {
-                Harness.run(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
-                print("ok \(path)")
-            }
-        case "mutate" where args.count >= 3:
-            try Mutator.run(seconds: Double(args[1]) ?? 60, corpora: Array(args.dropFirst(2)))
-        default:
-            print("usage: ProbeFuzz seed DIR | run FILE... | mutate SECONDS DIR...")
-            exit(2)
+
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<Int32>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+    ) -> Int32
+
+    @main
+    struct ProbeFuzz {
+        static func main() throws {
+            var argc = CommandLine.argc
+            var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+            exit(
+                LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+                    Harness.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+                    return 0
+                })
         }
     }
-}
+#else
+    /// Without libFuzzer: `seed DIR` writes the seed corpus, `run FILE...` replays inputs (a crash
+    /// reproduces), `mutate SECONDS DIR...` runs a plain mutation loop over the files in DIRs.
+    @main
+    struct ProbeFuzz {
+        static func main() throws {
+            let args = Array(CommandLine.arguments.dropFirst())
+            switch args.first {
+            case "seed" where args.count == 2:
+                try Seeds.write(to: args[1])
+            case "run":
+                for path in args.dropFirst() {
+                    Harness.run(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+                    print("ok \(path)")
+                }
+            case "mutate" where args.count >= 3:
+                try Mutator.run(seconds: Double(args[1]) ?? 60, corpora: Array(args.dropFirst(2)))
+            default:
+                print("usage: ProbeFuzz seed DIR | run FILE... | mutate SECONDS DIR...")
+                exit(2)
+            }
+        }
+    }
 #endif
 
 /// The seed corpus: small valid files in each accepted container family, from MediaSynth.
@@ -88,7 +91,8 @@ enum Seeds {
         // Refused kinds, so the fuzzer sees them too.
         try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\n/etc/passwd\n#EXT-X-ENDLIST\n".utf8)
             .write(to: URL(fileURLWithPath: "\(directory)/playlist.m3u8"))
-        try Data("ffconcat version 1.0\nfile '/etc/passwd'\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/list.ffconcat"))
+        try Data("ffconcat version 1.0\nfile '/etc/passwd'\n".utf8).write(
+            to: URL(fileURLWithPath: "\(directory)/list.ffconcat"))
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
         print("seed corpus: \(files.count) files in \(directory)")
     }
@@ -102,7 +106,9 @@ enum Mutator {
         var seeds: [[UInt8]] = []
         for directory in corpora {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                if let data = FileManager.default.contents(atPath: "\(directory)/\(name)") { seeds.append([UInt8](data)) }
+                if let data = FileManager.default.contents(atPath: "\(directory)/\(name)") {
+                    seeds.append([UInt8](data))
+                }
             }
         }
         guard !seeds.isEmpty else { print("no seeds"); exit(2) }
@@ -127,13 +133,17 @@ enum Mutator {
         switch rng.next() % 6 {
         case 0: bytes[at] ^= UInt8(1 << (rng.next() % 8))
         case 1: bytes[at] = UInt8(truncatingIfNeeded: rng.next())
-        case 2: // an interesting 32-bit value (sizes, counts, timescales)
+        case 2:  // an interesting 32-bit value (sizes, counts, timescales)
             let values: [UInt32] = [0, 1, 0x7fff_ffff, 0xffff_ffff, 0x8000_0000, 2_000_000_000, 0xffff, 0x10000]
             let v = values[Int(rng.next() % UInt64(values.count))]
-            for i in 0..<4 where at + i < bytes.count { bytes[at + i] = UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32(i))) }
+            for i in 0..<4 where at + i < bytes.count {
+                bytes[at + i] = UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32(i)))
+            }
         case 3: bytes.removeSubrange(at..<min(bytes.count, at + 1 + Int(rng.next() % 64)))
-        case 4: bytes.insert(contentsOf: (0..<(1 + Int(rng.next() % 32))).map { _ in UInt8(truncatingIfNeeded: rng.next()) }, at: at)
-        default: // splice in a stretch of another seed
+        case 4:
+            bytes.insert(
+                contentsOf: (0..<(1 + Int(rng.next() % 32))).map { _ in UInt8(truncatingIfNeeded: rng.next()) }, at: at)
+        default:  // splice in a stretch of another seed
             let other = seeds[Int(rng.next() % UInt64(seeds.count))]
             guard !other.isEmpty else { return }
             let from = Int(rng.next() % UInt64(other.count))

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Logging
 import Synchronization
@@ -22,7 +22,13 @@ public final class StandardErrorSink: LogLineSink {
                 var offset = 0
                 while offset < raw.count {
                     let written = systemWrite(2, raw.baseAddress! + offset, raw.count - offset)
-                    if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { return }
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        return
+                    }
                 }
             }
         }
@@ -32,9 +38,9 @@ public final class StandardErrorSink: LogLineSink {
 @inline(__always)
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Glibc)
-    return Glibc.write(fd, buffer, count)
+        return Glibc.write(fd, buffer, count)
     #else
-    return Darwin.write(fd, buffer, count)
+        return Darwin.write(fd, buffer, count)
     #endif
 }
 
@@ -51,7 +57,10 @@ public struct JSONLogHandler: LogHandler {
     public var metadataProvider: Logger.MetadataProvider?
     private let sink: any LogLineSink
 
-    public init(label: String, sink: any LogLineSink = StandardErrorSink.shared, metadataProvider: Logger.MetadataProvider? = nil) {
+    public init(
+        label: String, sink: any LogLineSink = StandardErrorSink.shared,
+        metadataProvider: Logger.MetadataProvider? = nil
+    ) {
         self.label = label
         self.sink = sink
         self.metadataProvider = metadataProvider
@@ -66,13 +75,17 @@ public struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let own = event.metadata { merged.merge(own) { _, new in new } }
-        sink.write(Self.line(time: Self.now(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
+        sink.write(
+            Self.line(time: Self.now(), level: event.level, label: label, message: "\(event.message)", metadata: merged)
+        )
     }
 
     static let reserved: Set<String> = ["time", "level", "label", "message"]
 
     /// The JSON line (keys: time, level, label, message, then the metadata sorted by key).
-    static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> [UInt8] {
+    static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata)
+        -> [UInt8]
+    {
         var out: [UInt8] = []
         out.reserveCapacity(128 + message.utf8.count)
         out.append(UInt8(ascii: "{"))
@@ -87,7 +100,9 @@ public struct JSONLogHandler: LogHandler {
         return out
     }
 
-    private static func appendMember(_ key: String, _ value: Logger.Metadata.Value, to out: inout [UInt8], first: Bool = false) {
+    private static func appendMember(
+        _ key: String, _ value: Logger.Metadata.Value, to out: inout [UInt8], first: Bool = false
+    ) {
         if !first { out.append(UInt8(ascii: ",")) }
         appendString(key, to: &out)
         out.append(UInt8(ascii: ":"))
@@ -163,7 +178,9 @@ public enum LogOutput {
     /// otherwise swift-log's default text lines stay. Once per process; later calls do nothing
     /// (swift-log allows one bootstrap).
     public static func bootstrap(json: Bool) {
-        guard json, bootstrapped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        guard json,
+            bootstrapped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
         LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
     }
 }

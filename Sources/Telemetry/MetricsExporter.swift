@@ -15,7 +15,8 @@ public enum MetricsExporter {
     /// Points swift-metrics at `registry`; later calls do nothing. Called by everything that
     /// exports (the API's /metrics, the worker's metrics server).
     public static func bootstrap() {
-        guard bootstrapped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        guard bootstrapped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     }
 

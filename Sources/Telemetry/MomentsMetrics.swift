@@ -17,7 +17,9 @@ enum MomentsMetrics {
     static let httpDuration = "moments_http_request_duration_seconds"
     static let httpDurationHelp = "Time from the request head to the last byte of the response, by route pattern."
     /// 5 ms ... 30 s.
-    static let httpBuckets: [Duration] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30].map { .milliseconds(Int64($0 * 1000)) }
+    static let httpBuckets: [Duration] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30].map {
+        .milliseconds(Int64($0 * 1000))
+    }
 
     // MARK: Uploads
 
@@ -40,7 +42,8 @@ enum MomentsMetrics {
     static let jobsFinished = "moments_jobs_finished_total"
     static let jobsFinishedHelp = "Job attempts that ended, by outcome."
     static let jobStageDuration = "moments_job_stage_duration_seconds"
-    static let jobStageDurationHelp = "Time a job attempt spent in each stage (analysis, render, publish) and in all (total)."
+    static let jobStageDurationHelp =
+        "Time a job attempt spent in each stage (analysis, render, publish) and in all (total)."
     /// 50 ms ... 1 h.
     static let jobStageBuckets: [Duration] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600]
         .map { .milliseconds(Int64($0 * 1000)) }
@@ -72,7 +75,8 @@ enum MomentsMetrics {
     static let pushesSent = "moments_pushes_sent_total"
     static let pushesSentHelp = "Pushes APNs accepted."
     static let pushFailures = "moments_push_failures_total"
-    static let pushFailuresHelp = "Push attempts APNs refused or did not answer, by reason (APNs' reason, timeout, connection, tls, signing, expired, other)."
+    static let pushFailuresHelp =
+        "Push attempts APNs refused or did not answer, by reason (APNs' reason, timeout, connection, tls, signing, expired, other)."
 
     /// Creates every metric family (and the labelled series whose label sets are known in advance)
     /// so a scrape shows them at zero before the first event.
@@ -81,12 +85,15 @@ enum MomentsMetrics {
     private static let initialised: Bool = {
         _ = registry.makeCounter(name: uploadBytes, help: uploadBytesHelp)
         _ = registry.makeGauge(name: uploadsInFlight, help: uploadsInFlightHelp)
-        for state in ["pending", "processing"] { _ = registry.makeGauge(name: queueJobs, labels: [("state", state)], help: queueJobsHelp) }
+        for state in ["pending", "processing"] {
+            _ = registry.makeGauge(name: queueJobs, labels: [("state", state)], help: queueJobsHelp)
+        }
         _ = registry.makeGauge(name: queueOldest, help: queueOldestHelp)
         for outcome in JobOutcome.allCases { _ = JobMetrics.finishedCounter(outcome) }
         for stage in JobStage.allCases { _ = JobMetrics.stageHistogram(stage) }
-        _ = registry.makeValueHistogram(descriptor: .init(metricName: jobAttempts, unitName: "", helpText: jobAttemptsHelp),
-                                        buckets: jobAttemptBuckets)
+        _ = registry.makeValueHistogram(
+            descriptor: .init(metricName: jobAttempts, unitName: "", helpText: jobAttemptsHelp),
+            buckets: jobAttemptBuckets)
         _ = registry.makeGauge(name: workersConfigured, help: workersConfiguredHelp)
         _ = registry.makeGauge(name: workersBusy, help: workersBusyHelp)
         _ = registry.makeGauge(name: workersBusyRatio, help: workersBusyRatioHelp)
@@ -110,12 +117,16 @@ public enum HTTPMetrics {
     public static func record(route: String, method: String, status: Int, duration: Duration) {
         let method = standardMethods.contains(method) ? method : "OTHER"
         let status = (100...599).contains(status) ? String(status) : "other"
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.httpRequests,
-                                            labels: [("route", route), ("method", method), ("status", status)],
-                                            help: MomentsMetrics.httpRequestsHelp).increment()
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.httpRequests,
+            labels: [("route", route), ("method", method), ("status", status)],
+            help: MomentsMetrics.httpRequestsHelp
+        ).increment()
         MomentsMetrics.registry.makeDurationHistogram(
-            descriptor: .init(metricName: MomentsMetrics.httpDuration, unitName: "", helpText: MomentsMetrics.httpDurationHelp),
-            labels: [("route", route)], buckets: MomentsMetrics.httpBuckets).record(duration)
+            descriptor: .init(
+                metricName: MomentsMetrics.httpDuration, unitName: "", helpText: MomentsMetrics.httpDurationHelp),
+            labels: [("route", route)], buckets: MomentsMetrics.httpBuckets
+        ).record(duration)
     }
 
     static let standardMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
@@ -136,18 +147,24 @@ public enum UploadMetrics {
 
     /// The upload became a job.
     public static func accepted() {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.uploads, labels: [("result", "accepted")],
-                                            help: MomentsMetrics.uploadsHelp).increment()
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.uploads, labels: [("result", "accepted")],
+            help: MomentsMetrics.uploadsHelp
+        ).increment()
     }
 
     /// The upload was refused with the problem `code` (a code the server defines, e.g. `file_too_large`).
     public static func refused(code: String) {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.uploads, labels: [("result", "refused"), ("code", code)],
-                                            help: MomentsMetrics.uploadsHelp).increment()
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.uploads, labels: [("result", "refused"), ("code", code)],
+            help: MomentsMetrics.uploadsHelp
+        ).increment()
     }
 
-    static let bytesCounter = MomentsMetrics.registry.makeCounter(name: MomentsMetrics.uploadBytes, help: MomentsMetrics.uploadBytesHelp)
-    static let inFlight = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.uploadsInFlight, help: MomentsMetrics.uploadsInFlightHelp)
+    static let bytesCounter = MomentsMetrics.registry.makeCounter(
+        name: MomentsMetrics.uploadBytes, help: MomentsMetrics.uploadBytesHelp)
+    static let inFlight = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.uploadsInFlight, help: MomentsMetrics.uploadsInFlightHelp)
 }
 
 // MARK: - Queue
@@ -160,11 +177,14 @@ public enum QueueMetrics {
         oldestGauge.set(to: max(0, oldestPendingSeconds ?? 0))
     }
 
-    static let pendingGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.queueJobs, labels: [("state", "pending")],
-                                                                help: MomentsMetrics.queueJobsHelp)
-    static let processingGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.queueJobs, labels: [("state", "processing")],
-                                                                   help: MomentsMetrics.queueJobsHelp)
-    static let oldestGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.queueOldest, help: MomentsMetrics.queueOldestHelp)
+    static let pendingGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.queueJobs, labels: [("state", "pending")],
+        help: MomentsMetrics.queueJobsHelp)
+    static let processingGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.queueJobs, labels: [("state", "processing")],
+        help: MomentsMetrics.queueJobsHelp)
+    static let oldestGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.queueOldest, help: MomentsMetrics.queueOldestHelp)
 }
 
 // MARK: - Jobs
@@ -212,19 +232,24 @@ public enum JobMetrics {
     }
 
     static func finishedCounter(_ outcome: JobOutcome) -> Counter {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.jobsFinished, labels: [("outcome", outcome.rawValue)],
-                                            help: MomentsMetrics.jobsFinishedHelp)
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.jobsFinished, labels: [("outcome", outcome.rawValue)],
+            help: MomentsMetrics.jobsFinishedHelp)
     }
 
     static func stageHistogram(_ stage: JobStage) -> DurationHistogram {
         MomentsMetrics.registry.makeDurationHistogram(
-            descriptor: .init(metricName: MomentsMetrics.jobStageDuration, unitName: "", helpText: MomentsMetrics.jobStageDurationHelp),
+            descriptor: .init(
+                metricName: MomentsMetrics.jobStageDuration, unitName: "", helpText: MomentsMetrics.jobStageDurationHelp
+            ),
             labels: [("stage", stage.rawValue)], buckets: MomentsMetrics.jobStageBuckets)
     }
 
-    static let stageHistograms: [JobStage: DurationHistogram] = Dictionary(uniqueKeysWithValues: JobStage.allCases.map { ($0, stageHistogram($0)) })
+    static let stageHistograms: [JobStage: DurationHistogram] = Dictionary(
+        uniqueKeysWithValues: JobStage.allCases.map { ($0, stageHistogram($0)) })
     static let attempts = MomentsMetrics.registry.makeValueHistogram(
-        descriptor: .init(metricName: MomentsMetrics.jobAttempts, unitName: "", helpText: MomentsMetrics.jobAttemptsHelp),
+        descriptor: .init(
+            metricName: MomentsMetrics.jobAttempts, unitName: "", helpText: MomentsMetrics.jobAttemptsHelp),
         buckets: MomentsMetrics.jobAttemptBuckets)
 }
 
@@ -253,9 +278,12 @@ public enum WorkerMetrics {
         }
     }
 
-    static let configuredGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.workersConfigured, help: MomentsMetrics.workersConfiguredHelp)
-    static let busyGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.workersBusy, help: MomentsMetrics.workersBusyHelp)
-    static let busyRatioGauge = MomentsMetrics.registry.makeGauge(name: MomentsMetrics.workersBusyRatio, help: MomentsMetrics.workersBusyRatioHelp)
+    static let configuredGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.workersConfigured, help: MomentsMetrics.workersConfiguredHelp)
+    static let busyGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.workersBusy, help: MomentsMetrics.workersBusyHelp)
+    static let busyRatioGauge = MomentsMetrics.registry.makeGauge(
+        name: MomentsMetrics.workersBusyRatio, help: MomentsMetrics.workersBusyRatioHelp)
 }
 
 /// Workers counted as configured until `stopped()` (once; later calls do nothing).
@@ -263,7 +291,9 @@ public final class WorkerSlots: Sendable {
     private let count: Mutex<Int>
     init(count: Int) { self.count = Mutex(count) }
     public func stopped() {
-        let released = count.withLock { value -> Int in defer { value = 0 }; return value }
+        let released = count.withLock { value -> Int in
+            defer { value = 0 }; return value
+        }
         if released != 0 { WorkerMetrics.adjust(configured: -released) }
     }
 }
@@ -281,7 +311,8 @@ public enum QuotaMetrics {
     public static func refused(_ code: QuotaRefusalCode) { counter(code).increment() }
 
     static func counter(_ code: QuotaRefusalCode) -> Counter {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.quotaRefusals, labels: [("code", code.rawValue)],
-                                            help: MomentsMetrics.quotaRefusalsHelp)
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.quotaRefusals, labels: [("code", code.rawValue)],
+            help: MomentsMetrics.quotaRefusalsHelp)
     }
 }

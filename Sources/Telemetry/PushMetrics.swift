@@ -8,7 +8,7 @@ public enum PushMetrics {
         "Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic", "ExpiredProviderToken", "InvalidProviderToken",
         "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown",
         "BadTopic", "TopicDisallowed", "PayloadTooLarge", "Forbidden",
-        "timeout", "connection", "tls", "signing", "expired", "other",
+        "timeout", "connection", "tls", "signing", "expired", "other"
     ]
 
     public static func sent() { sentCounter.increment() }
@@ -22,7 +22,8 @@ public enum PushMetrics {
     }
 
     static func failedCounter(_ reason: String) -> Counter {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.pushFailures, labels: [("reason", reason)],
-                                            help: MomentsMetrics.pushFailuresHelp)
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.pushFailures, labels: [("reason", reason)],
+            help: MomentsMetrics.pushFailuresHelp)
     }
 }

@@ -17,7 +17,8 @@ public enum WebhookMetrics {
     }
 
     static func counter(_ outcome: WebhookAttemptOutcome) -> Counter {
-        MomentsMetrics.registry.makeCounter(name: MomentsMetrics.webhookAttempts, labels: [("outcome", outcome.rawValue)],
-                                            help: MomentsMetrics.webhookAttemptsHelp)
+        MomentsMetrics.registry.makeCounter(
+            name: MomentsMetrics.webhookAttempts, labels: [("outcome", outcome.rawValue)],
+            help: MomentsMetrics.webhookAttemptsHelp)
     }
 }

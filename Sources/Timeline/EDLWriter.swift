@@ -43,7 +43,8 @@ struct EDLWriter {
         let name = TextEscaping.edlLine(document.sourceName)
         let title = TextEscaping.edlLine(document.title, limit: 70)
         func tc(_ frame: Int) -> String { Timecode(frame: frame, rate: rate).description }
-        func line(_ event: Int, _ transition: String, _ duration: Int?, _ src: (Int, Int), _ rec: (Int, Int)) -> String {
+        func line(_ event: Int, _ transition: String, _ duration: Int?, _ src: (Int, Int), _ rec: (Int, Int)) -> String
+        {
             let number = event < 1000 ? Self.pad(String(event), 3, "0", left: true) : String(event)
             let dur = duration.map { Self.pad(String($0), 3, "0", left: true) } ?? "   "
             return "\(number)  \(Self.pad(reel, 8)) \(Self.pad(channels, 5)) \(Self.pad(transition, 4)) \(dur) "
@@ -72,10 +73,12 @@ struct EDLWriter {
                 out += "* FROM CLIP NAME: \(name)\n"
             }
             if let crop = clip.crop {
-                let reframe = Reframe(crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
-                                      outputWidth: document.outputWidth, outputHeight: document.outputHeight)
+                let reframe = Reframe(
+                    crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
+                    outputWidth: document.outputWidth, outputHeight: document.outputHeight)
                 func d(_ v: Double, _ digits: Int = 4) -> String { TextEscaping.decimal(v, digits: digits) }
-                out += "* REFRAME CROP X=\(d(crop.x, 6)) Y=\(d(crop.y, 6)) W=\(d(crop.width, 6)) H=\(d(crop.height, 6))"
+                out +=
+                    "* REFRAME CROP X=\(d(crop.x, 6)) Y=\(d(crop.y, 6)) W=\(d(crop.width, 6)) H=\(d(crop.height, 6))"
                     + " SOURCE=\(document.sourceWidth)x\(document.sourceHeight)"
                     + " OUTPUT=\(document.outputWidth)x\(document.outputHeight)"
                     + " SCALE=\(d(reframe.scale)) OFFSET=\(d(reframe.offsetX)),\(d(reframe.offsetY))\n"

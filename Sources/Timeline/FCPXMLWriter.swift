@@ -46,20 +46,33 @@ struct FCPXMLWriter {
         let dissolveID = sameSize ? "r3" : "r4"
         let audioFadeID = sameSize ? "r4" : "r5"
         let url = document.sourceURL ?? TextEscaping.fileURL(forName: document.sourceName)
-        let audio: [(String, String)] = document.hasAudio ? [("hasAudio", "1"), ("audioSources", "1")] : [("hasAudio", "0")]
+        let audio: [(String, String)] =
+            document.hasAudio ? [("hasAudio", "1"), ("audioSources", "1")] : [("hasAudio", "0")]
 
         var x = XMLText()
         x.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE fcpxml>\n\n")
         x.open("fcpxml", [("version", "1.10")])
         x.open("resources")
-        x.empty("format", [("id", sequenceFormat), ("frameDuration", t(1)),
-                           ("width", "\(max(1, document.outputWidth))"), ("height", "\(max(1, document.outputHeight))")])
+        x.empty(
+            "format",
+            [
+                ("id", sequenceFormat), ("frameDuration", t(1)),
+                ("width", "\(max(1, document.outputWidth))"), ("height", "\(max(1, document.outputHeight))")
+            ])
         if !sameSize {
-            x.empty("format", [("id", sourceFormat), ("frameDuration", t(1)),
-                               ("width", "\(max(1, document.sourceWidth))"), ("height", "\(max(1, document.sourceHeight))")])
+            x.empty(
+                "format",
+                [
+                    ("id", sourceFormat), ("frameDuration", t(1)),
+                    ("width", "\(max(1, document.sourceWidth))"), ("height", "\(max(1, document.sourceHeight))")
+                ])
         }
-        x.open("asset", [("id", assetID), ("name", document.sourceName), ("start", "0s"), ("duration", t(plan.sourceFrames)),
-                         ("hasVideo", "1"), ("format", sourceFormat), ("videoSources", "1")] + audio)
+        x.open(
+            "asset",
+            [
+                ("id", assetID), ("name", document.sourceName), ("start", "0s"), ("duration", t(plan.sourceFrames)),
+                ("hasVideo", "1"), ("format", sourceFormat), ("videoSources", "1")
+            ] + audio)
         x.empty("media-rep", [("kind", "original-media"), ("src", url)])
         x.close("asset")
         if plan.transitionFrames > 0 {
@@ -73,33 +86,47 @@ struct FCPXMLWriter {
         x.open("event", [("name", "Moments")])
         x.open("project", [("name", document.title)])
         let sequenceAudio = document.hasAudio ? [("audioLayout", "stereo"), ("audioRate", "48k")] : []
-        x.open("sequence", [("format", sequenceFormat), ("duration", t(plan.totalFrames)), ("tcStart", "0s"),
-                            ("tcFormat", tcFormat)] + sequenceAudio)
+        x.open(
+            "sequence",
+            [
+                ("format", sequenceFormat), ("duration", t(plan.totalFrames)), ("tcStart", "0s"),
+                ("tcFormat", tcFormat)
+            ] + sequenceAudio)
         x.open("spine")
         for (i, clip) in plan.clips.enumerated() {
             if clip.transitionIn > 0 {
-                x.open("transition", [("name", "Cross Dissolve"), ("offset", t(clip.recordIn)), ("duration", t(clip.transitionIn))])
+                x.open(
+                    "transition",
+                    [("name", "Cross Dissolve"), ("offset", t(clip.recordIn)), ("duration", t(clip.transitionIn))])
                 x.empty("filter-video", [("ref", dissolveID), ("name", "Cross Dissolve")])
                 if document.hasAudio { x.empty("filter-audio", [("ref", audioFadeID), ("name", "Audio Crossfade")]) }
                 x.close("transition")
             }
             let cut = plan.trimmed(i)
-            let attributes = [("ref", assetID), ("offset", t(cut.recordIn)), ("name", document.sourceName),
-                              ("start", t(cut.sourceIn)), ("duration", t(cut.sourceOut - cut.sourceIn)),
-                              ("format", sourceFormat), ("tcFormat", tcFormat)]
+            let attributes = [
+                ("ref", assetID), ("offset", t(cut.recordIn)), ("name", document.sourceName),
+                ("start", t(cut.sourceIn)), ("duration", t(cut.sourceOut - cut.sourceIn)),
+                ("format", sourceFormat), ("tcFormat", tcFormat)
+            ]
             guard let crop = clip.crop else {
                 x.empty("asset-clip", attributes)
                 continue
             }
-            let reframe = Reframe(crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
-                                  outputWidth: document.outputWidth, outputHeight: document.outputHeight)
+            let reframe = Reframe(
+                crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
+                outputWidth: document.outputWidth, outputHeight: document.outputHeight)
             let scale = TextEscaping.decimal(reframe.scale, digits: 6)
             x.open("asset-clip", attributes)
             x.empty("adjust-conform", [("type", "fit")])
-            x.empty("adjust-transform", [
-                ("position", "\(TextEscaping.decimal(reframe.positionX)) \(TextEscaping.decimal(reframe.positionY))"),
-                ("scale", "\(scale) \(scale)"),
-            ])
+            x.empty(
+                "adjust-transform",
+                [
+                    (
+                        "position",
+                        "\(TextEscaping.decimal(reframe.positionX)) \(TextEscaping.decimal(reframe.positionY))"
+                    ),
+                    ("scale", "\(scale) \(scale)")
+                ])
             x.close("asset-clip")
         }
         for name in ["spine", "sequence", "project", "event", "library", "fcpxml"] { x.close(name) }

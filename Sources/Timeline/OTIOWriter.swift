@@ -23,25 +23,36 @@ struct OTIOWriter {
         if document.hasAudio { tracks.append(track(name: "A1", kind: "Audio")) }
         let timeline = JSON.object([
             ("OTIO_SCHEMA", .string("Timeline.1")),
-            ("metadata", .object([("moments", .object([
-                ("source_name", .string(document.sourceName)),
-                ("rate", .string(plan.rate.description)),
-                ("source_size", .array([.int(document.sourceWidth), .int(document.sourceHeight)])),
-                ("output_size", .array([.int(document.outputWidth), .int(document.outputHeight)])),
-                ("crossfade_frames", .int(plan.transitionFrames)),
-            ]))])),
+            (
+                "metadata",
+                .object([
+                    (
+                        "moments",
+                        .object([
+                            ("source_name", .string(document.sourceName)),
+                            ("rate", .string(plan.rate.description)),
+                            ("source_size", .array([.int(document.sourceWidth), .int(document.sourceHeight)])),
+                            ("output_size", .array([.int(document.outputWidth), .int(document.outputHeight)])),
+                            ("crossfade_frames", .int(plan.transitionFrames))
+                        ])
+                    )
+                ])
+            ),
             ("name", .string(document.title)),
             ("global_start_time", .null),
-            ("tracks", .object([
-                ("OTIO_SCHEMA", .string("Stack.1")),
-                ("metadata", .object([])),
-                ("name", .string("tracks")),
-                ("source_range", .null),
-                ("effects", .array([])),
-                ("markers", .array([])),
-                ("enabled", .bool(true)),
-                ("children", .array(tracks)),
-            ])),
+            (
+                "tracks",
+                .object([
+                    ("OTIO_SCHEMA", .string("Stack.1")),
+                    ("metadata", .object([])),
+                    ("name", .string("tracks")),
+                    ("source_range", .null),
+                    ("effects", .array([])),
+                    ("markers", .array([])),
+                    ("enabled", .bool(true)),
+                    ("children", .array(tracks))
+                ])
+            )
         ])
         var out = ""
         timeline.write(to: &out, indent: 0)
@@ -53,34 +64,48 @@ struct OTIOWriter {
         for (i, clip) in plan.clips.enumerated() {
             if clip.transitionIn > 0 {
                 let split = TimelinePlan.split(clip.transitionIn)
-                children.append(.object([
-                    ("OTIO_SCHEMA", .string("Transition.1")),
-                    ("metadata", .object([])),
-                    ("name", .string("Cross Dissolve")),
-                    ("in_offset", time(split.before)),
-                    ("out_offset", time(split.after)),
-                    ("transition_type", .string("SMPTE_Dissolve")),
-                ]))
+                children.append(
+                    .object([
+                        ("OTIO_SCHEMA", .string("Transition.1")),
+                        ("metadata", .object([])),
+                        ("name", .string("Cross Dissolve")),
+                        ("in_offset", time(split.before)),
+                        ("out_offset", time(split.after)),
+                        ("transition_type", .string("SMPTE_Dissolve"))
+                    ]))
             }
             let cut = plan.trimmed(i)
-            children.append(.object([
-                ("OTIO_SCHEMA", .string("Clip.2")),
-                ("metadata", metadata(clip, index: i)),
-                ("name", .string(document.sourceName)),
-                ("source_range", range(start: cut.sourceIn, duration: cut.sourceOut - cut.sourceIn)),
-                ("effects", .array([])),
-                ("markers", .array([])),
-                ("enabled", .bool(true)),
-                ("media_references", .object([("DEFAULT_MEDIA", .object([
-                    ("OTIO_SCHEMA", .string("ExternalReference.1")),
-                    ("metadata", .object([])),
+            children.append(
+                .object([
+                    ("OTIO_SCHEMA", .string("Clip.2")),
+                    ("metadata", metadata(clip, index: i)),
                     ("name", .string(document.sourceName)),
-                    ("available_range", range(start: 0, duration: plan.sourceFrames)),
-                    ("available_image_bounds", .null),
-                    ("target_url", .string(document.sourceURL ?? TextEscaping.fileURL(forName: document.sourceName))),
-                ]))])),
-                ("active_media_reference_key", .string("DEFAULT_MEDIA")),
-            ]))
+                    ("source_range", range(start: cut.sourceIn, duration: cut.sourceOut - cut.sourceIn)),
+                    ("effects", .array([])),
+                    ("markers", .array([])),
+                    ("enabled", .bool(true)),
+                    (
+                        "media_references",
+                        .object([
+                            (
+                                "DEFAULT_MEDIA",
+                                .object([
+                                    ("OTIO_SCHEMA", .string("ExternalReference.1")),
+                                    ("metadata", .object([])),
+                                    ("name", .string(document.sourceName)),
+                                    ("available_range", range(start: 0, duration: plan.sourceFrames)),
+                                    ("available_image_bounds", .null),
+                                    (
+                                        "target_url",
+                                        .string(
+                                            document.sourceURL ?? TextEscaping.fileURL(forName: document.sourceName))
+                                    )
+                                ])
+                            )
+                        ])
+                    ),
+                    ("active_media_reference_key", .string("DEFAULT_MEDIA"))
+                ]))
         }
         return .object([
             ("OTIO_SCHEMA", .string("Track.1")),
@@ -91,7 +116,7 @@ struct OTIOWriter {
             ("markers", .array([])),
             ("enabled", .bool(true)),
             ("children", .array(children)),
-            ("kind", .string(kind)),
+            ("kind", .string(kind))
         ])
     }
 
@@ -100,20 +125,30 @@ struct OTIOWriter {
         var fields: [(String, JSON)] = [
             ("segment", .int(index + 1)),
             ("source_in_frame", .int(clip.sourceIn)),
-            ("source_out_frame", .int(clip.sourceOut)),
+            ("source_out_frame", .int(clip.sourceOut))
         ]
         if let crop = clip.crop {
-            let reframe = Reframe(crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
-                                  outputWidth: document.outputWidth, outputHeight: document.outputHeight)
-            fields.append(("reframe", .object([
-                ("crop", .object([("x", .double(crop.x)), ("y", .double(crop.y)),
-                                  ("width", .double(crop.width)), ("height", .double(crop.height))])),
-                ("crop_origin", .string("top-left, normalised to the displayed source picture")),
-                ("source_size", .array([.int(document.sourceWidth), .int(document.sourceHeight)])),
-                ("output_size", .array([.int(document.outputWidth), .int(document.outputHeight)])),
-                ("fit_scale", .double(reframe.scale)),
-                ("offset_pixels", .array([.double(reframe.offsetX), .double(reframe.offsetY)])),
-            ])))
+            let reframe = Reframe(
+                crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
+                outputWidth: document.outputWidth, outputHeight: document.outputHeight)
+            fields.append(
+                (
+                    "reframe",
+                    .object([
+                        (
+                            "crop",
+                            .object([
+                                ("x", .double(crop.x)), ("y", .double(crop.y)),
+                                ("width", .double(crop.width)), ("height", .double(crop.height))
+                            ])
+                        ),
+                        ("crop_origin", .string("top-left, normalised to the displayed source picture")),
+                        ("source_size", .array([.int(document.sourceWidth), .int(document.sourceHeight)])),
+                        ("output_size", .array([.int(document.outputWidth), .int(document.outputHeight)])),
+                        ("fit_scale", .double(reframe.scale)),
+                        ("offset_pixels", .array([.double(reframe.offsetX), .double(reframe.offsetY)]))
+                    ])
+                ))
         }
         return .object([("moments", .object(fields))])
     }
@@ -122,7 +157,7 @@ struct OTIOWriter {
         .object([
             ("OTIO_SCHEMA", .string("RationalTime.1")),
             ("rate", .double(plan.rate.framesPerSecond)),
-            ("value", .double(Double(frames))),
+            ("value", .double(Double(frames)))
         ])
     }
 
@@ -130,7 +165,7 @@ struct OTIOWriter {
         .object([
             ("OTIO_SCHEMA", .string("TimeRange.1")),
             ("duration", time(duration)),
-            ("start_time", time(start)),
+            ("start_time", time(start))
         ])
     }
 }

@@ -48,7 +48,7 @@ public struct Timecode: Sendable, Equatable, CustomStringConvertible {
     public init?(_ text: String) {
         let parts = text.split(whereSeparator: { $0 == ":" || $0 == ";" || $0 == "." }).map(String.init)
         guard parts.count == 4, let h = Int(parts[0]), let m = Int(parts[1]), let s = Int(parts[2]),
-              let f = Int(parts[3]), h >= 0, (0..<60).contains(m), (0..<60).contains(s), f >= 0
+            let f = Int(parts[3]), h >= 0, (0..<60).contains(m), (0..<60).contains(s), f >= 0
         else { return nil }
         let separator = text.index(text.endIndex, offsetBy: -(parts[3].count + 1), limitedBy: text.startIndex)
         let drop = separator.map { text[$0] == ";" || text[$0] == "." } ?? false

@@ -27,7 +27,7 @@ public struct TimelineRate: Sendable, Equatable, CustomStringConvertible {
         TimelineRate(numerator: 60000, denominator: 1001), TimelineRate(numerator: 60, denominator: 1),
         TimelineRate(numerator: 100, denominator: 1), TimelineRate(numerator: 120000, denominator: 1001),
         TimelineRate(numerator: 120, denominator: 1), TimelineRate(numerator: 240, denominator: 1),
-        TimelineRate(numerator: 15, denominator: 1), TimelineRate(numerator: 12, denominator: 1),
+        TimelineRate(numerator: 15, denominator: 1), TimelineRate(numerator: 12, denominator: 1)
     ]
 
     /// Frames per second as a floating-point number.
@@ -159,9 +159,11 @@ public struct TimelineDocument: Sendable {
     /// exactly as the rendered highlight does.
     public var crossfadeSeconds: Double
 
-    public init(title: String, sourceName: String, sourceURL: String? = nil, sourceDuration: Double,
-                rate: TimelineRate, sourceWidth: Int, sourceHeight: Int, outputWidth: Int, outputHeight: Int,
-                hasAudio: Bool = true, clips: [TimelineClip], crossfadeSeconds: Double = 0) {
+    public init(
+        title: String, sourceName: String, sourceURL: String? = nil, sourceDuration: Double,
+        rate: TimelineRate, sourceWidth: Int, sourceHeight: Int, outputWidth: Int, outputHeight: Int,
+        hasAudio: Bool = true, clips: [TimelineClip], crossfadeSeconds: Double = 0
+    ) {
         self.title = title
         self.sourceName = sourceName
         self.sourceURL = sourceURL

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// Why a timeline could not be read back.
@@ -22,10 +22,12 @@ public enum TimelineParse {
     public static func edl(_ text: String, rate: TimelineRate? = nil) throws -> [(sourceIn: Int, sourceOut: Int)] {
         let parsed = try edlEvents(text)
         let highFrames = parsed.events.contains { $0.timecodes.contains { $0.frames >= 30 } }
-        let effective = (rate ?? parsed.declared ?? {
-            if parsed.dropFrame { return highFrames ? .ntsc60 : .ntsc30 }
-            return TimelineRate(numerator: highFrames ? 60 : 30, denominator: 1)
-        }()).reduced
+        let effective =
+            (rate ?? parsed.declared
+            ?? {
+                if parsed.dropFrame { return highFrames ? .ntsc60 : .ntsc30 }
+                return TimelineRate(numerator: highFrames ? 60 : 30, denominator: 1)
+            }()).reduced
         return try edlClips(parsed.events, rate: effective)
     }
 
@@ -88,7 +90,8 @@ public enum TimelineParse {
     }
 
     /// The clips the events make at `rate`; a dissolve extends the outgoing clip.
-    static func edlClips(_ events: [EDLEvent], rate effective: TimelineRate) throws -> [(sourceIn: Int, sourceOut: Int)] {
+    static func edlClips(_ events: [EDLEvent], rate effective: TimelineRate) throws -> [(sourceIn: Int, sourceOut: Int)]
+    {
         func frame(_ tc: Timecode) throws -> Int {
             guard let f = tc.frame(rate: effective) else {
                 throw TimelineParseError("EDL timecode \(tc) is not valid at \(effective) fps")
@@ -116,7 +119,8 @@ public enum TimelineParse {
                 }
                 if let from = pendingFrom, from != clips[clips.count - 1].sourceOut {
                     throw TimelineParseError(
-                        "EDL event \(event.number): the dissolve starts at a different frame than the outgoing clip ends")
+                        "EDL event \(event.number): the dissolve starts at a different frame than the outgoing clip ends"
+                    )
                 }
                 clips[clips.count - 1].sourceOut += length
                 clips.append((srcIn, srcOut))
@@ -135,10 +139,13 @@ public enum TimelineParse {
         let parser = XMLParser(data: Data(text.utf8))
         parser.delegate = reader
         guard parser.parse() else {
-            throw TimelineParseError("FCPXML is not well-formed: \(parser.parserError.map { "\($0)" } ?? "unknown error")")
+            throw TimelineParseError(
+                "FCPXML is not well-formed: \(parser.parserError.map { "\($0)" } ?? "unknown error")")
         }
         if let error = reader.error { throw error }
-        guard let sequenceFormat = reader.sequenceFormat else { throw TimelineParseError("FCPXML has no sequence format") }
+        guard let sequenceFormat = reader.sequenceFormat else {
+            throw TimelineParseError("FCPXML has no sequence format")
+        }
 
         func frames(_ time: String?, format: String?, _ what: String) throws -> Int {
             guard let time else { return 0 }
@@ -167,7 +174,8 @@ public enum TimelineParse {
                 guard !clips.isEmpty else { throw TimelineParseError("FCPXML transition before any clip") }
                 let end = offset + duration
                 guard end >= previousRecordEnd, offset <= previousRecordEnd else {
-                    throw TimelineParseError("FCPXML transition at \(offset) does not overlap the cut at \(previousRecordEnd)")
+                    throw TimelineParseError(
+                        "FCPXML transition at \(offset) does not overlap the cut at \(previousRecordEnd)")
                 }
                 clips[clips.count - 1].sourceOut += end - previousRecordEnd
                 pending = (offset, end)
@@ -220,8 +228,10 @@ final class FCPXMLReader: NSObject, XMLParserDelegate {
     private var spineDepth: Int?
     private var sawSpine = false
 
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+        qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+    ) {
         switch elementName {
         case "format":
             if let id = attributeDict["id"], let fd = attributeDict["frameDuration"] { frameDurations[id] = fd }
@@ -231,7 +241,8 @@ final class FCPXMLReader: NSObject, XMLParserDelegate {
             sawSpine = true
             spineDepth = stack.count + 1
         default:
-            if let depth = spineDepth, stack.count == depth, elementName == "asset-clip" || elementName == "transition" {
+            if let depth = spineDepth, stack.count == depth, elementName == "asset-clip" || elementName == "transition"
+            {
                 spine.append(Item(name: elementName, attributes: attributeDict))
             } else if let depth = spineDepth, stack.count == depth {
                 error = error ?? TimelineParseError("FCPXML spine holds an unsupported <\(elementName)>")
@@ -240,7 +251,9 @@ final class FCPXMLReader: NSObject, XMLParserDelegate {
         stack.append(elementName)
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+    func parser(
+        _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+    ) {
         stack.removeLast()
         if let depth = spineDepth, elementName == "spine", stack.count == depth - 1 { spineDepth = nil }
     }

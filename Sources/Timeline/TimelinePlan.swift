@@ -60,8 +60,10 @@ public struct TimelinePlan: Sendable, Equatable {
         for (i, (a, b, crop)) in snapped.enumerated() {
             let tIn = i > 0 ? overlap : 0
             let tOut = i < snapped.count - 1 ? overlap : 0
-            clips.append(Clip(sourceIn: a, sourceOut: b, recordIn: record, recordOut: record + (b - a),
-                              transitionIn: tIn, transitionOut: tOut, crop: crop))
+            clips.append(
+                Clip(
+                    sourceIn: a, sourceOut: b, recordIn: record, recordOut: record + (b - a),
+                    transitionIn: tIn, transitionOut: tOut, crop: crop))
             record += (b - a) - tOut
         }
         self.clips = clips

@@ -47,19 +47,25 @@ struct DecodeCommand: ParsableCommand {
 
 struct SampleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sample", abstract: "Write a synthetic sample video (shots, flashes, beeps) for trying Moments out.")
+        commandName: "sample",
+        abstract: "Write a synthetic sample video (shots, flashes, beeps) for trying Moments out.")
 
     @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
     @Option(help: "Seconds.") var duration = 20.0
     @Option(help: "Width (a multiple of 16).") var width = 640
     @Option(help: "Height.") var height = 360
     @Option(help: "Clockwise rotation to write in the display matrix (0, 90, 180, 270).") var rotation = 0
-    @Flag(help: "The planted-highlight layout instead (60 s of lively, dull, black, frozen and blurred parts; --duration is ignored), as scripts/bench-analysis scores it.")
+    @Flag(
+        help:
+            "The planted-highlight layout instead (60 s of lively, dull, black, frozen and blurred parts; --duration is ignored), as scripts/bench-analysis scores it."
+    )
     var planted = false
 
     func run() throws {
         try runReportingErrors {
-            var spec = planted ? SynthSpec.planted(width: width, height: height)
+            var spec =
+                planted
+                ? SynthSpec.planted(width: width, height: height)
                 : SynthSpec.sample(duration: duration, width: width, height: height)
             spec.preset = "veryfast"
             spec.rotation = rotation

@@ -7,7 +7,8 @@ import MomentsConfig
 
 struct AnalyzeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "analyze", abstract: "Analyse a video: shots, motion, audio, quality, candidates and the segments a highlight would use.")
+        commandName: "analyze",
+        abstract: "Analyse a video: shots, motion, audio, quality, candidates and the segments a highlight would use.")
 
     @Argument(help: "The video.") var file: String
     @Flag(help: "Print the analysis as JSON.") var json = false
@@ -25,7 +26,9 @@ struct AnalyzeCommand: ParsableCommand {
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("analysing")
-            let result = try HighlightEngine.make(request, cancellation: token) { _, fraction in bar.update(fraction / 0.6) }
+            let result = try HighlightEngine.make(request, cancellation: token) { _, fraction in
+                bar.update(fraction / 0.6)
+            }
             bar.finish()
             withExtendedLifetime(interrupts) {}
             if json {
@@ -33,18 +36,25 @@ struct AnalyzeCommand: ParsableCommand {
                 return
             }
             let r = result.report
-            print(String(format: "duration %.2f s, %.3f fps, %d shots, %d candidates%@", r.duration, r.fps, r.shots.count,
-                         r.candidates.count, result.cached ? " (cached analysis)" : ""))
+            print(
+                String(
+                    format: "duration %.2f s, %.3f fps, %d shots, %d candidates%@", r.duration, r.fps, r.shots.count,
+                    r.candidates.count, result.cached ? " (cached analysis)" : ""))
             if let d = r.decode {
-                var line = "decode: \(d.plan ?? "full"), \(d.framesDecoded) frames decoded, \(d.framesAnalysed) analysed"
+                var line =
+                    "decode: \(d.plan ?? "full"), \(d.framesDecoded) frames decoded, \(d.framesAnalysed) analysed"
                 if let groups = d.groups, let ranges = d.refinedRanges {
-                    line += String(format: "; %d keyframe groups, %d ranges (%.1f s, %d frames) decoded again in full",
-                                   groups, ranges, d.refinedSeconds ?? 0, d.refinedFrames ?? 0)
+                    line += String(
+                        format: "; %d keyframe groups, %d ranges (%.1f s, %d frames) decoded again in full",
+                        groups, ranges, d.refinedSeconds ?? 0, d.refinedFrames ?? 0)
                 }
                 print(line)
             }
             for b in r.boundaries {
-                print(String(format: "  %-8@ at %8.3f s (frame %d)", b.kind.rawValue, b.time, Int((b.time * r.fps).rounded())))
+                print(
+                    String(
+                        format: "  %-8@ at %8.3f s (frame %d)", b.kind.rawValue, b.time, Int((b.time * r.fps).rounded())
+                    ))
             }
             print("segments:")
             for s in r.segments {
@@ -71,16 +81,21 @@ struct HighlightCommand: ParsableCommand {
         guard targetDuration >= HighlightEngine.minTarget && targetDuration <= HighlightEngine.maxTarget else {
             throw ValidationError("--target-duration must be between 5 and 180 seconds")
         }
-        if let quality, RenderQuality(rawValue: quality) == nil { throw ValidationError("--quality must be low, medium or high") }
-        if let style, HighlightStyle(rawValue: style) == nil { throw ValidationError("--style must be cut or crossfade") }
+        if let quality, RenderQuality(rawValue: quality) == nil {
+            throw ValidationError("--quality must be low, medium or high")
+        }
+        if let style, HighlightStyle(rawValue: style) == nil {
+            throw ValidationError("--style must be cut or crossfade")
+        }
     }
 
     func run() throws {
         try runReportingErrors {
             let defaults = try CLIConfig.mediaDefaults()
             // validate() refused unknown names, so a given option always names a quality or style.
-            var request = defaults.request(source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
-                                           style: style.flatMap(HighlightStyle.init(rawValue:)))
+            var request = defaults.request(
+                source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
+                style: style.flatMap(HighlightStyle.init(rawValue:)))
             request.output = output
             request.selection.targetDuration = targetDuration
             request.analysisOutput = analysis
@@ -93,8 +108,10 @@ struct HighlightCommand: ParsableCommand {
             bar.finish()
             withExtendedLifetime(interrupts) {}
             let duration = result.render?.duration ?? 0
-            print(String(format: "%@: %.2f s from %d segments%@", output, duration, result.report.segments.count,
-                         result.cached ? " (cached analysis)" : ""))
+            print(
+                String(
+                    format: "%@: %.2f s from %d segments%@", output, duration, result.report.segments.count,
+                    result.cached ? " (cached analysis)" : ""))
         }
     }
 }

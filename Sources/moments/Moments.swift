@@ -7,7 +7,11 @@ struct Moments: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moments",
         abstract: "Turns a video into a short highlight clip.",
-        subcommands: [ServeCommand.self, WorkerCommand.self, JobExecCommand.self, AccountsCommand.self, ProbeCommand.self, AnalyzeCommand.self, HighlightCommand.self, RenderCommand.self, PosterCommand.self, DecodeCommand.self, SampleCommand.self])
+        subcommands: [
+            ServeCommand.self, WorkerCommand.self, JobExecCommand.self, AccountsCommand.self, ProbeCommand.self,
+            AnalyzeCommand.self, HighlightCommand.self, RenderCommand.self, PosterCommand.self, DecodeCommand.self,
+            SampleCommand.self
+        ])
 }
 
 /// Runs `body`; a MediaError becomes one line on stderr and exit status 1.

@@ -9,7 +9,8 @@ struct ProbeCommand: ParsableCommand {
 
     @Argument(help: "The video file.") var file: String
     @Flag(help: "Print JSON (snake_case keys).") var json = false
-    @Flag(help: "Probe in an isolated child process (moments job-exec), as the service does with uploads.") var isolated = false
+    @Flag(help: "Probe in an isolated child process (moments job-exec), as the service does with uploads.")
+    var isolated = false
     @Option(help: "Probe this many times and print the mean time per probe on stderr (measures the cost of isolation).")
     var `repeat` = 1
 
@@ -19,8 +20,12 @@ struct ProbeCommand: ParsableCommand {
             let started = DispatchTime.now()
             for _ in 0..<max(1, `repeat`) { info = try probeOnce() }
             if `repeat` > 1 {
-                let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 / Double(`repeat`)
-                FileHandle.standardError.write(Data(String(format: "probe%@: %d runs, %.2f ms each\n", isolated ? " (isolated)" : "", `repeat`, ms).utf8))
+                let ms =
+                    Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 / Double(`repeat`)
+                FileHandle.standardError.write(
+                    Data(
+                        String(format: "probe%@: %d runs, %.2f ms each\n", isolated ? " (isolated)" : "", `repeat`, ms)
+                            .utf8))
             }
             guard let info else { return }
             if json {
@@ -30,10 +35,16 @@ struct ProbeCommand: ParsableCommand {
             let v = info.video
             print("file:       \(info.path) (\(info.fileSize) bytes)")
             print("container:  \(info.containerLongName) [\(info.container)]")
-            print(String(format: "duration:   %.3f s", info.duration) + (info.bitRate.map { ", \($0 / 1000) kb/s" } ?? ""))
-            print("video:      #\(v.index) \(v.codec)\(v.profile.map { " (\($0))" } ?? ""), \(v.codedWidth)x\(v.codedHeight) coded, \(v.displayWidth)x\(v.displayHeight) displayed, rotation \(v.rotation)°")
-            print("            \(v.pixelFormat), \(v.bitDepth)-bit, " + String(format: "%.3f fps", v.frameRate)
-                  + (v.isVariableFrameRate ? " (variable)" : " (constant)") + ", transfer \(v.colorTransfer)" + (v.isHDR ? " (HDR)" : ""))
+            print(
+                String(format: "duration:   %.3f s", info.duration) + (info.bitRate.map { ", \($0 / 1000) kb/s" } ?? "")
+            )
+            print(
+                "video:      #\(v.index) \(v.codec)\(v.profile.map { " (\($0))" } ?? ""), \(v.codedWidth)x\(v.codedHeight) coded, \(v.displayWidth)x\(v.displayHeight) displayed, rotation \(v.rotation)°"
+            )
+            print(
+                "            \(v.pixelFormat), \(v.bitDepth)-bit, " + String(format: "%.3f fps", v.frameRate)
+                    + (v.isVariableFrameRate ? " (variable)" : " (constant)") + ", transfer \(v.colorTransfer)"
+                    + (v.isHDR ? " (HDR)" : ""))
             if info.audio.isEmpty { print("audio:      none") }
             for a in info.audio {
                 print("audio:      #\(a.index) \(a.codec), \(a.sampleRate) Hz, \(a.channels) ch (\(a.channelLayout))")
@@ -45,16 +56,22 @@ struct ProbeCommand: ParsableCommand {
 extension ProbeCommand {
     func probeOnce() throws(MediaError) -> MediaInfo {
         guard isolated else { return try Probe.probe(file) }
-        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
+        let settings = IsolationSettings(
+            executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
         let path = URL(fileURLWithPath: file).path
-        switch IsolatedChild.run(.probe(path), settings: settings, access: ChildAccess(readable: [path]), wallSeconds: 30, cpuSeconds: 30, cancellation: nil,
-                                 logger: Logger(label: "moments")) {
+        switch IsolatedChild.run(
+            .probe(path), settings: settings, access: ChildAccess(readable: [path]), wallSeconds: 30, cpuSeconds: 30,
+            cancellation: nil,
+            logger: Logger(label: "moments"))
+        {
         case .answered(let message):
             if let info = message.probe { return info }
-            throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: "the child answered without a probe")
+            throw MediaError(
+                .ffmpeg, operation: "isolated probe", path: file, detail: "the child answered without a probe")
         case .failed(let error): throw error
         case .cancelled: throw MediaError(.cancelled, operation: "isolated probe", path: file, detail: "cancelled")
-        case .abnormal(let reason, _): throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: reason)
+        case .abnormal(let reason, _):
+            throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: reason)
         }
     }
 }

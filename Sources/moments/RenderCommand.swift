@@ -15,8 +15,10 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
     @Option(help: "Also write a JPEG poster of the output to this path.") var poster: String?
     @Option(help: "Output time of the poster frame, in seconds.") var posterTime = 0.0
-    @Option(help: "An earlier render of the same footage to copy the segments it holds from (hard cuts only).") var reuseFrom: String?
-    @Option(help: "The earlier render's segments, in this source's seconds, e.g. 2.0-7.0,12.0-15.0.") var reuseSegments: String?
+    @Option(help: "An earlier render of the same footage to copy the segments it holds from (hard cuts only).")
+    var reuseFrom: String?
+    @Option(help: "The earlier render's segments, in this source's seconds, e.g. 2.0-7.0,12.0-15.0.") var reuseSegments:
+        String?
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
@@ -27,8 +29,10 @@ struct RenderCommand: ParsableCommand {
             throw ValidationError("--quality must be low, medium or high")
         }
         if let crossfade, crossfade < 0 { throw ValidationError("--crossfade must not be negative") }
-        if (reuseFrom == nil) != (reuseSegments == nil) || reuseSegments.map({ TimeRange.parseList($0) == nil }) == true {
-            throw ValidationError("--reuse-from and --reuse-segments go together; segments look like 5.0-10.0,20.0-25.0")
+        if (reuseFrom == nil) != (reuseSegments == nil) || reuseSegments.map({ TimeRange.parseList($0) == nil }) == true
+        {
+            throw ValidationError(
+                "--reuse-from and --reuse-segments go together; segments look like 5.0-10.0,20.0-25.0")
         }
     }
 
@@ -54,8 +58,12 @@ struct RenderCommand: ParsableCommand {
             if json {
                 print(try JSON.encode(result))
             } else {
-                print(String(format: "%@: %.3f s, %dx%d @ %@ fps, %d frames (%d copied), %d bytes", result.output, result.duration,
-                             result.width, result.height, result.frameRate.description, result.frames, result.copiedFrames, result.fileSize))
+                print(
+                    String(
+                        format: "%@: %.3f s, %dx%d @ %@ fps, %d frames (%d copied), %d bytes", result.output,
+                        result.duration,
+                        result.width, result.height, result.frameRate.description, result.frames, result.copiedFrames,
+                        result.fileSize))
             }
         }
     }

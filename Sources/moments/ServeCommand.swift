@@ -11,14 +11,19 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the HTTP service (upload, status, download, cancel) and its job workers.",
-        discussion: "Settings come from Config/moments.json (or MOMENTS_CONFIG) and environment variables such as HTTP_HOST, HTTP_PORT, STORAGE_PATH, JOBS_WORKERS, DATABASE_URL; options given here win.")
+        discussion:
+            "Settings come from Config/moments.json (or MOMENTS_CONFIG) and environment variables such as HTTP_HOST, HTTP_PORT, STORAGE_PATH, JOBS_WORKERS, DATABASE_URL; options given here win."
+    )
 
     @Option(help: "Address to listen on (default 127.0.0.1).") var host: String?
     @Option(help: "Port to listen on (default 8000).") var port: Int?
     @Option(help: "Storage folder: database, uploads, results (default Storage).") var storage: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
 
-    @Option(help: "Jobs processed at the same time by this process; 0 runs the API only (default jobs.workers / JOBS_WORKERS).") var workers: Int?
+    @Option(
+        help:
+            "Jobs processed at the same time by this process; 0 runs the API only (default jobs.workers / JOBS_WORKERS)."
+    ) var workers: Int?
 
     func run() async throws {
         let context = try await ProcessContext.load(storage: storage, logLevel: logLevel)
@@ -33,9 +38,14 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let logger = context.logger
         let service = try await context.openService(settings)
-        logger.notice("Moments listening", metadata: ["url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
-                                                      "database": "\(service.database.engine)", "workers": "\(settings.workers)"])
-        let (app, _) = buildApplication(service: service, logger: logger, operations: OperationsSettings(reader: context.config))
+        logger.notice(
+            "Moments listening",
+            metadata: [
+                "url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
+                "database": "\(service.database.engine)", "workers": "\(settings.workers)"
+            ])
+        let (app, _) = buildApplication(
+            service: service, logger: logger, operations: OperationsSettings(reader: context.config))
         try await app.runService()
         try await service.database.close()
         logger.notice("Moments stopped; database closed")

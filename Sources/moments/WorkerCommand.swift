@@ -15,10 +15,13 @@ struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Process highlight jobs from the shared queue (no HTTP API).",
-        discussion: "Needs a shared database: DATABASE_URL=postgres://… (and, across hosts, shared media storage: STORAGE_BACKEND=s3). Settings come from Config/moments.json and the environment; options given here win.")
+        discussion:
+            "Needs a shared database: DATABASE_URL=postgres://… (and, across hosts, shared media storage: STORAGE_BACKEND=s3). Settings come from Config/moments.json and the environment; options given here win."
+    )
 
     @Option(help: "Jobs processed at the same time (default jobs.workers / JOBS_WORKERS).") var workers: Int?
-    @Option(help: "Local folder for scratch files and the analysis cache (default storage.path / STORAGE_PATH).") var storage: String?
+    @Option(help: "Local folder for scratch files and the analysis cache (default storage.path / STORAGE_PATH).")
+    var storage: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
 
     func run() async throws {
@@ -29,15 +32,23 @@ struct WorkerCommand: AsyncParsableCommand {
         if let workers { settings.workers = workers }
         guard settings.workers > 0 else { throw ValidationError("--workers must be at least 1") }
         guard case .postgresql = StoreLocation(settings.databaseURL, storagePath: settings.storagePath) else {
-            context.fail("a worker process shares the queue through PostgreSQL: set DATABASE_URL=postgres://… (with the embedded SQLite, `moments serve` runs the workers itself)")
+            context.fail(
+                "a worker process shares the queue through PostgreSQL: set DATABASE_URL=postgres://… (with the embedded SQLite, `moments serve` runs the workers itself)"
+            )
         }
         let service = try await context.openService(settings)
         let logger = context.logger
-        logger.notice("Moments worker started", metadata: ["workers": "\(settings.workers)", "database": "\(service.database.engine)"])
+        logger.notice(
+            "Moments worker started",
+            metadata: ["workers": "\(settings.workers)", "database": "\(service.database.engine)"])
         let sampler = QueueSampler(store: service.database)
-        let metrics = workerMetricsService(OperationsSettings(reader: context.config), host: settings.host, logger: logger) { await sampler.refresh() }
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service.runner)] + (metrics.map { [$0] } ?? []),
-                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let metrics = workerMetricsService(
+            OperationsSettings(reader: context.config), host: settings.host, logger: logger
+        ) { await sampler.refresh() }
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service.runner)] + (metrics.map { [$0] } ?? []),
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try await service.database.close()
         logger.notice("Moments worker stopped; its jobs were finished or handed back")
@@ -80,8 +91,9 @@ struct ProcessContext {
         let location = StoreLocation(settings.databaseURL, storagePath: settings.storagePath)
         do {
             let store = try await StoreOpener.open(location, sandboxForAll: appStore.sandboxForAll, logger: logger)
-            return try JobService(settings: settings, media: media, plans: PlanSettings(reader: config), appStore: appStore,
-                                  store: store, logger: logger)
+            return try JobService(
+                settings: settings, media: media, plans: PlanSettings(reader: config), appStore: appStore,
+                store: store, logger: logger)
         } catch let error as APNsConfigurationError {
             fail("\(error)")
         } catch {

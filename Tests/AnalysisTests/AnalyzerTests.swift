@@ -66,7 +66,9 @@ struct AudioTests {
         var at = 0
         while at < samples.count {
             let n = min(1000 + at % 700, samples.count - at)
-            samples[at..<(at + n)].withUnsafeBufferPointer { analyzer.consume($0, time: Double(at) / Double(rate), rate: rate) }
+            samples[at..<(at + n)].withUnsafeBufferPointer {
+                analyzer.consume($0, time: Double(at) / Double(rate), rate: rate)
+            }
             at += n
         }
         return analyzer.finish()
@@ -76,7 +78,7 @@ struct AudioTests {
     func loudnessAndSilence() {
         let r = analyse()
         #expect(r.loudness.count == 50)
-        #expect(r.loudness[15] > -12 && r.loudness[35] > -12) // 0.5 amplitude sine: about -9 dBFS
+        #expect(r.loudness[15] > -12 && r.loudness[35] > -12)  // 0.5 amplitude sine: about -9 dBFS
         #expect(r.loudness[5] < -60 && r.loudness[25] < -60)
         #expect(r.silent[5] && r.silent[25] && !r.silent[15])
     }
@@ -120,7 +122,7 @@ struct QualityTests {
     func defects() {
         var frames = (0..<30).map { Scenes.frame(seed: 7, object: (10 + $0 * 3, 30)) }
         frames += Array(repeating: Scenes.black(), count: 10)
-        frames += Array(repeating: Scenes.frame(seed: 8), count: 30) // frozen for a second
+        frames += Array(repeating: Scenes.frame(seed: 8), count: 30)  // frozen for a second
         var lively = (0..<30).map { Scenes.frame(seed: 9, object: (10 + $0 * 3, 30)) }
         lively[15] = Scenes.white()
         frames += lively
@@ -163,7 +165,7 @@ struct FingerprintTests {
         let collector = FingerprintCollector()
         let a = (0..<60).map { Scenes.frame(seed: 13, object: (10 + 3 * $0, 40)) }
         let b = (0..<60).map { Scenes.frame(seed: 14, object: (10 + 3 * $0, 40)) }
-        let again = a[10..<50].map { Scenes.blurred($0, passes: 1) } // shown again, trimmed and softer
+        let again = a[10..<50].map { Scenes.blurred($0, passes: 1) }  // shown again, trimmed and softer
         Scenes.features(a + b + Array(again)) { f, _ in collector.consume(f) }
         let fa = collector.fingerprint(start: 0, end: 2)
         let fb = collector.fingerprint(start: 2, end: 4)

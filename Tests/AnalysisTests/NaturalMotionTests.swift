@@ -41,8 +41,12 @@ struct NaturalMotionTests {
     /// about its place; gusts (every ~20 frames, 3 frames long) throw a third of them several pixels.
     func foliage(count: Int, seed: UInt64, shake: Bool = false) -> [OwnedFrame] {
         var rng = Seeded(state: seed)
-        let leaves = (0..<360).map { _ in (x: rng.next() * 256, y: rng.next() * 144, phase: rng.next() * 6.3,
-                                             amplitude: 1 + 2 * rng.next(), bright: rng.next() < 0.5) }
+        let leaves = (0..<360).map { _ in
+            (
+                x: rng.next() * 256, y: rng.next() * 144, phase: rng.next() * 6.3,
+                amplitude: 1 + 2 * rng.next(), bright: rng.next() < 0.5
+            )
+        }
         var frames: [OwnedFrame] = []
         var gust = 0.0
         for i in 0..<count {
@@ -65,8 +69,12 @@ struct NaturalMotionTests {
     /// entering at the edges) seen from a still camera.
     func walkers(count: Int, seed: UInt64) -> [OwnedFrame] {
         var rng = Seeded(state: seed)
-        var people = (0..<28).map { _ in (x: rng.next() * 256, y: 30 + rng.next() * 100, vx: (rng.next() - 0.5) * 4,
-                                           vy: (rng.next() - 0.5) * 1.2, shade: UInt8(20 + rng.next() * 60)) }
+        var people = (0..<28).map { _ in
+            (
+                x: rng.next() * 256, y: 30 + rng.next() * 100, vx: (rng.next() - 0.5) * 4,
+                vy: (rng.next() - 0.5) * 1.2, shade: UInt8(20 + rng.next() * 60)
+            )
+        }
         var frames: [OwnedFrame] = []
         for i in 0..<count {
             var f = Scenes.frame(seed: 32)
@@ -95,7 +103,8 @@ struct NaturalMotionTests {
             for y in 0..<Scenes.height {
                 for x in 0..<Scenes.width {
                     let X = Double(x) + sx, Y = Double(y) + sy
-                    var v = 90 + 30 * sin(X * 0.21 + t * 0.5) * cos(Y * 0.17 - t * 0.3) + 18 * sin((X + Y) * 0.43 - t * 0.9)
+                    var v =
+                        90 + 30 * sin(X * 0.21 + t * 0.5) * cos(Y * 0.17 - t * 0.3) + 18 * sin((X + Y) * 0.43 - t * 0.9)
                     if sin(X * 0.9 + t * 1.7) * sin(Y * 0.7 - t * 1.3) > 0.93 { v += 70 }  // glints
                     f[x, y] = UInt8(max(16, min(235, v)))
                 }
@@ -108,13 +117,17 @@ struct NaturalMotionTests {
     func foliageIsNoJump() {
         noBoundary(foliage(count: 150, seed: 1), "still")
         noBoundary(foliage(count: 150, seed: 2, shake: true), "shaken")
-        noBoundary(foliage(count: 150, seed: 3).enumerated().map { Scenes.noisy($1, amplitude: 12, seed: UInt64($0)) }, "low light")
+        noBoundary(
+            foliage(count: 150, seed: 3).enumerated().map { Scenes.noisy($1, amplitude: 12, seed: UInt64($0)) },
+            "low light")
     }
 
     @Test("a street of small walkers gives no boundary")
     func walkersAreNoJump() {
         noBoundary(walkers(count: 150, seed: 4), "daylight")
-        noBoundary(walkers(count: 150, seed: 5).enumerated().map { Scenes.noisy($1, amplitude: 12, seed: UInt64(100 + $0)) }, "low light")
+        noBoundary(
+            walkers(count: 150, seed: 5).enumerated().map { Scenes.noisy($1, amplitude: 12, seed: UInt64(100 + $0)) },
+            "low light")
         // At a third of the frame rate, each frame repeated three times: walkers move in steps.
         let stepping = walkers(count: 50, seed: 9).flatMap { [$0, $0, $0] }
         noBoundary(stepping, "a 10 fps clip at 30 fps")

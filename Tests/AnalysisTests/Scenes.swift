@@ -9,10 +9,13 @@ enum Scenes {
 
     /// A textured scene; `dx`, `dy` shift the whole picture (a pan); `object` draws a textured
     /// 24x24 block at that position.
-    static func frame(seed: Int, dx: Int = 0, dy: Int = 0, object: (x: Int, y: Int)? = nil, brightness: Double = 1,
-                      zoom: Double = 1) -> OwnedFrame {
-        var f = OwnedFrame(width: width, height: height, luma: 16,
-                           cb: UInt8(128 + (seed * 37) % 80 - 40), cr: UInt8(128 - (seed * 53) % 80 + 40))
+    static func frame(
+        seed: Int, dx: Int = 0, dy: Int = 0, object: (x: Int, y: Int)? = nil, brightness: Double = 1,
+        zoom: Double = 1
+    ) -> OwnedFrame {
+        var f = OwnedFrame(
+            width: width, height: height, luma: 16,
+            cb: UInt8(128 + (seed * 37) % 80 - 40), cr: UInt8(128 - (seed * 53) % 80 + 40))
         let a = 0.05 + 0.02 * Double(seed % 5), b = 0.08 + 0.015 * Double(seed % 3)
         for y in 0..<height {
             for x in 0..<width {

@@ -35,7 +35,9 @@ struct ShotDetectorTests {
     /// in lively footage the subject moving on during it; the packaged cockatoo clip doubled from
     /// 20 to 30 fps did this): not within the absolute 0.12 of the frame before, but within a
     /// quarter of the flash's own change (`burstReturnShare`). Not a cut where it starts or ends.
-    @Test("a flash after which the picture comes back changed a little is not a cut, neither where it starts nor where it ends")
+    @Test(
+        "a flash after which the picture comes back changed a little is not a cut, neither where it starts nor where it ends"
+    )
     func flashReturningChanged() {
         var frames = (0..<60).map { Scenes.frame(seed: 5, object: (20 + 2 * $0, 40), brightness: $0 < 30 ? 1 : 0.8) }
         frames[30] = Scenes.white()
@@ -61,14 +63,23 @@ struct ShotDetectorTests {
         func tank(jumpAt: Int?) -> [OwnedFrame] {
             var seed: UInt64 = 12345
             func next() -> Int { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Int(seed >> 33) }
-            var fish = (0..<40).map { _ in (x: Double(next() % 240), y: Double(next() % 130), vx: Double(next() % 5) - 2, vy: Double(next() % 3) - 1) }
+            var fish = (0..<40).map { _ in
+                (
+                    x: Double(next() % 240), y: Double(next() % 130), vx: Double(next() % 5) - 2,
+                    vy: Double(next() % 3) - 1
+                )
+            }
             let background = Scenes.frame(seed: 3)
             var frames: [OwnedFrame] = []
             for i in 0..<90 {
-                if i == jumpAt { fish = fish.map { f in (x: Double(next() % 240), y: Double(next() % 130), vx: f.vx, vy: f.vy) } }
+                if i == jumpAt {
+                    fish = fish.map { f in (x: Double(next() % 240), y: Double(next() % 130), vx: f.vx, vy: f.vy) }
+                }
                 var frame = background
                 for f in fish {
-                    for y in Int(f.y)..<min(Scenes.height, Int(f.y) + 3) { for x in Int(f.x)..<min(Scenes.width, Int(f.x) + 5) { frame[x, y] = 30 } }
+                    for y in Int(f.y)..<min(Scenes.height, Int(f.y) + 3) {
+                        for x in Int(f.x)..<min(Scenes.width, Int(f.x) + 5) { frame[x, y] = 30 }
+                    }
                 }
                 frames.append(frame)
                 fish = fish.map { f in
@@ -153,20 +164,26 @@ struct ShotDetectorTests {
         return settings
     }
 
-    @Test("a jump cut (the scene stays, the subject jumps) is found at its exact frame when asked for, the hard cuts stay cuts; off by default")
+    @Test(
+        "a jump cut (the scene stays, the subject jumps) is found at its exact frame when asked for, the hard cuts stay cuts; off by default"
+    )
     func jumpCut() {
         // The subject holds still on both sides of each jump (the evidence a jump needs).
         func still(_ seed: Int, _ count: Int, at x: Int, _ y: Int) -> [OwnedFrame] {
             (0..<count).map { _ in Scenes.frame(seed: seed, object: (x, y)) }
         }
-        let frames = still(13, 45, at: 30, 40) + still(13, 40, at: 170, 90) + still(14, 40, at: 60, 30) + still(14, 40, at: 60, 100)
+        let frames =
+            still(13, 45, at: 30, 40) + still(13, 40, at: 170, 90) + still(14, 40, at: 60, 30)
+            + still(14, 40, at: 60, 100)
         #expect(detect(frames).map(\.kind) == [.cut], "jump cuts are off by default")
         let found = detect(frames, settings: Self.jumps)
         #expect(found.map(\.kind) == [.jump, .cut, .jump], "\(found)")
         #expect(found.map { Int(($0.time * 30).rounded()) } == [45, 85, 125])
         // A subject that sways all the time keeps its cells changing on both sides: the measures
         // spike on the jump's frame, but the history evidence says unsure, so no jump.
-        let swaying = posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30) + posed(14, 40, at: 60, 100)
+        let swaying =
+            posed(13, 45, at: 30, 40) + posed(13, 40, at: 170, 90) + posed(14, 40, at: 60, 30)
+            + posed(14, 40, at: 60, 100)
         #expect(detect(swaying, settings: Self.jumps).map(\.kind) == [.cut])
         var measuresOnly = Self.jumps
         measuresOnly.jumpHistoryRatio = 0
@@ -177,13 +194,20 @@ struct ShotDetectorTests {
 
     func detectJumps(_ frames: [OwnedFrame]) -> [ShotBoundary] { detect(frames, settings: Self.jumps) }
 
-    @Test("no jump cut from a subject moving on its own, shake, a whip pan, a zoom, noise, flashes or something passing by")
+    @Test(
+        "no jump cut from a subject moving on its own, shake, a whip pan, a zoom, noise, flashes or something passing by"
+    )
     func jumpCutNegatives() {
         // A subject walking across at 5 px a frame.
         #expect(detectJumps((0..<60).map { Scenes.frame(seed: 15, object: (10 + 5 * $0, 50)) }).isEmpty)
         // Handheld shake: the whole picture jitters by up to 4 px a frame.
         let jitter = [0, 3, -2, 4, -4, 1, -3, 2, 0, -1]
-        #expect(detectJumps((0..<60).map { Scenes.frame(seed: 16, dx: jitter[$0 % 10], dy: jitter[($0 + 3) % 10], object: (100, 50)) }).isEmpty)
+        #expect(
+            detectJumps(
+                (0..<60).map {
+                    Scenes.frame(seed: 16, dx: jitter[$0 % 10], dy: jitter[($0 + 3) % 10], object: (100, 50))
+                }
+            ).isEmpty)
         // A whip pan: still, then 25 px a frame for ten frames, then still.
         var offset = 0
         let whip = (0..<60).map { i -> OwnedFrame in
@@ -192,9 +216,14 @@ struct ShotDetectorTests {
         }
         #expect(detectJumps(whip).isEmpty)
         // A zoom in, 1 % a frame.
-        #expect(detectJumps((0..<60).map { Scenes.frame(seed: 18, object: (110, 50), zoom: pow(1.01, Double($0))) }).isEmpty)
+        #expect(
+            detectJumps((0..<60).map { Scenes.frame(seed: 18, object: (110, 50), zoom: pow(1.01, Double($0))) }).isEmpty
+        )
         // Low-light noise on a still scene.
-        #expect(detectJumps((0..<60).map { Scenes.noisy(Scenes.frame(seed: 19, object: (90, 40)), amplitude: 12, seed: UInt64($0)) }).isEmpty)
+        #expect(
+            detectJumps(
+                (0..<60).map { Scenes.noisy(Scenes.frame(seed: 19, object: (90, 40)), amplitude: 12, seed: UInt64($0)) }
+            ).isEmpty)
         // A flash, and something crossing the picture in two frames.
         var flash = posed(20, 60, at: 40, 40)
         flash[20] = Scenes.white()

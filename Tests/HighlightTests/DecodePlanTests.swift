@@ -13,8 +13,9 @@ struct DecodePlanTests {
         return s
     }
 
-    @Test("the sampled plan finds the same boundaries as the full decode, on the same frames, and decodes far fewer frames",
-          arguments: ["ultrafast", "veryfast"])
+    @Test(
+        "the sampled plan finds the same boundaries as the full decode, on the same frames, and decodes far fewer frames",
+        arguments: ["ultrafast", "veryfast"])
     func sameBoundaries(preset: String) throws {
         let dir = Scratch()
         var spec = SynthSpec()
@@ -23,8 +24,8 @@ struct DecodePlanTests {
         spec.duration = 24
         spec.keyframeIntervalSeconds = 1
         spec.preset = preset
-        spec.cuts = [3.4, 7.0, 15.83]        // inside groups, and on a keyframe
-        spec.flashes = [5.2, 11.5, 19.07]    // not cuts
+        spec.cuts = [3.4, 7.0, 15.83]  // inside groups, and on a keyframe
+        spec.flashes = [5.2, 11.5, 19.07]  // not cuts
         spec.flashFrames = 2
         let path = dir.path("cuts.mp4")
         try Synth.write(spec, to: path)
@@ -39,7 +40,9 @@ struct DecodePlanTests {
         let frame = 1.0 / 30
         #expect(full.boundaries.map(\.time).count == 3)
         for cut in spec.cuts {
-            #expect(sampled.boundaries.contains { $0.kind == .cut && abs($0.time - cut) < frame / 2 }, "cut at \(cut): \(sampled.boundaries.map(\.time))")
+            #expect(
+                sampled.boundaries.contains { $0.kind == .cut && abs($0.time - cut) < frame / 2 },
+                "cut at \(cut): \(sampled.boundaries.map(\.time))")
         }
         #expect(sampled.boundaries.map(\.time) == full.boundaries.map(\.time))
         #expect(sampled.summary.plan == "sampled")
@@ -75,14 +78,18 @@ struct DecodePlanTests {
         #expect(decoded < 1200 / 4, "decoded \(decoded) of 1200")
     }
 
-    @Test("a refined range stops once its frames look like the next keyframe: the cut on its frame, the rest of the group not decoded")
+    @Test(
+        "a refined range stops once its frames look like the next keyframe: the cut on its frame, the rest of the group not decoded"
+    )
     func refinementStopsOnceSettled() throws {
         let dir = Scratch()
         // A cut on frame 99, inside the keyframe group 2-4 s, from a lively scene to one standing still.
-        let (path, _) = try partsVideo(dir, "settle.mp4", duration: 10, [
-            SynthPart(start: 0, kind: .lively, seed: 1),
-            SynthPart(start: 3.3, kind: .dull, seed: 2),
-        ])
+        let (path, _) = try partsVideo(
+            dir, "settle.mp4", duration: 10,
+            [
+                SynthPart(start: 0, kind: .lively, seed: 1),
+                SynthPart(start: 3.3, kind: .dull, seed: 2)
+            ])
         var whole = settings(.sampled)
         whole.screen.settleFrames = 0
         let early = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
@@ -94,10 +101,15 @@ struct DecodePlanTests {
         // The cut's group: to 4 frames past the cut instead of its 60 frames (the last group's
         // frames are decoded either way).
         let saved = (late.summary.refinedFrames ?? 0) - (early.summary.refinedFrames ?? 0)
-        #expect(saved >= 15, "early \(String(describing: early.summary.refinedFrames)), whole \(String(describing: late.summary.refinedFrames))")
+        #expect(
+            saved >= 15,
+            "early \(String(describing: early.summary.refinedFrames)), whole \(String(describing: late.summary.refinedFrames))"
+        )
     }
 
-    @Test("phone video (4K HEVC Main10 HLG, 60 fps, portrait, P-only): the auto plan samples it and still puts the cut on its frame")
+    @Test(
+        "phone video (4K HEVC Main10 HLG, 60 fps, portrait, P-only): the auto plan samples it and still puts the cut on its frame"
+    )
     func phoneVideo() throws {
         let dir = Scratch()
         var spec = SynthSpec.phone(width: 3840, height: 2160, frameRate: 60, duration: 2.5)
@@ -121,25 +133,32 @@ struct DecodePlanTests {
         plain.barcode = false
         try Synth.write(plain, to: dir.path("phone-plain.mp4"))
         let b = try AnalysisPipeline.analyze(dir.path("phone-plain.mp4"), settings: full)
-        #expect(b.summary.plan == "full" && b.boundaries.map(\.kind) == [.cut], "\(String(describing: b.summary.plan)) \(b.boundaries)")
+        #expect(
+            b.summary.plan == "full" && b.boundaries.map(\.kind) == [.cut],
+            "\(String(describing: b.summary.plan)) \(b.boundaries)")
     }
 
     @Test("a fade through black longer than a keyframe group is one fade boundary in the sampled plan too")
     func longFade() throws {
         let dir = Scratch()
-        let (path, _) = try partsVideo(dir, "fade.mp4", duration: 16, [
-            SynthPart(start: 0, kind: .lively, seed: 1),
-            SynthPart(start: 5, kind: .black, seed: 0),
-            SynthPart(start: 8.5, kind: .dull, seed: 2),
-        ])
+        let (path, _) = try partsVideo(
+            dir, "fade.mp4", duration: 16,
+            [
+                SynthPart(start: 0, kind: .lively, seed: 1),
+                SynthPart(start: 5, kind: .black, seed: 0),
+                SynthPart(start: 8.5, kind: .dull, seed: 2)
+            ])
         let full = try AnalysisPipeline.analyze(path, settings: settings(.full))
         let sampled = try AnalysisPipeline.analyze(path, settings: settings(.sampled))
-        #expect(sampled.boundaries.map(\.kind) == full.boundaries.map(\.kind), "\(sampled.boundaries) vs \(full.boundaries)")
+        #expect(
+            sampled.boundaries.map(\.kind) == full.boundaries.map(\.kind), "\(sampled.boundaries) vs \(full.boundaries)"
+        )
         for (a, b) in zip(sampled.boundaries, full.boundaries) { #expect(abs(a.time - b.time) < 0.04) }
     }
 
-    @Test("the planted highlight on the sampled plan: lively parts, no defects, every part boundary on its frame",
-          arguments: ["h264", "hevc10"])
+    @Test(
+        "the planted highlight on the sampled plan: lively parts, no defects, every part boundary on its frame",
+        arguments: ["h264", "hevc10"])
     func plantedSampled(codec: String) throws {
         let dir = Scratch()
         let (path, spec) = try plantedVideo(dir) { spec in
@@ -171,7 +190,9 @@ struct DecodePlanTests {
         #expect(defect == 0, "defect seconds \(defect)")
         let starts: [Double] = spec.parts.dropFirst().map(\.start).filter { $0 != 11 && $0 != 15 }
         let expected: [Int] = starts.map { Int($0 * 30) }
-        for e in expected { #expect(result.report.cuts.contains { abs($0 - e) <= 1 }, "no cut at frame \(e): \(result.report.cuts)") }
+        for e in expected {
+            #expect(result.report.cuts.contains { abs($0 - e) <= 1 }, "no cut at frame \(e): \(result.report.cuts)")
+        }
         #expect(result.report.boundaries.contains { $0.kind == .fade && $0.time > 11 && $0.time < 15 })
     }
 

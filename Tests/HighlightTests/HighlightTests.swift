@@ -14,7 +14,9 @@ final class Scratch {
 }
 
 /// A small synthetic video made of `parts` (no barcode: frozen parts must not change).
-func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [SynthPart]) throws -> (path: String, spec: SynthSpec) {
+func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [SynthPart]) throws -> (
+    path: String, spec: SynthSpec
+) {
     var spec = SynthSpec()
     spec.width = 320
     spec.height = 180
@@ -27,7 +29,9 @@ func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [Synt
 }
 
 /// 60 s: lively parts among dull, black, frozen and blurred ones, and a repeat of the first lively part.
-func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ in }) throws -> (path: String, spec: SynthSpec) {
+func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ in }) throws -> (
+    path: String, spec: SynthSpec
+) {
     var spec = SynthSpec.planted()
     configure(&spec)
     let path = dir.path("planted.mp4")
@@ -73,8 +77,12 @@ struct HighlightTests {
         let info = try Probe.probe(request.output!)
         #expect(abs(info.duration - total) < 0.1)
         #expect(FileManager.default.fileExists(atPath: request.posterOutput!))
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: request.analysisOutput!))) as! [String: Any]
-        for key in ["duration", "fps", "cuts", "shots", "signals", "candidates", "segments"] { #expect(json[key] != nil, "\(key)") }
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: request.analysisOutput!)))
+            as! [String: Any]
+        for key in ["duration", "fps", "cuts", "shots", "signals", "candidates", "segments"] {
+            #expect(json[key] != nil, "\(key)")
+        }
         let signals = json["signals"] as! [String: Any]
         #expect((signals["motion"] as! [Any]).count == 60 && signals["loudness"] != nil && signals["sharpness"] != nil)
         let cuts = json["cuts"] as! [Int]
@@ -91,8 +99,9 @@ struct HighlightTests {
     @Test("segment boundaries inside a shot land on quiet points of the sound")
     func quietCuts() throws {
         let dir = Scratch()
-        let (path, _) = try partsVideo(dir, "talk.mp4", duration: 24,
-                                       [SynthPart(start: 0, kind: .lively, seed: 3), SynthPart(start: 12, kind: .lively, seed: 8)])
+        let (path, _) = try partsVideo(
+            dir, "talk.mp4", duration: 24,
+            [SynthPart(start: 0, kind: .lively, seed: 3), SynthPart(start: 12, kind: .lively, seed: 8)])
         var request = HighlightRequest(source: path)
         request.selection.targetDuration = 8
         let result = try HighlightEngine.make(request)
@@ -112,8 +121,12 @@ struct HighlightTests {
     @Test("a video shorter than the target gives all its usable footage")
     func shortVideo() throws {
         let dir = Scratch()
-        let (path, _) = try partsVideo(dir, "short.mp4", duration: 9, [
-            SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .black, seed: 0), SynthPart(start: 5, kind: .dull, seed: 2)])
+        let (path, _) = try partsVideo(
+            dir, "short.mp4", duration: 9,
+            [
+                SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .black, seed: 0),
+                SynthPart(start: 5, kind: .dull, seed: 2)
+            ])
         var request = HighlightRequest(source: path)
         request.selection.targetDuration = 30
         let result = try HighlightEngine.make(request)
@@ -145,17 +158,21 @@ struct HighlightTests {
     @Test("footage re-encoded smaller and softer is recognised as the same; other footage is not")
     func reencodedFootage() throws {
         let dir = Scratch()
-        let (original, _) = try partsVideo(dir, "original.mp4", duration: 8,
-                                           [SynthPart(start: 0, kind: .lively, seed: 4), SynthPart(start: 4, kind: .lively, seed: 9)])
+        let (original, _) = try partsVideo(
+            dir, "original.mp4", duration: 8,
+            [SynthPart(start: 0, kind: .lively, seed: 4), SynthPart(start: 4, kind: .lively, seed: 9)])
         // The same footage through the encoder again, re-encoded by libx264 at the fastest preset.
-        var copy = RenderRequest(source: original, segments: [TimeRange(start: 0.5, end: 3.5)], output: dir.path("copy.mp4"))
+        var copy = RenderRequest(
+            source: original, segments: [TimeRange(start: 0.5, end: 3.5)], output: dir.path("copy.mp4"))
         copy.quality = .low
         copy.preset = "ultrafast"
         _ = try Renderer.render(copy)
         let a = try AnalysisPipeline.analyze(original)
         let b = try AnalysisPipeline.analyze(copy.output)
-        guard let first = a.candidates.first(where: { $0.shot == 0 }), let second = a.candidates.first(where: { $0.shot == 1 }),
-              let again = b.candidates.first else {
+        guard let first = a.candidates.first(where: { $0.shot == 0 }),
+            let second = a.candidates.first(where: { $0.shot == 1 }),
+            let again = b.candidates.first
+        else {
             Issue.record("missing candidates: \(a.candidates.count), \(b.candidates.count)")
             return
         }

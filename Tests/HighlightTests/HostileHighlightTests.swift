@@ -29,7 +29,8 @@ struct HostileHighlightTests {
 
     static func peakResident() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
@@ -74,7 +75,7 @@ struct HostileHighlightTests {
         request.output = dir.path("out.mp4")
         request.limits = DecodeLimits(maxDecodedSeconds: 5)
         #expect(request.analysis.limits.maxDecodedSeconds == 5)
-        do { _ = try HighlightEngine.make(request) ; Issue.record("expected too long") } catch {
+        do { _ = try HighlightEngine.make(request); Issue.record("expected too long") } catch {
             #expect(error.kind == .tooLong)
         }
         #expect(!FileManager.default.fileExists(atPath: dir.path("out.mp4")))

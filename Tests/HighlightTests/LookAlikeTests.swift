@@ -22,7 +22,7 @@ struct LookAlikeTests {
         spec.parts = [
             SynthPart(start: 0, kind: .lively, seed: 31), SynthPart(start: 5, kind: .posed, seed: 5, subjectX: 0.2),
             SynthPart(start: 10, kind: .lively, seed: 32), SynthPart(start: 15, kind: .dull, seed: 33),
-            SynthPart(start: 20, kind: .posed, seed: 5, subjectX: 0.7), SynthPart(start: 25, kind: .lively, seed: 34),
+            SynthPart(start: 20, kind: .posed, seed: 5, subjectX: 0.7), SynthPart(start: 25, kind: .lively, seed: 34)
         ]
         let path = dir.path("look-alike.mp4")
         try Synth.write(spec, to: path)
@@ -34,11 +34,16 @@ struct LookAlikeTests {
         // The measure: the posed moments look alike (same scene and colours, subject moved); no other pair does.
         let first = try #require(analysis.candidates.first { posed($0) && $0.end <= 10.01 })
         let second = try #require(analysis.candidates.first { posed($0) && $0.start >= 19.99 })
-        #expect(Selector.lookAlike(first.fingerprint, second.fingerprint, settings),
-                "similarity \(first.fingerprint.similarity(to: second.fingerprint)), colour \(first.fingerprint.colourSimilarity(to: second.fingerprint))")
-        #expect(first.fingerprint.similarity(to: second.fingerprint) < SegmentFingerprint.duplicateSimilarity, "not the same footage")
+        #expect(
+            Selector.lookAlike(first.fingerprint, second.fingerprint, settings),
+            "similarity \(first.fingerprint.similarity(to: second.fingerprint)), colour \(first.fingerprint.colourSimilarity(to: second.fingerprint))"
+        )
+        #expect(
+            first.fingerprint.similarity(to: second.fingerprint) < SegmentFingerprint.duplicateSimilarity,
+            "not the same footage")
         for a in analysis.candidates where !posed(a) {
-            for b in analysis.candidates where inPart(b).seed != inPart(a).seed && (b.start >= a.end || a.start >= b.end) {
+            for b in analysis.candidates
+            where inPart(b).seed != inPart(a).seed && (b.start >= a.end || a.start >= b.end) {
                 #expect(!Selector.lookAlike(a.fingerprint, b.fingerprint, settings), "\(inPart(a)) vs \(inPart(b))")
             }
         }
@@ -47,10 +52,11 @@ struct LookAlikeTests {
         var scored = Scoring.score(analysis.candidates, weights: ScoreWeights(), hasAudio: false)
         for i in scored.indices where posed(scored[i].candidate) { scored[i].score += 10 }
         func posedParts(_ segments: [SelectedSegment]) -> Set<Double> {
-            Set(segments.compactMap { s -> Double? in
-                let part = spec.part(at: (s.start + s.end) / 2)!.0
-                return part.kind == .posed ? part.start : nil
-            })
+            Set(
+                segments.compactMap { s -> Double? in
+                    let part = spec.part(at: (s.start + s.end) / 2)!.0
+                    return part.kind == .posed ? part.start : nil
+                })
         }
         var selection = settings
         selection.targetDuration = 10

@@ -60,8 +60,11 @@ struct ReframeTests {
             if let previous { largestStep = max(largestStep, abs(x - previous)) }
             previous = x
         }
-        #expect(largestStep <= limits.maxSpeed / 30 + 1e-9, "frame-to-frame movement \(largestStep) of the picture width")
-        #expect(track.x.last! - track.x.first! > 0.3, "the window pans with the subject: \(track.x.first!) -> \(track.x.last!)")
+        #expect(
+            largestStep <= limits.maxSpeed / 30 + 1e-9, "frame-to-frame movement \(largestStep) of the picture width")
+        #expect(
+            track.x.last! - track.x.first! > 0.3,
+            "the window pans with the subject: \(track.x.first!) -> \(track.x.last!)")
 
         // Measured on the output: the subject is in the picture.
         let out = dir.path("vertical.mp4")
@@ -70,22 +73,29 @@ struct ReframeTests {
         request.quality = .low
         let result = try Renderer.render(request)
         let info = try Probe.probe(out)
-        #expect(info.video.displayWidth == 360 && info.video.displayHeight == 640, "\(info.video.displayWidth)x\(info.video.displayHeight)")
+        #expect(
+            info.video.displayWidth == 360 && info.video.displayHeight == 640,
+            "\(info.video.displayWidth)x\(info.video.displayHeight)")
         #expect(result.width == 360 && result.height == 640)
         let scale = 640.0 / 360  // the 202.5 px window shown 360 px wide
         let followed = try Self.subjectInside(out, expectedArea: pow(32 * scale, 2))
-        #expect(followed.frames >= 120 && followed.inside >= 0.95, "subject in frame in \(followed.inside) of \(followed.frames) frames")
+        #expect(
+            followed.frames >= 120 && followed.inside >= 0.95,
+            "subject in frame in \(followed.inside) of \(followed.frames) frames")
 
         // A centred crop loses it most of the time: the measure sees the difference.
         let centred = dir.path("centred.mp4")
         request.output = centred
-        request.reframe = Reframe(aspect: .portrait, width: reframe.width, height: 1, tracks: [.steady(at: 0, x: 0.5, y: 0.5)])
+        request.reframe = Reframe(
+            aspect: .portrait, width: reframe.width, height: 1, tracks: [.steady(at: 0, x: 0.5, y: 0.5)])
         _ = try Renderer.render(request)
         let still = try Self.subjectInside(centred, expectedArea: pow(32 * scale, 2))
         #expect(still.inside < 0.6, "a centred window shows the subject in \(still.inside) of the frames")
     }
 
-    @Test("Rotated phone video (portrait by its display matrix) to 16:9: the window follows the subject in display coordinates")
+    @Test(
+        "Rotated phone video (portrait by its display matrix) to 16:9: the window follows the subject in display coordinates"
+    )
     func rotatedSourceToLandscape() throws {
         let dir = Scratch()
         var spec = SynthSpec()
@@ -104,14 +114,18 @@ struct ReframeTests {
         let reframe = try #require(Reframer.plan(analysis, segments: [segment], aspect: .landscape))
         #expect(reframe.width == 1 && reframe.height < 0.35)
         let track = try #require(reframe.tracks.first)
-        #expect(track.y.last! - track.y.first! > 0.3, "the window moves down the displayed picture: \(track.y.first!) -> \(track.y.last!)")
+        #expect(
+            track.y.last! - track.y.first! > 0.3,
+            "the window moves down the displayed picture: \(track.y.first!) -> \(track.y.last!)")
         let out = dir.path("landscape.mp4")
         var request = RenderRequest(source: source, segments: [segment], output: out)
         request.reframe = reframe
         request.quality = .low
         _ = try Renderer.render(request)
         let info = try Probe.probe(out)
-        #expect(info.video.displayWidth == 640 && info.video.displayHeight == 360, "\(info.video.displayWidth)x\(info.video.displayHeight)")
+        #expect(
+            info.video.displayWidth == 640 && info.video.displayHeight == 360,
+            "\(info.video.displayWidth)x\(info.video.displayHeight)")
         let followed = try Self.subjectInside(out, expectedArea: pow(32 * 640.0 / 360, 2))
         #expect(followed.inside >= 0.95, "subject in frame in \(followed.inside) of \(followed.frames) frames")
     }
@@ -126,11 +140,13 @@ struct ReframeTests {
             .outputSize(displayWidth: 1920, height: 1080, maxShortSide: 1080)
         #expect(size.width == 1080 && size.height == 1920)
         let square = try! #require(AspectRatio.square.window(displayWidth: 1920, height: 1080))
-        #expect(Reframe(aspect: .square, width: square.width, height: square.height, tracks: tracks)
-            .outputSize(displayWidth: 1920, height: 1080, maxShortSide: 1080) == (1080, 1080))
+        #expect(
+            Reframe(aspect: .square, width: square.width, height: square.height, tracks: tracks)
+                .outputSize(displayWidth: 1920, height: 1080, maxShortSide: 1080) == (1080, 1080))
         let feed = try! #require(AspectRatio.feed.window(displayWidth: 1920, height: 1080))
-        #expect(Reframe(aspect: .feed, width: feed.width, height: feed.height, tracks: tracks)
-            .outputSize(displayWidth: 1920, height: 1080, maxShortSide: 1080) == (1080, 1350))
+        #expect(
+            Reframe(aspect: .feed, width: feed.width, height: feed.height, tracks: tracks)
+                .outputSize(displayWidth: 1920, height: 1080, maxShortSide: 1080) == (1080, 1350))
         // Portrait phone video to 16:9: full width, a band of its height.
         let landscape = try! #require(AspectRatio.landscape.window(displayWidth: 1080, height: 1920))
         #expect(landscape.width == 1 && abs(landscape.height - (1080.0 / 1920) / (16.0 / 9)) < 1e-9)
@@ -151,10 +167,12 @@ struct ReframeTests {
     @Test("A pinned moment is shown even when it scores low; an excluded range never is; the length holds")
     func pinnedAndExcluded() throws {
         let dir = Scratch()
-        let (path, _) = try partsVideo(dir, "parts.mp4", duration: 24, [
-            SynthPart(start: 0, kind: .dull, seed: 1), SynthPart(start: 6, kind: .lively, seed: 2),
-            SynthPart(start: 12, kind: .dull, seed: 3), SynthPart(start: 18, kind: .lively, seed: 5),
-        ])
+        let (path, _) = try partsVideo(
+            dir, "parts.mp4", duration: 24,
+            [
+                SynthPart(start: 0, kind: .dull, seed: 1), SynthPart(start: 6, kind: .lively, seed: 2),
+                SynthPart(start: 12, kind: .dull, seed: 3), SynthPart(start: 18, kind: .lively, seed: 5)
+            ])
         var settings = AnalysisSettings()
         settings.plan.choice = .full
         let analysis = try AnalysisPipeline.analyze(path, settings: settings)
@@ -179,7 +197,8 @@ struct ReframeTests {
             selection.targetDuration = 6
             let shared = Selector.select(analysis, scored: scored, settings: selection)
             for pin in [3, second] {
-                #expect(shared.contains { $0.start <= pin && $0.end >= pin }, "pin \(pin) of [3, \(second)] in \(shared)")
+                #expect(
+                    shared.contains { $0.start <= pin && $0.end >= pin }, "pin \(pin) of [3, \(second)] in \(shared)")
             }
         }
     }
@@ -189,9 +208,12 @@ struct ReframeTests {
     @Test("jump cuts in a decoded video: found on the frame when on, none when off")
     func jumpCutsInAVideo() throws {
         let dir = Scratch()
-        let (path, _) = try partsVideo(dir, "jump.mp4", duration: 8, [
-            SynthPart(start: 0, kind: .posed, seed: 3, subjectX: 0.15), SynthPart(start: 4, kind: .posed, seed: 3, subjectX: 0.8),
-        ])
+        let (path, _) = try partsVideo(
+            dir, "jump.mp4", duration: 8,
+            [
+                SynthPart(start: 0, kind: .posed, seed: 3, subjectX: 0.15),
+                SynthPart(start: 4, kind: .posed, seed: 3, subjectX: 0.8)
+            ])
         var settings = AnalysisSettings()
         settings.plan.choice = .full
         settings.skipNonReferenceFrames = false

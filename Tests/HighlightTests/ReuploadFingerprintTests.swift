@@ -15,7 +15,9 @@ struct SparseSampling {
 
     func keeps(_ index: Int, rate: Double) -> Bool {
         if let times {
-            return times.contains { let first = Int(($0 * rate).rounded()); return index >= first && index <= first + Int(seconds * rate) }
+            return times.contains {
+                let first = Int(($0 * rate).rounded()); return index >= first && index <= first + Int(seconds * rate)
+            }
         }
         return ((index - phase) % interval + interval) % interval <= burst
     }
@@ -26,10 +28,12 @@ enum ReuploadMedia {
     static let originalParts: [SynthPart] = [
         SynthPart(start: 0, kind: .lively, seed: 11), SynthPart(start: 6, kind: .dull, seed: 12),
         SynthPart(start: 12, kind: .lively, seed: 13), SynthPart(start: 19, kind: .dull, seed: 14),
-        SynthPart(start: 25, kind: .lively, seed: 15), SynthPart(start: 32, kind: .dull, seed: 16),
+        SynthPart(start: 25, kind: .lively, seed: 15), SynthPart(start: 32, kind: .dull, seed: 16)
     ]
 
-    static func spec(duration: Double = 40, parts: [SynthPart] = originalParts, _ configure: (inout SynthSpec) -> Void = { _ in }) -> SynthSpec {
+    static func spec(
+        duration: Double = 40, parts: [SynthPart] = originalParts, _ configure: (inout SynthSpec) -> Void = { _ in }
+    ) -> SynthSpec {
         var spec = SynthSpec()
         spec.width = 320
         spec.height = 180
@@ -53,7 +57,9 @@ enum ReuploadMedia {
     }
 
     /// A re-encoded copy of `path` scaled to `maxSide`, its display rotation baked into the pixels (rotation 0).
-    static func transcode(_ path: String, to output: String, maxSide: Int = 4096, crf: Int = 23, codec: VideoEncoding.Codec = .h264) throws {
+    static func transcode(
+        _ path: String, to output: String, maxSide: Int = 4096, crf: Int = 23, codec: VideoEncoding.Codec = .h264
+    ) throws {
         var options = AnalysisOptions()
         options.maxSide = maxSide
         options.decodeAudio = false
@@ -73,7 +79,10 @@ enum ReuploadMedia {
             let fw = frame.width, fh = frame.height
             do throws(MediaError) {
                 try writer.writePicture(pts: index) { p in
-                    func copy(_ src: UnsafeBufferPointer<UInt8>, _ stride: Int, _ sw: Int, _ sh: Int, _ dst: UnsafeMutableRawPointer, _ dstStride: Int) {
+                    func copy(
+                        _ src: UnsafeBufferPointer<UInt8>, _ stride: Int, _ sw: Int, _ sh: Int,
+                        _ dst: UnsafeMutableRawPointer, _ dstStride: Int
+                    ) {
                         let dw = turned ? sh : sw, dh = turned ? sw : sh
                         for y in 0..<dh {
                             let row = dst.advanced(by: y * dstStride).assumingMemoryBound(to: UInt8.self)
@@ -118,10 +127,14 @@ enum ReuploadMedia {
                 let index = Int((frame.time * rate).rounded())
                 guard sparse.keeps(index, rate: rate) else { return }
             }
-            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else { return }
-            features.measure(FrameView(time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
-                                       chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
-                                       chromaStride: frame.chromaStride))
+            guard let y = frame.luma.baseAddress, let u = frame.cb.baseAddress, let v = frame.cr.baseAddress else {
+                return
+            }
+            features.measure(
+                FrameView(
+                    time: frame.time, width: frame.width, height: frame.height, luma: y, lumaStride: frame.lumaStride,
+                    chromaWidth: frame.chromaWidth, chromaHeight: frame.chromaHeight, cb: u, cr: v,
+                    chromaStride: frame.chromaStride))
             fingerprinter.consume(features)
         }
         // As AnalysisPipeline: the decoded end, stretched by the header by up to a frame.
@@ -132,7 +145,9 @@ enum ReuploadMedia {
 
 @Suite("Re-upload fingerprints", .serialized)
 struct ReuploadFingerprintTests {
-    @Test("re-encodes, resizes, HEVC, trims, rotation and sparse decodes match at their offset; unrelated videos never do")
+    @Test(
+        "re-encodes, resizes, HEVC, trims, rotation and sparse decodes match at their offset; unrelated videos never do"
+    )
     func corpus() throws {
         let dir = Scratch()
         let copies = try CorpusCopies(dir)
@@ -145,9 +160,13 @@ struct ReuploadFingerprintTests {
         try Self.checkSparseNegativeVerification(negatives[4].1, firstTen: firstTen, against: family, &tally)
         Self.checkNegativePairs(negatives, &tally)
         try Self.checkStillAndPosedScenes(dir, &tally)
-        let (found, total, falseMatches, negativeChecks) = (tally.found, tally.total, tally.falseMatches, tally.negativeChecks)
+        let (found, total, falseMatches, negativeChecks) = (
+            tally.found, tally.total, tally.falseMatches, tally.negativeChecks
+        )
         let perMatch = tally.clock / tally.matches
-        print("duplicate recall \(found)/\(total) = \(Double(found) / Double(total)); false matches \(falseMatches)/\(negativeChecks); \(perMatch) per match (40 s videos)")
+        print(
+            "duplicate recall \(found)/\(total) = \(Double(found) / Double(total)); false matches \(falseMatches)/\(negativeChecks); \(perMatch) per match (40 s videos)"
+        )
         #expect(Double(found) / Double(total) >= 0.95)
         #expect(falseMatches == 0)
 
@@ -164,20 +183,27 @@ struct ReuploadCutKeyframeTests {
     /// A re-export with scene-cut keyframes (ffmpeg's default): every keyframe, and so every burst
     /// of a look, starts at a cut, mostly inside a fingerprint step whose full-decode entry
     /// averages both shots. Against the original's full fingerprint the look must still be recognised.
-    @Test("a look whose keyframes all sit on cuts, anywhere in their steps, is recognised against the full original, to the frame")
+    @Test(
+        "a look whose keyframes all sit on cuts, anywhere in their steps, is recognised against the full original, to the frame"
+    )
     func keyframesAtCuts() throws {
         let dir = Scratch()
         // 30 s of 1.5 s shots, cut 1 to 5 frames into a 0.2 s step (no one shift of the steps
         // pairs every burst with a step of its own shot).
         let cuts: [Double] = (1..<20).map { (i: Int) -> Double in Double(i) * 1.5 + Double(1 + i % 5) / 30 }
-        let parts = [SynthPart(start: 0, kind: .dull, seed: 60)] + cuts.enumerated().map { SynthPart(start: $1, kind: $0 % 2 == 0 ? .posed : .dull, seed: 61 + $0) }
+        let parts =
+            [SynthPart(start: 0, kind: .dull, seed: 60)]
+            + cuts.enumerated().map { SynthPart(start: $1, kind: $0 % 2 == 0 ? .posed : .dull, seed: 61 + $0) }
         let original = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30, parts: parts), dir, "shots.mp4")
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30, parts: parts) { $0.crf = 32 }, dir, "shots-copy.mp4")
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 30, parts: parts) { $0.crf = 32 }, dir, "shots-copy.mp4")
         let full = try ReuploadMedia.fingerprint(original)
         // The copy's look: each cut's frame and the 3 after it.
         let look = try ReuploadMedia.fingerprint(copy, sparse: SparseSampling(phase: 0, times: cuts, seconds: 3.0 / 30))
         let verdict = FingerprintMatcher.judge(look, full)
-        print("keyframes at cuts vs the full original:", verdict, verdict.match.map { "refined offset \($0.offset)" } ?? "")
+        print(
+            "keyframes at cuts vs the full original:", verdict,
+            verdict.match.map { "refined offset \($0.offset)" } ?? "")
         let match = try #require(verdict.match, "recognised: \(verdict)")
         #expect(abs(match.offset) <= 1.0 / 30 + 1e-6, "offset \(match.offset)")
         // The same look against another video with the same cuts (lively shots) is not.
@@ -207,26 +233,29 @@ extension ReuploadCutKeyframeTests {
             v = max(-100, min(100, v + (random.nextUnit() - 0.5) * 12))
             track += [Int8(h), Int8(v)]
         }
-        let oldPrint = ContentFingerprint(step: step, entries: old, duration: Double(steps) * step, trackRate: 30, track: track)
+        let oldPrint = ContentFingerprint(
+            step: step, entries: old, duration: Double(steps) * step, trackRate: 30, track: track)
         var entries = [UInt64?](repeating: nil, count: steps), phases = [UInt8](repeating: 128, count: steps)
         func noisy(_ hash: UInt64) -> UInt64 { hash ^ (1 << (1 + random.next() % 63)) }
         for (n, j) in stride(from: 2, to: steps - 2, by: 5).enumerated() {
             if n % 2 == 0 {
-                entries[j] = noisy(old[j]) // a whole step
+                entries[j] = noisy(old[j])  // a whole step
             } else {
-                entries[j] = noisy(old[j + 1]) // frames 3-5 of step j, after a cut: the next step's picture
+                entries[j] = noisy(old[j + 1])  // frames 3-5 of step j, after a cut: the next step's picture
                 phases[j] = 170
             }
         }
-        let look = ContentFingerprint(step: step, entries: entries, duration: Double(steps) * step, phases: phases, trackRate: 30, track: track)
+        let look = ContentFingerprint(
+            step: step, entries: entries, duration: Double(steps) * step, phases: phases, trackRate: 30, track: track)
         let verdict = FingerprintMatcher.judge(look, oldPrint)
         print("bursts after cuts vs the old dense fingerprint:", verdict)
         let match = verdict.match
         #expect(match != nil, "\(verdict)")
         #expect(abs(match?.offset ?? 1) <= 1.0 / 30, "offset \(String(describing: match?.offset))")
         // The same look against unrelated fast footage is not recognised.
-        let unrelated = ContentFingerprint(step: step, entries: (0..<steps).map { _ in random.next() & ~1 }, duration: Double(steps) * step,
-                                           trackRate: 30, track: track.reversed())
+        let unrelated = ContentFingerprint(
+            step: step, entries: (0..<steps).map { _ in random.next() & ~1 }, duration: Double(steps) * step,
+            trackRate: 30, track: track.reversed())
         #expect(FingerprintMatcher.match(look, unrelated) == nil)
     }
 }
@@ -239,8 +268,12 @@ enum LongFingerprints {
         var entries: [UInt64?] = [], lumas: [UInt8] = []
         var hash: UInt64 = 0
         for i in 0..<Int(seconds / step) {
-            if i % 25 == 0 { hash = random.next() & ~1 } // a new shot every 5 s
-            else { for _ in 0..<3 { hash ^= 1 << (1 + random.next() % 63) } } // drift
+            if i % 25 == 0 {
+                hash = random.next() & ~1
+            }  // a new shot every 5 s
+            else {
+                for _ in 0..<3 { hash ^= 1 << (1 + random.next() % 63) }
+            }  // drift
             entries.append(hash)
             lumas.append(UInt8(truncatingIfNeeded: hash >> 8))
         }
@@ -251,8 +284,9 @@ enum LongFingerprints {
             v = max(-100, min(100, v + (random.nextUnit() - 0.5) * 12))
             track += [Int8(h), Int8(v)]
         }
-        return ContentFingerprint(step: step, entries: entries, duration: seconds, phases: nil, lumas: lumas, flat: nil,
-                                  trackRate: rate, track: track)
+        return ContentFingerprint(
+            step: step, entries: entries, duration: seconds, phases: nil, lumas: lumas, flat: nil,
+            trackRate: rate, track: track)
     }
 
     /// `f` from `start` seconds (a whole number of steps and cells) with `bits` bits of noise per entry.
@@ -264,15 +298,18 @@ enum LongFingerprints {
             for _ in 0..<bits { e ^= 1 << (1 + random.next() % 63) }
             return e
         }
-        return ContentFingerprint(step: f.step, entries: entries, duration: f.duration - start, phases: Array(f.phases[first...]),
-                                  lumas: Array(f.lumas[first...]), flat: Array(f.flat[first...]), trackRate: f.trackRate,
-                                  track: Array(f.track[(2 * cell)...]))
+        return ContentFingerprint(
+            step: f.step, entries: entries, duration: f.duration - start, phases: Array(f.phases[first...]),
+            lumas: Array(f.lumas[first...]), flat: Array(f.flat[first...]), trackRate: f.trackRate,
+            track: Array(f.track[(2 * cell)...]))
     }
 }
 
 @Suite("Re-upload fingerprints: size and cost")
 struct ReuploadFingerprintCostTests {
-    @Test("a 10-minute fingerprint stays under 100 KB of JSON; a trimmed copy matches, 50 unrelated ones do not (prints the cost)")
+    @Test(
+        "a 10-minute fingerprint stays under 100 KB of JSON; a trimmed copy matches, 50 unrelated ones do not (prints the cost)"
+    )
     func tenMinutes() throws {
         let old = LongFingerprints.make(seconds: 600, seed: 1)
         let data = try JSONEncoder().encode(old)

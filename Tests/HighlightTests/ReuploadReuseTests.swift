@@ -9,9 +9,11 @@ import Testing
 /// their own seconds.
 @Suite("Re-upload recognition and analysis reuse", .serialized)
 struct ReuploadReuseTests {
-    static let trim = 91.0 / 30 // 3.03 s: not a whole number of fingerprint steps
+    static let trim = 91.0 / 30  // 3.03 s: not a whole number of fingerprint steps
 
-    @Test("a trimmed re-encode is recognised from its keyframes, to the frame, and the earlier analysis shifted matches its own")
+    @Test(
+        "a trimmed re-encode is recognised from its keyframes, to the frame, and the earlier analysis shifted matches its own"
+    )
     func trimmedCopyReusesTheAnalysis() throws {
         let dir = Scratch()
         let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
@@ -19,8 +21,9 @@ struct ReuploadReuseTests {
         let fingerprint = try #require(analysis.fingerprint, "the analysis fingerprints its input")
         #expect(abs(fingerprint.duration - analysis.duration) < 0.1)
 
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 32 },
-                                           dir, "copy.mp4")
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 32 },
+            dir, "copy.mp4")
         let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
         let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
         let match = try #require(recognition.match, "the copy is recognised")
@@ -28,8 +31,12 @@ struct ReuploadReuseTests {
         #expect(match.jobId == "earlier")
         #expect(abs(match.offset - Self.trim) <= 1.0 / 30 + 1e-6, "offset \(match.offset), expected \(Self.trim)")
         let frames = Int((40 - Self.trim) * 30)
-        print("recognised: offset \(String(format: "%.4f", match.offset)) refined \(match.refined) overlap \(match.overlap) distance \(match.distance); \(recognition.framesDecoded) of \(frames) frames decoded")
-        #expect(recognition.framesDecoded < frames / 3, "a cheap look: \(recognition.framesDecoded) of \(frames) frames decoded")
+        print(
+            "recognised: offset \(String(format: "%.4f", match.offset)) refined \(match.refined) overlap \(match.overlap) distance \(match.distance); \(recognition.framesDecoded) of \(frames) frames decoded"
+        )
+        #expect(
+            recognition.framesDecoded < frames / 3,
+            "a cheap look: \(recognition.framesDecoded) of \(frames) frames decoded")
 
         // The earlier analysis in the copy's seconds against the copy's own analysis.
         let target = try #require(recognition.target)
@@ -38,13 +45,18 @@ struct ReuploadReuseTests {
         #expect(abs(reused.duration - own.duration) < 0.1, "\(reused.duration) vs \(own.duration)")
         let frame = 1.0 / 30
         for b in own.boundaries {
-            #expect(reused.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 }, "cut at \(b.time) of the copy is in the reused analysis: \(reused.boundaries.map(\.time))")
+            #expect(
+                reused.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 },
+                "cut at \(b.time) of the copy is in the reused analysis: \(reused.boundaries.map(\.time))")
         }
         for b in reused.boundaries {
-            #expect(own.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 }, "reused cut at \(b.time) is the copy's: \(own.boundaries.map(\.time))")
+            #expect(
+                own.boundaries.contains { abs($0.time - b.time) <= 2 * frame + 1e-6 },
+                "reused cut at \(b.time) is the copy's: \(own.boundaries.map(\.time))")
         }
         #expect(reused.shots.count == own.shots.count)
-        #expect(reused.candidates.allSatisfy { $0.start >= 0 && $0.end <= reused.duration && $0.shot < reused.shots.count })
+        #expect(
+            reused.candidates.allSatisfy { $0.start >= 0 && $0.end <= reused.duration && $0.shot < reused.shots.count })
         #expect(reused.motion.allSatisfy { $0.time >= 0 && $0.time <= reused.duration })
         #expect(reused.fingerprint == nil, "a reused analysis points at its original")
         // The selection on the reused analysis picks footage of the copy.
@@ -55,50 +67,72 @@ struct ReuploadReuseTests {
         #expect(!segments.isEmpty && segments.allSatisfy { $0.start >= 0 && $0.end <= reused.duration + 1e-6 })
 
         // Unrelated footage is not recognised; nor is anything without candidates.
-        let other = try ReuploadMedia.write(ReuploadMedia.spec(parts: [
-            SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
-            SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24),
-        ]), dir, "other.mp4")
-        #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
+        let other = try ReuploadMedia.write(
+            ReuploadMedia.spec(parts: [
+                SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
+                SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24)
+            ]), dir, "other.mp4")
+        #expect(
+            try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
         #expect(try ReuploadRecognizer.recognize(copy, candidates: [], analysis: AnalysisSettings()).match == nil)
 
         // Keyframes 6 s apart: a second's burst after each, and the look still recognises it.
-        let sparseKeys = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "keys-6s.mp4")
+        let sparseKeys = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "keys-6s.mp4")
         let looked = try ReuploadRecognizer.recognize(sparseKeys, candidates: candidates, analysis: AnalysisSettings())
-        #expect(looked.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "keyframes every 6 s: \(String(describing: looked.match))")
+        #expect(
+            looked.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true,
+            "keyframes every 6 s: \(String(describing: looked.match))")
         #expect(looked.framesDecoded < 30 * 30 / 3, "\(looked.framesDecoded) frames")
         // Keyframes too far apart for any look (15 s): the analysis judges instead.
-        let sparse = try ReuploadMedia.write(ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 15 }, dir, "keys-15s.mp4")
+        let sparse = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 15 }, dir, "keys-15s.mp4")
         let deferred = try ReuploadRecognizer.recognize(sparse, candidates: candidates, analysis: AnalysisSettings())
         #expect(deferred.deferred && deferred.match == nil)
         let sparseAnalysis = try AnalysisPipeline.analyze(sparse)
-        let judged = ReuploadRecognizer.judge(try #require(sparseAnalysis.fingerprint), candidates: candidates, duration: sparseAnalysis.duration)
-        #expect(judged.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "the analysis' own fingerprint recognises it: \(String(describing: judged.match))")
+        let judged = ReuploadRecognizer.judge(
+            try #require(sparseAnalysis.fingerprint), candidates: candidates, duration: sparseAnalysis.duration)
+        #expect(
+            judged.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true,
+            "the analysis' own fingerprint recognises it: \(String(describing: judged.match))")
     }
 
-    @Test("keyframes every second: the quick pass decodes every other group and decides; its second pass fingerprints the union as one pass would")
+    @Test(
+        "keyframes every second: the quick pass decodes every other group and decides; its second pass fingerprints the union as one pass would"
+    )
     func quickPassThenTheRest() throws {
         let dir = Scratch()
         let original = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "original.mp4")
         let fingerprint = try #require(try AnalysisPipeline.analyze(original).fingerprint)
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec { $0.crf = 32; $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true },
-                                           dir, "copy-1s-keys.mp4")
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec {
+                $0.crf = 32; $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true
+            },
+            dir, "copy-1s-keys.mp4")
         let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
         let quick = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
         var everyGroup = ReuploadRecognizer.Settings()
         everyGroup.quickLookSpacing = 0
-        let whole = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings(), settings: everyGroup)
-        print("1 s keyframes: quick pass \(quick.framesDecoded) frames (\(quick.keyframePasses ?? 0) pass), every group \(whole.framesDecoded) frames")
+        let whole = try ReuploadRecognizer.recognize(
+            copy, candidates: candidates, analysis: AnalysisSettings(), settings: everyGroup)
+        print(
+            "1 s keyframes: quick pass \(quick.framesDecoded) frames (\(quick.keyframePasses ?? 0) pass), every group \(whole.framesDecoded) frames"
+        )
         #expect(quick.match.map { abs($0.offset) <= 1.0 / 30 + 1e-6 } == true, "\(String(describing: quick.match))")
         #expect(quick.keyframePasses == 1 && quick.verificationFrames == 0)
         #expect(whole.match != nil)
-        #expect(Double(quick.framesDecoded) <= 0.6 * Double(whole.framesDecoded), "\(quick.framesDecoded) vs \(whole.framesDecoded) frames")
+        #expect(
+            Double(quick.framesDecoded) <= 0.6 * Double(whole.framesDecoded),
+            "\(quick.framesDecoded) vs \(whole.framesDecoded) frames")
         // Unrelated footage is not recognised (the synthetic scenes share textures, so an
         // alignment is found and the rest decoded too: both passes still say no).
-        let other = try ReuploadMedia.write(ReuploadMedia.spec(parts: [
-            SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
-            SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24),
-        ]) { $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true }, dir, "other-1s-keys.mp4")
+        let other = try ReuploadMedia.write(
+            ReuploadMedia.spec(parts: [
+                SynthPart(start: 0, kind: .dull, seed: 21), SynthPart(start: 9, kind: .lively, seed: 22),
+                SynthPart(start: 17, kind: .dull, seed: 23), SynthPart(start: 28, kind: .lively, seed: 24)
+            ]) {
+                $0.keyframeIntervalSeconds = 1; $0.fixedGOPWithoutBFrames = true
+            }, dir, "other-1s-keys.mp4")
         let unrelated = try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings())
         #expect(unrelated.match == nil)
         print("unrelated: \(unrelated.framesDecoded) frames, \(unrelated.keyframePasses ?? 0) pass(es)")
@@ -111,59 +145,86 @@ struct ReuploadReuseTests {
         let decoder = try AnalysisDecoder(path: copy, options: options)
         var features = FrameFeatures()
         let onePass = ContentFingerprinter(rotation: 0, expectedSeconds: 40)
-        try decoder.runSampled(burstFrames: 3, onFrame: { frame in
-            guard let view = frame.view else { return }
-            features.measureThumbnail(view)
-            onePass.consume(features)
-        }, onGroup: { _ in })
+        try decoder.runSampled(
+            burstFrames: 3,
+            onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                onePass.consume(features)
+            }, onGroup: { _ in })
         var kept = ThumbnailLog(expectedFrames: 100)
         var firstKeys = Set<Double>()
         var index = 0
-        try decoder.runSampled(burstFrames: 3, decodesGroup: { time in
-            defer { index += 1 }
-            if index % 2 == 0 { firstKeys.insert(time) }
-            return index % 2 == 0
-        }, onFrame: { frame in
-            guard let view = frame.view else { return }
-            features.measureThumbnail(view)
-            kept.append(features)
-        }, onGroup: { _ in })
+        try decoder.runSampled(
+            burstFrames: 3,
+            decodesGroup: { time in
+                defer { index += 1 }
+                if index % 2 == 0 { firstKeys.insert(time) }
+                return index % 2 == 0
+            },
+            onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                kept.append(features)
+            }, onGroup: { _ in })
         #expect(firstKeys.count >= 19 && kept.count > 0)
         let twoPasses = ContentFingerprinter(rotation: 0, expectedSeconds: 40)
-        try decoder.runSampled(burstFrames: 3, decodesGroup: { !firstKeys.contains($0) }, onFrame: { frame in
-            guard let view = frame.view else { return }
-            features.measureThumbnail(view)
-            kept.replay(before: features.time, into: twoPasses)
-            twoPasses.consume(features)
-        }, onGroup: { _ in })
+        try decoder.runSampled(
+            burstFrames: 3, decodesGroup: { !firstKeys.contains($0) },
+            onFrame: { frame in
+                guard let view = frame.view else { return }
+                features.measureThumbnail(view)
+                kept.replay(before: features.time, into: twoPasses)
+                twoPasses.consume(features)
+            }, onGroup: { _ in })
         kept.replayRest(into: twoPasses)
-        #expect(twoPasses.finish(duration: 40) == onePass.finish(duration: 40), "the union of both passes is the one-pass fingerprint")
+        #expect(
+            twoPasses.finish(duration: 40) == onePass.finish(duration: 40),
+            "the union of both passes is the one-pass fingerprint")
     }
 
-    @Test("a copy trimmed to 16 s of 24 (8 keyframes): too few entries in the quick pass, a closer look with longer bursts recognises it")
+    @Test(
+        "a copy trimmed to 16 s of 24 (8 keyframes): too few entries in the quick pass, a closer look with longer bursts recognises it"
+    )
     func shortCopyGetsACloserLook() throws {
         let dir = Scratch()
         let parts: [SynthPart] = [
-            SynthPart(start: 0, kind: .dull, seed: 60), SynthPart(start: 3.5, kind: .lively, seed: 61), SynthPart(start: 8, kind: .dull, seed: 62),
-            SynthPart(start: 11, kind: .lively, seed: 63), SynthPart(start: 15, kind: .dull, seed: 64), SynthPart(start: 18, kind: .lively, seed: 65),
+            SynthPart(start: 0, kind: .dull, seed: 60), SynthPart(start: 3.5, kind: .lively, seed: 61),
+            SynthPart(start: 8, kind: .dull, seed: 62),
+            SynthPart(start: 11, kind: .lively, seed: 63), SynthPart(start: 15, kind: .dull, seed: 64),
+            SynthPart(start: 18, kind: .lively, seed: 65)
         ]
         let original = try ReuploadMedia.write(ReuploadMedia.spec(duration: 24, parts: parts), dir, "original-24s.mp4")
         let fingerprint = try #require(try AnalysisPipeline.analyze(original).fingerprint)
         let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: nil)]
         let trim = 8.0
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 24 - trim, parts: parts.map { SynthPart(start: $0.start - trim, kind: $0.kind, seed: $0.seed) }) {
-            $0.crf = 32
-        }, dir, "copy-16s.mp4")
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec(
+                duration: 24 - trim,
+                parts: parts.map { SynthPart(start: $0.start - trim, kind: $0.kind, seed: $0.seed) }
+            ) {
+                $0.crf = 32
+            }, dir, "copy-16s.mp4")
         let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
-        print("16 s copy: \(recognition.framesDecoded) frames, \(recognition.keyframePasses ?? 0) passes, \(String(describing: recognition.match))")
-        #expect(recognition.match.map { abs($0.offset - trim) <= 1.0 / 30 + 1e-6 } == true, "\(String(describing: recognition.match)) \(recognition.firstLook ?? "")")
+        print(
+            "16 s copy: \(recognition.framesDecoded) frames, \(recognition.keyframePasses ?? 0) passes, \(String(describing: recognition.match))"
+        )
+        #expect(
+            recognition.match.map { abs($0.offset - trim) <= 1.0 / 30 + 1e-6 } == true,
+            "\(String(describing: recognition.match)) \(recognition.firstLook ?? "")")
         #expect(recognition.keyframePasses == 2)
-        #expect(recognition.framesDecoded < Int((24 - trim) * 30) / 2, "still a look, not an analysis: \(recognition.framesDecoded) frames")
+        #expect(
+            recognition.framesDecoded < Int((24 - trim) * 30) / 2,
+            "still a look, not an analysis: \(recognition.framesDecoded) frames")
         // A short unrelated video is not recognised.
-        let other = try ReuploadMedia.write(ReuploadMedia.spec(duration: 16, parts: [
-            SynthPart(start: 0, kind: .lively, seed: 22), SynthPart(start: 7, kind: .dull, seed: 23),
-        ]), dir, "other-16s.mp4")
-        #expect(try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
+        let other = try ReuploadMedia.write(
+            ReuploadMedia.spec(
+                duration: 16,
+                parts: [
+                    SynthPart(start: 0, kind: .lively, seed: 22), SynthPart(start: 7, kind: .dull, seed: 23)
+                ]), dir, "other-16s.mp4")
+        #expect(
+            try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
     }
 
     @Test("no verification decode for a family whose dense fingerprint said no; a sparse-only family still gets one")
@@ -174,18 +235,27 @@ struct ReuploadReuseTests {
         let sparse = try ReuploadMedia.fingerprint(original, sparse: SparseSampling(phase: 13))
         #expect(dense.isDense() && !sparse.isDense())
         // The first 10 s of the original, then other footage: related, but not a copy.
-        let partial = try ReuploadMedia.write(ReuploadMedia.spec(parts: Array(ReuploadMedia.originalParts.prefix(2)) + [
-            SynthPart(start: 10, kind: .lively, seed: 41), SynthPart(start: 20, kind: .dull, seed: 42), SynthPart(start: 30, kind: .lively, seed: 43),
-        ]), dir, "first-ten.mp4")
-        let family = [ReuploadCandidate(jobId: "original", fingerprint: dense, copySegments: nil, family: "original"),
-                      ReuploadCandidate(jobId: "copy", fingerprint: sparse, copySegments: nil, family: "original")]
+        let partial = try ReuploadMedia.write(
+            ReuploadMedia.spec(
+                parts: Array(ReuploadMedia.originalParts.prefix(2)) + [
+                    SynthPart(start: 10, kind: .lively, seed: 41), SynthPart(start: 20, kind: .dull, seed: 42),
+                    SynthPart(start: 30, kind: .lively, seed: 43)
+                ]), dir, "first-ten.mp4")
+        let family = [
+            ReuploadCandidate(jobId: "original", fingerprint: dense, copySegments: nil, family: "original"),
+            ReuploadCandidate(jobId: "copy", fingerprint: sparse, copySegments: nil, family: "original")
+        ]
         let settled = try ReuploadRecognizer.recognize(partial, candidates: family, analysis: AnalysisSettings())
         #expect(settled.match == nil)
-        #expect(settled.verificationFrames == 0, "the dense original said no: \(settled.verificationFrames) verification frames")
+        #expect(
+            settled.verificationFrames == 0,
+            "the dense original said no: \(settled.verificationFrames) verification frames")
         let sparseOnly = [ReuploadCandidate(jobId: "copy", fingerprint: sparse, copySegments: nil, family: "copy")]
         let verified = try ReuploadRecognizer.recognize(partial, candidates: sparseOnly, analysis: AnalysisSettings())
         #expect(verified.match == nil)
-        print("first 10 s then other footage: \(settled.framesDecoded) frames against the family with its dense original, \(verified.framesDecoded) (\(verified.verificationFrames) verifying) against its sparse copy alone")
+        print(
+            "first 10 s then other footage: \(settled.framesDecoded) frames against the family with its dense original, \(verified.framesDecoded) (\(verified.verificationFrames) verifying) against its sparse copy alone"
+        )
     }
 
     /// The original (40 s) and its 8 s highlight at low quality: `first.mp4`, its stored analysis
@@ -211,14 +281,17 @@ struct ReuploadReuseTests {
         return try HighlightEngine.make(request)
     }
 
-    @Test("the same highlight asked of a recognised copy is the earlier one's segments, in the copy's seconds, without a render")
+    @Test(
+        "the same highlight asked of a recognised copy is the earlier one's segments, in the copy's seconds, without a render"
+    )
     func sameHighlightIsReturnedWithoutARender() throws {
         let dir = Scratch()
         let first = try Self.firstHighlight(dir)
         let fingerprint = try #require(first.fingerprint)
 
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 30 },
-                                           dir, "copy.mp4")
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 40 - Self.trim, parts: ReuploadMedia.trimmedStart(Self.trim)) { $0.crf = 30 },
+            dir, "copy.mp4")
         let earlier = first.report.segments
         let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: fingerprint, copySegments: earlier)]
         let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
@@ -228,15 +301,17 @@ struct ReuploadReuseTests {
         again.analysisData = dir.path("second-analysis.json")
         again.selection.targetDuration = 8
         again.quality = .low
-        again.reuse = AnalysisReuse(analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
-                                    copySegments: earlier.allSatisfy { $0.start >= Self.trim } ? earlier : nil)
+        again.reuse = AnalysisReuse(
+            analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
+            copySegments: earlier.allSatisfy { $0.start >= Self.trim } ? earlier : nil)
         let second = try HighlightEngine.make(again)
         #expect(second.report.analysisReused == true)
         let duplicate = try #require(second.report.duplicateOf)
         #expect(duplicate.jobId == "earlier")
         if earlier.allSatisfy({ $0.start >= Self.trim }) {
             #expect(duplicate.resultCopied)
-            #expect(second.render == nil && !FileManager.default.fileExists(atPath: dir.path("second.mp4")), "no render")
+            #expect(
+                second.render == nil && !FileManager.default.fileExists(atPath: dir.path("second.mp4")), "no render")
             for (a, b) in zip(second.report.segments, earlier) {
                 #expect(abs(a.start - (b.start - match.offset)) < 1e-9 && abs(a.end - (b.end - match.offset)) < 1e-9)
             }
@@ -258,7 +333,9 @@ struct ReuploadReuseTests {
         #expect(third.render != nil && third.report.segments.allSatisfy { $0.end <= 40 - Self.trim + 1e-6 })
     }
 
-    @Test("the same highlight of a copy trimmed into it: the moments both share are copied from the earlier file, not encoded again")
+    @Test(
+        "the same highlight of a copy trimmed into it: the moments both share are copied from the earlier file, not encoded again"
+    )
     func trimmedIntoTheHighlightCopiesTheSharedSegments() throws {
         let dir = Scratch()
         let first = try Self.firstHighlight(dir)
@@ -267,22 +344,28 @@ struct ReuploadReuseTests {
         // Trimmed just past the earlier highlight's first moment: it is gone, the others stay.
         let trim = ((earlier[0].end + 0.2) * 30).rounded(.up) / 30
         try #require(earlier[1].start > trim + 0.1, "\(earlier)")
-        let copy = try ReuploadMedia.write(ReuploadMedia.spec(duration: 40 - trim, parts: ReuploadMedia.trimmedStart(trim)) { $0.crf = 30 },
-                                           dir, "copy.mp4")
-        let candidates = [ReuploadCandidate(jobId: "earlier", fingerprint: try #require(first.fingerprint), copySegments: first.report.segments)]
+        let copy = try ReuploadMedia.write(
+            ReuploadMedia.spec(duration: 40 - trim, parts: ReuploadMedia.trimmedStart(trim)) { $0.crf = 30 },
+            dir, "copy.mp4")
+        let candidates = [
+            ReuploadCandidate(
+                jobId: "earlier", fingerprint: try #require(first.fingerprint), copySegments: first.report.segments)
+        ]
         let recognition = try ReuploadRecognizer.recognize(copy, candidates: candidates, analysis: AnalysisSettings())
         let match = try #require(recognition.match)
         #expect(abs(match.offset - trim) <= 1.0 / 30, "offset \(match.offset), trimmed \(trim)")
-        #expect(ReuploadRecognizer.copiedSegments(first.report.segments, offset: match.offset, duration: 40 - trim) == nil)
+        #expect(
+            ReuploadRecognizer.copiedSegments(first.report.segments, offset: match.offset, duration: 40 - trim) == nil)
 
         var again = HighlightRequest(source: copy)
         again.output = dir.path("second.mp4")
         again.posterOutput = dir.path("second-poster.jpg")
         again.selection.targetDuration = 8
         again.quality = .low
-        again.reuse = AnalysisReuse(analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
-                                    copySegments: first.report.segments, earlierResult: dir.path("first.mp4"),
-                                    earlierPoster: dir.path("first-poster.jpg"))
+        again.reuse = AnalysisReuse(
+            analysisPath: dir.path("first-analysis.json"), match: match, target: try #require(recognition.target),
+            copySegments: first.report.segments, earlierResult: dir.path("first.mp4"),
+            earlierPoster: dir.path("first-poster.jpg"))
         let second = try HighlightEngine.make(again)
         #expect(second.report.duplicateOf?.resultCopied == false)
         let render = try #require(second.render)
@@ -293,16 +376,22 @@ struct ReuploadReuseTests {
             sum + second.report.segments.reduce(0.0) { $0 + max(0, min($1.end, k.end) - max($1.start, k.start)) }
         }
         #expect(shared >= 2, "\(kept) vs \(second.report.segments)")
-        #expect(render.copiedFrames > 0 && Double(render.copiedFrames) >= (shared - 2.0 * Double(kept.count)) * 30,
-                "\(render.copiedFrames) copied of \(render.frames), \(shared) s shared")
+        #expect(
+            render.copiedFrames > 0 && Double(render.copiedFrames) >= (shared - 2.0 * Double(kept.count)) * 30,
+            "\(render.copiedFrames) copied of \(render.frames), \(shared) s shared")
         #expect(render.copiedFrames < render.frames, "the new moment is encoded")
 
         // The poster: the earlier one's file when the best frame is the one it shows (here it is:
         // that moment is one both highlights share), drawn from the new highlight otherwise.
-        let earlierFrame = try #require(Self.posterSourceTime(first.report)), newFrame = try #require(Self.posterSourceTime(second.report))
-        #expect(abs(newFrame + match.offset - earlierFrame) < 0.5 / 30, "poster frames \(earlierFrame) vs \(newFrame) + \(match.offset)")
+        let earlierFrame = try #require(Self.posterSourceTime(first.report)),
+            newFrame = try #require(Self.posterSourceTime(second.report))
+        #expect(
+            abs(newFrame + match.offset - earlierFrame) < 0.5 / 30,
+            "poster frames \(earlierFrame) vs \(newFrame) + \(match.offset)")
         #expect(second.report.posterReused == true)
-        #expect(FileManager.default.contents(atPath: dir.path("second-poster.jpg")) == FileManager.default.contents(atPath: dir.path("first-poster.jpg")))
+        #expect(
+            FileManager.default.contents(atPath: dir.path("second-poster.jpg"))
+                == FileManager.default.contents(atPath: dir.path("first-poster.jpg")))
 
         // The same highlight encoded in full: same length, same moments, the same poster frame drawn.
         again.reuse?.earlierResult = nil

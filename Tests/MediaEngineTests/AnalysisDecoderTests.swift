@@ -8,7 +8,9 @@ struct AnalysisDecoderTests {
     @Test("yields every frame once, in order, at its exact time, with small pictures and 16 kHz audio")
     func complete() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.duration = 4; $0.width = 640; $0.height = 480; $0.preset = "veryfast" } // with B-frames
+        let path = try dir.video {
+            $0.duration = 4; $0.width = 640; $0.height = 480; $0.preset = "veryfast"
+        }  // with B-frames
         var options = AnalysisOptions()
         options.skipNonReferenceFrames = false
         let decoder = try AnalysisDecoder(path: path, options: options)
@@ -16,14 +18,16 @@ struct AnalysisDecoderTests {
         var times: [Double] = []
         var codes: [Int] = []
         var chunks: [(Double, Int)] = []
-        let summary = try decoder.run(onFrame: { f in
-            times.append(f.time)
-            codes.append(Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride))
-            #expect(f.width == 256 && f.height == 192 && f.chromaWidth == 128 && f.chromaHeight == 96)
-        }, onAudio: { chunk in
-            chunks.append((chunk.time, chunk.samples.count))
-            #expect(chunk.sampleRate == 16_000)
-        })
+        let summary = try decoder.run(
+            onFrame: { f in
+                times.append(f.time)
+                codes.append(Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride))
+                #expect(f.width == 256 && f.height == 192 && f.chromaWidth == 128 && f.chromaHeight == 96)
+            },
+            onAudio: { chunk in
+                chunks.append((chunk.time, chunk.samples.count))
+                #expect(chunk.sampleRate == 16_000)
+            })
         #expect(times.count == 120)
         for (i, t) in times.enumerated() { #expect(abs(t - Double(i) / 30) < 1e-6) }
         #expect(codes == Array(0..<120))
@@ -68,7 +72,9 @@ struct AnalysisDecoderTests {
     @Test("skipping non-reference frames decodes fewer frames, still at exact times")
     func skipNonReference() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.duration = 4; $0.preset = "veryfast" } // B-frames
+        let path = try dir.video {
+            $0.duration = 4; $0.preset = "veryfast"
+        }  // B-frames
         var options = AnalysisOptions()
         options.skipNonReferenceFrames = true
         var times: [Double] = []
@@ -84,7 +90,9 @@ struct AnalysisDecoderTests {
     @Test("stops within a second of being cancelled")
     func cancel() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.duration = 40; $0.width = 640; $0.height = 360 }
+        let path = try dir.video {
+            $0.duration = 40; $0.width = 640; $0.height = 360
+        }
         let token = CancellationToken()
         let decoder = try AnalysisDecoder(path: path, cancellation: token)
         var cancelledAt: Date?

@@ -80,14 +80,16 @@ struct BadInputTests {
         let video = try dir.video { $0.duration = 1 }
         var bytes = try Data(contentsOf: URL(fileURLWithPath: video))
         guard let stsd = bytes.range(of: Data("stsd".utf8)),
-              let avc1 = bytes.range(of: Data("avc1".utf8), in: stsd.upperBound..<bytes.count) else { Issue.record("no avc1"); return }
+            let avc1 = bytes.range(of: Data("avc1".utf8), in: stsd.upperBound..<bytes.count)
+        else { Issue.record("no avc1"); return }
         // VisualSampleEntry: width and height are 16-bit fields 24 and 26 bytes after the type.
         let at = avc1.lowerBound + 28
-        bytes.replaceSubrange(at..<(at + 4), with: [0x4E, 0x20, 0x4E, 0x20]) // 20000 x 20000
+        bytes.replaceSubrange(at..<(at + 4), with: [0x4E, 0x20, 0x4E, 0x20])  // 20000 x 20000
         let path = try dir.write("huge.mp4", bytes)
         expectMediaError(.dimensionsTooLarge, path: path) { _ = try Probe.probe(path) }
         expectMediaError(.dimensionsTooLarge, path: path) {
-            _ = try Renderer.render(RenderRequest(source: path, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("o.mp4")))
+            _ = try Renderer.render(
+                RenderRequest(source: path, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("o.mp4")))
         }
         #expect(!dir.contents.contains { $0.hasPrefix("o.mp4") || $0.hasSuffix(".partial") })
     }
@@ -95,7 +97,9 @@ struct BadInputTests {
     @Test("damaged packets in the middle are skipped and counted; decoding goes on")
     func corruptPackets() throws {
         let dir = Scratch()
-        let video = try dir.video { $0.duration = 6; $0.keyframeIntervalSeconds = 1 }
+        let video = try dir.video {
+            $0.duration = 6; $0.keyframeIntervalSeconds = 1
+        }
         var bytes = try Data(contentsOf: URL(fileURLWithPath: video))
         guard let mdat = box("mdat", in: bytes) else { Issue.record("no mdat"); return }
         var rng = SplitMix(seed: 9)
@@ -106,7 +110,8 @@ struct BadInputTests {
         #expect(summary.damagedPackets > 0)
         #expect(frames.count > 150)
         #expect((summary.lastFrameTime ?? 0) > 5.9)
-        let result = try Renderer.render(RenderRequest(source: path, segments: [TimeRange(start: 1, end: 5)], output: dir.path("o.mp4")))
+        let result = try Renderer.render(
+            RenderRequest(source: path, segments: [TimeRange(start: 1, end: 5)], output: dir.path("o.mp4")))
         #expect(abs(result.duration - 4) < 0.04)
     }
 
@@ -116,7 +121,8 @@ struct BadInputTests {
         let video = try dir.video { $0.duration = 3 }
         let out = dir.path("o.mp4")
         expectMediaError(.invalidRange, path: video) {
-            _ = try Renderer.render(RenderRequest(source: video, segments: [TimeRange(start: range.0, end: range.1)], output: out))
+            _ = try Renderer.render(
+                RenderRequest(source: video, segments: [TimeRange(start: range.0, end: range.1)], output: out))
         }
         #expect(dir.contents == ["source.mp4"])
     }

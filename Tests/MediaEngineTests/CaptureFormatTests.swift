@@ -34,17 +34,23 @@ struct CaptureFormatTests {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "the ffmpeg CLI (Debian package ffmpeg) must be installed: it writes the WMV codecs Moments only decodes")
+        #expect(
+            process.terminationStatus == 0,
+            "the ffmpeg CLI (Debian package ffmpeg) must be installed: it writes the WMV codecs Moments only decodes")
         guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
     }
 
     /// 10 hours in (a camcorder's or a broadcast capture's clock), and 20 s before the 33-bit
     /// 90 kHz clock wraps (every 26.5 hours of a broadcast), so the file's timestamps wrap mid-way.
-    @Test("an MPEG-TS whose clock starts hours in renders every range it analysed, from the start to the last seconds",
-          arguments: [10.0 * 3600, Double(1 << 33) / 90_000 - 20])
+    @Test(
+        "an MPEG-TS whose clock starts hours in renders every range it analysed, from the start to the last seconds",
+        arguments: [10.0 * 3600, Double(1 << 33) / 90_000 - 20])
     func transportStreamStartingHoursIn(offset: Double) throws {
         let dir = Scratch()
-        let source = try dir.video { $0.width = 320; $0.height = 176; $0.duration = 60; $0.cuts = [12, 24, 36, 48]; $0.keyframeIntervalSeconds = 2 }
+        let source = try dir.video {
+            $0.width = 320; $0.height = 176; $0.duration = 60; $0.cuts = [12, 24, 36, 48];
+            $0.keyframeIntervalSeconds = 2
+        }
         let capture = dir.path("capture.ts")
         try Remuxer.remux(source, to: capture, container: "mpegts", offset: offset)
         let info = try Probe.probe(capture)
@@ -56,8 +62,10 @@ struct CaptureFormatTests {
         #expect(analysed.count >= 1790)
         #expect((analysed.first?.time ?? 99) < 0.1 && (analysed.last?.time ?? 0) > 59.5)
 
-        let ranges = [TimeRange(start: 1, end: 2), TimeRange(start: 38.2, end: 39.2), TimeRange(start: 42.9, end: 44.9),
-                      TimeRange(start: 52.4, end: 53), TimeRange(start: 58, end: 59.5)]
+        let ranges = [
+            TimeRange(start: 1, end: 2), TimeRange(start: 38.2, end: 39.2), TimeRange(start: 42.9, end: 44.9),
+            TimeRange(start: 52.4, end: 53), TimeRange(start: 58, end: 59.5)
+        ]
         let out = dir.path("highlight.mp4")
         let result = try Renderer.render(RenderRequest(source: capture, segments: ranges, output: out))
         #expect(abs(result.duration - ranges.reduce(0) { $0 + $1.duration }) <= 1.0 / 30)
@@ -68,14 +76,18 @@ struct CaptureFormatTests {
         for range in ranges.dropFirst() {
             let one = dir.path("one.mp4")
             _ = try Renderer.render(RenderRequest(source: capture, segments: [range], output: one))
-            #expect(try Self.segmentStarts(one, ranges: [range]) == Self.expectedStarts(analysed, [range]), "range \(range)")
+            #expect(
+                try Self.segmentStarts(one, ranges: [range]) == Self.expectedStarts(analysed, [range]), "range \(range)"
+            )
         }
     }
 
     @Test("a WMV (ASF with WMV2 video and WMA sound) is accepted, analysed and rendered")
     func windowsMediaVideo() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.width = 320; $0.height = 176; $0.duration = 6; $0.cuts = [3] }
+        let source = try dir.video {
+            $0.width = 320; $0.height = 176; $0.duration = 6; $0.cuts = [3]
+        }
         let wmv = dir.path("camera.wmv")
         try Self.ffmpeg(["-i", source, "-c:v", "wmv2", "-q:v", "2", "-c:a", "wmav2", "-b:a", "128k", wmv])
         let info = try Probe.probe(wmv)

@@ -10,11 +10,16 @@ import Testing
 @Suite("Hostile input")
 struct HostileInputTests {
     /// A small valid MP4 (tiny pictures keep every test fast).
-    func small(_ dir: Scratch, _ name: String = "source.mp4", seconds: Double = 2, audio: Bool = true) throws -> String {
-        try dir.video(name) { $0.width = 64; $0.height = 48; $0.duration = seconds; $0.audio = audio }
+    func small(_ dir: Scratch, _ name: String = "source.mp4", seconds: Double = 2, audio: Bool = true) throws -> String
+    {
+        try dir.video(name) {
+            $0.width = 64; $0.height = 48; $0.duration = seconds; $0.audio = audio
+        }
     }
 
-    func patched(_ dir: Scratch, from source: String, to name: String, _ edit: (inout MP4Patch) -> Void) throws -> String {
+    func patched(_ dir: Scratch, from source: String, to name: String, _ edit: (inout MP4Patch) -> Void) throws
+        -> String
+    {
         var patch = try MP4Patch(contentsOf: source)
         edit(&patch)
         let path = dir.path(name)
@@ -31,7 +36,8 @@ struct HostileInputTests {
     /// The process's peak resident memory in bytes (VmHWM).
     static func peakResident() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
@@ -41,9 +47,11 @@ struct HostileInputTests {
     func billionTickTimescale() throws {
         let dir = Scratch()
         let source = try small(dir)
-        let path = try patched(dir, from: source, to: "ticks.mp4") { $0.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1) }
+        let path = try patched(dir, from: source, to: "ticks.mp4") {
+            $0.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1)
+        }
         let info = try Probe.probe(path)
-        #expect(info.video.frameRate > 1_000_000) // the header's claim, reported as is
+        #expect(info.video.frameRate > 1_000_000)  // the header's claim, reported as is
         do {
             let summary = try analyse(path)
             #expect(summary.framesDecoded <= 240)
@@ -51,14 +59,16 @@ struct HostileInputTests {
             #expect([MediaError.Kind.tooManyFrames, .badTimestamps].contains(error.kind), "\(error)")
         }
         // Long enough (in frames) that 240 frames per second of footage is exceeded: a clear failure.
-        let longer = try patched(dir, from: try small(dir, "long.mp4", seconds: 10, audio: false), to: "ticks-long.mp4") {
+        let longer = try patched(dir, from: try small(dir, "long.mp4", seconds: 10, audio: false), to: "ticks-long.mp4")
+        {
             $0.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1)
         }
         expectMediaError(.tooManyFrames, path: longer) { _ = try analyse(longer) }
         // The renderer's work is bounded the same way (its loop follows timestamps that never advance).
         let output = dir.path("o.mp4")
         expectMediaError(.tooManyFrames, path: longer) {
-            _ = try Renderer.render(RenderRequest(source: longer, segments: [TimeRange(start: 0, end: 1)], output: output))
+            _ = try Renderer.render(
+                RenderRequest(source: longer, segments: [TimeRange(start: 0, end: 1)], output: output))
         }
         #expect(!FileManager.default.fileExists(atPath: output))
         #expect(Self.peakResident() < 2 << 30)
@@ -88,7 +98,7 @@ struct HostileInputTests {
     @Test("many frames in almost no time (one-tick frames): a clear failure, fast")
     func frameFlood() throws {
         let dir = Scratch()
-        let source = try small(dir, seconds: 10, audio: false) // 300 frames, all within 20 ms once patched
+        let source = try small(dir, seconds: 10, audio: false)  // 300 frames, all within 20 ms once patched
         let path = try patched(dir, from: source, to: "flood.mp4") { $0.retimeVideo(sampleDelta: 1) }
         let started = Date()
         expectMediaError(.tooManyFrames, path: path) { _ = try analyse(path) }
@@ -103,7 +113,7 @@ struct HostileInputTests {
         let path = try patched(dir, from: source, to: "jump.mp4") { patch in
             let trak = patch.tracks("vide")[0]
             scale = patch.timescale(of: patch.find(["mdia", "mdhd"], in: trak)!)
-            patch.retimeVideo(sampleDelta: scale * 100) // 100 s per frame
+            patch.retimeVideo(sampleDelta: scale * 100)  // 100 s per frame
         }
         #expect(scale > 0)
         expectMediaError(.badTimestamps, path: path) { _ = try analyse(path) }
@@ -116,7 +126,7 @@ struct HostileInputTests {
     @Test("a frame-rate and a frame-count limit apply to honest files too")
     func honestLimits() throws {
         let dir = Scratch()
-        let path = try small(dir, seconds: 2, audio: false) // 60 frames at 30 fps
+        let path = try small(dir, seconds: 2, audio: false)  // 60 frames at 30 fps
         #expect(try analyse(path).framesDecoded == 60)
         expectMediaError(.tooManyFrames, path: path) {
             _ = try analyse(path, limits: DecodeLimits(maxDecodedSeconds: 100, maxFramesPerSecond: 10))
@@ -135,19 +145,26 @@ struct HostileInputTests {
     }
 
     func expectRefused(_ path: String, dir: Scratch, sourceLocation: SourceLocation = #_sourceLocation) {
-        expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) { _ = try Probe.probe(path) }
-        expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) { _ = try AnalysisDecoder(path: path) }
+        expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) {
+            _ = try Probe.probe(path)
+        }
+        expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) {
+            _ = try AnalysisDecoder(path: path)
+        }
         let output = dir.path("out-\(UUID().uuidString).mp4")
         expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) {
-            _ = try Renderer.render(RenderRequest(source: path, segments: [TimeRange(start: 0, end: 1)], output: output))
+            _ = try Renderer.render(
+                RenderRequest(source: path, segments: [TimeRange(start: 0, end: 1)], output: output))
         }
         expectMediaError(.unsupportedContainer, path: path, sourceLocation: sourceLocation) {
             try Poster.write(from: path, at: 0.5, to: dir.path("poster.jpg"))
         }
         #expect(!FileManager.default.fileExists(atPath: output), sourceLocation: sourceLocation)
         do { _ = try Probe.probe(path) } catch {
-            #expect(!error.detail.contains("victim") && !error.detail.contains(dir.url.path), "no path in the user's message",
-                    sourceLocation: sourceLocation)
+            #expect(
+                !error.detail.contains("victim") && !error.detail.contains(dir.url.path),
+                "no path in the user's message",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -205,7 +222,7 @@ struct HostileInputTests {
         let victim = try victim(dir)
         let lists: [(String, String)] = [
             ("concat", "ffconcat version 1.0\nfile '\(victim)'\n"),
-            ("hls", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\n\(victim)\n#EXT-X-ENDLIST\n"),
+            ("hls", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\n\(victim)\n#EXT-X-ENDLIST\n")
         ]
         for (demuxer, text) in lists {
             guard let format = av_find_input_format(demuxer) else { continue }
@@ -228,7 +245,7 @@ struct HostileInputTests {
         let dir = Scratch()
         let video = try small(dir, "v%d.mp4")
         let still = dir.path("v1.mp4")
-        try Poster.write(from: video, at: 0.5, to: still) // what an image2 pattern would have read
+        try Poster.write(from: video, at: 0.5, to: still)  // what an image2 pattern would have read
         let info = try Probe.probe(video)
         #expect(info.container == "mov,mp4,m4a,3gp,3g2,mj2")
         let missing = dir.path("img%03d.jpg")
@@ -240,13 +257,17 @@ struct HostileInputTests {
     func catalogue() {
         let names = FormatCatalog.current().containers.map(\.name)
         #expect(Set(names).isSubset(of: Set(ContainerPolicy.demuxers)))
-        #expect(names.contains("mov,mp4,m4a,3gp,3g2,mj2") && names.contains("matroska,webm") && names.contains("mpegts"))
+        #expect(
+            names.contains("mov,mp4,m4a,3gp,3g2,mj2") && names.contains("matroska,webm") && names.contains("mpegts"))
         #expect(!names.contains { ["hls", "dash", "concat", "image2", "applehttp"].contains($0) })
     }
 
-    @Test("the accepted containers open and decode through the safe path", arguments: [
-        ("matroska", "mkv", "matroska,webm"), ("mpegts", "ts", "mpegts"), ("flv", "flv", "flv"), ("asf", "wmv", "asf"),
-    ]) // (MPEG-PS and AVI would need the H.264 converted to Annex B, which a plain remux does not do)
+    @Test(
+        "the accepted containers open and decode through the safe path",
+        arguments: [
+            ("matroska", "mkv", "matroska,webm"), ("mpegts", "ts", "mpegts"), ("flv", "flv", "flv"),
+            ("asf", "wmv", "asf")
+        ])  // (MPEG-PS and AVI would need the H.264 converted to Annex B, which a plain remux does not do)
     func acceptedContainers(muxer: String, ext: String, demuxer: String) throws {
         let dir = Scratch()
         let source = try small(dir, audio: false)

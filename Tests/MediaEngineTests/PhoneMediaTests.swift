@@ -8,7 +8,9 @@ import Testing
 @Suite("PhoneMedia")
 struct PhoneMediaTests {
     /// One 4K clip for both checks: 4K HEVC is slow to encode.
-    @Test("a 4K HLG phone video (HEVC Main10, portrait, 60 fps, P-only, 1 s GOP) probes as such and renders to 1080p SDR BT.709 H.264: rotation kept, cuts on the frame, levels tone-mapped")
+    @Test(
+        "a 4K HLG phone video (HEVC Main10, portrait, 60 fps, P-only, 1 s GOP) probes as such and renders to 1080p SDR BT.709 H.264: rotation kept, cuts on the frame, levels tone-mapped"
+    )
     func phone4K() throws {
         let dir = Scratch()
         var spec = SynthSpec.phone(duration: 1)
@@ -20,16 +22,21 @@ struct PhoneMediaTests {
         #expect(sourceInfo.video.codec == "hevc")
         #expect(sourceInfo.video.profile == "Main 10")
         #expect(sourceInfo.video.bitDepth == 10 && sourceInfo.video.pixelFormat == "yuv420p10le")
-        #expect(sourceInfo.video.colorTransfer == "arib-std-b67" && sourceInfo.video.colorPrimaries == "bt2020"
-                    && sourceInfo.video.colorSpace == "bt2020nc" && sourceInfo.video.isHDR)
+        #expect(
+            sourceInfo.video.colorTransfer == "arib-std-b67" && sourceInfo.video.colorPrimaries == "bt2020"
+                && sourceInfo.video.colorSpace == "bt2020nc" && sourceInfo.video.isHDR)
         #expect(sourceInfo.video.codedWidth == 3840 && sourceInfo.video.codedHeight == 2160)
-        #expect(sourceInfo.video.rotation == 90 && sourceInfo.video.displayWidth == 2160 && sourceInfo.video.displayHeight == 3840)
+        #expect(
+            sourceInfo.video.rotation == 90 && sourceInfo.video.displayWidth == 2160
+                && sourceInfo.video.displayHeight == 3840)
         #expect(abs(sourceInfo.video.frameRate - 60) < 0.01 && !sourceInfo.video.isVariableFrameRate)
         #expect(sourceInfo.mainAudio?.codec == "aac")
         let types = try pictureTypes(source)
         #expect(types.count == 60)
         #expect(types.first == "I" && !types.contains("B"), "picture types: \(types.joined())")
-        let segments = [TimeRange(start: 0.2, end: 0.45), TimeRange(start: 0.75, end: 0.95), TimeRange(start: 0.05, end: 0.15)]
+        let segments = [
+            TimeRange(start: 0.2, end: 0.45), TimeRange(start: 0.75, end: 0.95), TimeRange(start: 0.05, end: 0.15)
+        ]
         let out = dir.path("out.mp4")
         let result = try Renderer.render(RenderRequest(source: source, segments: segments, output: out))
         #expect(result.width == 1920 && result.height == 1080 && result.rotation == 90)
@@ -37,7 +44,9 @@ struct PhoneMediaTests {
 
         let info = try Probe.probe(out)
         #expect(info.video.codec == "h264" && info.video.pixelFormat == "yuv420p" && info.video.bitDepth == 8)
-        #expect(info.video.colorTransfer == "bt709" && info.video.colorPrimaries == "bt709" && info.video.colorSpace == "bt709")
+        #expect(
+            info.video.colorTransfer == "bt709" && info.video.colorPrimaries == "bt709"
+                && info.video.colorSpace == "bt709")
         #expect(!info.video.isHDR)
         #expect(info.video.rotation == 90 && info.video.displayWidth == 1080 && info.video.displayHeight == 1920)
         #expect(abs(info.video.frameRate - 60) < 0.01)
@@ -72,8 +81,10 @@ struct PhoneMediaTests {
         #expect(!types.contains("B"))
 
         // Mid-GOP starts, a segment ending on a GOP boundary, one going back in time, the flash.
-        let segments = [TimeRange(start: 2.55, end: 3.0), TimeRange(start: 1.5, end: 2.0), TimeRange(start: 0.4, end: 0.7),
-                        TimeRange(start: 1.95, end: 2.2)]
+        let segments = [
+            TimeRange(start: 2.55, end: 3.0), TimeRange(start: 1.5, end: 2.0), TimeRange(start: 0.4, end: 0.7),
+            TimeRange(start: 1.95, end: 2.2)
+        ]
         let out = dir.path("out.mp4")
         var request = RenderRequest(source: source, segments: segments, output: out)
         request.quality = .medium
@@ -89,7 +100,9 @@ struct PhoneMediaTests {
         let flashes = frames.filter { $0.meanLuma > 200 }.map(\.barcode)
         #expect(flashes == [120, 121, 122], "the three flash frames, and only them, are white: \(flashes)")
         let shots = frames.filter { $0.meanLuma <= 200 }.map(\.meanLuma)
-        #expect(shots.allSatisfy { $0 > 25 && $0 < 190 }, "shots keep mid levels: \(shots.min() ?? 0)...\(shots.max() ?? 0)")
+        #expect(
+            shots.allSatisfy { $0 > 25 && $0 < 190 }, "shots keep mid levels: \(shots.min() ?? 0)...\(shots.max() ?? 0)"
+        )
     }
 
     // MARK: Helpers
@@ -115,7 +128,9 @@ struct PhoneMediaTests {
                 let cx = Int((Double(patch.x) + Double(patch.size) / 2) * scale)
                 let cy = Int((Double(patch.y) + Double(patch.size) / 2) * scale)
                 var sum = 0, n = 0
-                for y in (cy - 4)...(cy + 4) { for x in (cx - 4)...(cx + 4) { sum += Int(f.luma[y * f.lumaStride + x]); n += 1 } }
+                for y in (cy - 4)...(cy + 4) {
+                    for x in (cx - 4)...(cx + 4) { sum += Int(f.luma[y * f.lumaStride + x]); n += 1 }
+                }
                 levels[patch.level] = Double(sum) / Double(n)
             }
         })
@@ -126,8 +141,10 @@ struct PhoneMediaTests {
     func pictureTypes(_ path: String) throws -> [String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pict_type",
-                             "-of", "csv=p=0", path]
+        process.arguments = [
+            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pict_type",
+            "-of", "csv=p=0", path
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

@@ -8,7 +8,9 @@ struct PosterAndCLITests {
     @Test("a poster is a JPEG of the frame on screen at the asked time")
     func poster() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 2; $0.cuts = [1] }
+        let source = try dir.video {
+            $0.duration = 2; $0.cuts = [1]
+        }
         let poster = dir.path("poster.jpg")
         try Poster.write(from: source, at: 1.5, to: poster)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: poster))
@@ -47,7 +49,9 @@ struct PosterAndCLITests {
 
     @Test("moments probe --json and moments render succeed with status 0")
     func cliSuccess() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: moments.path),
+            "build the moments executable first (swift build): \(moments.path)")
         let dir = Scratch()
         let source = try dir.video { $0.duration = 3 }
         let probe = try run(["probe", source, "--json"])
@@ -55,19 +59,26 @@ struct PosterAndCLITests {
         let json = try JSONSerialization.jsonObject(with: Data(probe.out.utf8)) as? [String: Any]
         #expect((json?["video"] as? [String: Any])?["display_width"] as? Int == 320)
         let out = dir.path("out.mp4")
-        let render = try run(["render", source, "--segments", "0.5-1.5,2-2.5", "--crossfade", "0.1", "--quality", "low", "-o", out])
+        let render = try run([
+            "render", source, "--segments", "0.5-1.5,2-2.5", "--crossfade", "0.1", "--quality", "low", "-o", out
+        ])
         #expect(render.status == 0, "\(render.err)")
         #expect(FileManager.default.fileExists(atPath: out))
         // An earlier render's pictures copied where the new edit shows the same frames.
         let hard = dir.path("hard.mp4"), again = dir.path("again.mp4")
         #expect(try run(["render", source, "--segments", "0.5-1.5,2-2.5", "-o", hard]).status == 0)
-        let reused = try run(["render", source, "--segments", "0.5-1.5,2-2.9", "--reuse-from", hard, "--reuse-segments=0.5-1.5,2-2.5", "-o", again])
+        let reused = try run([
+            "render", source, "--segments", "0.5-1.5,2-2.9", "--reuse-from", hard, "--reuse-segments=0.5-1.5,2-2.5",
+            "-o", again
+        ])
         #expect(reused.status == 0 && reused.out.contains("(45 copied)"), "\(reused.out) \(reused.err)")
     }
 
     @Test("moments sample --planted writes the 60 s planted-highlight layout the benchmark scores")
     func plantedSample() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: moments.path),
+            "build the moments executable first (swift build): \(moments.path)")
         let dir = Scratch()
         let out = dir.path("planted.mp4")
         let result = try run(["sample", "--planted", "--width", "160", "--height", "96", "-o", out])
@@ -85,15 +96,23 @@ struct PosterAndCLITests {
 
     @Test("ranges closer than a gap are joined, in time order")
     func joinedRanges() {
-        let ranges = [TimeRange(start: 10, end: 11), TimeRange(start: 0, end: 1), TimeRange(start: 1.5, end: 2.5), TimeRange(start: 2, end: 3), TimeRange(start: 6, end: 7)]
-        #expect(TimeRange.joined(ranges, closerThan: 2) == [TimeRange(start: 0, end: 3), TimeRange(start: 6, end: 7), TimeRange(start: 10, end: 11)])
+        let ranges = [
+            TimeRange(start: 10, end: 11), TimeRange(start: 0, end: 1), TimeRange(start: 1.5, end: 2.5),
+            TimeRange(start: 2, end: 3), TimeRange(start: 6, end: 7)
+        ]
+        #expect(
+            TimeRange.joined(ranges, closerThan: 2) == [
+                TimeRange(start: 0, end: 3), TimeRange(start: 6, end: 7), TimeRange(start: 10, end: 11)
+            ])
         #expect(TimeRange.joined(ranges, closerThan: 0).count == 4, "only overlapping ones join")
         #expect(TimeRange.joined([], closerThan: 1).isEmpty)
     }
 
     @Test("moments fails with one line naming the file and the problem")
     func cliFailure() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: moments.path), "build the moments executable first (swift build): \(moments.path)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: moments.path),
+            "build the moments executable first (swift build): \(moments.path)")
         let dir = Scratch()
         let bad = try dir.write("bad.mp4", Data("hello".utf8))
         let result = try run(["probe", bad])

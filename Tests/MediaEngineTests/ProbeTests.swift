@@ -23,13 +23,17 @@ struct ProbeTests {
         #expect(!info.video.isVariableFrameRate)
         #expect(info.video.colorTransfer == "bt709" && !info.video.isHDR)
         #expect(info.audio.count == 1)
-        #expect(info.audio.first?.codec == "aac" && info.audio.first?.sampleRate == 48_000 && info.audio.first?.channels == 2)
+        #expect(
+            info.audio.first?.codec == "aac" && info.audio.first?.sampleRate == 48_000
+                && info.audio.first?.channels == 2)
     }
 
     @Test("reads rotation from the display matrix and swaps the display size", arguments: [90, 180, 270])
     func rotation(degrees: Int) throws {
         let dir = Scratch()
-        let path = try dir.video { $0.rotation = degrees; $0.duration = 1 }
+        let path = try dir.video {
+            $0.rotation = degrees; $0.duration = 1
+        }
         let info = try Probe.probe(path)
         #expect(info.video.rotation == degrees)
         let swapped = degrees % 180 != 0
@@ -40,7 +44,9 @@ struct ProbeTests {
     @Test("tells variable frame rate from constant")
     func variableFrameRate() throws {
         let dir = Scratch()
-        let vfr = try dir.video("vfr.mp4") { $0.variableFrameRate = true; $0.duration = 3 }
+        let vfr = try dir.video("vfr.mp4") {
+            $0.variableFrameRate = true; $0.duration = 3
+        }
         #expect(try Probe.probe(vfr).video.isVariableFrameRate)
         let cfr = try dir.video("cfr.mp4") { $0.duration = 3 }
         #expect(try !Probe.probe(cfr).video.isVariableFrameRate)
@@ -49,7 +55,9 @@ struct ProbeTests {
     @Test("reports 10-bit depth and the PQ transfer of HDR video")
     func hdr() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.hdr = true; $0.duration = 1 }
+        let path = try dir.video {
+            $0.hdr = true; $0.duration = 1
+        }
         let info = try Probe.probe(path)
         #expect(info.video.bitDepth == 10)
         #expect(info.video.colorTransfer == "smpte2084")
@@ -59,7 +67,9 @@ struct ProbeTests {
     @Test("a video without sound has no audio streams")
     func silentVideo() throws {
         let dir = Scratch()
-        let path = try dir.video { $0.audio = false; $0.duration = 1 }
+        let path = try dir.video {
+            $0.audio = false; $0.duration = 1
+        }
         #expect(try Probe.probe(path).audio.isEmpty)
     }
 }

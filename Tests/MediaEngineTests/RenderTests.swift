@@ -10,7 +10,9 @@ struct RenderTests {
     @Test("output lasts the sum of the ranges and each segment starts on the source frame at its range start")
     func frameAccurate() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 6; $0.cuts = [2, 4]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2 }
+        let source = try dir.video {
+            $0.duration = 6; $0.cuts = [2, 4]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2
+        }
         let out = dir.path("out.mp4")
         let result = try Renderer.render(RenderRequest(source: source, segments: ranges, output: out))
         let expected = ranges.reduce(0) { $0 + $1.duration }
@@ -18,7 +20,9 @@ struct RenderTests {
         let info = try Probe.probe(out)
         #expect(abs(info.duration - expected) <= 1.0 / 30)
         #expect(info.video.codec == "h264" && info.video.pixelFormat == "yuv420p" && !info.video.isVariableFrameRate)
-        #expect(info.audio.first?.codec == "aac" && info.audio.first?.sampleRate == 48_000 && info.audio.first?.channels == 2)
+        #expect(
+            info.audio.first?.codec == "aac" && info.audio.first?.sampleRate == 48_000
+                && info.audio.first?.channels == 2)
 
         let output = try decodeFrames(out)
         let sourceFrames = try decodeFrames(source).frames
@@ -29,7 +33,9 @@ struct RenderTests {
             let expectedIndex = Int((range.start * 30).rounded())
             #expect(frame.barcode == expectedIndex, "segment \(range) starts on source frame \(frame.barcode)")
             // The thumbnail matches the source frame at the range start better than its neighbours.
-            let distances = (expectedIndex - 2...expectedIndex + 2).map { thumbnailDistance(frame.thumbnail, sourceFrames[$0].thumbnail) }
+            let distances = (expectedIndex - 2...expectedIndex + 2).map {
+                thumbnailDistance(frame.thumbnail, sourceFrames[$0].thumbnail)
+            }
             #expect(distances[2] == distances.min())
             let count = Int((range.duration * 30).rounded())
             // Every following frame of the segment is the next source frame.
@@ -43,8 +49,13 @@ struct RenderTests {
     func audioVideoSync() throws {
         let dir = Scratch()
         let events = [1.0, 3.5, 6.0, 8.5]
-        let source = try dir.video { $0.duration = 10; $0.flashes = events; $0.beeps = events; $0.preset = "veryfast" }
-        let segments = [TimeRange(start: 0.5, end: 1.6), TimeRange(start: 5.7, end: 6.6), TimeRange(start: 3.1, end: 4.0), TimeRange(start: 8.0, end: 9.0)]
+        let source = try dir.video {
+            $0.duration = 10; $0.flashes = events; $0.beeps = events; $0.preset = "veryfast"
+        }
+        let segments = [
+            TimeRange(start: 0.5, end: 1.6), TimeRange(start: 5.7, end: 6.6), TimeRange(start: 3.1, end: 4.0),
+            TimeRange(start: 8.0, end: 9.0)
+        ]
         let out = dir.path("out.mp4")
         _ = try Renderer.render(RenderRequest(source: source, segments: segments, output: out))
         let decoded = try decodeFrames(out)
@@ -60,9 +71,14 @@ struct RenderTests {
     @Test("joins fade the audio: no click at a cut between loud segments")
     func audioFades() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 4; $0.beeps = [0]; $0.beepLength = 4 }
+        let source = try dir.video {
+            $0.duration = 4; $0.beeps = [0]; $0.beepLength = 4
+        }
         let out = dir.path("out.mp4")
-        _ = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0.5, end: 1.503), TimeRange(start: 2.0, end: 3.0)], output: out))
+        _ = try Renderer.render(
+            RenderRequest(
+                source: source, segments: [TimeRange(start: 0.5, end: 1.503), TimeRange(start: 2.0, end: 3.0)],
+                output: out))
         let audio = try decodeFrames(out).audio
         // Around the join (1.0 s) the level dips to near silence instead of jumping.
         let join = 16_000
@@ -73,24 +89,32 @@ struct RenderTests {
     @Test("a crossfade blends N frames and shortens the output by the overlap")
     func crossfade() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 6; $0.cuts = [3] }
-        var request = RenderRequest(source: source, segments: [TimeRange(start: 0, end: 2), TimeRange(start: 3.5, end: 5.5)], output: dir.path("out.mp4"))
+        let source = try dir.video {
+            $0.duration = 6; $0.cuts = [3]
+        }
+        var request = RenderRequest(
+            source: source, segments: [TimeRange(start: 0, end: 2), TimeRange(start: 3.5, end: 5.5)],
+            output: dir.path("out.mp4"))
         request.crossfade = 0.3
         let result = try Renderer.render(request)
         #expect(abs(result.duration - 3.7) <= 1.0 / 30)
         let frames = try decodeFrames(request.output).frames
         let before = frames[40].meanLuma, after = frames[80].meanLuma
-        let middle = frames[55].meanLuma // halfway through the blend (frames 51..59)
+        let middle = frames[55].meanLuma  // halfway through the blend (frames 51..59)
         #expect(abs(before - after) > 20)
         #expect(middle > min(before, after) + 5 && middle < max(before, after) - 5)
     }
 
-    @Test("quality caps the shorter side, keeps the aspect ratio and even sizes, never upscales",
-          arguments: [(RenderQuality.low, 852, 480), (.medium, 1280, 720), (.high, 1280, 720)])
+    @Test(
+        "quality caps the shorter side, keeps the aspect ratio and even sizes, never upscales",
+        arguments: [(RenderQuality.low, 852, 480), (.medium, 1280, 720), (.high, 1280, 720)])
     func quality(preset: RenderQuality, width: Int, height: Int) throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 1; $0.width = 1280; $0.height = 720 }
-        var request = RenderRequest(source: source, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("out.mp4"))
+        let source = try dir.video {
+            $0.duration = 1; $0.width = 1280; $0.height = 720
+        }
+        var request = RenderRequest(
+            source: source, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("out.mp4"))
         request.quality = preset
         let result = try Renderer.render(request)
         #expect(result.width == width && result.height == height)
@@ -101,8 +125,11 @@ struct RenderTests {
     @Test("portrait (rotated) sources keep their rotation and are capped on their shorter side")
     func rotation() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 1; $0.width = 1280; $0.height = 720; $0.rotation = 90 }
-        var request = RenderRequest(source: source, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("out.mp4"))
+        let source = try dir.video {
+            $0.duration = 1; $0.width = 1280; $0.height = 720; $0.rotation = 90
+        }
+        var request = RenderRequest(
+            source: source, segments: [TimeRange(start: 0, end: 0.5)], output: dir.path("out.mp4"))
         request.quality = .low
         _ = try Renderer.render(request)
         let info = try Probe.probe(request.output)
@@ -117,7 +144,9 @@ struct RenderTests {
     @Test("HDR (10-bit PQ) becomes 8-bit SDR that still looks right")
     func hdrToSDR() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 1; $0.hdr = true }
+        let source = try dir.video {
+            $0.duration = 1; $0.hdr = true
+        }
         let out = dir.path("out.mp4")
         _ = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0, end: 0.5)], output: out))
         let info = try Probe.probe(out)
@@ -142,7 +171,9 @@ struct RenderTests {
     @Test("10-bit SDR is converted to 8-bit without losing the picture")
     func tenBit() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 1; $0.tenBit = true }
+        let source = try dir.video {
+            $0.duration = 1; $0.tenBit = true
+        }
         let out = dir.path("out.mp4")
         _ = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0.2, end: 0.8)], output: out))
         #expect(try Probe.probe(out).video.bitDepth == 8)
@@ -153,9 +184,13 @@ struct RenderTests {
     @Test("a source without sound gets a silent AAC track")
     func silentTrack() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 2; $0.audio = false }
+        let source = try dir.video {
+            $0.duration = 2; $0.audio = false
+        }
         let out = dir.path("out.mp4")
-        _ = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0, end: 1), TimeRange(start: 1.5, end: 2)], output: out))
+        _ = try Renderer.render(
+            RenderRequest(
+                source: source, segments: [TimeRange(start: 0, end: 1), TimeRange(start: 1.5, end: 2)], output: out))
         let info = try Probe.probe(out)
         #expect(info.audio.first?.codec == "aac" && info.audio.first?.channels == 2)
         let decoded = try decodeFrames(out)
@@ -166,9 +201,12 @@ struct RenderTests {
     @Test("variable frame rate sources render at a constant rate")
     func variableToConstant() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 4; $0.variableFrameRate = true }
+        let source = try dir.video {
+            $0.duration = 4; $0.variableFrameRate = true
+        }
         let out = dir.path("out.mp4")
-        let result = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0.5, end: 3.5)], output: out))
+        let result = try Renderer.render(
+            RenderRequest(source: source, segments: [TimeRange(start: 0.5, end: 3.5)], output: out))
         let info = try Probe.probe(out)
         #expect(!info.video.isVariableFrameRate)
         #expect(abs(info.duration - 3) <= 1 / result.frameRate.value)
@@ -180,7 +218,11 @@ struct RenderTests {
         let dir = Scratch()
         let source = try dir.video { $0.duration = 3 }
         nonisolated(unsafe) var values: [Double] = []
-        _ = try Renderer.render(RenderRequest(source: source, segments: ranges.dropLast().map { TimeRange(start: $0.start / 2, end: $0.end / 2) }, output: dir.path("o.mp4"))) { values.append($0) }
+        _ = try Renderer.render(
+            RenderRequest(
+                source: source, segments: ranges.dropLast().map { TimeRange(start: $0.start / 2, end: $0.end / 2) },
+                output: dir.path("o.mp4"))
+        ) { values.append($0) }
         #expect(values.first == 0 && values.last == 1)
         #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 })
         #expect(values.count > 10)
@@ -189,12 +231,16 @@ struct RenderTests {
     @Test("cancelling mid-render stops within a second and leaves no file behind")
     func cancel() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 30; $0.width = 640; $0.height = 360 }
+        let source = try dir.video {
+            $0.duration = 30; $0.width = 640; $0.height = 360
+        }
         let token = CancellationToken()
         nonisolated(unsafe) var cancelledAt: Date?
         do {
-            _ = try Renderer.render(RenderRequest(source: source, segments: [TimeRange(start: 0, end: 29)], output: dir.path("out.mp4")),
-                                    cancellation: token) { fraction in
+            _ = try Renderer.render(
+                RenderRequest(source: source, segments: [TimeRange(start: 0, end: 29)], output: dir.path("out.mp4")),
+                cancellation: token
+            ) { fraction in
                 if fraction > 0.2 && cancelledAt == nil { token.cancel(); cancelledAt = Date() }
             }
             Issue.record("expected cancellation")
@@ -225,10 +271,14 @@ struct RenderTests {
 
 @Suite("Render from an earlier render")
 struct RenderReuseTests {
-    @Test("segments an earlier render already holds are copied from it: same frames on the same output frames, only the new one encoded")
+    @Test(
+        "segments an earlier render already holds are copied from it: same frames on the same output frames, only the new one encoded"
+    )
     func copiesSharedSegments() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 10; $0.cuts = [3, 6]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2 }
+        let source = try dir.video {
+            $0.duration = 10; $0.cuts = [3, 6]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2
+        }
         let first = [TimeRange(start: 0.5, end: 2.0), TimeRange(start: 4.0, end: 5.2), TimeRange(start: 6.5, end: 7.9)]
         let earlier = dir.path("earlier.mp4")
         _ = try Renderer.render(RenderRequest(source: source, segments: first, output: earlier))
@@ -259,7 +309,9 @@ struct RenderReuseTests {
     @Test("an earlier render at another size, or a crossfaded one, is not copied from: everything is encoded")
     func refusesOtherSettings() throws {
         let dir = Scratch()
-        let source = try dir.video { $0.duration = 6; $0.width = 1280; $0.height = 720; $0.preset = "veryfast" }
+        let source = try dir.video {
+            $0.duration = 6; $0.width = 1280; $0.height = 720; $0.preset = "veryfast"
+        }
         let segments = [TimeRange(start: 0.5, end: 2.0), TimeRange(start: 3.0, end: 4.0)]
         var small = RenderRequest(source: source, segments: segments, output: dir.path("small.mp4"))
         small.quality = .low

@@ -15,8 +15,9 @@ struct SampledDecodeTests {
         }
     }
 
-    @Test("the survey reads how far apart the keyframes are and whether frames are reordered, decoding nothing",
-          arguments: ["ultrafast", "veryfast"])
+    @Test(
+        "the survey reads how far apart the keyframes are and whether frames are reordered, decoding nothing",
+        arguments: ["ultrafast", "veryfast"])
     func survey(preset: String) throws {
         let dir = Scratch()
         let decoder = try AnalysisDecoder(path: try groupedVideo(dir, preset: preset))
@@ -25,8 +26,9 @@ struct SampledDecodeTests {
         #expect(survey.reorders == (preset == "veryfast"))
     }
 
-    @Test("the sampled pass decodes each keyframe and the burst after it, in order, at exact times; the rest is only read",
-          arguments: ["ultrafast", "veryfast"])
+    @Test(
+        "the sampled pass decodes each keyframe and the burst after it, in order, at exact times; the rest is only read",
+        arguments: ["ultrafast", "veryfast"])
     func keyframesAndBursts(preset: String) throws {
         let dir = Scratch()
         var options = AnalysisOptions()
@@ -37,16 +39,19 @@ struct SampledDecodeTests {
         var groupsOfFrames: [Int] = []
         var groups: [GOPRecord] = []
         var audio = 0
-        let summary = try decoder.runSampled(burstFrames: 3, reorders: preset == "veryfast", onFrame: { f in
-            let code = Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride)
-            codes.append(code)
-            follows.append(f.follows)
-            groupsOfFrames.append(f.group)
-            #expect(abs(f.time - Double(code) / 30) < 1e-6)
-        }, onAudio: { audio += $0.samples.count }, onGroup: { groups.append($0) })
+        let summary = try decoder.runSampled(
+            burstFrames: 3, reorders: preset == "veryfast",
+            onFrame: { f in
+                let code = Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride)
+                codes.append(code)
+                follows.append(f.follows)
+                groupsOfFrames.append(f.group)
+                #expect(abs(f.time - Double(code) / 30) < 1e-6)
+            }, onAudio: { audio += $0.samples.count }, onGroup: { groups.append($0) })
         let expected = (0..<6).flatMap { g in (0..<4).map { g * 30 + $0 } }
         #expect(codes == expected)
-        #expect(follows == expected.map { $0 % 30 != 0 || $0 == 0 }, "frames skipped before each keyframe but the first")
+        #expect(
+            follows == expected.map { $0 % 30 != 0 || $0 == 0 }, "frames skipped before each keyframe but the first")
         #expect(groupsOfFrames == expected.map { $0 / 30 })
         #expect(groups.map(\.index) == Array(0..<6))
         #expect(groups.map(\.keyTime).enumerated().allSatisfy { abs($1 - Double($0)) < 1e-6 })
@@ -64,7 +69,9 @@ struct SampledDecodeTests {
         let decoder = try AnalysisDecoder(path: try groupedVideo(dir, preset: preset), options: options)
         var seen: [(group: Int, code: Int, follows: Bool)] = []
         let summary = try decoder.runRanges([TimeRange(start: 1, end: 1.5), TimeRange(start: 3, end: 4.2)]) { f in
-            seen.append((f.group, Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride), f.follows))
+            seen.append(
+                (f.group, Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride), f.follows)
+            )
         }
         let expected = Array(30...45).map { (0, $0) } + Array(90...126).map { (1, $0) }
         #expect(seen.map(\.code) == expected.map(\.1))
@@ -98,8 +105,11 @@ struct SampledDecodeTests {
         info.video.frameRate = 30
         #expect(DecodePlanSettings.cost(info) > 600)
         #expect(settings.plan(for: info, survey: short).mode == .sampled)
-        #expect(settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 8, seconds: 12)).mode == .full, "long groups")
-        #expect(settings.plan(for: info, survey: GOPSurvey(keyframeInterval: nil, seconds: 12)).mode == .full, "one keyframe")
+        #expect(
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 8, seconds: 12)).mode == .full, "long groups")
+        #expect(
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: nil, seconds: 12)).mode == .full,
+            "one keyframe")
         var forced = settings
         forced.choice = .full
         #expect(forced.plan(for: info, survey: short).mode == .full)

@@ -43,22 +43,27 @@ struct DecodedFrame {
     var thumbnail: [UInt8]
 }
 
-func decodeFrames(_ path: String, maxSide: Int = 4096) throws -> (frames: [DecodedFrame], audio: [Float], summary: AnalysisSummary) {
+func decodeFrames(_ path: String, maxSide: Int = 4096) throws -> (
+    frames: [DecodedFrame], audio: [Float], summary: AnalysisSummary
+) {
     var options = AnalysisOptions()
     options.maxSide = maxSide
     options.skipLoopFilter = false
-    options.skipNonReferenceFrames = false // every frame: the tests count them
+    options.skipNonReferenceFrames = false  // every frame: the tests count them
     let decoder = try AnalysisDecoder(path: path, options: options)
     var frames: [DecodedFrame] = []
     var audio: [Float] = []
-    let summary = try decoder.run(onFrame: { f in
-        let code = Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride)
-        let top = f.height - max(8, f.height / 12)
-        var sum = 0
-        for y in 0..<top { for x in 0..<f.width { sum += Int(f.luma[y * f.lumaStride + x]) } }
-        frames.append(DecodedFrame(time: f.time, barcode: code, meanLuma: Double(sum) / Double(top * f.width),
-                                   thumbnail: thumbnail(f.luma, width: f.width, height: top, stride: f.lumaStride)))
-    }, onAudio: { chunk in audio.append(contentsOf: chunk.samples) })
+    let summary = try decoder.run(
+        onFrame: { f in
+            let code = Barcode.read(luma: f.luma, width: f.width, height: f.height, stride: f.lumaStride)
+            let top = f.height - max(8, f.height / 12)
+            var sum = 0
+            for y in 0..<top { for x in 0..<f.width { sum += Int(f.luma[y * f.lumaStride + x]) } }
+            frames.append(
+                DecodedFrame(
+                    time: f.time, barcode: code, meanLuma: Double(sum) / Double(top * f.width),
+                    thumbnail: thumbnail(f.luma, width: f.width, height: top, stride: f.lumaStride)))
+        }, onAudio: { chunk in audio.append(contentsOf: chunk.samples) })
     return (frames, audio, summary)
 }
 
@@ -82,14 +87,17 @@ func thumbnailDistance(_ a: [UInt8], _ b: [UInt8]) -> Double {
 }
 
 /// Asserts that `body` throws a MediaError of `kind` whose message names the file.
-func expectMediaError(_ kind: MediaError.Kind, path: String, sourceLocation: SourceLocation = #_sourceLocation,
-                      _ body: () throws -> Void) {
+func expectMediaError(
+    _ kind: MediaError.Kind, path: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
     do {
         try body()
         Issue.record("expected \(kind), got success", sourceLocation: sourceLocation)
     } catch let error as MediaError {
         #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
-        #expect(error.description.contains(path), "message should name the file: \(error)", sourceLocation: sourceLocation)
+        #expect(
+            error.description.contains(path), "message should name the file: \(error)", sourceLocation: sourceLocation)
         #expect(!error.detail.isEmpty, sourceLocation: sourceLocation)
     } catch {
         Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)

@@ -67,7 +67,8 @@ struct AWSSignatureV4Tests {
         #expect(vectors.date == "2026-11-23T12:00:00Z")
     }
 
-    @Test("Authorization headers and URLs equal botocore's", arguments: SigV4Vectors.cases.filter { $0.kind == "header" })
+    @Test(
+        "Authorization headers and URLs equal botocore's", arguments: SigV4Vectors.cases.filter { $0.kind == "header" })
     func headerSigningMatchesBotocore(_ c: SigV4Vectors.Case) throws {
         let vectors = try SigV4Vectors.load()
         let config = configuration(for: c, vectors)
@@ -76,7 +77,8 @@ struct AWSSignatureV4Tests {
             query: (c.query ?? []).map { ($0[0], $0[1]) }, headers: (c.headers ?? []).map { ($0[0], $0[1]) })
         #expect(config.url(request) == c.expected.url)
 
-        let payload: PayloadHash = c.payloadHash == "UNSIGNED-PAYLOAD" ? .unsigned : .sha256Hex(try #require(c.payloadHash))
+        let payload: PayloadHash =
+            c.payloadHash == "UNSIGNED-PAYLOAD" ? .unsigned : .sha256Hex(try #require(c.payloadHash))
         let signer = AWSSignatureV4(credentials: config.credentials, region: c.region)
         let signed = signer.sign(request, payload: payload, date: vectorDate)
         #expect(signed.canonicalRequest == c.expected.canonicalRequest)
@@ -86,16 +88,19 @@ struct AWSSignatureV4Tests {
         #expect(sent["x-amz-content-sha256"] == c.payloadHash)
         #expect(sent["x-amz-date"] == "20261123T120000Z")
         #expect(sent["x-amz-security-token"] == c.sessionToken)
-        #expect(sent["host"] == URL(string: c.expected.url)!.host.map { h in
-            URL(string: c.expected.url)!.port.map { "\(h):\($0)" } ?? h
-        })
+        #expect(
+            sent["host"]
+                == URL(string: c.expected.url)!.host.map { h in
+                    URL(string: c.expected.url)!.port.map { "\(h):\($0)" } ?? h
+                })
     }
 
     @Test("presigned URLs equal botocore's", arguments: SigV4Vectors.cases.filter { $0.kind == "presign" })
     func presignedURLsMatchBotocore(_ c: SigV4Vectors.Case) throws {
         let vectors = try SigV4Vectors.load()
         let config = configuration(for: c, vectors)
-        let url = config.presignedGetURL(key: try #require(c.key), expires: .seconds(try #require(c.expires)), date: vectorDate)
+        let url = config.presignedGetURL(
+            key: try #require(c.key), expires: .seconds(try #require(c.expires)), date: vectorDate)
         #expect(url.absoluteString == c.expected.url)
 
         let request = SignableRequest(method: "GET", host: config.hostHeader, path: config.path(forKey: c.key))
@@ -107,15 +112,18 @@ struct AWSSignatureV4Tests {
     // AWS's published examples ("Authenticating Requests: Using the Authorization Header" and
     // "Using Query Parameters", Amazon S3 API reference): bucket examplebucket, 24 May 2013.
     static let awsExample = S3Configuration(
-        endpoint: URL(string: "https://s3.amazonaws.com")!, region: "us-east-1", bucket: "examplebucket", pathStyle: false,
-        credentials: AWSCredentials(accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"))
+        endpoint: URL(string: "https://s3.amazonaws.com")!, region: "us-east-1", bucket: "examplebucket",
+        pathStyle: false,
+        credentials: AWSCredentials(
+            accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"))
     static let awsExampleDate = Date(timeIntervalSince1970: 1_369_353_600)  // 2013-05-24T00:00:00Z
 
     @Test("AWS's GET object example (Range bytes=0-9) signs to the published signature")
     func awsPublishedGetObjectExample() {
         let config = Self.awsExample
         let request = SignableRequest(
-            method: "GET", host: config.hostHeader, path: config.path(forKey: "test.txt"), headers: [("Range", "bytes=0-9")])
+            method: "GET", host: config.hostHeader, path: config.path(forKey: "test.txt"),
+            headers: [("Range", "bytes=0-9")])
         #expect(request.host == "examplebucket.s3.amazonaws.com")
         let signed = AWSSignatureV4(credentials: config.credentials, region: "us-east-1")
             .sign(request, payload: .empty, date: Self.awsExampleDate)
@@ -142,7 +150,9 @@ struct AWSSignatureV4Tests {
         let key = AWSSignatureV4.signingKey(
             secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", dateStamp: "20120215", region: "us-east-1",
             service: "iam")
-        #expect(key.withUnsafeBytes { Array($0) }.hexString == "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d")
+        #expect(
+            key.withUnsafeBytes { Array($0) }.hexString
+                == "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d")
     }
 
     @Test("URI encoding keeps unreserved characters, encodes everything else once, keeps / in paths only")
@@ -153,13 +163,15 @@ struct AWSSignatureV4Tests {
         #expect(AWSSignatureV4.uriEncode("%20") == "%2520")
         #expect(AWSSignatureV4.canonicalURI("/b/a b/./../c//d") == "/b/a%20b/./../c//d")
         #expect(AWSSignatureV4.canonicalURI("") == "/")
-        #expect(AWSSignatureV4.canonicalQueryString([("b", "2"), ("a", "z"), ("a", "y"), ("uploads", "")]) == "a=y&a=z&b=2&uploads=")
+        #expect(
+            AWSSignatureV4.canonicalQueryString([("b", "2"), ("a", "z"), ("a", "y"), ("uploads", "")])
+                == "a=y&a=z&b=2&uploads=")
     }
 
     @Test("headers: names lowercased, values trimmed with runs of spaces collapsed, repeats joined")
     func canonicalHeaders() {
         let (block, signed) = AWSSignatureV4.canonicalHeaders([
-            ("X-Amz-Meta-A", "  one   two "), ("host", "h"), ("x-amz-meta-a", "three"),
+            ("X-Amz-Meta-A", "  one   two "), ("host", "h"), ("x-amz-meta-a", "three")
         ])
         #expect(block == "host:h\nx-amz-meta-a:one two,three\n")
         #expect(signed == "host;x-amz-meta-a")
@@ -172,14 +184,16 @@ struct AWSSignatureV4Tests {
             endpoint: URL(string: "https://s3.eu-west-3.amazonaws.com")!, region: "eu-west-3", bucket: "media",
             pathStyle: false, credentials: credentials)
         #expect(config.hostHeader == "media.s3.eu-west-3.amazonaws.com")
-        #expect(config.url(SignableRequest(method: "GET", host: config.hostHeader, path: config.path(forKey: "a b/c.mp4")))
-            == "https://media.s3.eu-west-3.amazonaws.com/a%20b/c.mp4")
+        #expect(
+            config.url(SignableRequest(method: "GET", host: config.hostHeader, path: config.path(forKey: "a b/c.mp4")))
+                == "https://media.s3.eu-west-3.amazonaws.com/a%20b/c.mp4")
         #expect(config.path(forKey: nil) == "/")
         config.pathStyle = true
         config.endpoint = URL(string: "http://localhost:9000")!
         #expect(config.hostHeader == "localhost:9000")
-        #expect(config.url(SignableRequest(method: "GET", host: config.hostHeader, path: config.path(forKey: "a b/c.mp4")))
-            == "http://localhost:9000/media/a%20b/c.mp4")
+        #expect(
+            config.url(SignableRequest(method: "GET", host: config.hostHeader, path: config.path(forKey: "a b/c.mp4")))
+                == "http://localhost:9000/media/a%20b/c.mp4")
         config.endpoint = URL(string: "https://minio.example:443")!
         #expect(config.hostHeader == "minio.example")
     }
@@ -192,16 +206,18 @@ struct S3ConfigurationTests {
         let full = try S3Configuration.fromEnvironment([
             "STORAGE_S3_ENDPOINT": "https://acct.r2.cloudflarestorage.com", "STORAGE_S3_REGION": "auto",
             "STORAGE_S3_BUCKET": "media", "STORAGE_S3_PATH_STYLE": "true", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
-            "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
+            "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token"
         ])
         #expect(full.endpoint.absoluteString == "https://acct.r2.cloudflarestorage.com")
         #expect(full.region == "auto")
         #expect(full.bucket == "media")
         #expect(full.pathStyle)
-        #expect(full.credentials == AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret", sessionToken: "token"))
+        #expect(
+            full.credentials
+                == AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret", sessionToken: "token"))
 
         let minimal = try S3Configuration.fromEnvironment([
-            "STORAGE_S3_BUCKET": "media", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret",
+            "STORAGE_S3_BUCKET": "media", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"
         ])
         #expect(minimal.endpoint.absoluteString == "https://s3.us-east-1.amazonaws.com")
         #expect(minimal.region == "us-east-1")
@@ -219,35 +235,42 @@ struct S3ConfigurationTests {
         }
         #expect(throws: S3Configuration.ConfigurationError.self) {
             try S3Configuration.fromEnvironment([
-                "STORAGE_S3_BUCKET": "m", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "STORAGE_S3_PATH_STYLE": "maybe",
+                "STORAGE_S3_BUCKET": "m", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+                "STORAGE_S3_PATH_STYLE": "maybe"
             ])
         }
         #expect(throws: S3Configuration.ConfigurationError.self) {
             try S3Configuration.fromEnvironment([
-                "STORAGE_S3_BUCKET": "m", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "STORAGE_S3_ENDPOINT": "ftp://x",
+                "STORAGE_S3_BUCKET": "m", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+                "STORAGE_S3_ENDPOINT": "ftp://x"
             ])
         }
     }
 
     @Test("credentials and errors never print the secret")
     func noSecretInText() {
-        let credentials = AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "s3cr3t-value", sessionToken: "t0ken-value")
+        let credentials = AWSCredentials(
+            accessKeyId: "AKIAEXAMPLE", secretAccessKey: "s3cr3t-value", sessionToken: "t0ken-value")
         #expect(!"\(credentials)".contains("s3cr3t-value"))
         #expect(!"\(credentials)".contains("t0ken-value"))
-        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SignatureDoesNotMatch</Code>"
+        let body =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SignatureDoesNotMatch</Code>"
             + "<Message>The request signature we calculated does not match</Message><RequestId>R1</RequestId></Error>"
         let error = S3Client.error(
             operation: "GetObject", status: 403, body: .init(string: body), headers: [:], key: "a/b.mp4")
-        #expect(error == S3Error(
-            operation: "GetObject", status: 403, code: "SignatureDoesNotMatch",
-            message: "The request signature we calculated does not match", requestId: "R1", key: "a/b.mp4"))
+        #expect(
+            error
+                == S3Error(
+                    operation: "GetObject", status: 403, code: "SignatureDoesNotMatch",
+                    message: "The request signature we calculated does not match", requestId: "R1", key: "a/b.mp4"))
         #expect("\(error)".contains("SignatureDoesNotMatch"))
         #expect(!error.isRetryable)
     }
 
     @Test("an error body that is not XML still gives the status")
     func nonXMLErrorBody() {
-        let error = S3Client.error(operation: "HeadObject", status: 503, body: .init(string: "oops"), headers: [:], key: nil)
+        let error = S3Client.error(
+            operation: "HeadObject", status: 503, body: .init(string: "oops"), headers: [:], key: nil)
         #expect(error.status == 503 && error.code == nil)
         #expect(error.isRetryable)
     }
@@ -298,11 +321,12 @@ struct S3ConfigurationTests {
     @Test("CompleteMultipartUpload lists the parts in order with their ETags escaped")
     func completeXML() {
         let xml = S3Client.completeMultipartUploadXML([
-            S3CompletedPart(partNumber: 2, etag: "\"b\""), S3CompletedPart(partNumber: 1, etag: "\"a\""),
+            S3CompletedPart(partNumber: 2, etag: "\"b\""), S3CompletedPart(partNumber: 1, etag: "\"a\"")
         ])
-        #expect(xml == "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-            + "<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag></Part>"
-            + "<Part><PartNumber>2</PartNumber><ETag>&quot;b&quot;</ETag></Part></CompleteMultipartUpload>")
+        #expect(
+            xml == "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                + "<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag></Part>"
+                + "<Part><PartNumber>2</PartNumber><ETag>&quot;b&quot;</ETag></Part></CompleteMultipartUpload>")
     }
 
     @Test("range headers")
@@ -322,7 +346,9 @@ func freeLoopbackPort() throws -> Int {
     addr.sin_port = 0
     var len = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+        }
     }
     guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
     return Int(UInt16(bigEndian: addr.sin_port))

@@ -10,11 +10,12 @@ func s3ErrorXML(_ code: String, _ message: String = "message") -> String {
 }
 
 func scriptedClient(_ server: ScriptedHTTPServer, partSize: Int64 = 5 * 1024 * 1024) -> S3Client {
-    S3Client(configuration: S3Configuration(
-        endpoint: server.endpoint, region: "us-east-1", bucket: "media", pathStyle: true,
-        credentials: AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret"),
-        multipartThreshold: partSize, partSize: partSize, uploadConcurrency: 1,
-        retry: S3RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(20))))
+    S3Client(
+        configuration: S3Configuration(
+            endpoint: server.endpoint, region: "us-east-1", bucket: "media", pathStyle: true,
+            credentials: AWSCredentials(accessKeyId: "AKIAEXAMPLE", secretAccessKey: "secret"),
+            multipartThreshold: partSize, partSize: partSize, uploadConcurrency: 1,
+            retry: S3RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(20))))
 }
 
 @Suite("S3 retries and failure paths (scripted server)")
@@ -24,7 +25,7 @@ struct S3RetryTests {
         let server = try await ScriptedHTTPServer.start([
             .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
             .init(status: .internalServerError, body: s3ErrorXML("InternalError")),
-            .init(status: .ok, headers: [("ETag", "\"abc\"")]),
+            .init(status: .ok, headers: [("ETag", "\"abc\"")])
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
@@ -41,7 +42,7 @@ struct S3RetryTests {
             .init(status: .tooManyRequests), .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
             .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown")),
             .init(status: .serviceUnavailable, body: s3ErrorXML("SlowDown", "Please reduce your request rate.")),
-            .init(status: .ok),
+            .init(status: .ok)
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
@@ -55,12 +56,16 @@ struct S3RetryTests {
     func clientErrorsAreNotRetried() async throws {
         let server = try await ScriptedHTTPServer.start([
             .init(status: .forbidden, body: s3ErrorXML("AccessDenied", "Access Denied")),
-            .init(status: .ok),
+            .init(status: .ok)
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
         let error = await #expect(throws: S3Error.self) { try await s3.putObject(key: "k", bytes: [1]) }
-        #expect(error == S3Error(operation: "PutObject", status: 403, code: "AccessDenied", message: "Access Denied", requestId: "REQ", key: "k"))
+        #expect(
+            error
+                == S3Error(
+                    operation: "PutObject", status: 403, code: "AccessDenied", message: "Access Denied",
+                    requestId: "REQ", key: "k"))
         #expect(server.requests.count == 1)
         try await server.stop()
     }
@@ -69,7 +74,9 @@ struct S3RetryTests {
     func completeWithErrorBody() async throws {
         let server = try await ScriptedHTTPServer.start([
             .init(status: .ok, body: s3ErrorXML("InternalError")),
-            .init(status: .ok, body: "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>"),
+            .init(
+                status: .ok, body: "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>"
+            )
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
@@ -83,10 +90,14 @@ struct S3RetryTests {
     @Test("a multipart upload whose part is refused is aborted, and the error reported")
     func failedUploadIsAborted() async throws {
         let server = try await ScriptedHTTPServer.start([
-            .init(status: .ok, body: "<InitiateMultipartUploadResult><Bucket>media</Bucket><Key>big</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"),
+            .init(
+                status: .ok,
+                body:
+                    "<InitiateMultipartUploadResult><Bucket>media</Bucket><Key>big</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"
+            ),
             .init(status: .ok, headers: [("ETag", "\"p1\"")]),
             .init(status: .badRequest, body: s3ErrorXML("InvalidArgument", "Part number must be an integer")),
-            .init(status: .noContent),
+            .init(status: .noContent)
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
@@ -98,10 +109,11 @@ struct S3RetryTests {
         #expect(error?.code == "InvalidArgument")
         let requests = server.requests
         #expect(requests.map(\.method) == [.POST, .PUT, .PUT, .DELETE])
-        #expect(requests.map(\.uri) == [
-            "/media/big?uploads=", "/media/big?partNumber=1&uploadId=UP1", "/media/big?partNumber=2&uploadId=UP1",
-            "/media/big?uploadId=UP1",
-        ])
+        #expect(
+            requests.map(\.uri) == [
+                "/media/big?uploads=", "/media/big?partNumber=1&uploadId=UP1", "/media/big?partNumber=2&uploadId=UP1",
+                "/media/big?uploadId=UP1"
+            ])
         #expect(requests[1].bodyBytes == 5 * 1024 * 1024)
         #expect(requests[2].bodyBytes == 1024 * 1024)
         try await server.stop()
@@ -149,9 +161,11 @@ struct S3RetryTests {
     @Test("a cancelled multipart upload is aborted (the abort itself is not cancelled)")
     func cancelledUploadIsAborted() async throws {
         let server = try await ScriptedHTTPServer.start([
-            .init(status: .ok, body: "<InitiateMultipartUploadResult><UploadId>UP2</UploadId></InitiateMultipartUploadResult>"),
+            .init(
+                status: .ok,
+                body: "<InitiateMultipartUploadResult><UploadId>UP2</UploadId></InitiateMultipartUploadResult>"),
             .init(status: .ok, hang: true),
-            .init(status: .noContent),
+            .init(status: .noContent)
         ])
         let s3 = scriptedClient(server)
         defer { Task { try? await s3.shutdown() } }
@@ -162,7 +176,9 @@ struct S3RetryTests {
         let upload = Task { try await s3.upload(fileAt: "\(dir)/in.bin", key: "big") }
         // Wait until the first part has been received (and hangs), then cancel.
         let deadline = ContinuousClock.now + .seconds(10)
-        while server.requests.count < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while server.requests.count < 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         upload.cancel()
         await #expect(throws: (any Error).self) { try await upload.value }
         #expect(server.requests.map(\.method) == [.POST, .PUT, .DELETE])

@@ -32,8 +32,10 @@ struct TestS3Server {
     }
 
     /// A client on a fresh bucket (created), path style (virtual hosts do not resolve on 127.0.0.1).
-    func client(secret: String? = nil, bucket: String = "moments-\(UUID().uuidString.prefix(8).lowercased())",
-                partSize: Int64 = S3Configuration.defaultPartSize) async throws -> S3Client {
+    func client(
+        secret: String? = nil, bucket: String = "moments-\(UUID().uuidString.prefix(8).lowercased())",
+        partSize: Int64 = S3Configuration.defaultPartSize
+    ) async throws -> S3Client {
         let config = S3Configuration(
             endpoint: endpoint, region: "us-east-1", bucket: bucket, pathStyle: true,
             credentials: AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secret ?? secretAccessKey),
@@ -174,7 +176,9 @@ struct S3ServerTests {
         #expect(error?.status == 404)
         #expect(error?.code == "NoSuchKey")
         // A failed download leaves no file behind.
-        await #expect(throws: S3Error.self) { _ = try await s3.getObject(key: "clips/small.txt", toFileAt: "\(dir)/missing") }
+        await #expect(throws: S3Error.self) {
+            _ = try await s3.getObject(key: "clips/small.txt", toFileAt: "\(dir)/missing")
+        }
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/missing"))
     }
 
@@ -198,7 +202,8 @@ struct S3ServerTests {
             }
             return peak
         }
-        let etag = try await s3.upload(fileAt: "\(dir)/in.bin", key: "uploads/big.bin", contentType: "application/octet-stream")
+        let etag = try await s3.upload(
+            fileAt: "\(dir)/in.bin", key: "uploads/big.bin", contentType: "application/octet-stream")
         #expect(etag.hasSuffix("-3\""))  // three parts: 16 + 16 + 8 MiB
         let info = try #require(try await s3.headObject(key: "uploads/big.bin"))
         #expect(info.size == Int64(size))
@@ -230,14 +235,17 @@ struct S3ServerTests {
         let digest = try writePatternFile(at: "\(dir)/in.bin", size: size)
 
         let id = try await s3.createMultipartUpload(key: "m/by-hand.bin")
-        let first = try await s3.uploadPart(key: "m/by-hand.bin", uploadId: id, partNumber: 1, fileAt: "\(dir)/in.bin", range: 0..<5_242_880)
-        let second = try await s3.uploadPart(key: "m/by-hand.bin", uploadId: id, partNumber: 2, fileAt: "\(dir)/in.bin", range: 5_242_880..<Int64(size))
+        let first = try await s3.uploadPart(
+            key: "m/by-hand.bin", uploadId: id, partNumber: 1, fileAt: "\(dir)/in.bin", range: 0..<5_242_880)
+        let second = try await s3.uploadPart(
+            key: "m/by-hand.bin", uploadId: id, partNumber: 2, fileAt: "\(dir)/in.bin", range: 5_242_880..<Int64(size))
         try await s3.completeMultipartUpload(key: "m/by-hand.bin", uploadId: id, parts: [second, first])
         _ = try await s3.getObject(key: "m/by-hand.bin", toFileAt: "\(dir)/out.bin")
         #expect(try sha256OfFile("\(dir)/out.bin") == digest)
 
         let aborted = try await s3.createMultipartUpload(key: "m/aborted.bin")
-        let part = try await s3.uploadPart(key: "m/aborted.bin", uploadId: aborted, partNumber: 1, fileAt: "\(dir)/in.bin", range: 0..<1024)
+        let part = try await s3.uploadPart(
+            key: "m/aborted.bin", uploadId: aborted, partNumber: 1, fileAt: "\(dir)/in.bin", range: 0..<1024)
         try await s3.abortMultipartUpload(key: "m/aborted.bin", uploadId: aborted)
         // S3 answers 404 NoSuchUpload; moto 5.2 answers 500, so only the refusal is asserted.
         await #expect(throws: S3Error.self) {
@@ -297,7 +305,8 @@ struct S3ServerTests {
         #expect(url.absoluteString.contains("X-Amz-Signature="))
 
         let body = try await server.withAuthenticationOff {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(10))
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: url.absoluteString), timeout: .seconds(10))
             #expect(response.status == .ok)
             return try await response.body.collect(upTo: 1024)
         }

@@ -83,8 +83,11 @@ final class ScriptedHTTPServer: @unchecked Sendable {
                 let reply = server.next(for: Request(method: head.method, uri: head.uri, bodyBytes: bodyBytes))
                 if reply.hang { return }
                 var headers = HTTPHeaders(reply.headers)
-                headers.replaceOrAdd(name: "content-length", value: String(reply.declaredLength ?? reply.body.utf8.count))
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: reply.status, headers: headers))), promise: nil)
+                headers.replaceOrAdd(
+                    name: "content-length", value: String(reply.declaredLength ?? reply.body.utf8.count))
+                context.write(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: reply.status, headers: headers))),
+                    promise: nil)
                 if head.method != .HEAD {
                     context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: reply.body)))), promise: nil)
                 }

@@ -60,9 +60,14 @@ final class APNsStandIn: @unchecked Sendable {
     }
 
     private func launch() async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/apns-standin").standardized.path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../scripts/apns-standin"
+        ).standardized.path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--dir", scratch.path, "--key-id", Self.keyId, "--team-id", Self.teamId, "--topic", Self.topic]
+        process.arguments = [
+            "python3", script, "--dir", scratch.path, "--key-id", Self.keyId, "--team-id", Self.teamId, "--topic",
+            Self.topic
+        ]
         let errors = scratch.path("stderr.log")
         _ = FileManager.default.createFile(atPath: errors, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
@@ -74,12 +79,17 @@ final class APNsStandIn: @unchecked Sendable {
             let deadline = Date().addingTimeInterval(30)
             while Date() < deadline {
                 if let data = FileManager.default.contents(atPath: ready),
-                   let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let port = object["port"] as? Int {
+                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                    let port = object["port"] as? Int
+                {
                     return port
                 }
                 if !process.isRunning {
                     let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-                    throw Failure(description: "scripts/apns-standin did not start (make test-tools installs what it needs: python3 -m pip install hypercorn pyjwt cryptography): \(text)")
+                    throw Failure(
+                        description:
+                            "scripts/apns-standin did not start (make test-tools installs what it needs: python3 -m pip install hypercorn pyjwt cryptography): \(text)"
+                    )
                 }
                 Thread.sleep(forTimeInterval: 0.05)
             }
@@ -144,7 +154,9 @@ final class APNsStandIn: @unchecked Sendable {
             if done(last) { return last }
             try await Task.sleep(for: .milliseconds(50))
         }
-        Issue.record("the APNs stand-in did not see the expected requests; it saw: \(last.map { "\($0.token.prefix(6)) \($0.status.map(String.init) ?? "-") \($0.reason ?? "")" })")
+        Issue.record(
+            "the APNs stand-in did not see the expected requests; it saw: \(last.map { "\($0.token.prefix(6)) \($0.status.map(String.init) ?? "-") \($0.reason ?? "")" })"
+        )
         return last
     }
 

@@ -9,10 +9,13 @@ import Testing
 /// transaction sticks until Apple reverses the refund or an operator grants pro.
 extension AppStoreTests {
     func sandboxNotification(_ type: String, tx: AppStoreTransaction, signed: Date) async throws -> String {
-        let data = AppStoreNotificationPayload.NotificationData(bundleId: StoreKitFixtures.bundleId, environment: "Sandbox",
-                                                                signedTransactionInfo: try await chain.sign(tx), signedRenewalInfo: nil)
-        return try await chain.sign(AppStoreNotificationPayload(notificationType: type, subtype: nil, notificationUUID: UUID().uuidString,
-                                                                data: data, signedDate: signed))
+        let data = AppStoreNotificationPayload.NotificationData(
+            bundleId: StoreKitFixtures.bundleId, environment: "Sandbox",
+            signedTransactionInfo: try await chain.sign(tx), signedRenewalInfo: nil)
+        return try await chain.sign(
+            AppStoreNotificationPayload(
+                notificationType: type, subtype: nil, notificationUUID: UUID().uuidString,
+                data: data, signedDate: signed))
     }
 
     @Test func sandboxPurchasesGrantProOnlyToTesters() async throws {
@@ -20,7 +23,8 @@ extension AppStoreTests {
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
             let sandbox = StoreKitFixtures.transaction(account: id, environment: "Sandbox")
-            let refused = try await present(client, key: key, jws: chain.sign(sandbox)).expectProblem(.forbidden, code: "sandbox_purchase_not_allowed")
+            let refused = try await present(client, key: key, jws: chain.sign(sandbox)).expectProblem(
+                .forbidden, code: "sandbox_purchase_not_allowed")
             #expect(refused["environment"] as? String == "Sandbox")
             #expect(try await plan(client, key: key) == ("free", nil))
             // The same purchase by notification is recorded but grants nothing.
@@ -37,7 +41,9 @@ extension AppStoreTests {
             try await server.service.database.setTester(accountId: id, false)
             #expect(try await plan(client, key: key).0 == "free")
             // Production purchases are unaffected.
-            #expect(try await present(client, key: key, jws: chain.sign(StoreKitFixtures.transaction(account: id))).status == .ok)
+            #expect(
+                try await present(client, key: key, jws: chain.sign(StoreKitFixtures.transaction(account: id))).status
+                    == .ok)
             #expect(try await plan(client, key: key) == ("pro", "active"))
         }
     }
@@ -61,8 +67,9 @@ extension AppStoreTests {
             let original = UUID().uuidString
             let t0 = Date().addingTimeInterval(-3600)
             func tx(_ offset: Double) -> AppStoreTransaction {
-                StoreKitFixtures.transaction(account: id, originalId: original, expires: Date().addingTimeInterval(30 * 86400),
-                                             signed: t0.addingTimeInterval(offset))
+                StoreKitFixtures.transaction(
+                    account: id, originalId: original, expires: Date().addingTimeInterval(30 * 86400),
+                    signed: t0.addingTimeInterval(offset))
             }
             #expect(try await present(client, key: key, jws: chain.sign(tx(0))).status == .ok)
             #expect(try await plan(client, key: key) == ("pro", "active"))
@@ -90,10 +97,14 @@ extension AppStoreTests {
             #expect(try await plan(client, key: key) == ("free", "revoked"))
 
             // An operator's grant gives pro and lifts the revocation: the next renewal applies again.
-            try await server.service.database.grantPro(accountId: id, until: Date().addingTimeInterval(86400), now: Date())
+            try await server.service.database.grantPro(
+                accountId: id, until: Date().addingTimeInterval(86400), now: Date())
             #expect(try await plan(client, key: key) == ("pro", "active"))
             #expect(try await present(client, key: key, jws: chain.sign(tx(480))).status == .ok)
-            let apple = try #require(try await server.service.database.subscriptions(accountId: id).first { $0.originalTransactionId == original })
+            let apple = try #require(
+                try await server.service.database.subscriptions(accountId: id).first {
+                    $0.originalTransactionId == original
+                })
             #expect(apple.state == .active && apple.revokedAt == nil)
         }
     }
@@ -103,10 +114,13 @@ extension AppStoreTests {
 struct AppStoreSettingsTests {
     /// The shipped file holds the defaults (sandbox for testers only); the environment turns it on.
     @Test func sandboxForAllIsConfigurable() async throws {
-        let shipped = AppStoreSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        let shipped = AppStoreSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped == AppStoreSettings() && !shipped.sandboxForAll)
-        let on = AppStoreSettings(reader: try await MomentsConfiguration.reader(environment: ["APP_STORE_SANDBOX_FOR_ALL": "true"],
-                                                                                file: "Config/moments.json"))
+        let on = AppStoreSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["APP_STORE_SANDBOX_FOR_ALL": "true"],
+                file: "Config/moments.json"))
         #expect(on.sandboxForAll)
     }
 }

@@ -20,12 +20,19 @@ struct TestAppleChain: Sendable {
     ///   - markers: whether the leaf and intermediate carry Apple's marker extensions.
     init(leafValidity: ClosedRange<Date>? = nil, markers: Bool = true) throws {
         let now = Date()
-        let rootName = try DistinguishedName { CommonName("Moments Test Root CA - G3"); OrganizationName("Moments Tests") }
-        let intermediateName = try DistinguishedName { CommonName("Moments Test WWDR CA"); OrganizationName("Moments Tests") }
-        let leafName = try DistinguishedName { CommonName("Moments Test StoreKit Signing"); OrganizationName("Moments Tests") }
+        let rootName = try DistinguishedName {
+            CommonName("Moments Test Root CA - G3"); OrganizationName("Moments Tests")
+        }
+        let intermediateName = try DistinguishedName {
+            CommonName("Moments Test WWDR CA"); OrganizationName("Moments Tests")
+        }
+        let leafName = try DistinguishedName {
+            CommonName("Moments Test StoreKit Signing"); OrganizationName("Moments Tests")
+        }
         root = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-10 * 365 * 86400), notValidAfter: now.addingTimeInterval(10 * 365 * 86400),
+            notValidBefore: now.addingTimeInterval(-10 * 365 * 86400),
+            notValidAfter: now.addingTimeInterval(10 * 365 * 86400),
             issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
@@ -36,17 +43,24 @@ struct TestAppleChain: Sendable {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
             Critical(KeyUsage(keyCertSign: true, cRLSign: true))
         }
-        if markers { try intermediateExtensions.append(Certificate.Extension(oid: AppStoreVerifier.intermediateOID, critical: false, value: [0x05, 0x00])) }
+        if markers {
+            try intermediateExtensions.append(
+                Certificate.Extension(oid: AppStoreVerifier.intermediateOID, critical: false, value: [0x05, 0x00]))
+        }
         intermediate = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-5 * 365 * 86400), notValidAfter: now.addingTimeInterval(5 * 365 * 86400),
+            notValidBefore: now.addingTimeInterval(-5 * 365 * 86400),
+            notValidAfter: now.addingTimeInterval(5 * 365 * 86400),
             issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: intermediateExtensions, issuerPrivateKey: .init(rootKey))
         var leafExtensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
             Critical(KeyUsage(digitalSignature: true))
         }
-        if markers { try leafExtensions.append(Certificate.Extension(oid: AppStoreVerifier.leafOID, critical: false, value: [0x05, 0x00])) }
+        if markers {
+            try leafExtensions.append(
+                Certificate.Extension(oid: AppStoreVerifier.leafOID, critical: false, value: [0x05, 0x00]))
+        }
         let validity = leafValidity ?? now.addingTimeInterval(-365 * 86400)...now.addingTimeInterval(365 * 86400)
         leaf = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
@@ -90,11 +104,14 @@ enum StoreKitFixtures {
     static let bundleId = "com.moments.app"
     static let product = "com.moments.pro.monthly"
 
-    static func transaction(account: String?, originalId: String = UUID().uuidString, expires: Date = Date().addingTimeInterval(30 * 86400),
-                            signed: Date = Date(), revoked: Date? = nil, bundleId: String = bundleId,
-                            environment: String = "Production", product: String = product) -> AppStoreTransaction {
-        AppStoreTransaction(transactionId: UUID().uuidString, originalTransactionId: originalId, bundleId: bundleId, productId: product,
-                            purchaseDate: signed, expiresDate: expires, revocationDate: revoked, appAccountToken: account,
-                            environment: environment, signedDate: signed)
+    static func transaction(
+        account: String?, originalId: String = UUID().uuidString, expires: Date = Date().addingTimeInterval(30 * 86400),
+        signed: Date = Date(), revoked: Date? = nil, bundleId: String = bundleId,
+        environment: String = "Production", product: String = product
+    ) -> AppStoreTransaction {
+        AppStoreTransaction(
+            transactionId: UUID().uuidString, originalTransactionId: originalId, bundleId: bundleId, productId: product,
+            purchaseDate: signed, expiresDate: expires, revocationDate: revoked, appAccountToken: account,
+            environment: environment, signedDate: signed)
     }
 }

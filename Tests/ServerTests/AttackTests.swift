@@ -20,11 +20,15 @@ struct AttackTests {
     }
 
     /// Uploads `file` as the attacker; returns the response and, when a job was made, its final detail.
-    static func attack(_ client: any TestClientProtocol, key: String, file: Data, server: TestServer) async throws -> (TestResponse, [String: Any]?) {
+    static func attack(_ client: any TestClientProtocol, key: String, file: Data, server: TestServer) async throws -> (
+        TestResponse, [String: Any]?
+    ) {
         let response = try await client.upload(key: key, file: file, fields: [("target_duration", "5")])
         expectNoInternals(response.text, server: server)
         guard response.status == .ok, let job = try response.json()["job_id"] as? String else { return (response, nil) }
-        _ = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+        _ = try await client.poll(job: job, key: key, timeout: 90) {
+            ["completed", "failed"].contains($0["status"] as? String ?? "")
+        }
         let detail = try await client.get("/api/v1/jobs/\(job)", key: key)
         expectNoInternals(detail.text, server: server)
         return (response, try detail.json())
@@ -48,22 +52,25 @@ struct AttackTests {
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let attacks = [
-                "hls": "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\nfile://\(target)\n#EXTINF:10.0,\n\(target)\n#EXT-X-ENDLIST\n",
+                "hls":
+                    "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\nfile://\(target)\n#EXTINF:10.0,\n\(target)\n#EXT-X-ENDLIST\n",
                 "dash": """
-                    <?xml version="1.0" encoding="utf-8"?>
-                    <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S" minBufferTime="PT1S" profiles="urn:mpeg:dash:profile:isoff-on-demand:2011">
-                     <Period><AdaptationSet mimeType="video/mp4"><Representation id="1" bandwidth="100000" width="320" height="180" codecs="avc1.42c00a">
-                      <BaseURL>file://\(target)</BaseURL><SegmentBase indexRange="0-100"/></Representation></AdaptationSet></Period>
-                    </MPD>
-                    """,
-                "ffconcat": "ffconcat version 1.0\nfile '\(target)'\nfile 'file:\(target)'\n",
+                <?xml version="1.0" encoding="utf-8"?>
+                <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S" minBufferTime="PT1S" profiles="urn:mpeg:dash:profile:isoff-on-demand:2011">
+                 <Period><AdaptationSet mimeType="video/mp4"><Representation id="1" bandwidth="100000" width="320" height="180" codecs="avc1.42c00a">
+                  <BaseURL>file://\(target)</BaseURL><SegmentBase indexRange="0-100"/></Representation></AdaptationSet></Period>
+                </MPD>
+                """,
+                "ffconcat": "ffconcat version 1.0\nfile '\(target)'\nfile 'file:\(target)'\n"
             ]
             for (name, text) in attacks {
                 let (response, job) = try await Self.attack(client, key: key, file: Data(text.utf8), server: server)
                 #expect(job == nil, "\(name) made a job: \(job ?? [:])")
                 let problem = try response.expectProblem(.unprocessableContent)
-                #expect(["unsupported_container", "not_media"].contains((problem["type"] as? String)?.split(separator: "/").last.map(String.init) ?? ""),
-                        "\(name): \(problem)")
+                #expect(
+                    ["unsupported_container", "not_media"].contains(
+                        (problem["type"] as? String)?.split(separator: "/").last.map(String.init) ?? ""),
+                    "\(name): \(problem)")
             }
             let list = try await client.get("/api/v1/jobs", key: key).json()
             #expect(list["total"] as? Int == 0)
@@ -77,7 +84,11 @@ struct AttackTests {
     func lyingTimestamps(_ attack: String) async throws {
         let server = try await TestServer()
         let file = try Self.patched(.short) { patch in
-            if attack == "frame flood" { patch.retimeVideo(sampleDelta: 1) } else { patch.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1) }
+            if attack == "frame flood" {
+                patch.retimeVideo(sampleDelta: 1)
+            } else {
+                patch.retimeVideo(timescale: 2_000_000_000, sampleDelta: 1)
+            }
         }
         try await withServer(server, .live) { client in
             let (accountId, key) = try await client.createAccount()
@@ -85,8 +96,11 @@ struct AttackTests {
             if let job {
                 #expect(job["status"] as? String == "failed", "\(job)")
                 let error = try #require(job["error"] as? [String: Any])
-                #expect(["too_many_frames", "bad_timestamps", "processing_failed", "no_usable_footage"].contains(error["code"] as? String ?? ""), "\(error)")
-                #expect((error["message"] as? String)?.hasPrefix("The video could not be processed") == true
+                #expect(
+                    ["too_many_frames", "bad_timestamps", "processing_failed", "no_usable_footage"].contains(
+                        error["code"] as? String ?? ""), "\(error)")
+                #expect(
+                    (error["message"] as? String)?.hasPrefix("The video could not be processed") == true
                         || error["code"] as? String == "no_usable_footage", "\(error)")
             } else {
                 try response.expectProblem(.unprocessableContent)

@@ -1,20 +1,26 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Testing
 
 /// The real `moments serve` process, killed with SIGKILL while it renders, then started again on
 /// the same storage: the job is re-queued (attempt 2) and completes.
-@Suite("Crash recovery", .serialized, .enabled(if: TestEngine.isEmbedded, "the embedded moments serve, killed and restarted on its own storage; the shared engines: ScaleOutTests"))
+@Suite(
+    "Crash recovery", .serialized,
+    .enabled(
+        if: TestEngine.isEmbedded,
+        "the embedded moments serve, killed and restarted on its own storage; the shared engines: ScaleOutTests"))
 struct CrashRecoveryTests {
     @Test func killedWhileRenderingThenRestarted() async throws {
         let executable = try #require(ProcessHarness.executable, "build the moments executable first (swift build)")
         let scratch = Scratch()
         let port = try freePort()
         let base = "http://127.0.0.1:\(port)"
-        let environment = ["STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
-                           "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576"]
+        let environment = [
+            "STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
+            "JOBS_PROGRESS_INTERVAL_MS": "50", "STORAGE_MIN_FREE_BYTES": "1048576"
+        ]
 
         var server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
         defer { if server.isRunning { server.terminate() } }
@@ -49,13 +55,17 @@ struct CrashRecoveryTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(last["status"] as? String == "completed", "\(last)")
-        #expect(progress.allSatisfy { $0 >= progressBefore } && progress == progress.sorted(), "progress went backwards: \(progressBefore) then \(progress)")
+        #expect(
+            progress.allSatisfy { $0 >= progressBefore } && progress == progress.sorted(),
+            "progress went backwards: \(progressBefore) then \(progress)")
         let detail = try await ProcessHarness.request("GET", "\(base)/api/v1/jobs/\(job)", key: key)
         #expect(detail["attempts"] as? Int == 2)
-        let (data, response) = try await URLSession.shared.data(for: ProcessHarness.authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
+        let (data, response) = try await URLSession.shared.data(
+            for: ProcessHarness.authorized("GET", "\(base)/api/v1/jobs/\(job)/download", key: key))
         #expect((response as? HTTPURLResponse)?.statusCode == 200 && data.count > 10_000)
         // Two attempts, one charge.
-        let usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        let usage =
+            try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 1, "\(usage ?? [:])")
 
         // SIGTERM: a clean stop.
@@ -76,13 +86,18 @@ struct CrashRecoveryTests {
         var server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
         defer { if server.isRunning { server.terminate() } }
         try await ProcessHarness.waitUntilUp(base)
-        let key = try #require(try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
+        let key = try #require(
+            try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
         let video = try await Fixtures.data(.short)
         // 4 MB declared, 3 MB sent, then silence: the server is streaming it to uploads/.
-        let body = Data(Multipart.body(file: Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })).readableBytesView)
+        let body = Data(
+            Multipart.body(file: Data((0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) }))
+                .readableBytesView)
 
         let socket = try RawConnection(port: port)
-        socket.send("POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: \(Multipart.contentType)\r\nContent-Length: \(body.count)\r\n\r\n")
+        socket.send(
+            "POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: \(Multipart.contentType)\r\nContent-Length: \(body.count)\r\n\r\n"
+        )
         socket.send([UInt8](body.prefix(3 << 20)))
         let uploads = storage + "/uploads"
         // The bytes are being written (to an unnamed file that only gets its name once complete).
@@ -93,9 +108,12 @@ struct CrashRecoveryTests {
 
         server = try ProcessHarness.start(executable, ["serve", "--log-level", "warning"], environment: environment)
         try await ProcessHarness.waitUntilUp(base)
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: uploads)) ?? []).isEmpty, "a partial upload survived the restart")
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: uploads)) ?? []).isEmpty,
+            "a partial upload survived the restart")
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: storage + "/jobs")) ?? []).isEmpty)
-        var usage = try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
+        var usage =
+            try await ProcessHarness.request("GET", "\(base)/api/v1/account", key: key)["usage"] as? [String: Any]
         #expect(usage?["used"] as? Int == 0, "\(usage ?? [:])")
         let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
         #expect(accepted["job_id"] is String, "\(accepted)")
@@ -116,7 +134,9 @@ func freePort() throws -> Int {
     address.sin_port = 0
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))

@@ -19,8 +19,9 @@ enum Curl {
             let errors = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
-                throw ToolFailure(command: ([executable] + arguments).joined(separator: " "), status: process.terminationStatus,
-                                  stderr: String(decoding: errors, as: UTF8.self))
+                throw ToolFailure(
+                    command: ([executable] + arguments).joined(separator: " "), status: process.terminationStatus,
+                    stderr: String(decoding: errors, as: UTF8.self))
             }
             return String(decoding: data, as: UTF8.self)
         }
@@ -31,7 +32,9 @@ enum Curl {
         var found: String?
         for line in output.components(separatedBy: "\r\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == name.lowercased() { found = parts[1].trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, parts[0].lowercased() == name.lowercased() {
+                found = parts[1].trimmingCharacters(in: .whitespaces)
+            }
         }
         return found
     }

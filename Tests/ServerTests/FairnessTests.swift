@@ -18,27 +18,41 @@ struct FairnessTests {
         let database = try AppDatabase(path: scratch.path("db.sqlite"))
         let (a, _) = try await database.createAccount(label: "busy")
         let (b, _) = try await database.createAccount(label: "quiet")
-        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        let input = JobInput(
+            size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
+            rotation: 0, frameRate: 30)
         var now = Date(timeIntervalSince1970: 1_800_000_000)
         for i in 0..<5 {
-            try await database.insertUnmetered(Job(id: "a\(i)", accountId: a.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now))
+            try await database.insertUnmetered(
+                Job(
+                    id: "a\(i)", accountId: a.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                    now: now))
             now += 1
         }
-        try await database.insertUnmetered(Job(id: "b0", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now))
-        try await database.insertUnmetered(Job(id: "b1", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1, now: now + 1))
+        try await database.insertUnmetered(
+            Job(
+                id: "b0", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                now: now))
+        try await database.insertUnmetered(
+            Job(
+                id: "b1", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                now: now + 1))
         var order: [String] = []
         for _ in 0..<4 {
             now += 1
             let job = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now))
             order.append(job.id)
             // Finish it so only the round robin decides the next one.
-            _ = try await database.complete(id: job.id, worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
-                                            processingSeconds: 1, workerSeconds: 0, now: now)
+            _ = try await database.complete(
+                id: job.id, worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
+                processingSeconds: 1, workerSeconds: 0, now: now)
         }
         #expect(order == ["a0", "b0", "a1", "b1"], "\(order)")
         // A job waiting out a retry backoff is skipped until its time.
         let retry = try #require(try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 1))
-        try await database.retryLater(id: retry.id, worker: "test", runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test", now: now + 1)
+        try await database.retryLater(
+            id: retry.id, worker: "test", runAfter: now + 100, abnormal: false, chargeSeconds: 0, reason: "test",
+            now: now + 1)
         let next = try await database.claimNextJob(worker: "test", leaseSeconds: 30, now: now + 2)
         #expect(next?.id != retry.id)
         try database.close()
@@ -59,7 +73,9 @@ struct FairnessTests {
             let job = try #require(try first.json()["job_id"] as? String)
             // Finished before the clock moves: a job still running at midnight would charge its
             // whole (test-clock) time to the next day.
-            _ = try await client.poll(job: job, key: key) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            _ = try await client.poll(job: job, key: key) {
+                ["completed", "failed"].contains($0["status"] as? String ?? "")
+            }
             try await server.service.database.chargeWorkerTime(jobId: job, seconds: 61, reason: "test", now: clock.now)
             let refused = try await client.upload(key: key, file: video)
             let problem = try refused.expectProblem(.tooManyRequests, code: "daily_budget_exceeded")
@@ -71,7 +87,9 @@ struct FairnessTests {
             clock.now = QuotaTests.utc("2026-11-24T00:00:01Z")
             let nextDay = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(nextDay.status == .ok, "\(nextDay.text)")
-            if let id = try nextDay.json()["job_id"] as? String { _ = try await client.get("/api/v1/jobs/\(id)", key: key, method: .delete) }
+            if let id = try nextDay.json()["job_id"] as? String {
+                _ = try await client.get("/api/v1/jobs/\(id)", key: key, method: .delete)
+            }
         }
     }
 }

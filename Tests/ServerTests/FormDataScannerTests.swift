@@ -37,8 +37,11 @@ struct FormDataScannerTests {
         var random = SystemRandomNumberGenerator()
         file += (0..<5000).map { _ in UInt8.random(in: 0...255, using: &random) }
         file += Array("--XyZ-boundary".utf8)  // not preceded by CRLF: content
-        var body: [UInt8] = Array("preamble text\r\n--XyZ-boundary\r\nContent-Disposition: form-data; name=\"quality\"\r\n\r\nhigh\r\n".utf8)
-        body += Array("--XyZ-boundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\nContent-Type: video/mp4\r\n\r\n".utf8)
+        var body: [UInt8] = Array(
+            "preamble text\r\n--XyZ-boundary\r\nContent-Disposition: form-data; name=\"quality\"\r\n\r\nhigh\r\n".utf8)
+        body += Array(
+            "--XyZ-boundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\nContent-Type: video/mp4\r\n\r\n"
+                .utf8)
         body += file
         body += Array("\r\n--XyZ-boundary--\r\nepilogue".utf8)
         let (parts, complete) = try scan(body, boundary: boundary, size: size)
@@ -55,7 +58,8 @@ struct FormDataScannerTests {
         #expect(throws: FormDataScanner.Malformed.self) {
             _ = try scan(Array("--Bxx".utf8), boundary: "B", size: 100)
         }
-        let (_, cut) = try scan(Array("--B\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nabc".utf8), boundary: "B", size: 4)
+        let (_, cut) = try scan(
+            Array("--B\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nabc".utf8), boundary: "B", size: 4)
         #expect(!cut)
         let (parts, complete) = try scan(Array("--B\r\n\r\nno headers\r\n--B--".utf8), boundary: "B", size: 3)
         #expect(complete && parts.count == 1 && parts[0].content == Array("no headers".utf8))

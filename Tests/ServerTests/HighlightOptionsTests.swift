@@ -16,8 +16,10 @@ struct HighlightOptionsTests {
 
     @Test func defaultsAndCaseInsensitiveQuality() throws {
         #expect(try Self.parse([:]).get() == HighlightOptions(targetDuration: 30, quality: .high))
-        let options = try Self.parse(["target_duration": "60", "quality": "LOW", "aspect": "9:16", "include": "12.5,40",
-                                      "exclude": "[[1, 2]]"]).get()
+        let options = try Self.parse([
+            "target_duration": "60", "quality": "LOW", "aspect": "9:16", "include": "12.5,40",
+            "exclude": "[[1, 2]]"
+        ]).get()
         #expect(options.targetDuration == 60)
         #expect(options.quality == .low)
         let edit = EditRequest(aspect: .portrait, include: [12.5, 40], exclude: [JobRange(start: 1, end: 2)])
@@ -41,10 +43,12 @@ struct HighlightOptionsTests {
     }
 
     static func original(quality: String = "medium", edit: JobEdit? = JobEdit(aspect: "1:1", include: [10])) -> Job {
-        let input = JobInput(size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: nil,
-                             width: 1920, height: 1080, rotation: 0, frameRate: 30)
-        var job = Job(id: "original", accountId: "a", targetDuration: 20, quality: quality, input: input,
-                      estimatedSeconds: 10, now: Date())
+        let input = JobInput(
+            size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: nil,
+            width: 1920, height: 1080, rotation: 0, frameRate: 30)
+        var job = Job(
+            id: "original", accountId: "a", targetDuration: 20, quality: quality, input: input,
+            estimatedSeconds: 10, now: Date())
         job.edit = edit
         return job
     }
@@ -55,8 +59,11 @@ struct HighlightOptionsTests {
 
     @Test func recutKeepsTheOriginalsChoicesItDoesNotChange() throws {
         let same = try Self.recut(RecutRequest()).get()
-        #expect(same == HighlightOptions(targetDuration: 20, quality: .medium,
-                                         edit: EditRequest(aspect: .square, include: [10])))
+        #expect(
+            same
+                == HighlightOptions(
+                    targetDuration: 20, quality: .medium,
+                    edit: EditRequest(aspect: .square, include: [10])))
         let request = RecutRequest(targetDuration: 40, quality: "HIGH", aspect: "9:16", include: [], exclude: [])
         let changed = try Self.recut(request).get()
         #expect(changed == HighlightOptions(targetDuration: 40, quality: .high, edit: EditRequest(aspect: .portrait)))
@@ -68,8 +75,11 @@ struct HighlightOptionsTests {
         #expect(Self.recut(RecutRequest(quality: "ultra")) == .failure(.invalidQuality("ultra", listsAllowed: false)))
         #expect(Self.recut(RecutRequest(exclude: [JobRange(start: 5, end: 1)])) == .failure(.invalidExclude(.badRange)))
         #expect(Self.recut(RecutRequest(include: [70])) == .failure(.invalidInclude(.pastEnd(time: 70, duration: 60))))
-        #expect(Self.recut(RecutRequest(exclude: [JobRange(start: 0, end: 60)])) == .failure(.invalidInclude(
-            .nearExclusion(time: 10, range: JobRange(start: 0, end: 60)))))
+        #expect(
+            Self.recut(RecutRequest(exclude: [JobRange(start: 0, end: 60)]))
+                == .failure(
+                    .invalidInclude(
+                        .nearExclusion(time: 10, range: JobRange(start: 0, end: 60)))))
         let everything = RecutRequest(include: [], exclude: [JobRange(start: 0, end: 60)])
         #expect(Self.recut(everything) == .failure(.invalidExclude(.leavesNothing)))
         #expect(Refusal.targetDurationOutOfRange(900, minimum: 5, maximum: 180, listsAllowed: false).extras.isEmpty)

@@ -24,7 +24,7 @@ struct HostileChildTests {
             socketPath = scratch.path("listening.sock")
             sockets.append(try Self.listen(abstractName, abstract: true))
             sockets.append(try Self.listen(socketPath, abstract: false))
-            chmod(socketPath, 0o777) // the file's permissions are no obstacle: the sandbox must be
+            chmod(socketPath, 0o777)  // the file's permissions are no obstacle: the sandbox must be
             try Data("shared".utf8).write(to: URL(fileURLWithPath: sharedMemory))
             chmod(sharedMemory, 0o666)
         }
@@ -48,7 +48,9 @@ struct HostileChildTests {
                 for (i, byte) in bytes.enumerated() { raw[i + (abstract ? 1 : 0)] = byte }
             }
             let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 1 : 0))
-            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
             guard bound == 0, Glibc.listen(fd, 8) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
             return fd
         }
@@ -66,9 +68,9 @@ struct HostileChildTests {
         #expect(FileManager.default.isExecutableFile(atPath: real), "build the moments executable first (swift build)")
         let path = scratch.path("probe-child")
         try """
-            #!/bin/sh
-            exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o755)
         return path
     }
@@ -76,14 +78,19 @@ struct HostileChildTests {
     static func isAlive(_ pid: pid_t) -> Bool {
         // A zombie (not reaped by its new parent yet) is gone for this purpose.
         guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return false }
+            let close = stat.lastIndex(of: ")")
+        else { return false }
         return !stat[stat.index(after: close)...].hasPrefix(" Z")
     }
 
     /// Checks a probe's report: every way out blocked, threads still made.
     static func expectContained(_ report: [String: String]) {
-        for attempt in ["environ", "kill", "ptrace", "udp", "abstract_socket", "unix_socket", "shm_write", "fork", "execve"] {
-            #expect(report[attempt]?.hasPrefix("blocked") == true, "\(attempt): \(report[attempt] ?? "not tried") (\(report))")
+        for attempt in [
+            "environ", "kill", "ptrace", "udp", "abstract_socket", "unix_socket", "shm_write", "fork", "execve"
+        ] {
+            #expect(
+                report[attempt]?.hasPrefix("blocked") == true,
+                "\(attempt): \(report[attempt] ?? "not tried") (\(report))")
         }
         #expect(report["forks"] == "0", "processes made: \(report["forks"] ?? "?")")
         #expect(report["grandchild"] == nil, "\(report)")
@@ -109,15 +116,17 @@ struct HostileChildTests {
     @Test(.timeLimit(.minutes(3))) func everyWayOutIsBlocked() throws {
         let dumpable = IsolatedChild.isDumpable
         defer { IsolatedChild.isDumpable = dumpable }
-        IsolatedChild.protectServerProcess(logger: Self.quiet) // as `moments serve` does
+        IsolatedChild.protectServerProcess(logger: Self.quiet)  // as `moments serve` does
         let targets = try Targets()
         let own = targets.scratch.path("job")
         try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
         let report = own + "/report.json"
         let script = try Self.probeScript(in: targets.scratch, report: report, targets: targets)
         let started = Date()
-        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 4 << 30, niceness: 0),
-                                        access: ChildAccess(writable: [own]), wallSeconds: 60, cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+        let outcome = IsolatedChild.run(
+            .probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 4 << 30, niceness: 0),
+            access: ChildAccess(writable: [own]), wallSeconds: 60, cpuSeconds: 60, cancellation: nil, logger: Self.quiet
+        )
         let results = try #require(Self.readReport(report), "no report: \(outcome)")
         Self.expectContained(results)
         #expect(Date().timeIntervalSince(started) < 30, "\(outcome)")
@@ -139,15 +148,18 @@ struct HostileChildTests {
             unlink(marker)
             let script = scratch.path("leaves-a-grandchild")
             try """
-                #!/bin/sh
-                /usr/bin/setsid /bin/sleep 300 &
-                echo $! > \(marker)
-                \(ending)
-                """.write(toFile: script, atomically: true, encoding: .utf8)
+            #!/bin/sh
+            /usr/bin/setsid /bin/sleep 300 &
+            echo $! > \(marker)
+            \(ending)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
             let started = Date()
-            let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
-                                            access: ChildAccess(writable: [own]), wallSeconds: budget, cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+            let outcome = IsolatedChild.run(
+                .probe("/nonexistent"),
+                settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
+                access: ChildAccess(writable: [own]), wallSeconds: budget, cpuSeconds: 60, cancellation: nil,
+                logger: Self.quiet)
             let took = Date().timeIntervalSince(started)
             #expect(took < budget.rounded(.up) + 10, "\(ending): \(took) s: \(outcome)")
             guard case .abnormal(let reason, let timedOut) = outcome else {
@@ -155,7 +167,10 @@ struct HostileChildTests {
                 continue
             }
             #expect(timedOut == (budget < 10), "\(ending): \(reason)")
-            let pid = try #require((try? String(contentsOfFile: marker, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            let pid = try #require(
+                (try? String(contentsOfFile: marker, encoding: .utf8)).flatMap {
+                    pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                })
             if ChildCgroup.parent != nil {
                 #expect(!Self.isAlive(pid), "\(ending): the grandchild \(pid) outlived the job")
             }
@@ -169,10 +184,10 @@ struct HostileChildTests {
         let scratch = Scratch()
         let fake = scratch.path("fake-moments")
         try """
-            #!/bin/sh
-            /usr/bin/setsid /bin/sleep 300 &
-            exit 9
-            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        /usr/bin/setsid /bin/sleep 300 &
+        exit 9
+        """.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let server = try await TestServer { s in s.childExecutable = fake }
         let video = try await Fixtures.data(.tiny)
@@ -190,7 +205,7 @@ struct HostileChildTests {
     @Test(.timeLimit(.minutes(4))) func jobChildCannotReachTheServer() async throws {
         let dumpable = IsolatedChild.isDumpable
         defer { IsolatedChild.isDumpable = dumpable }
-        IsolatedChild.protectServerProcess(logger: Self.quiet) // as `moments serve` does
+        IsolatedChild.protectServerProcess(logger: Self.quiet)  // as `moments serve` does
         let targets = try Targets()
         let fake = targets.scratch.path("fake-moments")
         let server = try await TestServer { s in
@@ -204,18 +219,20 @@ struct HostileChildTests {
             // Where a job's child may write that outlives the job: its account's analysis cache.
             let report = server.layout.accountCacheDirectory(accountId) + "/probe.json"
             try """
-                #!/bin/sh
-                input=$(/bin/cat)
-                case "$input" in
-                  *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
-                esac
-                exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
-                """.write(toFile: fake, atomically: true, encoding: .utf8)
+            #!/bin/sh
+            input=$(/bin/cat)
+            case "$input" in
+              *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
+            esac
+            exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
+            """.write(toFile: fake, atomically: true, encoding: .utf8)
             chmod(fake, 0o755)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(accepted.status == .ok, "\(accepted.text)")
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let seen = try await client.poll(job: job, key: key, timeout: 120) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            let seen = try await client.poll(job: job, key: key, timeout: 120) {
+                ["completed", "failed"].contains($0["status"] as? String ?? "")
+            }
             #expect(seen.last?["status"] as? String == "failed", "\(seen.last ?? [:])")
             let results = try #require(Self.readReport(report), "the probe did not report")
             Self.expectContained(results)
@@ -254,11 +271,14 @@ struct HostileChildTests {
         chmod(closed, 0o700)
         for folder in [scratch.path(""), closed] {
             let script = folder + "/show-user"
-            try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(toFile: script, atomically: true, encoding: .utf8)
+            try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(
+                toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
             #expect(user.canRun(script) == (folder != closed))
-            let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
-                                            access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
+            let outcome = IsolatedChild.run(
+                .probe("/nonexistent"),
+                settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
+                access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
             guard case .abnormal(let reason, _) = outcome else {
                 Issue.record("expected an abnormal end, got \(outcome)")
                 continue
@@ -276,7 +296,9 @@ struct HostileChildTests {
         let setpriv = "/usr/bin/setpriv"
         let capless = getuid() == 0 ? [setpriv, "--inh-caps=-all", "--bounding-set=-all", "--"] : []
         if getuid() == 0 {
-            try #require(FileManager.default.isExecutableFile(atPath: setpriv), "setpriv (util-linux) is needed to drop root's capabilities")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: setpriv),
+                "setpriv (util-linux) is needed to drop root's capabilities")
         }
         func start(_ command: [String], environment: [String: String] = [:]) throws -> Process {
             let process = Process()
@@ -295,14 +317,21 @@ struct HostileChildTests {
         }
         let scratch = Scratch()
         let port = try freePort()
-        let server = try start([executable, "serve", "--log-level", "warning"],
-                               environment: ["STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
-                                             "STORAGE_MIN_FREE_BYTES": "1048576", "MOMENTS_HOSTILE_CANARY": "secret"])
+        let server = try start(
+            [executable, "serve", "--log-level", "warning"],
+            environment: [
+                "STORAGE_PATH": scratch.path("storage"), "HTTP_PORT": String(port),
+                "STORAGE_MIN_FREE_BYTES": "1048576", "MOMENTS_HOSTILE_CANARY": "secret"
+            ])
         defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
         let sleeper = try start(["/bin/sleep", "600"])
         defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }
         try await ProcessHarness.waitUntilUp("http://127.0.0.1:\(port)")
-        #expect(try readsEnvironment(of: sleeper.processIdentifier), "the check itself: a dumpable process's environment is readable")
-        #expect(try !readsEnvironment(of: server.processIdentifier), "moments serve's environment is closed to its own user")
+        #expect(
+            try readsEnvironment(of: sleeper.processIdentifier),
+            "the check itself: a dumpable process's environment is readable")
+        #expect(
+            try !readsEnvironment(of: server.processIdentifier), "moments serve's environment is closed to its own user"
+        )
     }
 }

@@ -13,7 +13,9 @@ import Testing
 @Suite("Hostile clients: storage", .serialized)
 struct HostileStorageTests {
     /// The attack's file: a video with megabytes of padding after it (zeros a demuxer skips).
-    static func paddedVideo(_ name: String, padding: Int = 2 << 20, seedOffset: Int = 0, trim: Double = 0) async throws -> Data {
+    static func paddedVideo(_ name: String, padding: Int = 2 << 20, seedOffset: Int = 0, trim: Double = 0) async throws
+        -> Data
+    {
         var data = try await ReuploadTests.video(name, trim: trim, seedOffset: seedOffset)
         data.append(Data(count: padding))
         return data
@@ -47,7 +49,8 @@ struct HostileStorageTests {
             #expect(stored == [ids.last!], "one copy, the newest's: \(stored) of \(ids)")
 
             // The earlier jobs' re-cuts use the kept copy.
-            let recut = try await RecutTests.post(client, "/api/v1/jobs/\(firstID)/recuts", key: key, json: #"{"target_duration": 5}"#)
+            let recut = try await RecutTests.post(
+                client, "/api/v1/jobs/\(firstID)/recuts", key: key, json: #"{"target_duration": 5}"#)
             #expect(recut.status == .created, "\(recut.text)")
             let recutID = try #require(try recut.json()["job_id"] as? String)
             _ = try await RecutTests.completed(client, recutID, key: key)
@@ -82,8 +85,9 @@ struct HostileStorageTests {
             let released = try await client.get("/api/v1/jobs/\(firstID)", key: key).json()
             #expect((released["links"] as? [String: Any])?["recuts"] == nil, "no re-cut offered: \(released)")
             // (A raw client: the server answers before reading the body, then closes the connection.)
-            let refused = try await Wire(client).send(.POST, "/api/v1/jobs/\(firstID)/recuts", key: key,
-                                                      headers: [("Content-Type", "application/json")], body: Data("{}".utf8))
+            let refused = try await Wire(client).send(
+                .POST, "/api/v1/jobs/\(firstID)/recuts", key: key,
+                headers: [("Content-Type", "application/json")], body: Data("{}".utf8))
             #expect(refused.status == 410, "\(refused.text)")
             let problem = try refused.json()
             #expect((problem["type"] as? String)?.hasSuffix("/input_deleted") == true, "\(problem)")
@@ -104,9 +108,12 @@ struct HostileStorageTests {
     }
 
     @Test func theAllowanceIsASettingOfEachPlan() async throws {
-        let shipped = PlanSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        let shipped = PlanSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped.free.keptInputBytes == 2 << 30 && shipped.pro.keptInputBytes == 50 << 30)
-        let set = PlanSettings(reader: try await MomentsConfiguration.reader(environment: ["PLANS_FREE_KEPT_INPUT_BYTES": "1000"], file: "Config/moments.json"))
+        let set = PlanSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["PLANS_FREE_KEPT_INPUT_BYTES": "1000"], file: "Config/moments.json"))
         #expect(set.free.keptInputBytes == 1000 && set.pro.keptInputBytes == 50 << 30)
     }
 }

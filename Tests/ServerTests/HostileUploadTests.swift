@@ -19,7 +19,8 @@ struct HostileUploadTests {
     /// A tus creation (201) with `length` declared, or deferred when nil; its Location.
     static func createTus(_ wire: Wire, key: String, length: Int?) async throws -> String {
         let declared = length.map { [("Upload-Length", String($0))] } ?? [("Upload-Defer-Length", "1")]
-        let created = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: tus + declared + [("Upload-Metadata", "target_duration MTA=")])
+        let created = try await wire.send(
+            .POST, "/api/v1/uploads", key: key, headers: tus + declared + [("Upload-Metadata", "target_duration MTA=")])
         #expect(created.status == 201, "\(created.text)")
         return try #require(created.header("Location"))
     }
@@ -36,8 +37,11 @@ struct HostileUploadTests {
             let replies = try await withThrowingTaskGroup(of: Wire.Reply.self) { group in
                 for _ in 0..<60 {
                     group.addTask {
-                        try await wire.send(.POST, "/api/v1/uploads", key: key,
-                                            headers: Self.tus + [("Upload-Length", "100000"), ("Upload-Metadata", "target_duration MTA=")])
+                        try await wire.send(
+                            .POST, "/api/v1/uploads", key: key,
+                            headers: Self.tus + [
+                                ("Upload-Length", "100000"), ("Upload-Metadata", "target_duration MTA=")
+                            ])
                     }
                 }
                 return try await group.reduce(into: [Wire.Reply]()) { $0.append($1) }
@@ -47,7 +51,9 @@ struct HostileUploadTests {
             #expect(refused.allSatisfy { $0.status == 429 }, "\(refused.map(\.status))")
             for reply in refused {
                 #expect(reply.header("Content-Type") == "application/problem+json")
-                #expect(reply.text.contains("too_many_jobs") && Int(reply.header("Retry-After") ?? "") ?? 0 > 0, "\(reply.text)")
+                #expect(
+                    reply.text.contains("too_many_jobs") && Int(reply.header("Retry-After") ?? "") ?? 0 > 0,
+                    "\(reply.text)")
             }
             // The refusal tells the user what to do about the upload that holds the place.
             let detail = try #require(refused.first.flatMap { try? $0.json()["detail"] as? String })
@@ -63,20 +69,28 @@ struct HostileUploadTests {
     /// request answers 410, an append is refused with 410 and does not bring it back.
     @Test func expiredUploadStaysDead() async throws {
         let clock = TestClock(Date())
-        let server = try await TestServer(clock: clock) { $0.workers = 0; $0.resumableExpiryHours = 1 }
+        let server = try await TestServer(clock: clock) {
+            $0.workers = 0; $0.resumableExpiryHours = 1
+        }
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
             let location = try await Self.createTus(wire, key: key, length: 1000)
-            let first = try await wire.send(.PATCH, location, key: key, headers: Self.tus + [
-                ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0")], body: Data(repeating: 7, count: 100))
+            let first = try await wire.send(
+                .PATCH, location, key: key,
+                headers: Self.tus + [
+                    ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0")
+                ], body: Data(repeating: 7, count: 100))
             #expect(first.status == 204, "\(first.text)")
             #expect(try await wire.send(.HEAD, location, key: key, headers: Self.tus).header("Upload-Offset") == "100")
             clock.now = clock.now.addingTimeInterval(3700)
             let head = try await wire.send(.HEAD, location, key: key, headers: Self.tus)
             #expect(head.status == 410)
-            let revive = try await wire.send(.PATCH, location, key: key, headers: Self.tus + [
-                ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "100")], body: Data(repeating: 7, count: 100))
+            let revive = try await wire.send(
+                .PATCH, location, key: key,
+                headers: Self.tus + [
+                    ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "100")
+                ], body: Data(repeating: 7, count: 100))
             #expect(revive.status == 410, "\(revive.text)")
             #expect(revive.header("Content-Type") == "application/problem+json")
             #expect((try? revive.json()["detail"] as? String)?.contains("Start a new upload") == true, "\(revive.text)")
@@ -91,12 +105,15 @@ struct HostileUploadTests {
 
     /// The head of a tus append whose body is still to come, on a connection of its own; the
     /// first answer (100 when the body is invited).
-    static func startAppend(port: Int, key: String, location: String, length: Int) async throws -> (RawConnection, RawConnection.Response?) {
+    static func startAppend(port: Int, key: String, location: String, length: Int) async throws -> (
+        RawConnection, RawConnection.Response?
+    ) {
         try await RawConnection.offPool {
             let connection = try RawConnection(port: port)
-            connection.send("PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n" +
-                            "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(length)\r\n" +
-                            "Expect: 100-continue\r\n\r\n")
+            connection.send(
+                "PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n"
+                    + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(length)\r\n"
+                    + "Expect: 100-continue\r\n\r\n")
             return (connection, connection.readResponse(timeout: 10))
         }
     }
@@ -105,7 +122,9 @@ struct HostileUploadTests {
     /// (`upload.maxConcurrentPerAccount`, by default a quarter of `upload.maxConcurrent`) its next
     /// append is refused with 429, and another account still uploads, plainly and resumably.
     @Test func slowAppendsFromOneAccountLeaveSlotsForOthers() async throws {
-        let server = try await TestServer { $0.workers = 0; $0.maxConcurrentUploads = 8 }
+        let server = try await TestServer {
+            $0.workers = 0; $0.maxConcurrentUploads = 8
+        }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
@@ -118,7 +137,8 @@ struct HostileUploadTests {
             var refused: [RawConnection.Response] = []
             for _ in 0..<8 {
                 let location = try await Self.createTus(wire, key: mallory, length: 10_000_000)
-                let (connection, answer) = try await Self.startAppend(port: port, key: mallory, location: location, length: 10_000_000)
+                let (connection, answer) = try await Self.startAppend(
+                    port: port, key: mallory, location: location, length: 10_000_000)
                 held.append(connection)
                 if answer?.status == 100 {
                     invited += 1
@@ -129,15 +149,20 @@ struct HostileUploadTests {
                 }
             }
             #expect(invited == 2, "one account holds a quarter of the slots")
-            #expect(refused.count == 6 && refused.allSatisfy { $0.status == 429 && $0.body.contains("too_many_uploads") }, "\(refused.map(\.head))")
+            #expect(
+                refused.count == 6 && refused.allSatisfy { $0.status == 429 && $0.body.contains("too_many_uploads") },
+                "\(refused.map(\.head))")
             #expect(refused.allSatisfy { Int($0.header("Retry-After") ?? "") ?? 0 > 0 })
             // Another account still uploads while the slow ones hold their slots.
             let (plain, answer) = try await TransportLimitTests.startUpload(port: port, key: alice)
             plain.close()
             #expect(answer?.status == 100, "\(answer?.head ?? "none")\(answer?.body ?? "")")
             let location = try await Self.createTus(wire, key: alice, length: video.count)
-            let whole = try await wire.send(.PATCH, location, key: alice, headers: Self.tus + [
-                ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0")], body: video)
+            let whole = try await wire.send(
+                .PATCH, location, key: alice,
+                headers: Self.tus + [
+                    ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0")
+                ], body: video)
             #expect(whole.status == 204 && whole.header("Moments-Job-Id") != nil, "\(whole.text)")
         }
     }
@@ -160,17 +185,20 @@ struct HostileUploadTests {
                 location = try await Self.createTus(wire, key: key, length: nil)
                 protocolHead = "Tus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n"
             } else {
-                let created = try await wire.send(.POST, "/api/v1/uploads", key: key,
-                                                  headers: [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?0")])
+                let created = try await wire.send(
+                    .POST, "/api/v1/uploads", key: key,
+                    headers: [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?0")])
                 #expect(created.status == 201, "\(created.text)")
                 location = try #require(created.header("Location"))
-                protocolHead = "Upload-Draft-Interop-Version: 6\r\nUpload-Complete: ?1\r\nContent-Type: application/partial-upload\r\n"
+                protocolHead =
+                    "Upload-Draft-Interop-Version: 6\r\nUpload-Complete: ?1\r\nContent-Type: application/partial-upload\r\n"
             }
             let answer = try await RawConnection.offPool { () -> RawConnection.Response? in
                 let connection = try RawConnection(port: port)
                 defer { connection.close() }
-                connection.send("PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n\(protocolHead)" +
-                                "Upload-Offset: 0\r\nTransfer-Encoding: chunked\r\n\r\n")
+                connection.send(
+                    "PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n\(protocolHead)"
+                        + "Upload-Offset: 0\r\nTransfer-Encoding: chunked\r\n\r\n")
                 // 7 chunks of 16 KiB: 112 KiB, past the 100 kB limit with the last one (the
                 // answer comes before the body's end, which is not sent).
                 let chunk = [UInt8](repeating: 0x42, count: 16 * 1024)
@@ -199,12 +227,16 @@ struct HostileUploadTests {
             let port = try #require(client.port)
             let (accountId, key) = try await client.createAccount()
             let location = try await Self.createTus(wire, key: key, length: 10_000_000)
-            let (connection, answer) = try await Self.startAppend(port: port, key: key, location: location, length: 10_000_000)
+            let (connection, answer) = try await Self.startAppend(
+                port: port, key: key, location: location, length: 10_000_000)
             defer { connection.close() }
             #expect(answer?.status == 100)
             try await RawConnection.offPool { connection.send([UInt8](repeating: 1, count: 64 * 1024)) }
             let store = server.service.database
-            guard case .success(let (_, spare)) = try await store.createKey(accountId: accountId, label: "spare", now: Date()) else {
+            guard
+                case .success(let (_, spare)) = try await store.createKey(
+                    accountId: accountId, label: "spare", now: Date())
+            else {
                 Issue.record("no second key")
                 return
             }
@@ -224,14 +256,21 @@ struct HostileUploadTests {
     /// Event streams per account are capped (`http.maxEventStreamsPerAccount`, 429 beyond), a
     /// revoked key ends its open streams within a few seconds, and the slots come back.
     @Test func eventStreamsAreCappedAndEndWithTheirKey() async throws {
-        let server = try await TestServer { $0.workers = 0; $0.maxEventStreamsPerAccount = 2 }
+        let server = try await TestServer {
+            $0.workers = 0; $0.maxEventStreamsPerAccount = 2
+        }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (accountId, key) = try await client.createAccount()
-            let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let job = try #require(
+                try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
             let store = server.service.database
-            guard case .success(let (_, spare)) = try await store.createKey(accountId: accountId, label: "spare", now: Date()) else {
+            guard
+                case .success(let (_, spare)) = try await store.createKey(
+                    accountId: accountId, label: "spare", now: Date())
+            else {
                 Issue.record("no second key")
                 return
             }
@@ -241,7 +280,9 @@ struct HostileUploadTests {
             }
             try await Task.sleep(for: .seconds(1))
             let third = try? await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: spare, timeout: .seconds(5))
-            #expect(third?.status == 429 && third?.text.contains("too_many_streams") == true, "\(third?.text ?? "no answer in 5 s")")
+            #expect(
+                third?.status == 429 && third?.text.contains("too_many_streams") == true,
+                "\(third?.text ?? "no answer in 5 s")")
             #expect(Int(third?.header("Retry-After") ?? "") ?? 0 > 0)
             // Revoking the streams' key ends both.
             let keys = try await store.keys(accountId: accountId)
@@ -264,7 +305,9 @@ struct HostileUploadTests {
                 #expect(reply.status == 200)
             }
             fallback.cancel()
-            #expect(Date().timeIntervalSince(revokedAt) < 8, "streams outlived their key (\(Date().timeIntervalSince(start)) s)")
+            #expect(
+                Date().timeIntervalSince(revokedAt) < 8,
+                "streams outlived their key (\(Date().timeIntervalSince(start)) s)")
             // Their slots are free: the spare key opens a stream (ended at once by the job's cancellation).
             _ = try await client.get("/api/v1/jobs/\(job)", key: spare, method: .delete)
             let again = try await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: spare, timeout: .seconds(20))
@@ -277,12 +320,14 @@ extension HostileUploadTests {
     /// The per-account upload slots and event streams are read from the environment, and
     /// Config/moments.json holds their defaults (a quarter of the server's slots; 8 streams).
     @Test func perAccountLimitsAreConfigurable() async throws {
-        let reader = try await MomentsConfiguration.reader(environment: [
-            "UPLOAD_MAX_CONCURRENT_PER_ACCOUNT": "3", "HTTP_MAX_EVENT_STREAMS_PER_ACCOUNT": "2",
-        ], file: "/nonexistent/moments.json")
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "UPLOAD_MAX_CONCURRENT_PER_ACCOUNT": "3", "HTTP_MAX_EVENT_STREAMS_PER_ACCOUNT": "2"
+            ], file: "/nonexistent/moments.json")
         let settings = ServiceSettings(reader: reader)
         #expect(settings.maxConcurrentUploadsPerAccount == 3 && settings.maxEventStreamsPerAccount == 2)
-        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        let shipped = ServiceSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped.maxConcurrentUploadsPerAccount == 0 && shipped.maxEventStreamsPerAccount == 8)
         #expect(shipped.maxConcurrentUploadsPerAccount == ServiceSettings().maxConcurrentUploadsPerAccount)
     }

@@ -50,7 +50,9 @@ extension HostileWebhookTests {
                 address.sin6_port = UInt16(port).bigEndian
                 inet_pton(AF_INET6, host, &address.sin6_addr)
                 bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                    }
                 }
             } else {
                 var address = sockaddr_in()
@@ -58,7 +60,9 @@ extension HostileWebhookTests {
                 address.sin_port = UInt16(port).bigEndian
                 inet_pton(AF_INET, host, &address.sin_addr)
                 bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
             }
             guard bound == 0, listen(fd, 64) == 0 else {
@@ -119,7 +123,9 @@ extension HostileWebhookTests {
                     continue
                 }
                 if count == 0 { break }
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { if !first.isEmpty { break } else { continue } }
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                    if !first.isEmpty { break } else { continue }
+                }
                 break
             }
             connections.withLock { $0[index].firstBytes = first }

@@ -56,7 +56,9 @@ struct HostileWebhookTests {
             try await withServer(server, .live) { client in
                 let (_, hostile) = try await client.createAccount()
                 let (_, other) = try await client.createAccount()
-                #expect(try await WebhookTests.register(client, key: hostile, url: "http://127.0.0.1:\(trickler.port)/hook").status == .ok)
+                #expect(
+                    try await WebhookTests.register(client, key: hostile, url: "http://127.0.0.1:\(trickler.port)/hook")
+                        .status == .ok)
                 #expect(try await WebhookTests.register(client, key: other, url: url).status == .ok)
                 var hostileJobs: [String] = []
                 for _ in 0..<3 { hostileJobs.append(try await Self.event(client, key: hostile, video: video)) }
@@ -64,14 +66,19 @@ struct HostileWebhookTests {
 
                 let job = try await Self.event(client, key: other, video: video)
                 let queued = Date()
-                _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) { $0.first?["status"] as? String == "delivered" }
+                _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) {
+                    $0.first?["status"] as? String == "delivered"
+                }
                 let waited = Date().timeIntervalSince(queued)
                 #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
 
                 // Every attempt at the trickler ended by the deadline, the connection closed by
                 // the dispatcher; the answer's status counts.
-                #expect(try await Self.waitFor(25) { trickler.seen.count >= 3 && trickler.seen.allSatisfy { $0.closedByPeer != nil } },
-                        "\(trickler.seen)")
+                #expect(
+                    try await Self.waitFor(25) {
+                        trickler.seen.count >= 3 && trickler.seen.allSatisfy { $0.closedByPeer != nil }
+                    },
+                    "\(trickler.seen)")
                 for connection in trickler.seen {
                     let held = (connection.closedByPeer ?? Date()).timeIntervalSince(connection.accepted)
                     #expect(held < 11, "a trickled attempt lasted \(held) s")
@@ -101,7 +108,9 @@ struct HostileWebhookTests {
             try await withServer(server, .live) { client in
                 let (_, hostile) = try await client.createAccount()
                 let (_, other) = try await client.createAccount()
-                #expect(try await WebhookTests.register(client, key: hostile, url: "http://127.0.0.1:\(trickler.port)/hook").status == .ok)
+                #expect(
+                    try await WebhookTests.register(client, key: hostile, url: "http://127.0.0.1:\(trickler.port)/hook")
+                        .status == .ok)
                 #expect(try await WebhookTests.register(client, key: other, url: url).status == .ok)
                 var hostileJobs: [String] = []
                 for _ in 0..<3 { hostileJobs.append(try await Self.event(client, key: hostile, video: video)) }
@@ -109,7 +118,9 @@ struct HostileWebhookTests {
 
                 let job = try await Self.event(client, key: other, video: video)
                 let queued = Date()
-                _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) { $0.first?["status"] as? String == "delivered" }
+                _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) {
+                    $0.first?["status"] as? String == "delivered"
+                }
                 let waited = Date().timeIntervalSince(queued)
                 #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
                 #expect(trickler.seen.count == 1, "one attempt at a time at the slow endpoint: \(trickler.seen.count)")
@@ -124,8 +135,12 @@ struct HostileWebhookTests {
                 }
                 let attempt = try #require((log.first?["attempts"] as? [[String: Any]])?.first)
                 let error = attempt["error"] as? String ?? ""
-                #expect(attempt["status_code"] is NSNull && error.contains("could not be reached") && error.contains("10 seconds"), "\(attempt)")
-                #expect((attempt["duration_ms"] as? Int ?? .max) < 12_000 && (attempt["duration_ms"] as? Int ?? 0) > 8_000, "\(attempt)")
+                #expect(
+                    attempt["status_code"] is NSNull && error.contains("could not be reached")
+                        && error.contains("10 seconds"), "\(attempt)")
+                #expect(
+                    (attempt["duration_ms"] as? Int ?? .max) < 12_000 && (attempt["duration_ms"] as? Int ?? 0) > 8_000,
+                    "\(attempt)")
                 #expect(log.first?["status"] as? String == "pending", "tried again later")
             }
         }
@@ -186,7 +201,9 @@ struct HostileWebhookTests {
             }
             outside = candidate
             inside = [v4]
-            if let v6 = try? RawListener(host: "::1", port: candidate.port, behaviour: .recordOnly) { inside.append(v6) }
+            if let v6 = try? RawListener(host: "::1", port: candidate.port, behaviour: .recordOnly) {
+                inside.append(v6)
+            }
         }
         let stand = try #require(outside)
         defer { stand.stop(); inside.forEach { $0.stop() } }
@@ -195,15 +212,18 @@ struct HostileWebhookTests {
         let server = try await TestServer(clock: clock) { s in s.workers = 0 }
         #expect(server.service.settings.webhooks.allowPrivateTargets == false)
         let resolver = RebindingResolver(name: "localhost", first: ["127.0.0.2"], then: ["127.0.0.1"])
-        let network = WebhookNetwork(resolve: { try resolver.resolve($0) },
-                                     classify: { $0 == "127.0.0.2" ? nil : SpecialPurposeAddresses.classify($0) })
+        let network = WebhookNetwork(
+            resolve: { try resolver.resolve($0) },
+            classify: { $0 == "127.0.0.2" ? nil : SpecialPurposeAddresses.classify($0) })
         var logger = Logger(label: "moments-test")
         logger.logLevel = .critical
-        let dispatcher = WebhookDispatcher(database: server.service.database, settings: server.service.settings.webhooks,
-                                           baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger,
-                                           clock: { clock.now })
+        let dispatcher = WebhookDispatcher(
+            database: server.service.database, settings: server.service.settings.webhooks,
+            baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger,
+            clock: { clock.now })
         dispatcher.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: WebhookLookupBudget())
-        let (accountId, _, _, job) = try await WebhookTests.failedJob(server, url: "https://localhost:\(stand.port)/hook", now: clock.now)
+        let (accountId, _, _, job) = try await WebhookTests.failedJob(
+            server, url: "https://localhost:\(stand.port)/hook", now: clock.now)
 
         #expect(await dispatcher.deliverDue() == 1)
         // (The HTTP client tries the connection again while its deadline lasts: each to the same address.)
@@ -246,7 +266,8 @@ struct HostileWebhookTests {
                 return ["93.184.215.14"]
             })
             let budget = shared ? WebhookLookupBudget(total: 32, perAccount: 32) : WebhookLookupBudget()
-            server.service.runner.webhooks.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
+            server.service.runner.webhooks.targets = WebhookTargetChecker(
+                allowPrivate: false, network: network, budget: budget)
             try await withServer(server, .router) { client in
                 let (_, hostile) = try await client.createAccount()
                 let (_, other) = try await client.createAccount()
@@ -256,7 +277,10 @@ struct HostileWebhookTests {
                     try await withThrowingTaskGroup(of: Int.self) { group in
                         for n in 0..<40 {
                             group.addTask {
-                                let status = Int(try await WebhookTests.register(client, key: hostile, url: "https://slow-\(n).example.net/hook").status.code)
+                                let status = Int(
+                                    try await WebhookTests.register(
+                                        client, key: hostile, url: "https://slow-\(n).example.net/hook"
+                                    ).status.code)
                                 answered.add()
                                 return status
                             }
@@ -266,7 +290,9 @@ struct HostileWebhookTests {
                 }
                 // Every request of the burst is in: those over the limit answered, the rest resolving.
                 let held = min(budget.total, budget.perAccount)
-                #expect(try await Self.waitFor(20) { budget.running >= held && answered.count >= 40 - held }, "\(answered.count) answered")
+                #expect(
+                    try await Self.waitFor(20) { budget.running >= held && answered.count >= 40 - held },
+                    "\(answered.count) answered")
                 let started = Date()
                 let response = try await WebhookTests.register(client, key: other, url: "https://fine.example.net/hook")
                 let took = Date().timeIntervalSince(started)
@@ -280,7 +306,8 @@ struct HostileWebhookTests {
                     #expect(took < 2, "the other account's registration took \(took) s")
                     let refused = statuses.filter { $0 == 503 }.count
                     #expect(refused == 40 - budget.perAccount, "the hostile account's own share: \(statuses)")
-                    let problem = try await WebhookTests.register(client, key: hostile, url: "https://slow-x.example.net/hook")
+                    let problem = try await WebhookTests.register(
+                        client, key: hostile, url: "https://slow-x.example.net/hook")
                     #expect(problem.status == .badRequest, "its share is free again: \(problem.text)")
                 }
             }
@@ -299,11 +326,14 @@ struct HostileWebhookTests {
             default: throw POSIXError(.ENOENT)
             }
         })
-        server.service.runner.webhooks.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: WebhookLookupBudget())
+        server.service.runner.webhooks.targets = WebhookTargetChecker(
+            allowPrivate: false, network: network, budget: WebhookLookupBudget())
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             var details: [String] = []
-            for host in ["vm.internal.example", "db.internal.example", "nat64.internal.example", "nowhere.internal.example"] {
+            for host in [
+                "vm.internal.example", "db.internal.example", "nat64.internal.example", "nowhere.internal.example"
+            ] {
                 let problem = try await WebhookTests.register(client, key: key, url: "https://\(host)/hook")
                     .expectProblem(.badRequest, code: "webhook_unresolvable")
                 let detail = try #require(problem["detail"] as? String)

@@ -34,8 +34,10 @@ struct IETFResumableUploadTests {
             let port = wire.port
             let informational = try await RawConnection.offPool { () -> RawConnection.Response? in
                 let connection = try RawConnection(port: port)
-                connection.send("POST /api/v1/uploads?target_duration=10 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
-                                "Upload-Draft-Interop-Version: \(version)\r\n\(completeHeader)\r\nContent-Length: \(video.count)\r\n\r\n")
+                connection.send(
+                    "POST /api/v1/uploads?target_duration=10 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n"
+                        + "Upload-Draft-Interop-Version: \(version)\r\n\(completeHeader)\r\nContent-Length: \(video.count)\r\n\r\n"
+                )
                 let interim = connection.readResponse(timeout: 10)
                 connection.send([UInt8](video.prefix(cut)))
                 Thread.sleep(forTimeInterval: 0.3)
@@ -45,7 +47,9 @@ struct IETFResumableUploadTests {
             let interim = try #require(informational, "104 Upload Resumption Supported before the body")
             #expect(interim.status == 104)
             #expect(interim.header("Upload-Draft-Interop-Version") == String(version))
-            #expect((interim.header("Upload-Limit") != nil) == (version >= 6), "Upload-Limit from version 6 (required in 8)")
+            #expect(
+                (interim.header("Upload-Limit") != nil) == (version >= 6), "Upload-Limit from version 6 (required in 8)"
+            )
             let location = try #require(interim.header("Location"))
             #expect(location.hasPrefix("/api/v1/uploads/"))
             let ietf = [("Upload-Draft-Interop-Version", String(version))]
@@ -54,22 +58,29 @@ struct IETFResumableUploadTests {
                 let head = try await wire.send(.HEAD, location, key: key, headers: ietf)
                 #expect(head.status == 204)
                 #expect(head.header("Cache-Control") == "no-store")
-                #expect(head.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?1" : "?0"))
+                #expect(
+                    head.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?1" : "?0"))
                 offset = head.header("Upload-Offset").flatMap { Int($0) }
                 if offset == cut { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(offset == cut)
-            let wrong = try await wire.send(.PATCH, location, key: key, headers: ietf + [
-                ("Upload-Offset", "1"), (version == 3 ? "Upload-Incomplete" : "Upload-Complete", version == 3 ? "?0" : "?1"),
-                ("Content-Type", "application/partial-upload"),
-            ], body: video.suffix(from: cut))
+            let wrong = try await wire.send(
+                .PATCH, location, key: key,
+                headers: ietf + [
+                    ("Upload-Offset", "1"),
+                    (version == 3 ? "Upload-Incomplete" : "Upload-Complete", version == 3 ? "?0" : "?1"),
+                    ("Content-Type", "application/partial-upload")
+                ], body: video.suffix(from: cut))
             #expect(wrong.status == 409)
             #expect(wrong.header("Upload-Offset") == String(cut))
-            let rest = try await wire.send(.PATCH, location, key: key, headers: ietf + [
-                ("Upload-Offset", String(cut)), (version == 3 ? "Upload-Incomplete" : "Upload-Complete", version == 3 ? "?0" : "?1"),
-                ("Content-Type", "application/partial-upload"),
-            ], body: video.suffix(from: cut))
+            let rest = try await wire.send(
+                .PATCH, location, key: key,
+                headers: ietf + [
+                    ("Upload-Offset", String(cut)),
+                    (version == 3 ? "Upload-Incomplete" : "Upload-Complete", version == 3 ? "?0" : "?1"),
+                    ("Content-Type", "application/partial-upload")
+                ], body: video.suffix(from: cut))
             #expect(rest.status == 200, "\(rest.text)")
             #expect(rest.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?0" : "?1"))
             let job = try #require(try rest.json()["job_id"] as? String)
@@ -87,8 +98,10 @@ struct IETFResumableUploadTests {
             let port = try #require(client.port)
             let first = try await RawConnection.offPool { () -> RawConnection.Response? in
                 let connection = try RawConnection(port: port)
-                connection.send("POST /api/v1/uploads HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
-                                "Upload-Draft-Interop-Version: 99\r\nUpload-Complete: ?1\r\nContent-Length: \(video.count)\r\n\r\n")
+                connection.send(
+                    "POST /api/v1/uploads HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n"
+                        + "Upload-Draft-Interop-Version: 99\r\nUpload-Complete: ?1\r\nContent-Length: \(video.count)\r\n\r\n"
+                )
                 connection.send([UInt8](video))
                 return connection.readResponse(timeout: 30)
             }
@@ -112,22 +125,32 @@ struct IETFResumableUploadTests {
             let (_, key) = try await client.createAccount()
             let base = "http://127.0.0.1:\(try #require(client.port))"
             let auth = "Authorization: Bearer \(key)"
-            let created = try await Curl.run(["-sS", "-i", "-X", "POST", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?0",
-                                              "--data-binary", "@" + scratch.path("part1"), base + "/api/v1/uploads?target_duration=5&quality=low"])
+            let created = try await Curl.run([
+                "-sS", "-i", "-X", "POST", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6", "-H",
+                "Upload-Complete: ?0",
+                "--data-binary", "@" + scratch.path("part1"), base + "/api/v1/uploads?target_duration=5&quality=low"
+            ])
             #expect(created.contains("HTTP/1.1 104"), "\(created)")
             #expect(created.contains("HTTP/1.1 201"), "\(created)")
             let location = try #require(Curl.header("Location", in: created))
-            let head = try await Curl.run(["-sS", "-I", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6", base + location])
+            let head = try await Curl.run([
+                "-sS", "-I", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6", base + location
+            ])
             #expect(Curl.header("Upload-Offset", in: head) == String(half), "\(head)")
             #expect(Curl.header("Upload-Complete", in: head) == "?0")
-            let appended = try await Curl.run(["-sS", "-i", "-X", "PATCH", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6",
-                                               "-H", "Upload-Offset: \(half)", "-H", "Upload-Complete: ?1", "-H", "Content-Type: application/partial-upload",
-                                               "--data-binary", "@" + scratch.path("part2"), base + location])
+            let appended = try await Curl.run([
+                "-sS", "-i", "-X", "PATCH", "-H", auth, "-H", "Upload-Draft-Interop-Version: 6",
+                "-H", "Upload-Offset: \(half)", "-H", "Upload-Complete: ?1", "-H",
+                "Content-Type: application/partial-upload",
+                "--data-binary", "@" + scratch.path("part2"), base + location
+            ])
             #expect(appended.contains("HTTP/1.1 200"), "\(appended)")
             let body = try #require(appended.components(separatedBy: "\r\n\r\n").last)
             let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
             let job = try #require(json?["job_id"] as? String)
-            let statuses = try await client.poll(job: job, key: key) { ["completed", "failed"].contains($0["status"] as? String) }
+            let statuses = try await client.poll(job: job, key: key) {
+                ["completed", "failed"].contains($0["status"] as? String)
+            }
             #expect(statuses.last?["status"] as? String == "completed", "\(statuses.last ?? [:])")
         }
     }

@@ -80,25 +80,33 @@ struct IsolationTests {
             let (accountId, key) = try await client.createAccount()
             // The marker goes where a job's child may write (it is confined to its job and its account's cache).
             let marker = server.layout.accountCacheDirectory(accountId) + "/failed-once"
-            let fake = try Self.fakeChild(in: scratch, onHighlight: """
-                if [ ! -e \(marker) ]; then
-                  : > \(marker)
-                  echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
-                  exit 3
-                fi
-                printf '%s' "$input" | \(real) job-exec; exit $?
-                """)
+            let fake = try Self.fakeChild(
+                in: scratch,
+                onHighlight: """
+                    if [ ! -e \(marker) ]; then
+                      : > \(marker)
+                      echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
+                      exit 3
+                    fi
+                    printf '%s' "$input" | \(real) job-exec; exit $?
+                    """)
             #expect(fake == fakePath)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let seen = try await client.poll(job: job, key: key, timeout: 150) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            let seen = try await client.poll(job: job, key: key, timeout: 150) {
+                ["completed", "failed"].contains($0["status"] as? String ?? "")
+            }
             #expect(seen.last?["status"] as? String == "completed", "\(seen.last ?? [:])")
-            #expect(seen.contains { ($0["message"] as? String)?.hasPrefix("Waiting to try again") == true }, "the retry is visible while it waits")
+            #expect(
+                seen.contains { ($0["message"] as? String)?.hasPrefix("Waiting to try again") == true },
+                "the retry is visible while it waits")
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
             #expect(detail["attempts"] as? Int == 2, "\(detail)")
             let ledger = try await server.service.database.ledger(accountId: accountId)
             #expect(ledger.map(\.change).reduce(0, +) == 1, "charged once: \(ledger)")
-            #expect(ledger.filter { $0.reason.contains("attempt 1") }.isEmpty, "the failed attempt is not charged: \(ledger)")
+            #expect(
+                ledger.filter { $0.reason.contains("attempt 1") }.isEmpty,
+                "the failed attempt is not charged: \(ledger)")
         }
     }
 
@@ -109,13 +117,13 @@ struct IsolationTests {
         let real = IsolationSettings.defaultExecutable()
         let fake = scratch.path("fake-moments")
         try """
-            #!/bin/sh
-            IFS= read -r line
-            case "$line" in
-              *'"kind":"recognize"'*) exit 9 ;;
-            esac
-            printf '%s\\n' "$line" | \(real) job-exec; exit $?
-            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        IFS= read -r line
+        case "$line" in
+          *'"kind":"recognize"'*) exit 9 ;;
+        esac
+        printf '%s\\n' "$line" | \(real) job-exec; exit $?
+        """.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let server = try await TestServer { s in
             s.childExecutable = fake
@@ -129,14 +137,17 @@ struct IsolationTests {
                 let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
                 #expect(accepted.status == .ok, "\(accepted.text)")
                 let job = try #require(try accepted.json()["job_id"] as? String)
-                let seen = try await client.poll(job: job, key: key, timeout: 90) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+                let seen = try await client.poll(job: job, key: key, timeout: 90) {
+                    ["completed", "failed"].contains($0["status"] as? String ?? "")
+                }
                 #expect(seen.last?["status"] as? String == "completed", "\(seen.last ?? [:])")
                 jobs.append(job)
             }
             // The second job had an earlier upload to compare with, so its child looked first (and died).
             let detail = try await client.get("/api/v1/jobs/\(jobs[1])", key: key).json()
             #expect(detail["attempts"] as? Int == 1, "no second attempt: \(detail)")
-            #expect(detail["duplicate_of"] == nil || detail["duplicate_of"] is NSNull, "the look never answered: \(detail)")
+            #expect(
+                detail["duplicate_of"] == nil || detail["duplicate_of"] is NSNull, "the look never answered: \(detail)")
         }
     }
 
@@ -171,18 +182,19 @@ struct IsolationTests {
         let scratch = Scratch()
         let path = scratch.path("show-limits")
         try """
-            #!/bin/sh
-            echo "as=$(ulimit -v) core=$(ulimit -c) files=$(ulimit -n) cpu=$(ulimit -t) env=$(/usr/bin/env | /usr/bin/tr '\\n' ' ')" >&2
-            ls /proc/self/fd >&2
-            exit 9
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        echo "as=$(ulimit -v) core=$(ulimit -c) files=$(ulimit -n) cpu=$(ulimit -t) env=$(/usr/bin/env | /usr/bin/tr '\\n' ' ')" >&2
+        ls /proc/self/fd >&2
+        exit 9
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o755)
         var settings = IsolationSettings(executable: path, memoryBytes: 512 << 20, niceness: 0)
         settings.openFiles = 32
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = IsolatedChild.run(.probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 7,
-                                        cancellation: nil, logger: logger)
+        let outcome = IsolatedChild.run(
+            .probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 7,
+            cancellation: nil, logger: logger)
         guard case .abnormal(let reason, let timedOut) = outcome else {
             Issue.record("expected an abnormal end, got \(outcome)")
             return
@@ -190,7 +202,9 @@ struct IsolationTests {
         #expect(!timedOut)
         #expect(reason.contains("status 9"), "\(reason)")
         #expect(reason.contains("as=524288 core=0 files=32 cpu=7"), "\(reason)")
-        #expect(reason.contains("MOMENTS_CHILD=1") && !reason.contains("HOME="), "the child gets no environment of ours: \(reason)")
+        #expect(
+            reason.contains("MOMENTS_CHILD=1") && !reason.contains("HOME="),
+            "the child gets no environment of ours: \(reason)")
     }
 
     /// A job's child does its media work at `jobs.niceness`, in every thread that works (FFmpeg's
@@ -198,11 +212,12 @@ struct IsolationTests {
     /// (found by its parent and its niceness) are read from /proc while it reports progress.
     @Test func childWorksAtItsNiceness() async throws {
         let scratch = Scratch()
-        _ = try await Fixtures.data(.short) // generated off the cooperative pool
+        _ = try await Fixtures.data(.short)  // generated off the cooperative pool
         var request = HighlightRequest(source: Fixtures.path(.short))
         request.output = scratch.path("highlight.mp4")
         request.selection.targetDuration = 5
-        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 2 << 30, niceness: 11)
+        let settings = IsolationSettings(
+            executable: IsolationSettings.defaultExecutable(), memoryBytes: 2 << 30, niceness: 11)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let access = ChildAccess(readable: [request.source], writable: [scratch.path("")])
@@ -210,8 +225,10 @@ struct IsolationTests {
         let (outcome, busy) = try await RawConnection.offPool { () -> (ChildOutcome, [Int: Int]) in
             // Clock ticks of CPU used per niceness, over the child's threads, at the last progress report.
             var busy: [Int: Int] = [:]
-            let outcome = IsolatedChild.run(task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
-                                            cancellation: nil, logger: quiet) { _, _ in
+            let outcome = IsolatedChild.run(
+                task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
+                cancellation: nil, logger: quiet
+            ) { _, _ in
                 if let threads = Self.threadsOfChild(niceness: 11) { busy = threads }
             }
             return (outcome, busy)
@@ -231,17 +248,20 @@ struct IsolationTests {
         // /proc/<pid>/stat: "pid (comm) state ppid ..."; after the ")" field 14-15 are utime and
         // stime and 19 is the niceness (1-based, counting pid as 1).
         func fields(_ path: String) -> [Substring]? {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")")
+            else { return nil }
             return text[text.index(after: close)...].split(separator: " ")
         }
         let me = Int(getpid())
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = Int(entry), let main = fields("/proc/\(pid)/stat"), main.count > 17,
-                  Int(main[1]) == me, Int(main[16]) == niceness else { continue }
+                Int(main[1]) == me, Int(main[16]) == niceness
+            else { continue }
             var ticks: [Int: Int] = [:]
             for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
                 guard let thread = fields("/proc/\(pid)/task/\(tid)/stat"), thread.count > 17,
-                      let user = Int(thread[11]), let system = Int(thread[12]), let nice = Int(thread[16]) else { continue }
+                    let user = Int(thread[11]), let system = Int(thread[12]), let nice = Int(thread[16])
+                else { continue }
                 ticks[nice, default: 0] += user + system
             }
             return ticks
@@ -264,19 +284,22 @@ struct IsolationTests {
         request.selection.targetDuration = 5
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let settings = IsolationSettings(executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
+        let settings = IsolationSettings(
+            executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
         let access = ChildAccess(writable: [scratch.path("")])
         let look = ChildTask.recognize(video, candidates: candidates, analysis: request.analysis, continues: true)
         func run(_ next: ChildTask?) -> (ChildOutcome, [String]) {
             var stages: [String] = []
             var asked = 0
-            let outcome = IsolatedChild.run(look, settings: settings, access: access, wallSeconds: 60, cpuSeconds: 120, cancellation: nil, logger: logger,
-                                            onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } },
-                                            followUp: { message in
-                                                asked += 1
-                                                #expect(message.recognition != nil && message.result == nil)
-                                                return next
-                                            })
+            let outcome = IsolatedChild.run(
+                look, settings: settings, access: access, wallSeconds: 60, cpuSeconds: 120, cancellation: nil,
+                logger: logger,
+                onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } },
+                followUp: { message in
+                    asked += 1
+                    #expect(message.recognition != nil && message.result == nil)
+                    return next
+                })
             #expect(asked == 1)
             return (outcome, stages)
         }
@@ -304,12 +327,14 @@ struct IsolationTests {
     /// The child's task lines: one per newline, empty ones skipped, the last one without a newline
     /// too (a task written whole, then the input closed); a line over 1 MB is refused.
     @Test func taskLinesAreReadOneAtATime() throws {
-        signal(SIGPIPE, SIG_IGN) // the writer of an overlong line meets a closed pipe
+        signal(SIGPIPE, SIG_IGN)  // the writer of an overlong line meets a closed pipe
         func lines(_ bytes: Data) -> [Data?] {
             var fds: [Int32] = [-1, -1]
             #expect(pipe(&fds) == 0)
             let writeEnd = fds[1]
-            let writer = Thread { bytes.withUnsafeBytes { _ = write(writeEnd, $0.baseAddress, $0.count) }; close(writeEnd) }
+            let writer = Thread {
+                bytes.withUnsafeBytes { _ = write(writeEnd, $0.baseAddress, $0.count) }; close(writeEnd)
+            }
             writer.start()
             var reader = ChildMain.TaskReader(fd: fds[0])
             var out: [Data?] = []
@@ -317,9 +342,14 @@ struct IsolationTests {
             close(fds[0])
             return out
         }
-        #expect(lines(Data("{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}".utf8)) == [Data("{\"a\":1}".utf8), Data("{\"b\":2}".utf8), Data("{\"c\":3}".utf8)])
+        #expect(
+            lines(Data("{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}".utf8)) == [
+                Data("{\"a\":1}".utf8), Data("{\"b\":2}".utf8), Data("{\"c\":3}".utf8)
+            ])
         #expect(lines(Data()).isEmpty)
-        #expect(lines(Data(repeating: 0x41, count: (1 << 20) + 10) + Data("\n{}\n".utf8)).isEmpty, "an overlong line ends the input")
+        #expect(
+            lines(Data(repeating: 0x41, count: (1 << 20) + 10) + Data("\n{}\n".utf8)).isEmpty,
+            "an overlong line ends the input")
     }
 
     /// The parent's reader of a child's output looks at each byte once: a 33 MB line without a
@@ -353,7 +383,7 @@ struct IsolationTests {
         var lines: [Data] = []
         var offset = 0
         while offset < stream.count {
-            let end = min(stream.count, offset + 64 * 1024 - 7) // reads that end inside a line
+            let end = min(stream.count, offset + 64 * 1024 - 7)  // reads that end inside a line
             lines += reader.feed(stream[offset..<end])
             offset = end
         }
@@ -365,7 +395,9 @@ struct IsolationTests {
         // A line of exactly the limit passes; one byte more does not.
         var small = LineReader(maxLine: 8)
         #expect(small.feed(Array("12345678\n".utf8)[...]) == [Data("12345678".utf8)])
-        #expect(small.feed(Array("1234".utf8)[...]).isEmpty && small.feed(Array("56789".utf8)[...]).isEmpty && small.overflowed)
+        #expect(
+            small.feed(Array("1234".utf8)[...]).isEmpty && small.feed(Array("56789".utf8)[...]).isEmpty
+                && small.overflowed)
     }
 
     /// The child sees only its own files: it cannot read another account's video or write
@@ -379,18 +411,19 @@ struct IsolationTests {
         try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
         let path = scratch.path("try-files")
         try """
-            #!/bin/sh
-            /bin/cat \(secret) >/dev/null 2>&1 && echo "read-secret:yes" >&2 || echo "read-secret:no" >&2
-            echo x > \(own)/out 2>/dev/null && echo "write-own:yes" >&2 || echo "write-own:no" >&2
-            echo x > \(scratch.path("elsewhere")) 2>/dev/null && echo "write-elsewhere:yes" >&2 || echo "write-elsewhere:no" >&2
-            /bin/ls \(scratch.path("")) >/dev/null 2>&1 && echo "list-storage:yes" >&2 || echo "list-storage:no" >&2
-            exit 9
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        /bin/cat \(secret) >/dev/null 2>&1 && echo "read-secret:yes" >&2 || echo "read-secret:no" >&2
+        echo x > \(own)/out 2>/dev/null && echo "write-own:yes" >&2 || echo "write-own:no" >&2
+        echo x > \(scratch.path("elsewhere")) 2>/dev/null && echo "write-elsewhere:yes" >&2 || echo "write-elsewhere:no" >&2
+        /bin/ls \(scratch.path("")) >/dev/null 2>&1 && echo "list-storage:yes" >&2 || echo "list-storage:no" >&2
+        exit 9
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o755)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = IsolatedChild.run(.probe(secret), settings: IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0),
-                                        access: ChildAccess(writable: [own]), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: logger)
+        let outcome = IsolatedChild.run(
+            .probe(secret), settings: IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0),
+            access: ChildAccess(writable: [own]), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: logger)
         guard case .abnormal(let reason, _) = outcome else {
             Issue.record("expected an abnormal end, got \(outcome)")
             return
@@ -431,7 +464,10 @@ struct IsolationTests {
             _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }
             var pid: pid_t = 0
             for _ in 0..<100 where pid == 0 {
-                pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+                pid =
+                    (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
+                        pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                    } ?? 0
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(pid > 0 && kill(pid, 0) == 0, "the child is running")

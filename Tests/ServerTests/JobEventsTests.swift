@@ -65,10 +65,12 @@ struct JobEventsTests {
             #expect(events.count >= 2, "\(response.text)")
             let final = try #require(events.last)
             #expect(final.name == "completed" && final.data["status"] as? String == "completed", "\(final.data)")
-            #expect(final.data["result_url"] as? String == "\(server.service.settings.baseURL)/api/v1/jobs/\(job)/download")
+            #expect(
+                final.data["result_url"] as? String == "\(server.service.settings.baseURL)/api/v1/jobs/\(job)/download")
             for event in events {
                 #expect(event.id?.isEmpty == false)
-                #expect(Set(event.data.keys) == ["job_id", "status", "progress", "message", "result_url"], "\(event.data)")
+                #expect(
+                    Set(event.data.keys) == ["job_id", "status", "progress", "message", "result_url"], "\(event.data)")
                 #expect(event.data["job_id"] as? String == job)
                 #expect(event.name == event.data["status"] as? String)
             }
@@ -79,9 +81,12 @@ struct JobEventsTests {
             let status = try await wire.send(.GET, "/api/v1/jobs/\(job)/status", key: key).json()
             #expect(NSDictionary(dictionary: status).isEqual(to: final.data))
 
-            let done = try await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: key, headers: [("Last-Event-ID", try #require(final.id))])
+            let done = try await wire.send(
+                .GET, "/api/v1/jobs/\(job)/events", key: key, headers: [("Last-Event-ID", try #require(final.id))])
             #expect(done.status == 204)
-            let older = try await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: key, headers: [("Last-Event-ID", try #require(events.first?.id))])
+            let older = try await wire.send(
+                .GET, "/api/v1/jobs/\(job)/events", key: key,
+                headers: [("Last-Event-ID", try #require(events.first?.id))])
             let replay = try Self.parse(older.text).events
             #expect(replay.map(\.id) == [final.id], "only the state newer than the client's: \(older.text)")
         }
@@ -91,7 +96,7 @@ struct JobEventsTests {
     /// with the cancelled state.
     @Test func heartbeatsWhileNothingChanges() async throws {
         let server = try await TestServer { s in
-            s.workers = 0 // the job waits in the queue
+            s.workers = 0  // the job waits in the queue
             s.eventsHeartbeatSeconds = 0.3
         }
         let video = try await Fixtures.data(.tiny)
@@ -106,7 +111,8 @@ struct JobEventsTests {
                 try await Task.sleep(for: .milliseconds(3000))
                 return try await service.cancelOrDelete(id: job, account: account)?.status
             }
-            let response = try await Wire(client).send(.GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(120))
+            let response = try await Wire(client).send(
+                .GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(120))
             #expect(try await cancel.value == .cancelled)
             let (events, comments, _) = try Self.parse(response.text)
             #expect(comments.filter { $0 == ": ping" }.count >= 2, "\(response.text)")
@@ -122,16 +128,24 @@ struct JobEventsTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
-            let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let job = try #require(
+                try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
             let url = "http://127.0.0.1:\(try #require(client.port))/api/v1/jobs/\(job)/events"
             let auth = "Authorization: Bearer \(key)"
             let stream = try await Curl.run(["-sS", "-N", "--max-time", "120", "-H", auth, url])
             let (events, _, _) = try Self.parse(stream)
             let final = try #require(events.last)
             #expect(final.name == "completed", "\(stream)")
-            let done = try await Curl.run(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth, "-H", "Last-Event-ID: \(try #require(final.id))", url])
+            let done = try await Curl.run([
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth, "-H",
+                "Last-Event-ID: \(try #require(final.id))", url
+            ])
             #expect(done == "204")
-            let resumed = try await Curl.run(["-sS", "-N", "--max-time", "30", "-H", auth, "-H", "Last-Event-ID: \(try #require(events.first?.id))", url])
+            let resumed = try await Curl.run([
+                "-sS", "-N", "--max-time", "30", "-H", auth, "-H", "Last-Event-ID: \(try #require(events.first?.id))",
+                url
+            ])
             #expect(try Self.parse(resumed).events.map(\.id) == [final.id], "\(resumed)")
         }
     }

@@ -11,9 +11,10 @@ import Testing
 @Suite("API keys and account state")
 struct KeyTests {
     func createKey(_ client: some TestClientProtocol, key: String, body: String? = nil) async throws -> TestResponse {
-        try await client.executeRequest(uri: "/api/v1/account/keys", method: .post,
-                                        headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-                                        body: body.map { ByteBuffer(string: $0) })
+        try await client.executeRequest(
+            uri: "/api/v1/account/keys", method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: body.map { ByteBuffer(string: $0) })
     }
 
     func keys(_ client: some TestClientProtocol, key: String) async throws -> [[String: Any]] {
@@ -37,13 +38,17 @@ struct KeyTests {
             let json = try created.json()
             let second = try #require(json["api_key"] as? String)
             let secondId = try #require(json["id"] as? String)
-            #expect(second.hasPrefix("mk_") && second != first && json["label"] as? String == "laptop" && json["created_at"] is String)
+            #expect(
+                second.hasPrefix("mk_") && second != first && json["label"] as? String == "laptop"
+                    && json["created_at"] is String)
             #expect((json["prefix"] as? String).map { second.hasPrefix($0) } == true)
             #expect(try await client.get("/api/v1/account", key: second).json()["account_id"] as? String == accountId)
 
             // The list: both keys, the current one marked, no secrets or hashes anywhere.
             let response = try await client.get("/api/v1/account/keys", key: second)
-            #expect(!response.text.contains(first) && !response.text.contains(second) && !response.text.contains(Account.hash(apiKey: first)))
+            #expect(
+                !response.text.contains(first) && !response.text.contains(second)
+                    && !response.text.contains(Account.hash(apiKey: first)))
             let both = try response.json()["keys"] as? [[String: Any]] ?? []
             #expect(Set(both.compactMap { $0["id"] as? String }) == [firstId, secondId])
             #expect(both.first { $0["id"] as? String == secondId }?["current"] as? Bool == true)
@@ -51,27 +56,32 @@ struct KeyTests {
             #expect(both.allSatisfy { $0["api_key"] == nil && $0["hash"] == nil })
 
             // Revoke the first key: the very next request with it is refused.
-            _ = try await client.get("/api/v1/account", key: first) // answered (and would have been cached before)
+            _ = try await client.get("/api/v1/account", key: first)  // answered (and would have been cached before)
             let revoked = try await client.get("/api/v1/account/keys/\(firstId)", key: second, method: .delete)
             #expect(revoked.status == .ok, "\(revoked.text)")
             #expect(try revoked.json()["revoked_at"] is String)
             try await client.get("/api/v1/account", key: first).expectProblem(.unauthorized, code: "revoked_api_key")
-            try await client.get("/api/v1/jobs/\(UUID().uuidString)/status", key: first).expectProblem(.unauthorized, code: "revoked_api_key")
+            try await client.get("/api/v1/jobs/\(UUID().uuidString)/status", key: first).expectProblem(
+                .unauthorized, code: "revoked_api_key")
             #expect(try await client.get("/api/v1/account", key: second).status == .ok)
             // Revoking it again changes nothing; it stays listed as revoked.
             #expect(try await client.get("/api/v1/account/keys/\(firstId)", key: second, method: .delete).status == .ok)
-            #expect(try await keys(client, key: second).first { $0["id"] as? String == firstId }?["revoked_at"] is String)
+            #expect(
+                try await keys(client, key: second).first { $0["id"] as? String == firstId }?["revoked_at"] is String)
 
             // The last active key cannot be revoked (the account would be locked out).
-            try await client.get("/api/v1/account/keys/\(secondId)", key: second, method: .delete).expectProblem(.conflict, code: "last_active_key")
+            try await client.get("/api/v1/account/keys/\(secondId)", key: second, method: .delete).expectProblem(
+                .conflict, code: "last_active_key")
             #expect(try await client.get("/api/v1/account", key: second).status == .ok)
 
             // Unknown ids and another account's keys look the same: 404, and the other key still works.
-            try await client.get("/api/v1/account/keys/\(UUID().uuidString)", key: second, method: .delete).expectProblem(.notFound, code: "key_not_found")
+            try await client.get("/api/v1/account/keys/\(UUID().uuidString)", key: second, method: .delete)
+                .expectProblem(.notFound, code: "key_not_found")
             let (_, otherKey) = try await client.createAccount()
             let otherId = try #require(try await keys(client, key: otherKey).first?["id"] as? String)
             _ = try await createKey(client, key: otherKey)
-            try await client.get("/api/v1/account/keys/\(otherId)", key: second, method: .delete).expectProblem(.notFound, code: "key_not_found")
+            try await client.get("/api/v1/account/keys/\(otherId)", key: second, method: .delete).expectProblem(
+                .notFound, code: "key_not_found")
             #expect(try await client.get("/api/v1/account", key: otherKey).status == .ok)
         }
     }
@@ -81,11 +91,15 @@ struct KeyTests {
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             try await createKey(client, key: key, body: "[1]").expectProblem(.badRequest, code: "invalid_json")
-            try await createKey(client, key: key, body: #"{"name": "x"}"#).expectProblem(.badRequest, code: "unknown_field")
-            try await createKey(client, key: key, body: #"{"label": 5}"#).expectProblem(.badRequest, code: "invalid_field")
+            try await createKey(client, key: key, body: #"{"name": "x"}"#).expectProblem(
+                .badRequest, code: "unknown_field")
+            try await createKey(client, key: key, body: #"{"label": 5}"#).expectProblem(
+                .badRequest, code: "invalid_field")
             try await client.get("/api/v1/account/keys", key: nil).expectProblem(.unauthorized, code: "missing_api_key")
             // At most 10 active keys.
-            for _ in 1..<APIKey.maxActivePerAccount { #expect(try await createKey(client, key: key).status == .created) }
+            for _ in 1..<APIKey.maxActivePerAccount {
+                #expect(try await createKey(client, key: key).status == .created)
+            }
             let refused = try await createKey(client, key: key).expectProblem(.conflict, code: "too_many_keys")
             #expect(refused["limit"] as? Int == APIKey.maxActivePerAccount)
         }
@@ -101,12 +115,15 @@ struct KeyTests {
             let (_, bystander) = try await client.createAccount()
             try await server.service.database.setDisabled(accountId: id, true, now: Date())
             for k in [key, second] {
-                let problem = try await client.get("/api/v1/account", key: k).expectProblem(.forbidden, code: "account_disabled")
+                let problem = try await client.get("/api/v1/account", key: k).expectProblem(
+                    .forbidden, code: "account_disabled")
                 #expect((problem["detail"] as? String)?.contains("contact support") == true)
                 try await client.get("/api/v1/jobs", key: k).expectProblem(.forbidden, code: "account_disabled")
-                try await client.get("/api/v1/jobs/\(UUID().uuidString)/status", key: k).expectProblem(.forbidden, code: "account_disabled")
+                try await client.get("/api/v1/jobs/\(UUID().uuidString)/status", key: k).expectProblem(
+                    .forbidden, code: "account_disabled")
                 try await client.get("/api/v1/account/keys", key: k).expectProblem(.forbidden, code: "account_disabled")
-                try await client.upload(key: k, file: Data([0, 1, 2])).expectProblem(.forbidden, code: "account_disabled")
+                try await client.upload(key: k, file: Data([0, 1, 2])).expectProblem(
+                    .forbidden, code: "account_disabled")
             }
             #expect(try await client.get("/api/v1/account", key: bystander).status == .ok)
             try await server.service.database.setDisabled(accountId: id, false, now: Date())
@@ -121,7 +138,9 @@ struct KeyTests {
         let server = try await TestServer(clock: clock)
         try await withServer(server, .router) { client in
             let (id, key) = try await client.createAccount()
-            func lastUsed() async throws -> Date? { try await server.service.database.keys(accountId: id).first?.lastUsedAt }
+            func lastUsed() async throws -> Date? {
+                try await server.service.database.keys(accountId: id).first?.lastUsedAt
+            }
             _ = try await client.get("/api/v1/account", key: key)
             var first: Date?
             for _ in 0..<100 where first == nil {
@@ -159,15 +178,22 @@ struct KeyTests {
             let queue = try DatabaseQueue(path: path)
             try await queue.write { db in
                 try db.execute(sql: Self.v3Schema)
-                try db.execute(sql: "INSERT INTO account (id, apiKeyHash, apiKeyPrefix, plan, label, createdAt) VALUES (?, ?, ?, 'free', 'old', ?)",
-                               arguments: ["0f8fad5b-d9cb-469f-a165-70867728950e", Account.hash(apiKey: key), String(key.prefix(10)), created])
-                try db.execute(sql: """
-                    INSERT INTO job (id, accountId, status, message, targetDuration, quality, input, estimatedSeconds, createdAt, updatedAt)
-                    VALUES ('j1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'completed', 'Done', 30, 'high',
-                            '{"size":1,"duration":10,"container":"mp4","videoCodec":"h264","width":320,"height":180,"rotation":0,"frameRate":30}', 10, ?, ?);
-                    INSERT INTO subscription (originalTransactionId, accountId, productId, expiresAt, state, lastSignedDate, environment, source, updatedAt)
-                    VALUES ('o1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'com.moments.pro.monthly', ?, 'revoked', ?, 'Production', 'admin', ?);
-                    """, arguments: [created, created, created.addingTimeInterval(86400 * 365 * 10), created, created])
+                try db.execute(
+                    sql:
+                        "INSERT INTO account (id, apiKeyHash, apiKeyPrefix, plan, label, createdAt) VALUES (?, ?, ?, 'free', 'old', ?)",
+                    arguments: [
+                        "0f8fad5b-d9cb-469f-a165-70867728950e", Account.hash(apiKey: key), String(key.prefix(10)),
+                        created
+                    ])
+                try db.execute(
+                    sql: """
+                        INSERT INTO job (id, accountId, status, message, targetDuration, quality, input, estimatedSeconds, createdAt, updatedAt)
+                        VALUES ('j1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'completed', 'Done', 30, 'high',
+                                '{"size":1,"duration":10,"container":"mp4","videoCodec":"h264","width":320,"height":180,"rotation":0,"frameRate":30}', 10, ?, ?);
+                        INSERT INTO subscription (originalTransactionId, accountId, productId, expiresAt, state, lastSignedDate, environment, source, updatedAt)
+                        VALUES ('o1', '0f8fad5b-d9cb-469f-a165-70867728950e', 'com.moments.pro.monthly', ?, 'revoked', ?, 'Production', 'admin', ?);
+                        """,
+                    arguments: [created, created, created.addingTimeInterval(86400 * 365 * 10), created, created])
             }
             try queue.close()
         }
@@ -176,7 +202,9 @@ struct KeyTests {
             Issue.record("the migrated key does not authenticate")
             return
         }
-        #expect(account.id == "0f8fad5b-d9cb-469f-a165-70867728950e" && account.label == "old" && account.createdAt == created)
+        #expect(
+            account.id == "0f8fad5b-d9cb-469f-a165-70867728950e" && account.label == "old"
+                && account.createdAt == created)
         #expect(!account.tester && account.disabledAt == nil)
         let keys = try await db.keys(accountId: account.id)
         #expect(keys.map(\.id) == [keyId] && keys[0].prefix == String(key.prefix(10)) && keys[0].createdAt == created)
@@ -184,8 +212,10 @@ struct KeyTests {
         let subscription = try #require(try await db.subscriptions(accountId: account.id).first)
         #expect(subscription.state == .revoked && subscription.revokedAt != nil)
         // A later transaction of that original transaction does not reinstate it.
-        let renewal = TransactionFacts(originalTransactionId: "o1", productId: "com.moments.pro.monthly", expiresAt: Date().addingTimeInterval(86400),
-                                       revoked: false, appAccountToken: nil, environment: "Production", signedDate: Date())
+        let renewal = TransactionFacts(
+            originalTransactionId: "o1", productId: "com.moments.pro.monthly",
+            expiresAt: Date().addingTimeInterval(86400),
+            revoked: false, appAccountToken: nil, environment: "Production", signedDate: Date())
         _ = try await db.applyTransaction(renewal, accountId: account.id, now: Date())
         #expect(try await db.entitlement(accountId: account.id, now: Date()).grantsPro == false)
         try db.close()

@@ -18,9 +18,11 @@ struct LeaseTests {
         let db = server.service.database
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let accepted = try await client.upload(key: key, file: try await Fixtures.data(.tiny), fields: [("target_duration", "5")])
+            let accepted = try await client.upload(
+                key: key, file: try await Fixtures.data(.tiny), fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let ghost = try #require(try await db.claimNextJob(worker: "ghost-host/1/x#0", leaseSeconds: 1, now: Date()))
+            let ghost = try #require(
+                try await db.claimNextJob(worker: "ghost-host/1/x#0", leaseSeconds: 1, now: Date()))
             #expect(ghost.id == job)
             // The rescuer (every half lease) finds the expired lease.
             var rescued: Job?
@@ -32,7 +34,10 @@ struct LeaseTests {
             #expect(back.attempts == 1 && back.leaseOwner == nil && back.runAfter != nil)
             #expect(back.message.contains("attempt 2 of 3"), "\(back.message)")
             // The vanished worker cannot write about it any more.
-            #expect(try await db.updateProgress(id: job, worker: "ghost-host/1/x#0", progress: 50, stage: "rendering", message: "x", now: Date()) == false)
+            #expect(
+                try await db.updateProgress(
+                    id: job, worker: "ghost-host/1/x#0", progress: 50, stage: "rendering", message: "x", now: Date())
+                    == false)
         }
     }
 
@@ -46,7 +51,8 @@ struct LeaseTests {
         }
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
-            let accepted = try await client.upload(key: key, file: try await Fixtures.data(.long), fields: [("target_duration", "10")])
+            let accepted = try await client.upload(
+                key: key, file: try await Fixtures.data(.long), fields: [("target_duration", "10")])
             let job = try #require(try accepted.json()["job_id"] as? String)
             var running = false
             for _ in 0..<600 where !running {
@@ -57,8 +63,12 @@ struct LeaseTests {
             clock.now = clock.now.addingTimeInterval(90)
             await server.service.runner.rescueExpiredLeases()
             let current = try #require(try await server.service.database.job(id: job))
-            #expect(current.attempts == 1 && (current.status == .processing || current.status == .completed), "\(current.status) attempt \(current.attempts)")
-            _ = try await client.poll(job: job, key: key, timeout: 240) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            #expect(
+                current.attempts == 1 && (current.status == .processing || current.status == .completed),
+                "\(current.status) attempt \(current.attempts)")
+            _ = try await client.poll(job: job, key: key, timeout: 240) {
+                ["completed", "failed"].contains($0["status"] as? String ?? "")
+            }
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
             #expect(detail["status"] as? String == "completed" && detail["attempts"] as? Int == 1, "\(detail)")
         }
@@ -71,14 +81,18 @@ struct LeaseTests {
         }
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
-            let accepted = try await client.upload(key: key, file: try await Fixtures.data(.long), fields: [("target_duration", "10")])
+            let accepted = try await client.upload(
+                key: key, file: try await Fixtures.data(.long), fields: [("target_duration", "10")])
             let job = try #require(try accepted.json()["job_id"] as? String)
             let started = Date()
-            _ = try await client.poll(job: job, key: key, timeout: 240) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+            _ = try await client.poll(job: job, key: key, timeout: 240) {
+                ["completed", "failed"].contains($0["status"] as? String ?? "")
+            }
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
             #expect(detail["status"] as? String == "completed", "\(detail)")
             #expect(detail["attempts"] as? Int == 1, "\(detail)")
-            #expect(Date().timeIntervalSince(started) > 3, "the job must outlast one lease for this test to mean anything")
+            #expect(
+                Date().timeIntervalSince(started) > 3, "the job must outlast one lease for this test to mean anything")
         }
     }
 }

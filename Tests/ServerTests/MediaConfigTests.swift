@@ -62,12 +62,14 @@ struct MediaConfigTests {
         try video.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         var sum = 0.0, count = 0
-        try AnalysisDecoder(path: path).run(onFrame: { _ in }, onAudio: { chunk in
-            for (i, v) in chunk.samples.enumerated() where chunk.time + Double(i) / Double(chunk.sampleRate) < 0.2 {
-                sum += Double(abs(v))
-                count += 1
-            }
-        })
+        try AnalysisDecoder(path: path).run(
+            onFrame: { _ in },
+            onAudio: { chunk in
+                for (i, v) in chunk.samples.enumerated() where chunk.time + Double(i) / Double(chunk.sampleRate) < 0.2 {
+                    sum += Double(abs(v))
+                    count += 1
+                }
+            })
         return sum / Double(max(1, count))
     }
 }

@@ -17,8 +17,11 @@ struct MediaLinkTests {
             let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try upload.json()["job_id"] as? String)
             // Before the highlight exists there is nothing to link to.
-            try await client.get("/api/v1/jobs/\(job)/media-links", key: key).expectProblem(.conflict, code: "job_not_completed")
-            let done = try await client.poll(job: job, key: key) { ["completed", "failed"].contains($0["status"] as? String) }
+            try await client.get("/api/v1/jobs/\(job)/media-links", key: key).expectProblem(
+                .conflict, code: "job_not_completed")
+            let done = try await client.poll(job: job, key: key) {
+                ["completed", "failed"].contains($0["status"] as? String)
+            }
             #expect(done.last?["status"] as? String == "completed")
 
             let links = try await client.get("/api/v1/jobs/\(job)/media-links", key: key).json()
@@ -40,20 +43,30 @@ struct MediaLinkTests {
             // A forged signature, a payload pointing elsewhere, garbage and an expired link open nothing.
             let token = String(highlight.dropFirst("/api/v1/media/".count))
             let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "BB" : "AA")
-            try await client.get("/api/v1/media/\(forged)", key: nil).expectProblem(.forbidden, code: "invalid_media_link")
+            try await client.get("/api/v1/media/\(forged)", key: nil).expectProblem(
+                .forbidden, code: "invalid_media_link")
             let keys = try await server.service.database.keys(accountId: accountId)
             let stored = try #require(keys.first)
-            let wrongHash = MediaLinks.token(.init(jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
-                                                   expires: Int64(Date().timeIntervalSince1970) + 60), keyHash: String(repeating: "0", count: 64))
-            try await client.get("/api/v1/media/\(wrongHash)", key: nil).expectProblem(.forbidden, code: "invalid_media_link")
-            try await client.get("/api/v1/media/\(String(repeating: "A", count: 2000))", key: nil).expectProblem(.forbidden, code: "invalid_media_link")
-            let expired = MediaLinks.token(.init(jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
-                                                 expires: Int64(Date().timeIntervalSince1970) - 1), keyHash: stored.hash)
-            try await client.get("/api/v1/media/\(expired)", key: nil).expectProblem(.forbidden, code: "media_link_expired")
+            let wrongHash = MediaLinks.token(
+                .init(
+                    jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
+                    expires: Int64(Date().timeIntervalSince1970) + 60), keyHash: String(repeating: "0", count: 64))
+            try await client.get("/api/v1/media/\(wrongHash)", key: nil).expectProblem(
+                .forbidden, code: "invalid_media_link")
+            try await client.get("/api/v1/media/\(String(repeating: "A", count: 2000))", key: nil).expectProblem(
+                .forbidden, code: "invalid_media_link")
+            let expired = MediaLinks.token(
+                .init(
+                    jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
+                    expires: Int64(Date().timeIntervalSince1970) - 1), keyHash: stored.hash)
+            try await client.get("/api/v1/media/\(expired)", key: nil).expectProblem(
+                .forbidden, code: "media_link_expired")
 
             // Links made with a key stop working when that key is revoked.
-            let second = try await client.executeRequest(uri: "/api/v1/account/keys", method: .post,
-                                                         headers: [.authorization: "Bearer \(key)"], body: nil).json()
+            let second = try await client.executeRequest(
+                uri: "/api/v1/account/keys", method: .post,
+                headers: [.authorization: "Bearer \(key)"], body: nil
+            ).json()
             let secondKey = try #require(second["api_key"] as? String)
             let secondLinks = try await client.get("/api/v1/jobs/\(job)/media-links", key: secondKey).json()
             let secondPoster = try #require(URL(string: secondLinks["poster"] as? String ?? "")).path

@@ -10,7 +10,7 @@ struct ProblemScrubberTests {
             "Cannot open /var/lib/moments/Storage/uploads/x.partial.",
             "Missing certificate Config/x at file:///etc/moments/AppleRootCA-G3.cer",
             "[mov,mp4,m4a,3gp,3g2,mj2 @ 0x55d0c1a0] moov atom not found",
-            "the Apple root certificate /tmp/moments/apple-root.cer is missing",
+            "the Apple root certificate /tmp/moments/apple-root.cer is missing"
         ] {
             #expect(ProblemScrubber.leaks(leaking), "\(leaking)")
         }
@@ -19,7 +19,7 @@ struct ProblemScrubberTests {
             "There is no endpoint GET at this path (the `instance` member). The API is described at /openapi.json.",
             "Send the video as multipart/form-data with a part named \"file\" (curl -F file=@video.mp4).",
             "target_duration must be between 5 and 180 seconds; it was 1/2.",
-            "Send it as \"Authorization: Bearer <api_key>\".",
+            "Send it as \"Authorization: Bearer <api_key>\"."
         ] {
             #expect(!ProblemScrubber.leaks(fine), "\(fine)")
         }
@@ -27,9 +27,13 @@ struct ProblemScrubberTests {
 
     /// A leaking aside is cut out and the sentence around it kept.
     @Test func keepsTheAdviceAroundALeakingAside() {
-        let detail = "The uploaded file is not a video this server can read. (Invalid data found when processing input) Upload an MP4, MOV or another format listed at /api/v1/upload/formats."
+        let detail =
+            "The uploaded file is not a video this server can read. (Invalid data found when processing input) Upload an MP4, MOV or another format listed at /api/v1/upload/formats."
         let cleaned = ProblemScrubber.withoutLeakingAsides(detail)
-        #expect(cleaned == "The uploaded file is not a video this server can read. Upload an MP4, MOV or another format listed at /api/v1/upload/formats.")
+        #expect(
+            cleaned
+                == "The uploaded file is not a video this server can read. Upload an MP4, MOV or another format listed at /api/v1/upload/formats."
+        )
         #expect(!ProblemScrubber.leaks(cleaned))
     }
 }

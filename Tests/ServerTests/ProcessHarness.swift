@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import Synchronization
 import Testing
@@ -30,7 +30,10 @@ enum ProcessHarness {
     static func waitUntilUp(_ base: String) async throws {
         for _ in 0..<400 {
             if let (_, response) = try? await URLSession.shared.data(from: URL(string: "\(base)/health")!),
-               (response as? HTTPURLResponse)?.statusCode == 200 { return }
+                (response as? HTTPURLResponse)?.statusCode == 200
+            {
+                return
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         Issue.record("the server at \(base) did not come up")
@@ -77,7 +80,9 @@ enum TestServers {
         let admin = try postgresURL
         let name = "moments_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         try await RawConnection.offPool { try create(name, admin: admin) }
-        guard var parts = URLComponents(string: admin) else { throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start") }
+        guard var parts = URLComponents(string: admin) else {
+            throw MissingTestServer(what: "a valid MOMENTS_TEST_DATABASE_URL", how: "scripts/pg-test-server start")
+        }
         parts.path = "/" + name
         return parts.string!
     }
@@ -93,7 +98,10 @@ enum TestServers {
                 psql.waitUntilExit()
                 if psql.terminationStatus == 0 { return }
                 attempt += 1
-                guard attempt < 5 else { throw MissingTestServer(what: "PostgreSQL (CREATE DATABASE failed)", how: "scripts/pg-test-server start") }
+                guard attempt < 5 else {
+                    throw MissingTestServer(
+                        what: "PostgreSQL (CREATE DATABASE failed)", how: "scripts/pg-test-server start")
+                }
                 usleep(200_000)
             }
         }
@@ -106,7 +114,8 @@ enum TestServers {
         get throws {
             let env = ProcessInfo.processInfo.environment
             guard let endpoint = env["MOMENTS_TEST_S3_ENDPOINT"], let key = env["MOMENTS_TEST_S3_ACCESS_KEY_ID"],
-                  let secret = env["MOMENTS_TEST_S3_SECRET_ACCESS_KEY"] else {
+                let secret = env["MOMENTS_TEST_S3_SECRET_ACCESS_KEY"]
+            else {
                 throw MissingTestServer(what: "the S3 test server", how: "eval \"$(scripts/s3-test-server start)\"")
             }
             return (endpoint, key, secret)

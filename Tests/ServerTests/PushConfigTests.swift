@@ -30,19 +30,30 @@ struct PushConfigTests {
     }
 
     @Test func everyKeyIsReadFromItsEnvironmentVariable() async throws {
-        let reader = try await MomentsConfiguration.reader(environment: [
-            "APNS_KEY_PATH": "/keys/AuthKey.p8", "APNS_KEY_ID": "K1", "APNS_TEAM_ID": "T1", "APNS_TOPIC": "com.example.app",
-            "APNS_ENDPOINT": "https://push.example", "APNS_SANDBOX_ENDPOINT": "https://sandbox.example", "APNS_CA_FILE": "/ca.pem",
-            "APNS_MAX_DEVICES_PER_ACCOUNT": "3", "APNS_RETRY_BACKOFF_SECONDS": "2.5",
-        ], file: "Config/moments.json")
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "APNS_KEY_PATH": "/keys/AuthKey.p8", "APNS_KEY_ID": "K1", "APNS_TEAM_ID": "T1",
+                "APNS_TOPIC": "com.example.app",
+                "APNS_ENDPOINT": "https://push.example", "APNS_SANDBOX_ENDPOINT": "https://sandbox.example",
+                "APNS_CA_FILE": "/ca.pem",
+                "APNS_MAX_DEVICES_PER_ACCOUNT": "3", "APNS_RETRY_BACKOFF_SECONDS": "2.5"
+            ], file: "Config/moments.json")
         let push = ServiceSettings(reader: reader).push
-        #expect(push.keyPath == "/keys/AuthKey.p8" && push.keyId == "K1" && push.teamId == "T1" && push.topic == "com.example.app")
-        #expect(push.endpoint == "https://push.example" && push.sandboxEndpoint == "https://sandbox.example" && push.caFile == "/ca.pem")
+        #expect(
+            push.keyPath == "/keys/AuthKey.p8" && push.keyId == "K1" && push.teamId == "T1"
+                && push.topic == "com.example.app")
+        #expect(
+            push.endpoint == "https://push.example" && push.sandboxEndpoint == "https://sandbox.example"
+                && push.caFile == "/ca.pem")
         #expect(push.maxDevicesPerAccount == 3 && push.retryBackoffSeconds == 2.5 && push.isEnabled)
         // The shipped defaults: off, Apple's two endpoints.
-        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")).push
+        let shipped = ServiceSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")
+        ).push
         #expect(shipped == PushSettings() && !shipped.isEnabled)
-        #expect(shipped.endpoint == "https://api.push.apple.com" && shipped.sandboxEndpoint == "https://api.sandbox.push.apple.com")
+        #expect(
+            shipped.endpoint == "https://api.push.apple.com"
+                && shipped.sandboxEndpoint == "https://api.sandbox.push.apple.com")
     }
 
     /// A key path set with anything wrong stops the start with a sentence naming the setting.
@@ -107,43 +118,66 @@ struct PushConfigTests {
             let (_, key) = try await client.createAccount()
             let (_, otherKey) = try await client.createAccount()
             let token = String(repeating: "ab", count: 32)
-            for hostile in ["abc", String(repeating: "a", count: 63), String(repeating: "a", count: 65), String(repeating: "g", count: 64),
-                            String(repeating: "a", count: 62) + "%20", String(repeating: "a", count: 600)] {
-                _ = try await PushTests.register(client, key: key, token: hostile).expectProblem(.unprocessableContent, code: "invalid_device_token")
+            for hostile in [
+                "abc", String(repeating: "a", count: 63), String(repeating: "a", count: 65),
+                String(repeating: "g", count: 64),
+                String(repeating: "a", count: 62) + "%20", String(repeating: "a", count: 600)
+            ] {
+                _ = try await PushTests.register(client, key: key, token: hostile).expectProblem(
+                    .unprocessableContent, code: "invalid_device_token")
             }
             let put = { (body: String) in
-                try await client.executeRequest(uri: "/api/v1/account/devices/\(token)", method: .put,
-                                                headers: [.authorization: "Bearer \(key)", .contentType: "application/json"], body: ByteBuffer(string: body))
+                try await client.executeRequest(
+                    uri: "/api/v1/account/devices/\(token)", method: .put,
+                    headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                    body: ByteBuffer(string: body))
             }
             _ = try await put("not json").expectProblem(.badRequest, code: "invalid_json")
-            _ = try await put("{\"environment\": \"production\", \"admin\": true}").expectProblem(.badRequest, code: "unknown_field")
-            _ = try await put("{\"environment\": \"staging\"}").expectProblem(.unprocessableContent, code: "invalid_environment")
+            _ = try await put("{\"environment\": \"production\", \"admin\": true}").expectProblem(
+                .badRequest, code: "unknown_field")
+            _ = try await put("{\"environment\": \"staging\"}").expectProblem(
+                .unprocessableContent, code: "invalid_environment")
             _ = try await put("{}").expectProblem(.unprocessableContent, code: "invalid_environment")
-            _ = try await put(String(repeating: " ", count: 2000) + "{}").expectProblem(.contentTooLarge, code: "body_too_large")
-            let unauthenticated = try await client.executeRequest(uri: "/api/v1/account/devices/\(token)", method: .put, headers: [:],
-                                                                  body: ByteBuffer(string: "{\"environment\": \"production\"}"))
+            _ = try await put(String(repeating: " ", count: 2000) + "{}").expectProblem(
+                .contentTooLarge, code: "body_too_large")
+            let unauthenticated = try await client.executeRequest(
+                uri: "/api/v1/account/devices/\(token)", method: .put, headers: [:],
+                body: ByteBuffer(string: "{\"environment\": \"production\"}"))
             #expect(unauthenticated.status == .unauthorized)
 
             let created = try await PushTests.register(client, key: key, token: token)
             #expect(created.status == .created)
             let device = try created.json()
-            #expect(device["token"] as? String == token && device["environment"] as? String == "production" && device["created_at"] is String)
+            #expect(
+                device["token"] as? String == token && device["environment"] as? String == "production"
+                    && device["created_at"] is String)
             #expect(try await PushTests.register(client, key: key, token: token, environment: "sandbox").status == .ok)
-            #expect(try await PushTests.register(client, key: key, token: String(repeating: "cd", count: 32)).status == .created)
+            #expect(
+                try await PushTests.register(client, key: key, token: String(repeating: "cd", count: 32)).status
+                    == .created)
             let refused = try await PushTests.register(client, key: key, token: String(repeating: "ef", count: 32))
             #expect(try refused.expectProblem(.conflict, code: "device_limit")["limit"] as? Int == 2)
 
             let list = try await client.get("/api/v1/account/devices", key: key).json()
             let devices = list["devices"] as? [[String: Any]] ?? []
             #expect(devices.compactMap { $0["token"] as? String } == [token, String(repeating: "cd", count: 32)])
-            #expect(devices.first?["environment"] as? String == "sandbox" && list["limit"] as? Int == 2 && list["push_enabled"] as? Bool == true)
-            #expect((try await client.get("/api/v1/account/devices", key: otherKey).json()["devices"] as? [Any])?.isEmpty == true)
+            #expect(
+                devices.first?["environment"] as? String == "sandbox" && list["limit"] as? Int == 2
+                    && list["push_enabled"] as? Bool == true)
+            #expect(
+                (try await client.get("/api/v1/account/devices", key: otherKey).json()["devices"] as? [Any])?.isEmpty
+                    == true)
 
             // Another account cannot remove it; its holder can, once.
-            _ = try await client.get("/api/v1/account/devices/\(token)", key: otherKey, method: .delete).expectProblem(.notFound, code: "device_not_found")
-            #expect(try await client.get("/api/v1/account/devices/\(token)", key: key, method: .delete).status == .noContent)
-            _ = try await client.get("/api/v1/account/devices/\(token)", key: key, method: .delete).expectProblem(.notFound, code: "device_not_found")
-            _ = try await client.get("/api/v1/account/devices/xyz", key: key, method: .delete).expectProblem(.unprocessableContent, code: "invalid_device_token")
+            _ = try await client.get("/api/v1/account/devices/\(token)", key: otherKey, method: .delete).expectProblem(
+                .notFound, code: "device_not_found")
+            #expect(
+                try await client.get("/api/v1/account/devices/\(token)", key: key, method: .delete).status == .noContent
+            )
+            _ = try await client.get("/api/v1/account/devices/\(token)", key: key, method: .delete).expectProblem(
+                .notFound, code: "device_not_found")
+            _ = try await client.get("/api/v1/account/devices/xyz", key: key, method: .delete).expectProblem(
+                .unprocessableContent, code: "invalid_device_token")
         }
     }
 
@@ -164,7 +198,9 @@ struct PushConfigTests {
         }
         let second = try await tokens.current(now: t0 + 50 * 60)
         #expect(second.jwt != first.jwt && second.issuedAt == t0 + 50 * 60)
-        #expect(second.issuedAt.timeIntervalSince(first.issuedAt) >= 20 * 60 && second.issuedAt.timeIntervalSince(first.issuedAt) < 60 * 60)
+        #expect(
+            second.issuedAt.timeIntervalSince(first.issuedAt) >= 20 * 60
+                && second.issuedAt.timeIntervalSince(first.issuedAt) < 60 * 60)
         // Concurrent callers share one signing.
         await tokens.expired(second.jwt)
         let concurrent = try await withThrowingTaskGroup(of: String.self) { group in
@@ -184,10 +220,13 @@ struct PushConfigTests {
             func verify(using algorithm: some JWTAlgorithm) async throws {}
         }
         let verifier = JWTKeyCollection()
-        await verifier.add(ecdsa: try ES256PublicKey(pem: key.publicKey.pemRepresentation), kid: JWKIdentifier(string: "KEY1234567"))
+        await verifier.add(
+            ecdsa: try ES256PublicKey(pem: key.publicKey.pemRepresentation), kid: JWKIdentifier(string: "KEY1234567"))
         let claims = try await verifier.verify(first.jwt, as: Claims.self)
         #expect(claims.iss == "TEAM765432" && claims.iat == Int(t0.timeIntervalSince1970))
-        let header = try JSONSerialization.jsonObject(with: Self.base64URL(String(first.jwt.split(separator: ".")[0]))) as? [String: Any]
+        let header =
+            try JSONSerialization.jsonObject(with: Self.base64URL(String(first.jwt.split(separator: ".")[0])))
+            as? [String: Any]
         #expect(header?["alg"] as? String == "ES256" && header?["kid"] as? String == "KEY1234567")
     }
 
@@ -199,9 +238,11 @@ struct PushConfigTests {
 
     /// The alert in the user's words, always under APNs' 4 KB, whatever the user named the file.
     @Test func payloadStaysSmallAndReadable() throws {
-        var job = Job(id: "job-1", accountId: "a", targetDuration: 5, quality: "medium",
-                      input: JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 1, height: 1,
-                                      rotation: 0, frameRate: 30), estimatedSeconds: 1, now: Date())
+        var job = Job(
+            id: "job-1", accountId: "a", targetDuration: 5, quality: "medium",
+            input: JobInput(
+                size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 1, height: 1,
+                rotation: 0, frameRate: 30), estimatedSeconds: 1, now: Date())
         #expect(PushPayload(job: job) == nil, "pending: no push")
         job.status = .completed
         job.edit = JobEdit(sourceName: "Holiday\n" + String(repeating: "🎉", count: 5000))
@@ -225,7 +266,9 @@ struct PushConfigTests {
             standIn.configure(&push)
             push.caFile = ""
             let client = APNsClient(credentials: try #require(try APNsCredentials.load(push)))
-            let (answer, _) = await client.send(payload: "{}", token: APNsStandIn.token("600d", 1), environment: .production, collapseId: "j", now: Date())
+            let (answer, _) = await client.send(
+                payload: "{}", token: APNsStandIn.token("600d", 1), environment: .production, collapseId: "j",
+                now: Date())
             #expect(answer.statusCode == nil && answer.reason == "tls", "\(answer)")
             #expect(try await standIn.hits().isEmpty)
         }

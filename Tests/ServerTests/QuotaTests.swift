@@ -38,7 +38,9 @@ struct QuotaTests {
             let december = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(december.status == .ok, "\(december.text)")
             let quota = try #require(try december.json()["quota"] as? [String: Any])
-            #expect(quota["period"] as? String == "2026-12" && quota["used"] as? Int == 1 && quota["remaining"] as? Int == 2)
+            #expect(
+                quota["period"] as? String == "2026-12" && quota["used"] as? Int == 1 && quota["remaining"] as? Int == 2
+            )
         }
         #expect(server.storedFiles().filter { $0.hasSuffix(".partial") }.isEmpty)
     }
@@ -56,7 +58,8 @@ struct QuotaTests {
             let statuses = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
                 for _ in 0..<20 {
                     group.addTask {
-                        let response = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+                        let response = try await client.upload(
+                            key: key, file: video, fields: [("target_duration", "5")])
                         return (Int(response.status.code), response.headers[.retryAfter])
                     }
                 }
@@ -64,11 +67,16 @@ struct QuotaTests {
             }
             #expect(statuses.filter { $0.0 == 200 }.count == expectedAccepted, "\(statuses)")
             #expect(statuses.allSatisfy { [200, 402, 429].contains($0.0) }, "\(statuses)")
-            #expect(statuses.filter { $0.0 == 429 }.allSatisfy { $0.1.flatMap(Int.init) ?? 0 > 0 }, "429 without Retry-After")
-            let ledger = try await server.service.database.ledger(accountId: try #require(try await server.service.database
-                .account(apiKey: key)?.id))
+            #expect(
+                statuses.filter { $0.0 == 429 }.allSatisfy { $0.1.flatMap(Int.init) ?? 0 > 0 },
+                "429 without Retry-After")
+            let ledger = try await server.service.database.ledger(
+                accountId: try #require(
+                    try await server.service.database
+                        .account(apiKey: key)?.id))
             #expect(ledger.filter { $0.change == 1 }.count == expectedAccepted)
-            for id in (try await server.service.database.activeJobs(accountId: ledger.first?.accountId ?? "")).map(\.id) {
+            for id in (try await server.service.database.activeJobs(accountId: ledger.first?.accountId ?? "")).map(\.id)
+            {
                 _ = try await client.get("/api/v1/jobs/\(id)", key: key, method: .delete)
             }
         }
@@ -82,10 +90,16 @@ struct QuotaTests {
         let server = try await TestServer(plans: plans)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            func used() async throws -> Int { try await client.get("/api/v1/account", key: key).json()["usage"].flatMap { ($0 as? [String: Any])?["used"] as? Int } ?? -1 }
+            func used() async throws -> Int {
+                try await client.get("/api/v1/account", key: key).json()["usage"].flatMap {
+                    ($0 as? [String: Any])?["used"] as? Int
+                } ?? -1
+            }
 
             let black = try await Fixtures.data(.black)
-            let failing = try #require(try await client.upload(key: key, file: black, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let failing = try #require(
+                try await client.upload(key: key, file: black, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
             #expect(try await used() == 1)
             _ = try await client.poll(job: failing, key: key) { ($0["status"] as? String) == "failed" }
             #expect(try await used() == 0)
@@ -97,7 +111,9 @@ struct QuotaTests {
             #expect(try await used() == 0)
 
             let short = try await Fixtures.data(.short)
-            let delivered = try #require(try await client.upload(key: key, file: short, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let delivered = try #require(
+                try await client.upload(key: key, file: short, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
             _ = try await client.poll(job: delivered, key: key) { ($0["status"] as? String) == "completed" }
             #expect(try await used() == 1)
 
@@ -110,12 +126,21 @@ struct QuotaTests {
     }
 
     /// A job re-queued after a crash keeps its unit; one that fails after the last attempt gives it back.
-    @Test(.enabled(if: TestEngine.isEmbedded, "start-up recovery of a store the process has to itself (SQLite); on PostgreSQL, leases: see StoreTests and ScaleOutTests")) func crashRecoveryKeepsThenReleasesTheUnit() async throws {
+    @Test(
+        .enabled(
+            if: TestEngine.isEmbedded,
+            "start-up recovery of a store the process has to itself (SQLite); on PostgreSQL, leases: see StoreTests and ScaleOutTests"
+        )) func crashRecoveryKeepsThenReleasesTheUnit() async throws
+    {
         let server = try await TestServer(plans: .init())
         let db = server.service.database
         let (account, _) = try await server.service.createAccount(label: nil)
-        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
-        let job = Job(id: "crashy", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date())
+        let input = JobInput(
+            size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
+            rotation: 0, frameRate: 30)
+        let job = Job(
+            id: "crashy", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5,
+            now: Date())
         let limits = QuotaLimits(monthly: 3, concurrent: 1, outputCap: 1080, retentionHours: 168)
         _ = try await db.insertReserving(job, now: Date()) { _ in limits }
         let period = UsagePeriod.month(of: Date()).name
@@ -131,7 +156,8 @@ struct QuotaTests {
         let server = try await TestServer { $0.accountsPerAddressPerHour = 3 }
         try await withServer(server, .router) { client in
             for _ in 0..<3 { _ = try await client.createAccount() }
-            let refused = try await client.executeRequest(uri: "/api/v1/accounts", method: .post, headers: [:], body: nil)
+            let refused = try await client.executeRequest(
+                uri: "/api/v1/accounts", method: .post, headers: [:], body: nil)
             try refused.expectProblem(.tooManyRequests, code: "too_many_accounts")
             #expect(Int(refused.headers[.retryAfter] ?? "") ?? 0 > 0)
         }
@@ -156,8 +182,10 @@ struct QuotaTests {
             let usage = try #require(account["usage"] as? [String: Any])
             #expect(usage["used"] as? Int == 0 && usage["remaining"] as? Int == 3 && usage["resets_at"] is String)
 
-            let tooLarge = try await client.upload(key: key, file: video).expectProblem(.contentTooLarge, code: "file_too_large")
-            #expect(tooLarge["plan"] as? String == "free" && tooLarge["product_id"] as? String == "com.moments.pro.monthly")
+            let tooLarge = try await client.upload(key: key, file: video).expectProblem(
+                .contentTooLarge, code: "file_too_large")
+            #expect(
+                tooLarge["plan"] as? String == "free" && tooLarge["product_id"] as? String == "com.moments.pro.monthly")
             #expect((tooLarge["detail"] as? String)?.contains("com.moments.pro.monthly") == true)
         }
         var short = PlanSettings()
@@ -165,9 +193,14 @@ struct QuotaTests {
         let durationServer = try await TestServer(plans: short)
         try await withServer(durationServer, .router) { client in
             let (_, key) = try await client.createAccount()
-            let problem = try await client.upload(key: key, file: video).expectProblem(.unprocessableContent, code: "too_long")
-            #expect(problem["limit_seconds"] as? Int == 5 && problem["product_id"] as? String == "com.moments.pro.monthly")
-            #expect(try await client.get("/api/v1/account", key: key).json()["usage"].flatMap { ($0 as? [String: Any])?["used"] as? Int } == 0)
+            let problem = try await client.upload(key: key, file: video).expectProblem(
+                .unprocessableContent, code: "too_long")
+            #expect(
+                problem["limit_seconds"] as? Int == 5 && problem["product_id"] as? String == "com.moments.pro.monthly")
+            #expect(
+                try await client.get("/api/v1/account", key: key).json()["usage"].flatMap {
+                    ($0 as? [String: Any])?["used"] as? Int
+                } == 0)
         }
         #expect(durationServer.storedFiles().isEmpty)
     }

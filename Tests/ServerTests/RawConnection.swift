@@ -21,7 +21,9 @@ final class RawConnection: @unchecked Sendable {
         var slice = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             Glibc.close(fd)
@@ -42,7 +44,9 @@ final class RawConnection: @unchecked Sendable {
     func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return false }
             offset += sent
         }
@@ -88,7 +92,9 @@ final class RawConnection: @unchecked Sendable {
         func header(_ name: String) -> String? {
             for line in head.split(separator: "\r\n").dropFirst() {
                 let parts = line.split(separator: ":", maxSplits: 1)
-                if parts.count == 2, parts[0].lowercased() == name.lowercased() { return parts[1].trimmingCharacters(in: .whitespaces) }
+                if parts.count == 2, parts[0].lowercased() == name.lowercased() {
+                    return parts[1].trimmingCharacters(in: .whitespaces)
+                }
             }
             return nil
         }
@@ -128,8 +134,8 @@ final class RawConnection: @unchecked Sendable {
 
     /// The head of an upload whose body is not sent yet.
     static func uploadHead(key: String, contentLength: Int, expectContinue: Bool) -> String {
-        "POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
-            "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\n" +
-            (expectContinue ? "Expect: 100-continue\r\n" : "") + "\r\n"
+        "POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n"
+            + "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\n"
+            + (expectContinue ? "Expect: 100-continue\r\n" : "") + "\r\n"
     }
 }

@@ -10,13 +10,18 @@ import Timeline
 
 @Suite("Creative control: re-cuts, reframing, pinned moments, timelines, storyboards", .serialized)
 struct RecutTests {
-    static func post(_ client: any TestClientProtocol, _ uri: String, key: String, json: String) async throws -> TestResponse {
-        try await client.executeRequest(uri: uri, method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-                                        body: ByteBuffer(string: json))
+    static func post(_ client: any TestClientProtocol, _ uri: String, key: String, json: String) async throws
+        -> TestResponse
+    {
+        try await client.executeRequest(
+            uri: uri, method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(string: json))
     }
 
     static func completed(_ client: any TestClientProtocol, _ job: String, key: String) async throws -> [String: Any] {
-        let statuses = try await client.poll(job: job, key: key) { ["completed", "failed", "cancelled"].contains($0["status"] as? String ?? "") }
+        let statuses = try await client.poll(job: job, key: key) {
+            ["completed", "failed", "cancelled"].contains($0["status"] as? String ?? "")
+        }
         let last = try #require(statuses.last)
         #expect(last["status"] as? String == "completed", "\(last)")
         return try await client.get("/api/v1/jobs/\(job)", key: key).json()
@@ -35,14 +40,17 @@ struct RecutTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "6"), ("quality", "low"), ("exclude", "0-2.5")])
+            let upload = try await client.upload(
+                key: key, file: video, fields: [("target_duration", "6"), ("quality", "low"), ("exclude", "0-2.5")])
             #expect(upload.status == .ok, "\(upload.text)")
             let original = try #require(try upload.json()["job_id"] as? String)
             let first = try await Self.completed(client, original, key: key)
             let parameters = try #require(first["parameters"] as? [String: Any])
             #expect(parameters["aspect"] as? String == "source")
             #expect((parameters["exclude"] as? [[String: Any]])?.first?["end"] as? Double == 2.5)
-            #expect(Self.segments(first).allSatisfy { $0.start >= 2.5 }, "nothing from the excluded range: \(Self.segments(first))")
+            #expect(
+                Self.segments(first).allSatisfy { $0.start >= 2.5 },
+                "nothing from the excluded range: \(Self.segments(first))")
             #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
             // The sweeper leaves a completed job's kept input alone.
             await server.service.sweepNow(orphanGraceSeconds: 0)
@@ -51,8 +59,9 @@ struct RecutTests {
             #expect((links["recuts"] as? String)?.hasSuffix("/api/v1/jobs/\(original)/recuts") == true)
 
             // A 5 s vertical re-cut with a pinned moment.
-            let response = try await Self.post(client, "/api/v1/jobs/\(original)/recuts", key: key,
-                                               json: #"{"target_duration": 5, "aspect": "9:16", "include": [1.0], "exclude": []}"#)
+            let response = try await Self.post(
+                client, "/api/v1/jobs/\(original)/recuts", key: key,
+                json: #"{"target_duration": 5, "aspect": "9:16", "include": [1.0], "exclude": []}"#)
             #expect(response.status == .created, "\(response.text)")
             let accepted = try response.json()
             let recut = try #require(accepted["job_id"] as? String)
@@ -76,13 +85,21 @@ struct RecutTests {
 
             // Timelines of the re-cut parse back to its segments, to the frame.
             let rate = TimelineRate.nearest(to: 30)
-            let frames = segments.map { (Int(($0.start * Double(rate.numerator) / Double(rate.denominator)).rounded()),
-                                         Int(($0.end * Double(rate.numerator) / Double(rate.denominator)).rounded())) }
+            let frames = segments.map {
+                (
+                    Int(($0.start * Double(rate.numerator) / Double(rate.denominator)).rounded()),
+                    Int(($0.end * Double(rate.numerator) / Double(rate.denominator)).rounded())
+                )
+            }
             let fcpxml = try await client.get("/api/v1/jobs/\(recut)/timeline?format=fcpxml", key: key)
             #expect(fcpxml.status == .ok && fcpxml.headers[.contentDisposition]?.contains(".fcpxml") == true)
-            #expect(fcpxml.text.contains("passwd.mp4") && !fcpxml.text.contains("etc/passwd"), "the upload's file name, without its path")
+            #expect(
+                fcpxml.text.contains("passwd.mp4") && !fcpxml.text.contains("etc/passwd"),
+                "the upload's file name, without its path")
             let fromXML = try TimelineParse.fcpxml(fcpxml.text)
-            #expect(fromXML.map(\.sourceIn) == frames.map(\.0) && fromXML.map(\.sourceOut) == frames.map(\.1), "\(fromXML) vs \(frames)")
+            #expect(
+                fromXML.map(\.sourceIn) == frames.map(\.0) && fromXML.map(\.sourceOut) == frames.map(\.1),
+                "\(fromXML) vs \(frames)")
             let edl = try await client.get("/api/v1/jobs/\(recut)/timeline?format=edl", key: key)
             let fromEDL = try TimelineParse.edl(edl.text)
             #expect(fromEDL.map(\.sourceIn) == frames.map(\.0) && fromEDL.map(\.sourceOut) == frames.map(\.1))
@@ -94,11 +111,13 @@ struct RecutTests {
             // The storyboard.
             let storyboard = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: key)
             #expect(storyboard.status == .ok && storyboard.headers[.contentType] == "image/png")
-            #expect(Array(storyboard.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            #expect(
+                Array(storyboard.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
 
             // Another account sees none of it.
             let (_, other) = try await client.createAccount()
-            _ = try await Self.post(client, "/api/v1/jobs/\(original)/recuts", key: other, json: "{}").expectProblem(.notFound)
+            _ = try await Self.post(client, "/api/v1/jobs/\(original)/recuts", key: other, json: "{}").expectProblem(
+                .notFound)
             _ = try await client.get("/api/v1/jobs/\(recut)/timeline", key: other).expectProblem(.notFound)
             _ = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: other).expectProblem(.notFound)
         }
@@ -109,9 +128,11 @@ struct RecutTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            for (field, value, code) in [("aspect", "3:2", "invalid_aspect"), ("include", "abc", "invalid_include"),
-                                         ("include", "99", "invalid_include"), ("exclude", "5-2", "invalid_exclude"),
-                                         ("exclude", "0-100", "invalid_exclude")] {
+            for (field, value, code) in [
+                ("aspect", "3:2", "invalid_aspect"), ("include", "abc", "invalid_include"),
+                ("include", "99", "invalid_include"), ("exclude", "5-2", "invalid_exclude"),
+                ("exclude", "0-100", "invalid_exclude")
+            ] {
                 let response = try await client.upload(key: key, file: video, fields: [(field, value)])
                 _ = try response.expectProblem(.unprocessableContent, code: code)
             }
@@ -123,7 +144,8 @@ struct RecutTests {
             _ = try edge.expectProblem(.unprocessableContent, code: "invalid_include")
             #expect(server.storedFiles().isEmpty, "refused uploads leave nothing: \(server.storedFiles())")
 
-            let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
+            let upload = try await client.upload(
+                key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
             let job = try #require(try upload.json()["job_id"] as? String)
             _ = try await Self.completed(client, job, key: key)
             _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"aspect": "2:1"}"#)
@@ -149,11 +171,14 @@ struct RecutTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
+            let upload = try await client.upload(
+                key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
             let job = try #require(try upload.json()["job_id"] as? String)
             let detail = try await Self.completed(client, job, key: key)
             #expect((detail["links"] as? [String: Any])?["recuts"] == nil)
-            #expect(try await !server.service.mediaStorage.mediaExists(jobID: job, file: .input), "the upload is deleted once the highlight is made")
+            #expect(
+                try await !server.service.mediaStorage.mediaExists(jobID: job, file: .input),
+                "the upload is deleted once the highlight is made")
             _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"target_duration": 6}"#)
                 .expectProblem(.forbidden, code: "recuts_not_allowed")
         }

@@ -15,17 +15,29 @@ struct RefusalMappingTests {
     /// One of each case with the status it answers with.
     static let samples: [(Refusal, Int)] = [
         (.quotaExceeded(.init(limit: 5, used: 5, resetsAt: resets, plan: "free", upgradeProduct: "pro.monthly")), 402),
-        (.tooManyJobs(.init(limit: 1, active: 1, uploading: 0, retryAfter: 30, product: "pro.monthly",
-                            upgradeJobs: 3)), 429),
-        (.dailyBudgetExceeded(.init(limitSeconds: 600, usedSeconds: 601, resetsAt: resets, plan: "free",
-                                    upgradeProduct: nil, retryAfter: 90)), 429),
+        (
+            .tooManyJobs(
+                .init(
+                    limit: 1, active: 1, uploading: 0, retryAfter: 30, product: "pro.monthly",
+                    upgradeJobs: 3)), 429
+        ),
+        (
+            .dailyBudgetExceeded(
+                .init(
+                    limitSeconds: 600, usedSeconds: 601, resetsAt: resets, plan: "free",
+                    upgradeProduct: nil, retryAfter: 90)), 429
+        ),
         (.unreadable, 422),
         (.unusableMedia(kind: .notMedia, detail: "no container"), 422),
         (.tooShort(duration: 0.5), 422),
         (.tooLongForServer(duration: 4000, limit: 3600), 422),
         (.tooLongForPlan(.init(duration: 400, limitSeconds: 300, plan: "free", upgrade: ("pro.monthly", 3600))), 422),
-        (.originalBeyondPlan(.init(duration: 400, bytes: 5_000_000, plan: "free", limitSeconds: 300,
-                                   limitBytes: 1_000_000)), 422),
+        (
+            .originalBeyondPlan(
+                .init(
+                    duration: 400, bytes: 5_000_000, plan: "free", limitSeconds: 300,
+                    limitBytes: 1_000_000)), 422
+        ),
         (.insufficientStorage, 507),
         (.storageUnavailable, 503),
         (.targetDurationNotANumber("ten"), 400),
@@ -46,7 +58,7 @@ struct RefusalMappingTests {
         (.lengthMismatch(.changed(length: 10, to: 20)), 400),
         (.pastLength(limit: 10), 413),
         (.appendInterrupted, 400),
-        (.checksumMismatch(offset: 10), 460),
+        (.checksumMismatch(offset: 10), 460)
     ]
 
     /// Which sample a case is: this switch stops compiling when a case is added without one.
@@ -113,16 +125,19 @@ struct RefusalMappingTests {
     }
 
     @Test func problemCarriesCodeTextFiguresAndRetryAfter() {
-        let refusal = Refusal.tooManyJobs(.init(limit: 1, active: 1, uploading: 1, retryAfter: 30,
-                                                product: "pro.monthly", upgradeJobs: 3))
+        let refusal = Refusal.tooManyJobs(
+            .init(
+                limit: 1, active: 1, uploading: 1, retryAfter: 30,
+                product: "pro.monthly", upgradeJobs: 3))
         let problem = Problem(refusal)
         #expect(problem.code == "too_many_jobs")
         #expect(problem.title == "Too Many Requests")
         #expect(problem.headers[.retryAfter] == "30")
-        #expect(problem.detail == "Your plan runs 1 job at a time and 2 are still in progress (counting uploads "
-            + "still being received). Try again in about 30 s, or subscribe to pro.monthly to run 3 at once. An upload "
-            + "keeps its place while it is received; an unfinished resumable upload until it completes, is cancelled "
-            + "(DELETE its upload URL) or expires.")
+        #expect(
+            problem.detail == "Your plan runs 1 job at a time and 2 are still in progress (counting uploads "
+                + "still being received). Try again in about 30 s, or subscribe to pro.monthly to run 3 at once. An upload "
+                + "keeps its place while it is received; an unfinished resumable upload until it completes, is cancelled "
+                + "(DELETE its upload URL) or expires.")
         #expect(problem.extensions.count == 4)
         if case .int(let uploading)? = problem.extensions["uploading"] {
             #expect(uploading == 1)
@@ -156,7 +171,8 @@ struct RefusalMappingTests {
             for case let operation as [String: Any] in operations.values {
                 for (status, response) in operation["responses"] as? [String: Any] ?? [:] {
                     guard let code = Int(status),
-                          let text = (response as? [String: Any])?["description"] as? String else { continue }
+                        let text = (response as? [String: Any])?["description"] as? String
+                    else { continue }
                     for match in text.matches(of: word) {
                         documented[String(text[match.range]), default: []].insert(code)
                     }

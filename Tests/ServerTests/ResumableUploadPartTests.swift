@@ -19,9 +19,11 @@ struct S3RequestLog {
 
     init() throws {
         guard let path = ProcessInfo.processInfo.environment["MOMENTS_TEST_S3_REQUEST_LOG"], !path.isEmpty,
-              FileManager.default.fileExists(atPath: path) else {
-            throw MissingTestServer(what: "The S3 test server's request log (MOMENTS_TEST_S3_REQUEST_LOG)",
-                                    how: "eval \"$(scripts/s3-test-server start)\"")
+            FileManager.default.fileExists(atPath: path)
+        else {
+            throw MissingTestServer(
+                what: "The S3 test server's request log (MOMENTS_TEST_S3_REQUEST_LOG)",
+                how: "eval \"$(scripts/s3-test-server start)\"")
         }
         self.path = path
     }
@@ -40,14 +42,20 @@ struct S3RequestLog {
 /// A resumable upload's bytes in the bucket: parts of at least 5 MiB but the last, written at most
 /// about once a second while small appends arrive, and found (fetched, deleted) by the upload's own
 /// keys, never by listing every upload of every account.
-@Suite("Resumable upload parts in the bucket", .enabled(if: !TestEngine.isEmbedded, "needs the shared engines (MOMENTS_TEST_ENGINE=postgresql+s3)"))
+@Suite(
+    "Resumable upload parts in the bucket",
+    .enabled(if: !TestEngine.isEmbedded, "needs the shared engines (MOMENTS_TEST_ENGINE=postgresql+s3)"))
 struct ResumableUploadPartTests {
     static let tus = ResumableUploadTests.tusHeaders
 
-    static func patch(_ wire: Wire, _ location: String, key: String, offset: Int, _ bytes: Data) async throws -> Wire.Reply {
-        try await wire.send(.PATCH, location, key: key, headers: tus + [
-            ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", String(offset)),
-        ], body: bytes)
+    static func patch(_ wire: Wire, _ location: String, key: String, offset: Int, _ bytes: Data) async throws
+        -> Wire.Reply
+    {
+        try await wire.send(
+            .PATCH, location, key: key,
+            headers: tus + [
+                ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", String(offset))
+            ], body: bytes)
     }
 
     static func bucket(_ server: TestServer) throws -> S3MediaStorage {
@@ -64,28 +72,36 @@ struct ResumableUploadPartTests {
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
-            let created = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tus + [
-                ("Upload-Length", String(video.count)), ("Upload-Metadata", "target_duration MTA=,quality bG93"),
-            ])
+            let created = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: Self.tus + [
+                    ("Upload-Length", String(video.count)), ("Upload-Metadata", "target_duration MTA=,quality bG93")
+                ])
             let location = try #require(created.header("Location"))
             let id = try #require(location.split(separator: "/").last.map(String.init))
             let mark = try log.mark()
             let started = Date()
             for offset in 0..<count {
-                let reply = try await Self.patch(wire, location, key: key, offset: offset, video.subdata(in: offset..<(offset + 1)))
+                let reply = try await Self.patch(
+                    wire, location, key: key, offset: offset, video.subdata(in: offset..<(offset + 1)))
                 #expect(reply.status == 204, "\(reply.text)")
             }
             let seconds = Date().timeIntervalSince(started)
             // The rest in one append: the upload becomes a job, its parts are deleted.
-            let rest = try await Self.patch(wire, location, key: key, offset: count, video.subdata(in: count..<video.count))
+            let rest = try await Self.patch(
+                wire, location, key: key, offset: count, video.subdata(in: count..<video.count))
             #expect(rest.status == 204, "\(rest.text)")
             #expect(rest.header("Moments-Job-Id") != nil)
             let lines = try await log.lines(since: mark)
             let writes = lines.filter { $0.contains("\"PUT /\(bucketName)/uploads/\(id)/") }
-            #expect(writes.count <= Int(seconds) + 3, "\(count) one-byte appends in \(seconds) s made \(writes.count) part writes")
+            #expect(
+                writes.count <= Int(seconds) + 3,
+                "\(count) one-byte appends in \(seconds) s made \(writes.count) part writes")
             let listings = lines.filter { $0.contains("\"GET /\(bucketName)?") && $0.contains("list-type") }
             #expect(listings.isEmpty, "fetching or removing an upload lists no prefix: \(listings)")
-            #expect(try await storage.client.listObjects().filter { $0.key.hasPrefix("uploads/\(id)/") }.isEmpty, "its parts are deleted")
+            #expect(
+                try await storage.client.listObjects().filter { $0.key.hasPrefix("uploads/\(id)/") }.isEmpty,
+                "its parts are deleted")
         }
     }
 
@@ -98,16 +114,20 @@ struct ResumableUploadPartTests {
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
-            let created = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tus + [
-                ("Upload-Length", String(big.count + 4096)), ("Upload-Metadata", "target_duration MTA=,quality bG93"),
-            ])
+            let created = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: Self.tus + [
+                    ("Upload-Length", String(big.count + 4096)),
+                    ("Upload-Metadata", "target_duration MTA=,quality bG93")
+                ])
             let location = try #require(created.header("Location"))
             let id = try #require(location.split(separator: "/").last.map(String.init))
             let mark = try log.mark()
             // Under the minimum: one open part, written within about a second, then rewritten as it grows.
             let first = try await Self.patch(wire, location, key: key, offset: 0, big.prefix(3 << 20))
             #expect(first.status == 204)
-            let second = try await Self.patch(wire, location, key: key, offset: 3 << 20, big.subdata(in: (3 << 20)..<(6 << 20)))
+            let second = try await Self.patch(
+                wire, location, key: key, offset: 3 << 20, big.subdata(in: (3 << 20)..<(6 << 20)))
             #expect(second.status == 204)
             // 6 MiB reached: sealed as one part (written as the append records its offset).
             var sealed = try await storage.client.headObject(key: "uploads/\(id)/0000000000000000")
@@ -129,7 +149,9 @@ struct ResumableUploadPartTests {
             #expect(deleted.status == 204)
             let lines = try await log.lines(since: mark)
             #expect(lines.filter { $0.contains("\"GET /\(bucketName)?") && $0.contains("list-type") }.isEmpty)
-            #expect(try await storage.client.listObjects().filter { $0.key.hasPrefix("uploads/\(id)/") }.isEmpty, "its parts are deleted")
+            #expect(
+                try await storage.client.listObjects().filter { $0.key.hasPrefix("uploads/\(id)/") }.isEmpty,
+                "its parts are deleted")
         }
     }
 }

@@ -21,7 +21,9 @@ struct ResumableUploadTests {
     static func header(_ name: String) -> HTTPField.Name { HTTPField.Name(name)! }
 
     /// A server whose jobs wait in the queue (no worker), so the stored input can be compared.
-    static func queueOnlyServer(_ configure: @escaping (inout ServiceSettings) -> Void = { _ in }) async throws -> TestServer {
+    static func queueOnlyServer(_ configure: @escaping (inout ServiceSettings) -> Void = { _ in }) async throws
+        -> TestServer
+    {
         try await TestServer { settings in
             settings.workers = 0
             configure(&settings)
@@ -39,9 +41,12 @@ struct ResumableUploadTests {
 
     static let tusHeaders = [("Tus-Resumable", "1.0.0")]
 
-    func create(_ wire: Wire, key: String, length: Int, metadata: String = "target_duration MTA=,quality bG93") async throws -> String {
-        let created = try await wire.send(.POST, "/api/v1/uploads", key: key,
-                                          headers: Self.tusHeaders + [("Upload-Length", String(length)), ("Upload-Metadata", metadata)])
+    func create(_ wire: Wire, key: String, length: Int, metadata: String = "target_duration MTA=,quality bG93")
+        async throws -> String
+    {
+        let created = try await wire.send(
+            .POST, "/api/v1/uploads", key: key,
+            headers: Self.tusHeaders + [("Upload-Length", String(length)), ("Upload-Metadata", metadata)])
         #expect(created.status == 201, "\(created.text)")
         #expect(created.header("Tus-Resumable") == "1.0.0")
         #expect(created.header("Upload-Expires") != nil)
@@ -50,25 +55,36 @@ struct ResumableUploadTests {
         return location
     }
 
-    func patch(_ wire: Wire, _ location: String, key: String, offset: Int, _ bytes: Data, extra: [(String, String)] = []) async throws -> Wire.Reply {
-        try await wire.send(.PATCH, location, key: key, headers: Self.tusHeaders + [
-            ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", String(offset)),
-        ] + extra, body: bytes)
+    func patch(
+        _ wire: Wire, _ location: String, key: String, offset: Int, _ bytes: Data, extra: [(String, String)] = []
+    ) async throws -> Wire.Reply {
+        try await wire.send(
+            .PATCH, location, key: key,
+            headers: Self.tusHeaders + [
+                ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", String(offset))
+            ] + extra, body: bytes)
     }
 
     func offset(_ wire: Wire, _ location: String, key: String) async throws -> Int? {
-        try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset").flatMap { Int($0) }
+        try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset").flatMap {
+            Int($0)
+        }
     }
 
     /// OPTIONS tells a tus client the version, the extensions, the largest upload and the checksums.
     @Test func tusDiscovery() async throws {
         let server = try await TestServer()
         try await withServer(server, .router) { client in
-            let response = try await client.executeRequest(uri: "/api/v1/uploads", method: .options, headers: [:], body: nil)
+            let response = try await client.executeRequest(
+                uri: "/api/v1/uploads", method: .options, headers: [:], body: nil)
             #expect(response.status == .noContent)
             #expect(response.headers[Self.header("Tus-Version")] == "1.0.0")
-            let extensions = Set((response.headers[Self.header("Tus-Extension")] ?? "").split(separator: ",").map(String.init))
-            #expect(extensions.isSuperset(of: ["creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum"]))
+            let extensions = Set(
+                (response.headers[Self.header("Tus-Extension")] ?? "").split(separator: ",").map(String.init))
+            #expect(
+                extensions.isSuperset(of: [
+                    "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum"
+                ]))
             #expect(response.headers[Self.header("Tus-Checksum-Algorithm")]?.contains("sha1") == true)
             #expect(response.headers[Self.header("Tus-Max-Size")] == String(server.service.settings.maxUploadBytes))
         }
@@ -83,10 +99,13 @@ struct ResumableUploadTests {
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
             // The shape, pinned moments and file name ride in Upload-Metadata; a bad one is refused at creation.
-            let refused = try await wire.send(.POST, "/api/v1/uploads", key: key,
-                                              headers: Self.tusHeaders + [("Upload-Length", String(video.count)), ("Upload-Metadata", "aspect Mzoy")])
+            let refused = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: Self.tusHeaders + [("Upload-Length", String(video.count)), ("Upload-Metadata", "aspect Mzoy")])
             #expect(refused.status == 422 && refused.text.contains("invalid_aspect"), "\(refused.text)")
-            let location = try await create(wire, key: key, length: video.count, metadata: "target_duration MTA=,quality bG93,aspect OToxNg==,include Mg==,filename SU1HXzAwNDIuTU9W")
+            let location = try await create(
+                wire, key: key, length: video.count,
+                metadata: "target_duration MTA=,quality bG93,aspect OToxNg==,include Mg==,filename SU1HXzAwNDIuTU9W")
             #expect(try await offset(wire, location, key: key) == 0)
             let third = video.count / 3
             let first = try await patch(wire, location, key: key, offset: 0, video.prefix(third))
@@ -95,18 +114,24 @@ struct ResumableUploadTests {
             let second = try await patch(wire, location, key: key, offset: third, video[third..<(2 * third)])
             #expect(second.status == 204)
             let state = try await wire.send(.GET, location, key: key).json()
-            #expect(state["offset"] as? Int == 2 * third && state["length"] as? Int == video.count && state["complete"] as? Bool == false)
+            #expect(
+                state["offset"] as? Int == 2 * third && state["length"] as? Int == video.count
+                    && state["complete"] as? Bool == false)
             #expect(state["state"] as? String == "receiving")
             let last = try await patch(wire, location, key: key, offset: 2 * third, video.suffix(from: 2 * third))
             #expect(last.status == 204, "\(last.text)")
             #expect(last.header("Upload-Offset") == String(video.count))
             let job = try #require(last.header("Moments-Job-Id"))
             let done = try await wire.send(.GET, location, key: key).json()
-            #expect(done["complete"] as? Bool == true && done["job_id"] as? String == job && done["state"] as? String == "completed")
+            #expect(
+                done["complete"] as? Bool == true && done["job_id"] as? String == job
+                    && done["state"] as? String == "completed")
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()
             let parameters = detail["parameters"] as? [String: Any]
-            #expect(parameters?["target_duration"] as? Int == 10 && parameters?["quality"] as? String == "low", "\(detail)")
-            #expect(parameters?["aspect"] as? String == "9:16" && parameters?["include"] as? [Double] == [2], "\(detail)")
+            #expect(
+                parameters?["target_duration"] as? Int == 10 && parameters?["quality"] as? String == "low", "\(detail)")
+            #expect(
+                parameters?["aspect"] as? String == "9:16" && parameters?["include"] as? [Double] == [2], "\(detail)")
             let stored = try await server.service.database.job(id: job)
             #expect(stored?.edit?.sourceName == "IMG_0042.MOV")
             #expect(try await Self.storedInput(server, job: job) == video)
@@ -114,7 +139,9 @@ struct ResumableUploadTests {
             let again = try await patch(wire, location, key: key, offset: video.count, Data([1]))
             #expect(again.status == 409)
             #expect(server.storedFiles().filter { $0.contains("/uploads/") }.isEmpty)
-            #expect((try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty == true)
+            #expect(
+                (try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty
+                    == true)
         }
     }
 
@@ -131,8 +158,10 @@ struct ResumableUploadTests {
             let cut = video.count * 6 / 10
             try await RawConnection.offPool {
                 let connection = try RawConnection(port: port)
-                connection.send("PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n" +
-                                "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(video.count)\r\n\r\n")
+                connection.send(
+                    "PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n"
+                        + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(video.count)\r\n\r\n"
+                )
                 connection.send([UInt8](video.prefix(cut)))
                 Thread.sleep(forTimeInterval: 0.3)
                 connection.close()
@@ -164,15 +193,18 @@ struct ResumableUploadTests {
             let wrongOffset = try await patch(wire, location, key: key, offset: 5, video.prefix(half))
             #expect(wrongOffset.status == 409)
             #expect(wrongOffset.header("Upload-Offset") == "0")
-            let bad = try await patch(wire, location, key: key, offset: 0, video.prefix(half),
-                                      extra: [("Upload-Checksum", "sha1 \(Data(repeating: 7, count: 20).base64EncodedString())")])
+            let bad = try await patch(
+                wire, location, key: key, offset: 0, video.prefix(half),
+                extra: [("Upload-Checksum", "sha1 \(Data(repeating: 7, count: 20).base64EncodedString())")])
             #expect(bad.status == 460, "\(bad.text)")
             #expect(try await offset(wire, location, key: key) == 0)
-            let unknown = try await patch(wire, location, key: key, offset: 0, video.prefix(half), extra: [("Upload-Checksum", "crc32 AAAA")])
+            let unknown = try await patch(
+                wire, location, key: key, offset: 0, video.prefix(half), extra: [("Upload-Checksum", "crc32 AAAA")])
             #expect(unknown.status == 400)
             let digest = Data(Insecure.SHA1.hash(data: video.prefix(half)))
-            let good = try await patch(wire, location, key: key, offset: 0, video.prefix(half),
-                                       extra: [("Upload-Checksum", "sha1 \(digest.base64EncodedString())")])
+            let good = try await patch(
+                wire, location, key: key, offset: 0, video.prefix(half),
+                extra: [("Upload-Checksum", "sha1 \(digest.base64EncodedString())")])
             #expect(good.status == 204)
             #expect(good.header("Upload-Offset") == String(half))
             let past = try await patch(wire, location, key: key, offset: half, video.suffix(from: half) + Data([0, 0]))
@@ -191,9 +223,11 @@ struct ResumableUploadTests {
             let (_, key) = try await client.createAccount()
             let (_, other) = try await client.createAccount()
             let half = video.count / 2
-            let created = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [
-                ("Upload-Defer-Length", "1"), ("Content-Type", "application/offset+octet-stream"),
-            ], body: video.prefix(half))
+            let created = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: Self.tusHeaders + [
+                    ("Upload-Defer-Length", "1"), ("Content-Type", "application/offset+octet-stream")
+                ], body: video.prefix(half))
             #expect(created.status == 201, "\(created.text)")
             #expect(created.header("Upload-Offset") == String(half))
             let location = try #require(created.header("Location"))
@@ -208,8 +242,9 @@ struct ResumableUploadTests {
             let foreignPatch = try await patch(wire, location, key: other, offset: half, video.suffix(from: half))
             #expect(foreignPatch.status == 404)
 
-            let finished = try await patch(wire, location, key: key, offset: half, video.suffix(from: half),
-                                           extra: [("Upload-Length", String(video.count))])
+            let finished = try await patch(
+                wire, location, key: key, offset: half, video.suffix(from: half),
+                extra: [("Upload-Length", String(video.count))])
             #expect(finished.status == 204, "\(finished.text)")
 
             let second = try await create(wire, key: key, length: video.count)
@@ -218,7 +253,9 @@ struct ResumableUploadTests {
             #expect(deleted.status == 204)
             let gone = try await wire.send(.HEAD, second, key: key, headers: Self.tusHeaders)
             #expect(gone.status == 410)
-            #expect((try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty == true)
+            #expect(
+                (try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty
+                    == true)
         }
     }
 
@@ -236,8 +273,10 @@ struct ResumableUploadTests {
             let port = wire.port
             let stale = try await RawConnection.offPool { () -> RawConnection in
                 let connection = try RawConnection(port: port)
-                connection.send("PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n" +
-                                "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(video.count)\r\n\r\n")
+                connection.send(
+                    "PATCH \(location) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n"
+                        + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: \(video.count)\r\n\r\n"
+                )
                 connection.send([UInt8](video.prefix(half)))
                 Thread.sleep(forTimeInterval: 0.5)
                 return connection
@@ -253,8 +292,9 @@ struct ResumableUploadTests {
 
             let id = String(location.split(separator: "/").last!)
             let now = Date()
-            let held = try await server.service.database.holdUpload(id: id, accountId: account, holder: "another-host",
-                                                                    until: now.addingTimeInterval(30), now: now)
+            let held = try await server.service.database.holdUpload(
+                id: id, accountId: account, holder: "another-host",
+                until: now.addingTimeInterval(30), now: now)
             guard case .held = held else { Issue.record("could not hold the upload: \(held)"); return }
             let locked = try await patch(wire, location, key: key, offset: kept, video.suffix(from: kept))
             #expect(locked.status == 423, "\(locked.text)")
@@ -273,15 +313,23 @@ struct ResumableUploadTests {
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
-            let huge = try await wire.send(.PATCH, "/api/v1/uploads/0123abcd", key: key, headers: [
-                ("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1"), ("Upload-Offset", "9223372036854775807"),
-            ], body: Data([1]))
+            let huge = try await wire.send(
+                .PATCH, "/api/v1/uploads/0123abcd", key: key,
+                headers: [
+                    ("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1"),
+                    ("Upload-Offset", "9223372036854775807")
+                ], body: Data([1]))
             #expect(huge.status == 400, "\(huge.text)")
-            let hugeLength = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "9223372036854775807")])
+            let hugeLength = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: Self.tusHeaders + [("Upload-Length", "9223372036854775807")])
             #expect(hugeLength.status == 400)
-            let empty = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "0")])
+            let empty = try await wire.send(
+                .POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "0")])
             #expect(empty.status == 400, "\(empty.text)")
-            let emptyIETF = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1")])
+            let emptyIETF = try await wire.send(
+                .POST, "/api/v1/uploads", key: key,
+                headers: [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1")])
             #expect(emptyIETF.status == 400)
             let state = try await wire.send(.GET, "/health", key: nil)
             #expect(state.status == 200, "the server is still up")
@@ -300,11 +348,13 @@ struct ResumableUploadTests {
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
-            let tooLarge = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "60000000")])
+            let tooLarge = try await wire.send(
+                .POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "60000000")])
             #expect(tooLarge.status == 413)
             let garbage = Data((0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             let location = try await create(wire, key: key, length: garbage.count)
-            let second = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "1000")])
+            let second = try await wire.send(
+                .POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "1000")])
             #expect(second.status == 429, "\(second.text)")
             let plain = try await client.upload(key: key, file: try await Fixtures.data(.tiny))
             #expect(plain.status == .tooManyRequests)
@@ -315,9 +365,12 @@ struct ResumableUploadTests {
             #expect((state["error"] as? [String: Any])?["code"] as? String != nil)
             let account = try await wire.send(.GET, "/api/v1/account", key: key).json()
             #expect((account["usage"] as? [String: Any])?["used"] as? Int == 0, "\(account)")
-            #expect((try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty == true)
+            #expect(
+                (try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty
+                    == true)
             // The failed upload no longer counts: a new one may start.
-            let third = try await wire.send(.POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "1000")])
+            let third = try await wire.send(
+                .POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "1000")])
             #expect(third.status == 201)
         }
     }
@@ -358,7 +411,9 @@ struct ResumableUploadTests {
     /// deletes its bytes and it answers 410.
     @Test func abandonedUploadsExpire() async throws {
         let clock = TestClock(Date())
-        let server = try await TestServer(clock: clock) { $0.workers = 0; $0.resumableExpiryHours = 2 }
+        let server = try await TestServer(clock: clock) {
+            $0.workers = 0; $0.resumableExpiryHours = 2
+        }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
             let wire = try Wire(client)
@@ -366,7 +421,9 @@ struct ResumableUploadTests {
             let location = try await create(wire, key: key, length: video.count)
             _ = try await patch(wire, location, key: key, offset: 0, video.prefix(100))
             // The append has answered; the offset request waits until it has recorded its bytes.
-            #expect(try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset") == "100")
+            #expect(
+                try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset")
+                    == "100")
             let uploads = ResumableUploads(service: server.service, logger: .init(label: "test"))
             clock.now = clock.now.addingTimeInterval(3600)
             #expect(await uploads.sweep() == 0, "an hour of silence is within the expiry")
@@ -374,7 +431,9 @@ struct ResumableUploadTests {
             #expect(await uploads.sweep() == 1)
             let gone = try await wire.send(.HEAD, location, key: key)
             #expect(gone.status == 410)
-            #expect((try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty == true)
+            #expect(
+                (try? FileManager.default.contentsOfDirectory(atPath: server.layout.resumableDirectory))?.isEmpty
+                    == true)
         }
     }
 }

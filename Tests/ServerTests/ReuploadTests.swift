@@ -17,9 +17,10 @@ struct ReuploadTests {
     /// Dull at the start (so a copy trimmed by `trim` still holds the whole highlight), then lively
     /// and dull stretches.
     static let parts: [SynthPart] = [
-        SynthPart(start: 0, kind: .dull, seed: 60), SynthPart(start: 3.5, kind: .lively, seed: 61), SynthPart(start: 8, kind: .dull, seed: 62),
+        SynthPart(start: 0, kind: .dull, seed: 60), SynthPart(start: 3.5, kind: .lively, seed: 61),
+        SynthPart(start: 8, kind: .dull, seed: 62),
         SynthPart(start: 11, kind: .lively, seed: 63), SynthPart(start: 15, kind: .dull, seed: 64),
-        SynthPart(start: 18, kind: .lively, seed: 65),
+        SynthPart(start: 18, kind: .lively, seed: 65)
     ]
     static let trim = 3.0
 
@@ -37,11 +38,12 @@ struct ReuploadTests {
         let finished = spec
         return try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result {
-                    try Synth.write(finished, to: path)
-                    defer { try? FileManager.default.removeItem(atPath: path) }
-                    return try Data(contentsOf: URL(fileURLWithPath: path))
-                })
+                continuation.resume(
+                    with: Result {
+                        try Synth.write(finished, to: path)
+                        defer { try? FileManager.default.removeItem(atPath: path) }
+                        return try Data(contentsOf: URL(fileURLWithPath: path))
+                    })
             }.start()
         }
     }
@@ -51,8 +53,11 @@ struct ReuploadTests {
         return try #require((account["usage"] as? [String: Any])?["used"] as? Int)
     }
 
-    static func upload(_ client: any TestClientProtocol, key: String, _ data: Data, target: String = "6") async throws -> [String: Any] {
-        let response = try await client.upload(key: key, file: data, fields: [("target_duration", target), ("quality", "low")])
+    static func upload(_ client: any TestClientProtocol, key: String, _ data: Data, target: String = "6") async throws
+        -> [String: Any]
+    {
+        let response = try await client.upload(
+            key: key, file: data, fields: [("target_duration", target), ("quality", "low")])
         #expect(response.status == .ok, "\(response.text)")
         let job = try #require(try response.json()["job_id"] as? String)
         return try await RecutTests.completed(client, job, key: key)
@@ -83,11 +88,17 @@ struct ReuploadTests {
             #expect(abs(offset - Self.trim) <= 1.0 / 30 + 0.001, "offset \(offset), expected \(Self.trim)")
             #expect(duplicate["result_reused"] as? Bool == true)
             #expect((second["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
-            #expect(try await Self.used(client, key: key) == 1, "a re-upload given its earlier highlight is not charged again")
+            #expect(
+                try await Self.used(client, key: key) == 1,
+                "a re-upload given its earlier highlight is not charged again")
             // The same highlight, its moments in the copy's seconds.
             let a = RecutTests.segments(first), b = RecutTests.segments(second)
-            #expect(a.count == b.count && zip(a, b).allSatisfy { abs($0.start - offset - $1.start) < 0.002 && abs($0.end - offset - $1.end) < 0.002 },
-                    "\(a) vs \(b)")
+            #expect(
+                a.count == b.count
+                    && zip(a, b).allSatisfy {
+                        abs($0.start - offset - $1.start) < 0.002 && abs($0.end - offset - $1.end) < 0.002
+                    },
+                "\(a) vs \(b)")
             let firstFile = try await client.get("/api/v1/jobs/\(firstID)/download", key: key)
             let secondFile = try await client.get("/api/v1/jobs/\(secondID)/download", key: key)
             #expect(secondFile.status == .ok && firstFile.body == secondFile.body, "the earlier highlight's file")
@@ -130,7 +141,9 @@ struct ReuploadTests {
             let (_, other) = try await client.createAccount()
             let theirs = try await Self.upload(client, key: other, original)
             #expect(theirs["duplicate_of"] == nil)
-            #expect((theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false, "nothing of another account's analysis")
+            #expect(
+                (theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false,
+                "nothing of another account's analysis")
             #expect(try await Self.used(client, key: other) == 1)
         }
     }
@@ -138,11 +151,16 @@ struct ReuploadTests {
 
 @Suite("Re-upload candidate families")
 struct ReuploadFamilyTests {
-    @Test("a copy of a copy belongs to the first upload; a chain leaving the candidates ends where it leaves; a cycle ends")
+    @Test(
+        "a copy of a copy belongs to the first upload; a chain leaving the candidates ends where it leaves; a cycle ends"
+    )
     func families() {
-        let families = JobRunner.families([("o", nil), ("a", "o"), ("b", "a"), ("c", "gone"), ("x", nil), ("p", "q"), ("q", "p")])
+        let families = JobRunner.families([
+            ("o", nil), ("a", "o"), ("b", "a"), ("c", "gone"), ("x", nil), ("p", "q"), ("q", "p")
+        ])
         #expect(families["o"] == "o" && families["a"] == "o" && families["b"] == "o")
         #expect(families["c"] == "gone" && families["x"] == "x")
-        #expect(families["p"] != nil && families["q"] != nil, "a cycle (never written, but read from the store) still ends")
+        #expect(
+            families["p"] != nil && families["q"] != nil, "a cycle (never written, but read from the store) still ends")
     }
 }

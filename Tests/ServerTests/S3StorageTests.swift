@@ -20,9 +20,11 @@ enum S3TestEnvironment {
     static func values() throws -> Values {
         let env = ProcessInfo.processInfo.environment
         guard let endpoint = env["MOMENTS_TEST_S3_ENDPOINT"], !endpoint.isEmpty,
-              let access = env["MOMENTS_TEST_S3_ACCESS_KEY_ID"], !access.isEmpty,
-              let secret = env["MOMENTS_TEST_S3_SECRET_ACCESS_KEY"], !secret.isEmpty else {
-            let message = "S3StorageTests need the local S3 server: run `eval \"$(scripts/s3-test-server start)\"` first (MOMENTS_TEST_S3_ENDPOINT, MOMENTS_TEST_S3_ACCESS_KEY_ID and MOMENTS_TEST_S3_SECRET_ACCESS_KEY are not set)"
+            let access = env["MOMENTS_TEST_S3_ACCESS_KEY_ID"], !access.isEmpty,
+            let secret = env["MOMENTS_TEST_S3_SECRET_ACCESS_KEY"], !secret.isEmpty
+        else {
+            let message =
+                "S3StorageTests need the local S3 server: run `eval \"$(scripts/s3-test-server start)\"` first (MOMENTS_TEST_S3_ENDPOINT, MOMENTS_TEST_S3_ACCESS_KEY_ID and MOMENTS_TEST_S3_SECRET_ACCESS_KEY are not set)"
             Issue.record(Comment(rawValue: message))
             throw S3TestEnvironmentMissing(description: message)
         }
@@ -42,7 +44,10 @@ struct S3TestServer {
 
     /// - Parameter unreachable: the bucket's address is a loopback port nothing listens on, and the
     ///   client gives up quickly (one retry, 1 s to connect).
-    init(prefix: String = "", unreachable: Bool = false, clock: TestClock? = nil, _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws {
+    init(
+        prefix: String = "", unreachable: Bool = false, clock: TestClock? = nil,
+        _ configure: (inout ServiceSettings) -> Void = { _ in }
+    ) async throws {
         let s3 = try S3TestEnvironment.values()
         bucket = "moments-test-\(UUID().uuidString.lowercased().prefix(18))"
         var settings = ServiceSettings()
@@ -62,11 +67,13 @@ struct S3TestServer {
         if unreachable {
             var configuration = try MediaStorageFactory.s3Configuration(settings.mediaStorage, environment: environment)
             configuration.retry = S3RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(10))
-            storage = S3MediaStorage(client: S3Client(configuration: configuration, httpClient: Self.impatientHTTPClient, logger: logger),
-                                     prefix: "", scratchDirectory: scratch.path("storage/scratch"), logger: logger)
+            storage = S3MediaStorage(
+                client: S3Client(configuration: configuration, httpClient: Self.impatientHTTPClient, logger: logger),
+                prefix: "", scratchDirectory: scratch.path("storage/scratch"), logger: logger)
         } else {
-            let made = try MediaStorageFactory.make(settings: settings, layout: StorageLayout(root: settings.storagePath),
-                                                    environment: environment, logger: logger)
+            let made = try MediaStorageFactory.make(
+                settings: settings, layout: StorageLayout(root: settings.storagePath),
+                environment: environment, logger: logger)
             storage = try #require(made as? S3MediaStorage)
             try await storage.client.createBucket()
         }
@@ -78,8 +85,9 @@ struct S3TestServer {
         // server-side copies on S3 in the PostgreSQL + S3 run).
         var plans = TestServer.roomyPlans
         plans.free.recuts = false
-        service = try JobService(settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore,
-                                 mediaStorage: storage, logger: logger, clock: now)
+        service = try JobService(
+            settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore,
+            mediaStorage: storage, logger: logger, clock: now)
         app = buildApplication(service: service, logger: logger).0
     }
 
@@ -103,7 +111,9 @@ struct S3TestServer {
     }
 
     /// Folders left under storage/scratch.
-    var scratchFolders: [String] { (try? FileManager.default.contentsOfDirectory(atPath: storage.scratchDirectory)) ?? [] }
+    var scratchFolders: [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: storage.scratchDirectory)) ?? []
+    }
 
     /// Scratch folders still there after `seconds` (the worker removes its folder just after it
     /// records a failure, so a poll can see the status first).
@@ -159,17 +169,22 @@ enum MotoAuthentication {
     }
 }
 
-private func runS3Test<App: ApplicationProtocol, T: Sendable>(_ app: App, _ test: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+private func runS3Test<App: ApplicationProtocol, T: Sendable>(
+    _ app: App, _ test: @Sendable (any TestClientProtocol) async throws -> T
+) async throws -> T {
     try await app.test(.live) { client in try await test(client) }
 }
 
 extension TestClientProtocol {
     /// Uploads the video and waits for the job to finish; returns its id and final status.
     func uploadAndWait(_ video: Data, key: String) async throws -> (String, String) {
-        let upload = try await self.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
+        let upload = try await self.upload(
+            key: key, file: video, fields: [("target_duration", "5"), ("quality", "low")])
         #expect(upload.status == .ok, "\(upload.text)")
         let job = try #require(try upload.json()["job_id"] as? String)
-        let statuses = try await poll(job: job, key: key) { ["completed", "failed"].contains($0["status"] as? String ?? "") }
+        let statuses = try await poll(job: job, key: key) {
+            ["completed", "failed"].contains($0["status"] as? String ?? "")
+        }
         return (job, statuses.last?["status"] as? String ?? "")
     }
 }
@@ -187,7 +202,11 @@ struct S3StorageTests {
             #expect(status == "completed")
             // Results in the bucket under the prefix; the input removed after processing (keepUploads false).
             let keys = try await server.settledKeys(ofJob: job)
-            #expect(keys == ["analysis-data.json", "analysis.json", "highlight.mp4", "poster.jpg", "storyboard.png"].map { "tenant-a/jobs/\(job)/\($0)" }, "\(keys)")
+            #expect(
+                keys
+                    == ["analysis-data.json", "analysis.json", "highlight.mp4", "poster.jpg", "storyboard.png"].map {
+                        "tenant-a/jobs/\(job)/\($0)"
+                    }, "\(keys)")
             #expect(server.scratchFolders.isEmpty, "scratch left: \(server.scratchFolders)")
             #expect(!FileManager.default.fileExists(atPath: server.service.layout.jobDirectory(job)))
 
@@ -200,19 +219,24 @@ struct S3StorageTests {
             #expect(full.headers[.eTag] != nil && full.headers[.lastModified] != nil)
             #expect(Data(full.body.readableBytesView) == stored)
 
-            let ranged = try await client.get("/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=100-1099"])
+            let ranged = try await client.get(
+                "/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=100-1099"])
             #expect(ranged.status == .partialContent)
             #expect(ranged.headers[.contentRange] == "bytes 100-1099/\(stored.count)")
             #expect(Data(ranged.body.readableBytesView) == stored[100...1099])
             let suffix = try await client.get("/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=-10"])
             #expect(suffix.status == .partialContent && Data(suffix.body.readableBytesView) == stored.suffix(10))
             // If-Range with another version's validator: the whole file.
-            let stale = try await client.get("/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=0-9", .ifRange: "\"other\""])
+            let stale = try await client.get(
+                "/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=0-9", .ifRange: "\"other\""])
             #expect(stale.status == .ok && stale.body.readableBytes == stored.count)
 
             let head = try await client.get("/api/v1/jobs/\(job)/download", key: key, method: .head)
-            #expect(head.status == .ok && head.headers[.contentLength] == String(stored.count) && head.body.readableBytes == 0)
-            let unsatisfiable = try await client.get("/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=\(stored.count)-"])
+            #expect(
+                head.status == .ok && head.headers[.contentLength] == String(stored.count)
+                    && head.body.readableBytes == 0)
+            let unsatisfiable = try await client.get(
+                "/api/v1/jobs/\(job)/download", key: key, headers: [.range: "bytes=\(stored.count)-"])
             try unsatisfiable.expectProblem(.rangeNotSatisfiable, code: "range_not_satisfiable")
             #expect(unsatisfiable.headers[.contentRange] == "bytes */\(stored.count)")
 
@@ -234,7 +258,9 @@ struct S3StorageTests {
 
     /// With presignDownloads, a download is a 302 to a URL that a plain GET (no credentials) reads.
     @Test func presignedDownloads() async throws {
-        let server = try await S3TestServer { $0.mediaStorage.presignDownloads = true; $0.mediaStorage.presignSeconds = 120 }
+        let server = try await S3TestServer {
+            $0.mediaStorage.presignDownloads = true; $0.mediaStorage.presignSeconds = 120
+        }
         let video = try await Fixtures.data(.short)
         try await server.run { client in
             let (_, key) = try await client.createAccount()
@@ -246,7 +272,8 @@ struct S3StorageTests {
             #expect(location.contains("X-Amz-Expires=120"), "\(location)")
             #expect(!location.contains(try S3TestEnvironment.values().secretKey))
             let (presignedStatus, body) = try await MotoAuthentication.withChecksOff {
-                let response = try await S3MediaStorage.sharedHTTPClient.execute(HTTPClientRequest(url: location), timeout: .seconds(30))
+                let response = try await S3MediaStorage.sharedHTTPClient.execute(
+                    HTTPClientRequest(url: location), timeout: .seconds(30))
                 return (response.status, try await response.body.collect(upTo: 64 << 20))
             }
             #expect(presignedStatus == .ok)
@@ -265,7 +292,8 @@ struct S3StorageTests {
             let (job, status) = try await client.uploadAndWait(video, key: key)
             #expect(status == "completed")
             #expect(try await server.settledKeys(ofJob: job).count == 5)
-            try await server.storage.client.putObject(key: "jobs/no-such-job/highlight.mp4", bytes: Array("orphan".utf8))
+            try await server.storage.client.putObject(
+                key: "jobs/no-such-job/highlight.mp4", bytes: Array("orphan".utf8))
             let ghost = server.storage.scratchPath("ghost-job")
             try FileManager.default.createDirectory(atPath: ghost, withIntermediateDirectories: true)
 
@@ -314,7 +342,9 @@ struct S3StorageTests {
             let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(upload.status == .ok, "\(upload.text)")
             let job = try #require(try upload.json()["job_id"] as? String)
-            _ = try await client.poll(job: job, key: key, timeout: 60) { ($0["status"] as? String) == "processing" && ($0["progress"] as? Int ?? 0) > 0 }
+            _ = try await client.poll(job: job, key: key, timeout: 60) {
+                ($0["status"] as? String) == "processing" && ($0["progress"] as? Int ?? 0) > 0
+            }
             #expect(server.scratchFolders == [job], "the input is fetched to scratch for the child")
             let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
             let cancelledStatus = try cancelled.json()["status"] as? String
@@ -338,34 +368,52 @@ struct S3StorageTests {
                 #expect(!upload.text.contains(secret), "the answer reveals \(secret): \(upload.text)")
             }
             // Nothing stays on the local disk either.
-            #expect(((try? FileManager.default.contentsOfDirectory(atPath: server.service.layout.uploadsDirectory)) ?? []).isEmpty)
-            #expect(try await server.service.jobs(account: try #require(try await server.service.account(apiKey: key)), limit: 10, offset: 0).total == 0)
+            #expect(
+                ((try? FileManager.default.contentsOfDirectory(atPath: server.service.layout.uploadsDirectory)) ?? [])
+                    .isEmpty)
+            #expect(
+                try await server.service.jobs(
+                    account: try #require(try await server.service.account(apiKey: key)), limit: 10, offset: 0
+                ).total == 0)
         }
         // (The refused upload's connection was closed: /ready is asked of the service directly.)
         let checks = await server.service.readiness()
         #expect(checks["storage"]?.ok == false)
-        #expect(checks["storage"].map { !$0.detail.contains("127.0.0.1") && !$0.detail.contains(server.bucket) } == true)
+        #expect(
+            checks["storage"].map { !$0.detail.contains("127.0.0.1") && !$0.detail.contains(server.bucket) } == true)
     }
 
     /// The PaaS names: STORAGE_BACKEND, STORAGE_S3_* and the AWS_* credentials (from the
     /// environment only); errors name what is missing, never a secret.
     @Test func environmentNames() async throws {
-        let reader = try await MomentsConfiguration.reader(environment: [
-            "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": "https://acct.r2.cloudflarestorage.com", "STORAGE_S3_REGION": "auto",
-            "STORAGE_S3_BUCKET": "media", "STORAGE_S3_PATH_STYLE": "true", "STORAGE_S3_PREFIX": "prod",
-            "STORAGE_S3_PRESIGN_DOWNLOADS": "true", "STORAGE_S3_PRESIGN_SECONDS": "600",
-        ], file: "/nonexistent/moments.json")
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": "https://acct.r2.cloudflarestorage.com",
+                "STORAGE_S3_REGION": "auto",
+                "STORAGE_S3_BUCKET": "media", "STORAGE_S3_PATH_STYLE": "true", "STORAGE_S3_PREFIX": "prod",
+                "STORAGE_S3_PRESIGN_DOWNLOADS": "true", "STORAGE_S3_PRESIGN_SECONDS": "600"
+            ], file: "/nonexistent/moments.json")
         let settings = ServiceSettings(reader: reader).mediaStorage
         #expect(settings.backendKind == .s3)
-        #expect(settings.endpoint == "https://acct.r2.cloudflarestorage.com" && settings.region == "auto" && settings.bucket == "media")
-        #expect(settings.pathStyle && settings.prefix == "prod" && settings.presignDownloads && settings.presignSeconds == 600)
+        #expect(
+            settings.endpoint == "https://acct.r2.cloudflarestorage.com" && settings.region == "auto"
+                && settings.bucket == "media")
+        #expect(
+            settings.pathStyle && settings.prefix == "prod" && settings.presignDownloads
+                && settings.presignSeconds == 600)
         #expect(ServiceSettings().mediaStorage.backendKind == .filesystem)
 
-        let environment = ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "very-secret-key", "AWS_SESSION_TOKEN": "session-token"]
+        let environment = [
+            "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "very-secret-key",
+            "AWS_SESSION_TOKEN": "session-token"
+        ]
         let configuration = try MediaStorageFactory.s3Configuration(settings, environment: environment)
         #expect(configuration.endpoint.absoluteString == "https://acct.r2.cloudflarestorage.com")
         #expect(configuration.region == "auto" && configuration.bucket == "media" && configuration.pathStyle)
-        #expect(configuration.credentials == AWSCredentials(accessKeyId: "AKIDEXAMPLE", secretAccessKey: "very-secret-key", sessionToken: "session-token"))
+        #expect(
+            configuration.credentials
+                == AWSCredentials(
+                    accessKeyId: "AKIDEXAMPLE", secretAccessKey: "very-secret-key", sessionToken: "session-token"))
 
         for missing in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
             var partial = environment
@@ -380,12 +428,15 @@ struct S3StorageTests {
         }
         var noBucket = settings
         noBucket.bucket = ""
-        #expect(throws: MediaStorageError.self) { try MediaStorageFactory.s3Configuration(noBucket, environment: environment) }
+        #expect(throws: MediaStorageError.self) {
+            try MediaStorageFactory.s3Configuration(noBucket, environment: environment)
+        }
         var typo = ServiceSettings()
         typo.mediaStorage.backend = "s4"
         let scratch = Scratch()
         #expect(throws: MediaStorageError.self) {
-            try MediaStorageFactory.make(settings: typo, layout: StorageLayout(root: scratch.path), logger: Logger(label: "test"))
+            try MediaStorageFactory.make(
+                settings: typo, layout: StorageLayout(root: scratch.path), logger: Logger(label: "test"))
         }
     }
 }

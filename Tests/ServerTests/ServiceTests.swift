@@ -21,8 +21,12 @@ struct ServiceTests {
             #expect((document["openapi"] as? String)?.hasPrefix("3.1") == true)
             let paths = try #require(document["paths"] as? [String: [String: Any]])
             let methods: Set<String> = ["get", "put", "post", "delete", "head", "patch", "options"]
-            let documented = Set(paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0) \(path)" } })
-            #expect(documented == registered, "only documented: \(documented.subtracting(registered)); only routed: \(registered.subtracting(documented))")
+            let documented = Set(
+                paths.flatMap { path, operations in operations.keys.filter(methods.contains).map { "\($0) \(path)" } })
+            #expect(
+                documented == registered,
+                "only documented: \(documented.subtracting(registered)); only routed: \(registered.subtracting(documented))"
+            )
         }
     }
 
@@ -35,7 +39,9 @@ struct ServiceTests {
             #expect(containers.contains("mov,mp4,m4a,3gp,3g2,mj2") && containers.contains("matroska,webm"))
             #expect(video.contains("h264") && video.contains("hevc"))
             #expect(((formats["audio_codecs"] as? [[String: Any]])?.count ?? 0) > 10)
-            #expect((formats["limits"] as? [String: Any])?["max_bytes"] as? Int == Int(server.service.settings.maxUploadBytes))
+            #expect(
+                (formats["limits"] as? [String: Any])?["max_bytes"] as? Int
+                    == Int(server.service.settings.maxUploadBytes))
             #expect((formats["target_duration"] as? [String: Any])?["min"] as? Int == 5)
             #expect(formats["qualities"] as? [String] == ["low", "medium", "high"])
         }
@@ -53,7 +59,8 @@ struct ServiceTests {
     }
 
     /// One server per storage folder: a second one refuses to start.
-    @Test(.enabled(if: TestEngine.isEmbedded, "the storage lock guards the embedded SQLite only")) func storageIsLocked() async throws {
+    @Test(.enabled(if: TestEngine.isEmbedded, "the storage lock guards the embedded SQLite only"))
+    func storageIsLocked() async throws {
         let server = try await TestServer()
         var settings = server.service.settings
         settings.port = 0
@@ -73,12 +80,22 @@ struct ServiceTests {
 
     /// Jobs left processing by a crash are re-queued with their attempt counted, and fail with a
     /// clear message once they have been started the maximum number of times.
-    @Test(.enabled(if: TestEngine.isEmbedded, "start-up recovery of a store the process has to itself (SQLite); on PostgreSQL, leases: see StoreTests and ScaleOutTests")) func recoveryAfterCrashCountsAttempts() async throws {
+    @Test(
+        .enabled(
+            if: TestEngine.isEmbedded,
+            "start-up recovery of a store the process has to itself (SQLite); on PostgreSQL, leases: see StoreTests and ScaleOutTests"
+        )) func recoveryAfterCrashCountsAttempts() async throws
+    {
         let server = try await TestServer()
         let db = server.service.database
         let (account, _) = try await server.service.createAccount(label: nil)
-        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
-        try await db.insertUnmetered(Job(id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+        let input = JobInput(
+            size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
+            rotation: 0, frameRate: 30)
+        try await db.insertUnmetered(
+            Job(
+                id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5,
+                now: Date()))
         for attempt in 1...3 {
             let claimed = try #require(try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()))
             #expect(claimed.attempts == attempt)
@@ -99,15 +116,22 @@ struct ServiceTests {
         let server = try await TestServer()
         let db = server.service.database
         let (account, _) = try await server.service.createAccount(label: nil)
-        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        let input = JobInput(
+            size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
+            rotation: 0, frameRate: 30)
         for i in 0..<40 {
-            try await db.insertUnmetered(Job(id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: Date()))
+            try await db.insertUnmetered(
+                Job(
+                    id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input,
+                    estimatedSeconds: 5, now: Date()))
         }
         let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
             for _ in 0..<8 {
                 group.addTask {
                     var mine: [String] = []
-                    while let job = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()) { mine.append(job.id) }
+                    while let job = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()) {
+                        mine.append(job.id)
+                    }
                     return mine
                 }
             }
@@ -117,16 +141,24 @@ struct ServiceTests {
     }
 
     /// The sweeper deletes results past retention and folders and uploads belonging to nothing.
-    @Test(.enabled(if: TestEngine.isEmbedded, "lays out job folders by hand; the bucket's sweep: S3StorageTests")) func sweeperRemovesExpiredAndOrphans() async throws {
+    @Test(.enabled(if: TestEngine.isEmbedded, "lays out job folders by hand; the bucket's sweep: S3StorageTests"))
+    func sweeperRemovesExpiredAndOrphans() async throws {
         let server = try await TestServer { $0.resultRetentionHours = 1 }
         let db = server.service.database
         let layout = server.layout
         let (account, _) = try await server.service.createAccount(label: nil)
-        let input = JobInput(size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180, rotation: 0, frameRate: 30)
+        let input = JobInput(
+            size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
+            rotation: 0, frameRate: 30)
         let old = Date().addingTimeInterval(-7200)
-        try await db.insertUnmetered(Job(id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5, now: old))
+        try await db.insertUnmetered(
+            Job(
+                id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input,
+                estimatedSeconds: 5, now: old))
         _ = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: old)
-        _ = try await db.complete(id: "old", worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [], processingSeconds: 1, workerSeconds: 0, now: old)
+        _ = try await db.complete(
+            id: "old", worker: "test", output: JobOutput(duration: 1, size: 1, width: 1, height: 1), segments: [],
+            processingSeconds: 1, workerSeconds: 0, now: old)
         try FileManager.default.createDirectory(atPath: layout.jobDirectory("old"), withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: layout.resultPath("old"), contents: Data("x".utf8))
         let orphan = layout.jobDirectory("orphan")
@@ -145,7 +177,9 @@ struct ServiceTests {
 
     /// Files' ages are wall-clock ages: with the service's clock days ahead (a month-end test), an
     /// upload being received and a job folder waiting for its row are not taken for abandoned ones.
-    @Test(.enabled(if: TestEngine.isEmbedded, "lays out job folders by hand")) func sweepOnAMovedClockKeepsFreshFiles() async throws {
+    @Test(.enabled(if: TestEngine.isEmbedded, "lays out job folders by hand")) func sweepOnAMovedClockKeepsFreshFiles()
+        async throws
+    {
         let clock = TestClock(Date().addingTimeInterval(6 * 24 * 3600))
         let server = try await TestServer(clock: clock)
         let layout = server.layout
@@ -163,20 +197,28 @@ struct ServiceTests {
     @Test func configurationLayers() async throws {
         let scratch = Scratch()
         let file = scratch.path("moments.json")
-        try Data(#"{"http": {"port": 9100, "host": "0.0.0.0"}, "jobs": {"workers": 3}, "upload": {"maxBytes": 1000}}"#.utf8)
-            .write(to: URL(fileURLWithPath: file))
-        let reader = try await MomentsConfiguration.reader(environment: ["HTTP_PORT": "9200", "STORAGE_PATH": "/srv/moments",
-                                                                         "STORAGE_MIN_FREE_BYTES": "5", "HTTP_PUBLIC_BASE_URL": "https://api.example.com/"],
-                                                           file: file)
+        try Data(
+            #"{"http": {"port": 9100, "host": "0.0.0.0"}, "jobs": {"workers": 3}, "upload": {"maxBytes": 1000}}"#.utf8
+        )
+        .write(to: URL(fileURLWithPath: file))
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "HTTP_PORT": "9200", "STORAGE_PATH": "/srv/moments",
+                "STORAGE_MIN_FREE_BYTES": "5", "HTTP_PUBLIC_BASE_URL": "https://api.example.com/"
+            ],
+            file: file)
         let settings = ServiceSettings(reader: reader)
         #expect(settings.port == 9200 && settings.host == "0.0.0.0")
         #expect(settings.workers == 3 && settings.maxUploadBytes == 1000)
         #expect(settings.storagePath == "/srv/moments" && settings.minFreeBytes == 5)
         #expect(settings.baseURL == "https://api.example.com")
         // The scale-out keys, by the names PaaS hosts use.
-        let scaled = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [
-            "DATABASE_URL": "postgres://moments:secret@db:5432/moments?sslmode=require", "JOBS_WORKERS": "0", "JOBS_LEASE_SECONDS": "12",
-        ], file: file))
+        let scaled = ServiceSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: [
+                    "DATABASE_URL": "postgres://moments:secret@db:5432/moments?sslmode=require", "JOBS_WORKERS": "0",
+                    "JOBS_LEASE_SECONDS": "12"
+                ], file: file))
         #expect(scaled.workers == 0 && scaled.leaseSeconds == 12)
         let location = StoreLocation(scaled.databaseURL, storagePath: scaled.storagePath)
         #expect(location == .postgresql(url: "postgres://moments:secret@db:5432/moments?sslmode=require"))
@@ -186,12 +228,17 @@ struct ServiceTests {
         #expect(StoreLocation("/data/m.db", storagePath: "x") == .sqlite(path: "/data/m.db"))
         // That the shipped Config/moments.json holds the built-in defaults: ShippedConfigTests.
         // plans.free.recuts by its environment name.
-        let noRecuts = PlanSettings(reader: try await MomentsConfiguration.reader(environment: ["PLANS_FREE_RECUTS": "false"], file: "Config/moments.json"))
+        let noRecuts = PlanSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["PLANS_FREE_RECUTS": "false"], file: "Config/moments.json"))
         #expect(!noRecuts.free.recuts && noRecuts.pro.recuts)
         // Jump cuts: off as shipped, on by media.analysis.jumpCuts.
-        let shippedMedia = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        let shippedMedia = MediaDefaults(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(!shippedMedia.template.analysis.shots.jumpCuts)
-        let jumps = MediaDefaults(reader: try await MomentsConfiguration.reader(environment: ["MEDIA_ANALYSIS_JUMP_CUTS": "true"], file: "Config/moments.json"))
+        let jumps = MediaDefaults(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["MEDIA_ANALYSIS_JUMP_CUTS": "true"], file: "Config/moments.json"))
         #expect(jumps.template.analysis.shots.jumpCuts)
         await #expect(throws: (any Error).self) {
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: file))
@@ -210,9 +257,13 @@ struct ExpectContinueTests {
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let port = try #require(client.port)
-            let small = try await RawConnection.offPool { try Self.exchangeHead(port: port, key: key, contentLength: 500_000) }
+            let small = try await RawConnection.offPool {
+                try Self.exchangeHead(port: port, key: key, contentLength: 500_000)
+            }
             #expect(small.hasPrefix("HTTP/1.1 100 Continue"), "\(small)")
-            let large = try await RawConnection.offPool { try Self.exchangeHead(port: port, key: key, contentLength: 5_000_000) }
+            let large = try await RawConnection.offPool {
+                try Self.exchangeHead(port: port, key: key, contentLength: 5_000_000)
+            }
             #expect(large.hasPrefix("HTTP/1.1 413"), "\(large)")
         }
     }
@@ -221,8 +272,10 @@ struct ExpectContinueTests {
     private static func exchangeHead(port: Int, key: String, contentLength: Int) throws -> String {
         let connection = try RawConnection(port: port)
         defer { connection.close() }
-        connection.send("POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n" +
-            "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\nExpect: 100-continue\r\n\r\n")
+        connection.send(
+            "POST /api/v1/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n"
+                + "Content-Type: \(Multipart.contentType)\r\nContent-Length: \(contentLength)\r\nExpect: 100-continue\r\n\r\n"
+        )
         guard case .data(let bytes) = connection.read(timeout: 30) else { return "" }
         return String(decoding: bytes, as: UTF8.self)
     }

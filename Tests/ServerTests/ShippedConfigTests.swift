@@ -12,7 +12,7 @@ struct ShippedConfigTests {
     /// Keys the file leaves out on purpose.
     static let notInFile: Set<String> = [
         // No value is the default (analyse every frame); JSON null would not read as "unset".
-        "media.analysis.maxFrameRate",
+        "media.analysis.maxFrameRate"
     ]
 
     @Test func shippedFileHoldsTheDefaultOfEveryKeyItNames() async throws {

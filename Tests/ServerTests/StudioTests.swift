@@ -15,12 +15,15 @@ struct StudioTests {
             #expect(page.text.contains("<script type=\"module\" src=\"/studio/app.js\"></script>"))
             #expect(page.headers[.cacheControl] == "no-cache")
             let csp = try #require(page.headers[.contentSecurityPolicy])
-            #expect(csp.contains("script-src 'self';") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"))
+            #expect(
+                csp.contains("script-src 'self';") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"))
             let etag = try #require(page.headers[.eTag])
             let again = try await client.get("/", key: nil, headers: [.ifNoneMatch: etag])
             #expect(again.status == .notModified && again.body.readableBytes == 0)
 
-            for (name, type) in [("app.js", "text/javascript; charset=utf-8"), ("studio.css", "text/css; charset=utf-8")] {
+            for (name, type) in [
+                ("app.js", "text/javascript; charset=utf-8"), ("studio.css", "text/css; charset=utf-8")
+            ] {
                 let asset = try await client.get("/studio/\(name)", key: nil)
                 #expect(asset.status == .ok && asset.headers[.contentType] == type)
                 #expect(asset.headers[.cacheControl]?.contains("max-age=") == true && asset.headers[.eTag] != etag)

@@ -32,22 +32,29 @@ enum Fixtures {
 
     /// The test binary's modification time: a rebuild (maybe of the encoder) makes new fixtures.
     static let build: String = {
-        let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let binary =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let modified = (try? FileManager.default.attributesOfItem(atPath: binary))?[.modificationDate] as? Date
         return "\(modified?.timeIntervalSince1970 ?? 0)"
     }()
 
     /// 12 s, 320×180, lively and dull parts, with sound: a highlight takes a few seconds to make.
-    static let short: String = make("short.mp4", duration: 12, width: 320, height: 180,
-                                     parts: [SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .dull, seed: 2),
-                                             SynthPart(start: 8, kind: .lively, seed: 3)])
+    static let short: String = make(
+        "short.mp4", duration: 12, width: 320, height: 180,
+        parts: [
+            SynthPart(start: 0, kind: .lively, seed: 1), SynthPart(start: 4, kind: .dull, seed: 2),
+            SynthPart(start: 8, kind: .lively, seed: 3)
+        ])
     /// 36 s at 480×270: long enough to cancel or kill while it is being processed.
-    static let long: String = make("long.mp4", duration: 36, width: 480, height: 270,
-                                    parts: (0..<9).map { SynthPart(start: Double($0 * 4), kind: $0 % 2 == 0 ? .lively : .dull, seed: $0 + 10) })
+    static let long: String = make(
+        "long.mp4", duration: 36, width: 480, height: 270,
+        parts: (0..<9).map { SynthPart(start: Double($0 * 4), kind: $0 % 2 == 0 ? .lively : .dull, seed: $0 + 10) })
     /// 2 s at 160×90: a valid upload that costs little to receive and probe (quota races).
-    static let tiny: String = make("tiny.mp4", duration: 2, width: 160, height: 90, parts: [SynthPart(start: 0, kind: .lively, seed: 4)])
+    static let tiny: String = make(
+        "tiny.mp4", duration: 2, width: 160, height: 90, parts: [SynthPart(start: 0, kind: .lively, seed: 4)])
     /// 6 s of black: probes fine, but has no usable footage.
-    static let black: String = make("black.mp4", duration: 6, width: 320, height: 180, parts: [SynthPart(start: 0, kind: .black, seed: 0)])
+    static let black: String = make(
+        "black.mp4", duration: 6, width: 320, height: 180, parts: [SynthPart(start: 0, kind: .black, seed: 0)])
 
     enum Name: Sendable { case short, long, black, tiny }
 
@@ -109,9 +116,11 @@ struct TestServer {
     let routes: RouteTable
     let app: any ApplicationProtocol
 
-    init(plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
-         sandboxForAll: Bool = false, media: MediaDefaults = MediaDefaults(),
-         _ configure: (inout ServiceSettings) -> Void = { _ in }) async throws {
+    init(
+        plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
+        sandboxForAll: Bool = false, media: MediaDefaults = MediaDefaults(),
+        _ configure: (inout ServiceSettings) -> Void = { _ in }
+    ) async throws {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -119,16 +128,20 @@ struct TestServer {
         settings.progressIntervalMs = 50
         configure(&settings)
         var logger = Logger(label: "moments-test")
-        logger.logLevel = ProcessInfo.processInfo.environment["MOMENTS_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["MOMENTS_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            ?? .warning
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
         appStore.sandboxForAll = sandboxForAll
         if let appleChain { try appleChain.write(rootTo: appStore.rootCertificates[0]) }
         let now: @Sendable () -> Date
         if let clock { now = { clock.now } } else { now = { Date() } }
-        let engines = try await TestEngine.current.open(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
-        service = try JobService(settings: settings, media: media, plans: plans, appStore: appStore, store: engines.store,
-                                 mediaStorage: engines.media, logger: logger, clock: now)
+        let engines = try await TestEngine.current.open(
+            settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+        service = try JobService(
+            settings: settings, media: media, plans: plans, appStore: appStore, store: engines.store,
+            mediaStorage: engines.media, logger: logger, clock: now)
         let (app, routes) = buildApplication(service: service, logger: logger)
         self.app = app
         self.routes = routes
@@ -160,12 +173,16 @@ struct TestServer {
 }
 
 /// Runs `test` against the server's application in the given mode.
-func withServer<T: Sendable>(_ server: TestServer, _ setup: TestingSetup, _ test: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+func withServer<T: Sendable>(
+    _ server: TestServer, _ setup: TestingSetup, _ test: @Sendable (any TestClientProtocol) async throws -> T
+) async throws -> T {
     try await runTest(server.app, setup, test)
 }
 
-private func runTest<App: ApplicationProtocol, T: Sendable>(_ app: App, _ setup: TestingSetup,
-                                                             _ test: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+private func runTest<App: ApplicationProtocol, T: Sendable>(
+    _ app: App, _ setup: TestingSetup,
+    _ test: @Sendable (any TestClientProtocol) async throws -> T
+) async throws -> T {
     try await app.test(setup) { client in try await test(client) }
 }
 
@@ -176,10 +193,14 @@ struct Multipart {
     static func body(fields: [(String, String)] = [], file: Data? = nil, fileField: String = "file") -> ByteBuffer {
         var out = Data()
         for (name, value) in fields {
-            out.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
+            out.append(
+                Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
         }
         if let file {
-            out.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; filename=\"../../etc/passwd.mp4\"\r\nContent-Type: video/mp4\r\n\r\n".utf8))
+            out.append(
+                Data(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; filename=\"../../etc/passwd.mp4\"\r\nContent-Type: video/mp4\r\n\r\n"
+                        .utf8))
             out.append(file)
             out.append(Data("\r\n".utf8))
         }
@@ -199,20 +220,27 @@ extension TestClientProtocol {
         return (json["account_id"] as! String, json["api_key"] as! String)
     }
 
-    func upload(key: String, file: Data?, fields: [(String, String)] = [], headers extra: HTTPFields = [:]) async throws -> TestResponse {
+    func upload(key: String, file: Data?, fields: [(String, String)] = [], headers extra: HTTPFields = [:]) async throws
+        -> TestResponse
+    {
         var headers: HTTPFields = [.authorization: "Bearer \(key)", .contentType: Multipart.contentType]
         headers.append(contentsOf: extra)
-        return try await executeRequest(uri: "/api/v1/upload", method: .post, headers: headers, body: Multipart.body(fields: fields, file: file))
+        return try await executeRequest(
+            uri: "/api/v1/upload", method: .post, headers: headers, body: Multipart.body(fields: fields, file: file))
     }
 
-    func get(_ uri: String, key: String?, method: HTTPRequest.Method = .get, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+    func get(_ uri: String, key: String?, method: HTTPRequest.Method = .get, headers extra: HTTPFields = [:])
+        async throws -> TestResponse
+    {
         var headers: HTTPFields = extra
         if let key { headers[.authorization] = "Bearer \(key)" }
         return try await executeRequest(uri: uri, method: method, headers: headers, body: nil)
     }
 
     /// Polls the status until `done` holds (or the deadline passes); returns every status seen.
-    func poll(job: String, key: String, timeout: Double = 120, until done: ([String: Any]) -> Bool) async throws -> [[String: Any]] {
+    func poll(job: String, key: String, timeout: Double = 120, until done: ([String: Any]) -> Bool) async throws
+        -> [[String: Any]]
+    {
         var seen: [[String: Any]] = []
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
@@ -236,21 +264,26 @@ extension TestResponse {
 
     /// Asserts an RFC 9457 problem with this status (and code, when given).
     @discardableResult
-    func expectProblem(_ status: HTTPResponse.Status, code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    func expectProblem(
+        _ status: HTTPResponse.Status, code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> [String: Any] {
         #expect(self.status == status, "\(text)", sourceLocation: sourceLocation)
         #expect(headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
         let json = try json()
         #expect(json["status"] as? Int == Int(status.code), sourceLocation: sourceLocation)
         #expect((json["title"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
         #expect(((json["detail"] as? String)?.count ?? 0) > 10, sourceLocation: sourceLocation)
-        if let code { #expect((json["type"] as? String)?.hasSuffix("/" + code) == true, "\(json)", sourceLocation: sourceLocation) }
+        if let code {
+            #expect((json["type"] as? String)?.hasSuffix("/" + code) == true, "\(json)", sourceLocation: sourceLocation)
+        }
         return json
     }
 }
 
 /// A body a client sees names no file, folder or FFmpeg internals.
 func expectNoInternals(_ text: String, server: TestServer, sourceLocation: SourceLocation = #_sourceLocation) {
-    for leak in [server.scratch.path, server.layout.root, "/tmp/", "file:", "avformat", "avcodec", ".partial", "/input"] {
+    for leak in [server.scratch.path, server.layout.root, "/tmp/", "file:", "avformat", "avcodec", ".partial", "/input"]
+    {
         #expect(!text.contains(leak), "the response reveals \(leak): \(text)", sourceLocation: sourceLocation)
     }
 }

@@ -24,12 +24,15 @@ enum TestEngine: String {
 
     /// The store and media storage a test server uses (nil: the service opens SQLite and the
     /// folders in its storage path), with the settings that say so.
-    func open(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (store: (any MomentsStore)?, media: (any MediaStorage)?) {
+    func open(settings: inout ServiceSettings, sandboxForAll: Bool, logger: Logger) async throws -> (
+        store: (any MomentsStore)?, media: (any MediaStorage)?
+    ) {
         switch self {
         case .embedded:
             return (nil, nil)
         case .production:
-            let (store, media) = try await ProductionTestEngine.open(settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
+            let (store, media) = try await ProductionTestEngine.open(
+                settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
             return (store, media)
         }
     }

@@ -15,7 +15,9 @@ struct TransportLimitTests {
 
     /// An upload head with `Expect: 100-continue` on a connection of its own: the first response
     /// the server sends back (100 when it invites the body).
-    static func startUpload(port: Int, key: String, contentLength: Int = 500_000) async throws -> (RawConnection, RawConnection.Response?) {
+    static func startUpload(port: Int, key: String, contentLength: Int = 500_000) async throws -> (
+        RawConnection, RawConnection.Response?
+    ) {
         try await RawConnection.offPool {
             let connection = try RawConnection(port: port)
             connection.send(RawConnection.uploadHead(key: key, contentLength: contentLength, expectContinue: true))
@@ -73,7 +75,8 @@ struct TransportLimitTests {
                 let answer = try #require(response)
                 #expect(answer.status == 429, "\(answer.head)\(answer.body)")
                 #expect(Int(answer.header("Retry-After") ?? "") ?? 0 > 0)
-                #expect(answer.body.contains("too_many_jobs") && answer.body.contains("\"uploading\":1"), "\(answer.body)")
+                #expect(
+                    answer.body.contains("too_many_jobs") && answer.body.contains("\"uploading\":1"), "\(answer.body)")
                 extra.close()
             }
             // The first upload's client goes away: its slot is released.
@@ -105,8 +108,16 @@ struct TransportLimitTests {
 
     /// Declared Content-Lengths reserve disk: two uploads that each fit the free space above the
     /// floor, but not together, cannot both be invited.
-    @Test(.enabled(if: TestEngine.isEmbedded, "engine-independent; the production run creates databases in parallel, which moves the free space it measures")) func declaredBytesReserveDisk() async throws {
-        let free = try #require(try FileManager.default.attributesOfFileSystem(forPath: NSTemporaryDirectory())[.systemFreeSize] as? NSNumber).int64Value
+    @Test(
+        .enabled(
+            if: TestEngine.isEmbedded,
+            "engine-independent; the production run creates databases in parallel, which moves the free space it measures"
+        )) func declaredBytesReserveDisk() async throws
+    {
+        let free = try #require(
+            try FileManager.default.attributesOfFileSystem(forPath: NSTemporaryDirectory())[.systemFreeSize]
+                as? NSNumber
+        ).int64Value
         try #require(free > 3 << 30, "the test needs 3 GB free")
         // 1 GB above the floor; each upload declares 600 MB (other builders' disk use may move the
         // free space by a few hundred MB either way without changing the outcome).
@@ -120,7 +131,8 @@ struct TransportLimitTests {
             #expect(invited?.status == 100, "\(invited?.head ?? "")\(invited?.body ?? "")")
             let (second, response) = try await Self.startUpload(port: port, key: bob, contentLength: declared)
             let answer = try #require(response)
-            #expect(answer.status == 507 && answer.body.contains("insufficient_storage"), "\(answer.head)\(answer.body)")
+            #expect(
+                answer.status == 507 && answer.body.contains("insufficient_storage"), "\(answer.head)\(answer.body)")
             second.close()
             first.close()
             // The reservation is released with the upload.
@@ -143,7 +155,8 @@ struct TransportLimitTests {
                     let connection = try RawConnection(port: port)
                     connection.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                     guard connection.readResponse(timeout: 5)?.status == 200 else {
-                        #expect(connection.secondsUntilClosed(timeout: 2) != nil, "a connection over the cap stays open")
+                        #expect(
+                            connection.secondsUntilClosed(timeout: 2) != nil, "a connection over the cap stays open")
                         break
                     }
                     open.append(connection)
@@ -184,7 +197,9 @@ struct TransportLimitTests {
                 #expect(idle.readResponse()?.status == 200)
                 Thread.sleep(forTimeInterval: 2.5)
                 idle.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                #expect(idle.readResponse()?.status == 200, "an idle keep-alive connection was closed by the header timeout")
+                #expect(
+                    idle.readResponse()?.status == 200, "an idle keep-alive connection was closed by the header timeout"
+                )
             }
         }
     }
@@ -256,10 +271,12 @@ struct TransportLimitTests {
     @Test func requestIDs() async throws {
         let server = try await TestServer()
         try await withServer(server, .router) { client in
-            let own = try await client.get("/health", key: nil, headers: [HTTPField.Name("X-Request-Id")!: "trace-42_A"])
+            let own = try await client.get(
+                "/health", key: nil, headers: [HTTPField.Name("X-Request-Id")!: "trace-42_A"])
             #expect(own.headers[HTTPField.Name("X-Request-Id")!] == "trace-42_A")
             for hostile in ["a b", "<script>", String(repeating: "x", count: 65), "../etc"] {
-                let response = try await client.get("/health", key: nil, headers: [HTTPField.Name("X-Request-Id")!: hostile])
+                let response = try await client.get(
+                    "/health", key: nil, headers: [HTTPField.Name("X-Request-Id")!: hostile])
                 let id = try #require(response.headers[HTTPField.Name("X-Request-Id")!])
                 #expect(id != hostile && id.count >= 16 && id.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" })
             }
@@ -287,12 +304,19 @@ struct TransportLimitTests {
             broken += Data([0, 0, 0, 0x30]) + Data("moov".utf8) + noise.prefix(5000)
             bodies.append(try await client.upload(key: key, file: broken).text)
             // No Apple root installed: the reason names a file on the server.
-            bodies.append(try await client.executeRequest(uri: "/api/v1/webhooks/app-store", method: .post, headers: [:],
-                                                          body: ByteBuffer(string: #"{"signedPayload":"x.y.z"}"#)).text)
+            bodies.append(
+                try await client.executeRequest(
+                    uri: "/api/v1/webhooks/app-store", method: .post, headers: [:],
+                    body: ByteBuffer(string: #"{"signedPayload":"x.y.z"}"#)
+                ).text)
             bodies.append(try await client.get("/api/v1/nothing/etc/passwd", key: nil).text)
             for body in bodies {
-                #expect(!body.contains(server.scratch.path) && !body.contains("/tmp") && !body.contains("file:/"), "\(body)")
-                #expect(!body.lowercased().contains("invalid data found") && !body.lowercased().contains("ffmpeg"), "\(body)")
+                #expect(
+                    !body.contains(server.scratch.path) && !body.contains("/tmp") && !body.contains("file:/"), "\(body)"
+                )
+                #expect(
+                    !body.lowercased().contains("invalid data found") && !body.lowercased().contains("ffmpeg"),
+                    "\(body)")
                 #expect(!body.contains(".cer"), "\(body)")
             }
         }
@@ -329,11 +353,16 @@ struct TransportLimitTests {
         var headers: HTTPFields = [:]
         if let forwardedFor { headers[Self.forwardedFor] = forwardedFor }
         // An empty body with Content-Length: 0 keeps the test client's one connection open after a 429.
-        return Int(try await client.executeRequest(uri: "/api/v1/accounts", method: .post, headers: headers, body: ByteBuffer()).status.code)
+        return Int(
+            try await client.executeRequest(
+                uri: "/api/v1/accounts", method: .post, headers: headers, body: ByteBuffer()
+            ).status.code)
     }
 
-    static func expectSignUp(_ client: any TestClientProtocol, forwardedFor: String?, _ status: Int,
-                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func expectSignUp(
+        _ client: any TestClientProtocol, forwardedFor: String?, _ status: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let got = try await signUp(client, forwardedFor: forwardedFor)
         #expect(got == status, "X-Forwarded-For: \(forwardedFor ?? "none")", sourceLocation: sourceLocation)
     }
@@ -379,18 +408,23 @@ struct TransportLimitTests {
 
     /// The transport keys are read from the environment (and Config/moments.json holds their defaults).
     @Test func transportKeysAreConfigurable() async throws {
-        let reader = try await MomentsConfiguration.reader(environment: [
-            "HTTP_MAX_CONNECTIONS": "7", "HTTP_IDLE_TIMEOUT_SECONDS": "12", "HTTP_HEADER_TIMEOUT_SECONDS": "3",
-            "HTTP_READY_CACHE_SECONDS": "9", "HTTP_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8", "HTTP_EVENTS_HEARTBEAT_SECONDS": "20",
-            "UPLOAD_MAX_CONCURRENT": "4", "UPLOAD_MIN_BYTES_PER_SECOND": "2048", "UPLOAD_STALL_SECONDS": "15",
-            "UPLOAD_RESUMABLE_EXPIRY_HOURS": "2",
-        ], file: "/nonexistent/moments.json")
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "HTTP_MAX_CONNECTIONS": "7", "HTTP_IDLE_TIMEOUT_SECONDS": "12", "HTTP_HEADER_TIMEOUT_SECONDS": "3",
+                "HTTP_READY_CACHE_SECONDS": "9", "HTTP_TRUSTED_PROXIES": "10.0.0.0/8,fd00::/8",
+                "HTTP_EVENTS_HEARTBEAT_SECONDS": "20",
+                "UPLOAD_MAX_CONCURRENT": "4", "UPLOAD_MIN_BYTES_PER_SECOND": "2048", "UPLOAD_STALL_SECONDS": "15",
+                "UPLOAD_RESUMABLE_EXPIRY_HOURS": "2"
+            ], file: "/nonexistent/moments.json")
         let settings = ServiceSettings(reader: reader)
         #expect(settings.maxConnections == 7 && settings.idleTimeoutSeconds == 12 && settings.headerTimeoutSeconds == 3)
         #expect(settings.readyCacheSeconds == 9 && settings.trustedProxies == ["10.0.0.0/8", "fd00::/8"])
         #expect(settings.eventsHeartbeatSeconds == 20 && settings.resumableExpiryHours == 2)
-        #expect(settings.maxConcurrentUploads == 4 && settings.minUploadBytesPerSecond == 2048 && settings.uploadStallSeconds == 15)
-        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        #expect(
+            settings.maxConcurrentUploads == 4 && settings.minUploadBytesPerSecond == 2048
+                && settings.uploadStallSeconds == 15)
+        let shipped = ServiceSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
         #expect(shipped.trustedProxies == [] && shipped.maxConnections == 1000 && shipped.headerTimeoutSeconds == 10)
         #expect(shipped.eventsHeartbeatSeconds == 15 && shipped.resumableExpiryHours == 24)
     }

@@ -16,14 +16,17 @@ struct WalkthroughTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
-            let upload = try await client.upload(key: key, file: video, fields: [("target_duration", "5"), ("quality", "medium")])
+            let upload = try await client.upload(
+                key: key, file: video, fields: [("target_duration", "5"), ("quality", "medium")])
             #expect(upload.status == .ok, "\(upload.text)")
             let accepted = try upload.json()
             let job = try #require(accepted["job_id"] as? String)
             #expect((accepted["estimated_time"] as? Int ?? 0) >= 1)
             #expect((accepted["message"] as? String)?.isEmpty == false)
 
-            let statuses = try await client.poll(job: job, key: key) { ($0["status"] as? String) == "completed" || ($0["status"] as? String) == "failed" }
+            let statuses = try await client.poll(job: job, key: key) {
+                ($0["status"] as? String) == "completed" || ($0["status"] as? String) == "failed"
+            }
             let progress = statuses.compactMap { $0["progress"] as? Int }
             #expect(progress == progress.sorted(), "progress went backwards: \(progress)")
             let last = try #require(statuses.last)
@@ -85,7 +88,9 @@ struct WalkthroughTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
+            let job = try #require(
+                try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
             let early = try await client.get("/api/v1/jobs/\(job)/download", key: key)
             if early.status != .ok {
                 let problem = try early.expectProblem(.conflict, code: "job_not_completed")
@@ -143,7 +148,9 @@ struct WalkthroughTests {
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
             let job = try #require(try await client.upload(key: key, file: video).json()["job_id"] as? String)
-            _ = try await client.poll(job: job, key: key) { ($0["status"] as? String) == "processing" && ($0["progress"] as? Int ?? 0) >= 5 }
+            _ = try await client.poll(job: job, key: key) {
+                ($0["status"] as? String) == "processing" && ($0["progress"] as? Int ?? 0) >= 5
+            }
             let started = Date()
             let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
             let took = Date().timeIntervalSince(started)
@@ -152,10 +159,14 @@ struct WalkthroughTests {
             #expect(took < 3, "the worker took \(took) s to stop (the DELETE waits at most 3 s for it)")
             #expect(server.service.runner.runningJobIDs.isEmpty)
             #expect(!FileManager.default.fileExists(atPath: server.layout.jobDirectory(job)))
-            #expect(try await client.get("/api/v1/jobs/\(job)/status", key: key).json()["status"] as? String == "cancelled")
-            try await client.get("/api/v1/jobs/\(job)/download", key: key).expectProblem(.conflict, code: "job_cancelled")
+            #expect(
+                try await client.get("/api/v1/jobs/\(job)/status", key: key).json()["status"] as? String == "cancelled")
+            try await client.get("/api/v1/jobs/\(job)/download", key: key).expectProblem(
+                .conflict, code: "job_cancelled")
             // Idempotent.
-            #expect(try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete).json()["status"] as? String == "cancelled")
+            #expect(
+                try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete).json()["status"] as? String
+                    == "cancelled")
         }
     }
 
@@ -182,8 +193,11 @@ struct WalkthroughTests {
         let video = try await Fixtures.data(.black)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let job = try #require(try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"] as? String)
-            let last = try #require(try await client.poll(job: job, key: key) { ($0["status"] as? String) == "failed" }.last)
+            let job = try #require(
+                try await client.upload(key: key, file: video, fields: [("target_duration", "5")]).json()["job_id"]
+                    as? String)
+            let last = try #require(
+                try await client.poll(job: job, key: key) { ($0["status"] as? String) == "failed" }.last)
             #expect((last["message"] as? String)?.contains("No usable footage") == true, "\(last)")
             #expect(last["result_url"] is NSNull)
             let detail = try await client.get("/api/v1/jobs/\(job)", key: key).json()

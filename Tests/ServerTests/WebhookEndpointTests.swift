@@ -28,7 +28,8 @@ struct WebhookEndpointTests {
         let server = try await Self.server(workers: 0)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            try await client.get("/api/v1/account/webhook", key: key).expectProblem(.notFound, code: "webhook_not_found")
+            try await client.get("/api/v1/account/webhook", key: key).expectProblem(
+                .notFound, code: "webhook_not_found")
             let first = try await Self.register(client, key: key, url: "http://127.0.0.1:9/hook")
             #expect(first.status == .ok)
             let created = try first.json()
@@ -40,12 +41,15 @@ struct WebhookEndpointTests {
             #expect(rotated["secret"] as? String != created["secret"] as? String)
             #expect(rotated["rotated_at"] is String && rotated["url"] as? String == "http://127.0.0.1:9/other")
             #expect(try await client.get("/api/v1/account/webhook", key: key, method: .delete).status == .noContent)
-            try await client.get("/api/v1/account/webhook", key: key).expectProblem(.notFound, code: "webhook_not_found")
+            try await client.get("/api/v1/account/webhook", key: key).expectProblem(
+                .notFound, code: "webhook_not_found")
             try await client.get("/api/v1/account/webhook", key: key, method: .delete).expectProblem(.notFound)
             try await client.get("/api/v1/account/webhook", key: nil).expectProblem(.unauthorized)
-            try await client.executeRequest(uri: "/api/v1/account/webhook", method: .put,
-                                            headers: [.authorization: "Bearer \(key)"], body: ByteBuffer(string: #"{"uri": "x"}"#))
-                .expectProblem(.badRequest, code: "unknown_field")
+            try await client.executeRequest(
+                uri: "/api/v1/account/webhook", method: .put,
+                headers: [.authorization: "Bearer \(key)"], body: ByteBuffer(string: #"{"uri": "x"}"#)
+            )
+            .expectProblem(.badRequest, code: "unknown_field")
         }
     }
 
@@ -56,23 +60,33 @@ struct WebhookEndpointTests {
         #expect(server.service.settings.webhooks.allowPrivateTargets == false)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            for url in ["https://127.0.0.1/hook", "https://10.1.2.3/", "https://172.16.0.1/",
-                        "https://192.168.1.10/", "https://100.64.0.1/", "https://169.254.169.254/latest/meta-data",
-                        "https://[::1]/hook", "https://[fd00::1]/", "https://[fe80::1]/", "https://0.0.0.0/", "https://2130706433/",
-                        "https://[::ffff:127.0.0.1]/", "https://[::ffff:0:127.0.0.1]/", "https://[64:ff9b:1::a00:1]/",
-                        "https://[64:ff9b::8.8.8.8]/", "https://192.0.2.1/", "https://198.51.100.7/", "https://203.0.113.9/",
-                        "https://198.18.0.1/", "https://[2001:db8::1]/", "https://[2002:7f00:1::1]/", "https://[100::1]/"] {
-                let problem = try await Self.register(client, key: key, url: url).expectProblem(.badRequest, code: "webhook_private_target")
+            for url in [
+                "https://127.0.0.1/hook", "https://10.1.2.3/", "https://172.16.0.1/",
+                "https://192.168.1.10/", "https://100.64.0.1/", "https://169.254.169.254/latest/meta-data",
+                "https://[::1]/hook", "https://[fd00::1]/", "https://[fe80::1]/", "https://0.0.0.0/",
+                "https://2130706433/",
+                "https://[::ffff:127.0.0.1]/", "https://[::ffff:0:127.0.0.1]/", "https://[64:ff9b:1::a00:1]/",
+                "https://[64:ff9b::8.8.8.8]/", "https://192.0.2.1/", "https://198.51.100.7/", "https://203.0.113.9/",
+                "https://198.18.0.1/", "https://[2001:db8::1]/", "https://[2002:7f00:1::1]/", "https://[100::1]/"
+            ] {
+                let problem = try await Self.register(client, key: key, url: url).expectProblem(
+                    .badRequest, code: "webhook_private_target")
                 #expect((problem["detail"] as? String)?.contains("public") == true, "\(url): \(problem)")
             }
             // A name: what it resolves to is not said (it could be internal DNS).
-            let named = try await Self.register(client, key: key, url: "https://localhost:8443/hook").expectProblem(.badRequest, code: "webhook_unresolvable")
+            let named = try await Self.register(client, key: key, url: "https://localhost:8443/hook").expectProblem(
+                .badRequest, code: "webhook_unresolvable")
             let detail = try #require(named["detail"] as? String)
-            #expect(detail.contains("could not be reached") && !detail.contains("127.0.0.1") && !detail.contains("localhost")
+            #expect(
+                detail.contains("could not be reached") && !detail.contains("127.0.0.1")
+                    && !detail.contains("localhost")
                     && !detail.contains("loopback"), "\(detail)")
-            try await Self.register(client, key: key, url: "http://example.com/hook").expectProblem(.badRequest, code: "webhook_https_required")
-            try await Self.register(client, key: key, url: "ftp://example.com/hook").expectProblem(.badRequest, code: "invalid_webhook_url")
-            try await Self.register(client, key: key, url: "https://user:pw@example.com/").expectProblem(.badRequest, code: "invalid_webhook_url")
+            try await Self.register(client, key: key, url: "http://example.com/hook").expectProblem(
+                .badRequest, code: "webhook_https_required")
+            try await Self.register(client, key: key, url: "ftp://example.com/hook").expectProblem(
+                .badRequest, code: "invalid_webhook_url")
+            try await Self.register(client, key: key, url: "https://user:pw@example.com/").expectProblem(
+                .badRequest, code: "invalid_webhook_url")
             try await Self.register(client, key: key, url: "https://example.com/" + String(repeating: "a", count: 2100))
                 .expectProblem(.badRequest, code: "invalid_webhook_url")
             try await client.get("/api/v1/account/webhook", key: key).expectProblem(.notFound)
@@ -91,8 +105,10 @@ struct WebhookEndpointTests {
             #expect(try await client.get("/api/v1/jobs/\(job)", key: owner, method: .delete).status == .ok)
             let own = try await client.get("/api/v1/jobs/\(job)/webhooks", key: owner).json()
             #expect((own["deliveries"] as? [[String: Any]])?.count == 1)
-            try await client.get("/api/v1/jobs/\(job)/webhooks", key: stranger).expectProblem(.notFound, code: "job_not_found")
-            try await client.get("/api/v1/jobs/nope/webhooks", key: owner).expectProblem(.notFound, code: "job_not_found")
+            try await client.get("/api/v1/jobs/\(job)/webhooks", key: stranger).expectProblem(
+                .notFound, code: "job_not_found")
+            try await client.get("/api/v1/jobs/nope/webhooks", key: owner).expectProblem(
+                .notFound, code: "job_not_found")
         }
     }
 }

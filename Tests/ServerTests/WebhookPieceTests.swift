@@ -17,14 +17,17 @@ struct WebhookPieceTests {
     /// `t=<unix>,v1=<hex HMAC-SHA256(secret, "t.body")>`, checked against a vector computed apart
     /// (Python's hmac), and the verifier's tolerance.
     @Test func signatureFormat() {
-        let header = WebhookSignature.header(secret: "whsec_test", timestamp: 1_700_000_000, body: Array(#"{"a":1}"#.utf8))
+        let header = WebhookSignature.header(
+            secret: "whsec_test", timestamp: 1_700_000_000, body: Array(#"{"a":1}"#.utf8))
         #expect(header == "t=1700000000,v1=38877139021993b830af32feea6e18a8da83eb2f6e49ee50bd9e4cf4ca4d3789")
         let at = Date(timeIntervalSince1970: 1_700_000_100)
         #expect(WebhookSignature.verify(header: header, secret: "whsec_test", body: Array(#"{"a":1}"#.utf8), now: at))
         #expect(!WebhookSignature.verify(header: header, secret: "whsec_other", body: Array(#"{"a":1}"#.utf8), now: at))
         #expect(!WebhookSignature.verify(header: header, secret: "whsec_test", body: Array(#"{"a":2}"#.utf8), now: at))
-        #expect(!WebhookSignature.verify(header: header, secret: "whsec_test", body: Array(#"{"a":1}"#.utf8),
-                                         now: at.addingTimeInterval(600)), "older than five minutes")
+        #expect(
+            !WebhookSignature.verify(
+                header: header, secret: "whsec_test", body: Array(#"{"a":1}"#.utf8),
+                now: at.addingTimeInterval(600)), "older than five minutes")
         let secret = WebhookEndpoint.newSecret()
         #expect(secret.hasPrefix("whsec_") && secret.count == 6 + 43 && secret != WebhookEndpoint.newSecret())
     }
@@ -32,15 +35,19 @@ struct WebhookPieceTests {
     /// The address classifier: what is refused, and what is public.
     @Test func addressClassifier() {
         let refused: [String: String] = [
-            "127.0.0.1": "loopback", "127.255.0.9": "loopback", "::1": "loopback", "10.0.0.1": "private", "172.16.5.4": "private",
+            "127.0.0.1": "loopback", "127.255.0.9": "loopback", "::1": "loopback", "10.0.0.1": "private",
+            "172.16.5.4": "private",
             "172.31.255.255": "private", "192.168.0.1": "private", "100.64.0.1": "private", "100.127.255.1": "private",
             "169.254.169.254": "link-local", "fe80::1": "link-local", "fc00::1": "private", "fd12:3456::1": "private",
             "0.0.0.0": "unspecified", "::": "unspecified", "224.0.0.1": "multicast", "ff02::1": "multicast",
-            "::ffff:10.0.0.1": "private", "::ffff:127.0.0.1": "loopback", "255.255.255.255": "reserved", "not an address": "reserved",
+            "::ffff:10.0.0.1": "private", "::ffff:127.0.0.1": "loopback", "255.255.255.255": "reserved",
+            "not an address": "reserved"
         ]
         for (address, kind) in refused { #expect(WebhookTargets.classify(address) == kind, "\(address)") }
-        for address in ["8.8.8.8", "1.1.1.1", "172.15.0.1", "172.32.0.1", "100.63.255.255", "100.128.0.1", "192.169.0.1",
-                        "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8"] {
+        for address in [
+            "8.8.8.8", "1.1.1.1", "172.15.0.1", "172.32.0.1", "100.63.255.255", "100.128.0.1", "192.169.0.1",
+            "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8"
+        ] {
             #expect(WebhookTargets.classify(address) == nil, "\(address) is public")
         }
     }
@@ -73,32 +80,42 @@ struct WebhookPieceTests {
             ("64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", nil, nil),
             ("100::", "100::ffff:ffff:ffff:ffff", nil, nil),
             ("2001::", "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", nil, "2001:200::"),
-            ("2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::"),
+            (
+                "2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff",
+                "2001:db9::"
+            ),
             ("2002::", "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2003::"),
             ("3fff::", "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil),
             ("fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
             ("fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
             ("fec0::", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
-            ("ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil),
+            ("ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", nil, nil)
         ]
         for block in blocks {
             #expect(SpecialPurposeAddresses.classify(block.first) != nil, "\(block.first)")
             #expect(SpecialPurposeAddresses.classify(block.last) != nil, "\(block.last)")
-            if let before = block.before { #expect(SpecialPurposeAddresses.classify(before) == nil, "\(before) is public") }
+            if let before = block.before {
+                #expect(SpecialPurposeAddresses.classify(before) == nil, "\(before) is public")
+            }
             if let after = block.after { #expect(SpecialPurposeAddresses.classify(after) == nil, "\(after) is public") }
         }
         let kinds: [String: String] = [
             "192.0.2.10": "documentation", "198.51.100.1": "documentation", "203.0.113.200": "documentation",
-            "2001:db8::1": "documentation", "3fff::1": "documentation", "198.18.3.4": "benchmarking", "198.19.0.1": "benchmarking",
+            "2001:db8::1": "documentation", "3fff::1": "documentation", "198.18.3.4": "benchmarking",
+            "198.19.0.1": "benchmarking",
             "::ffff:0:127.0.0.1": "reserved", "64:ff9b::808:808": "reserved", "64:ff9b:1::a00:1": "reserved",
-            "2002:808:808::1": "reserved", "2001::1": "reserved", "100::1": "reserved", "::ffff:192.0.2.1": "documentation",
-            "::ffff:0.0.0.0": "unspecified", "::8.8.8.8": "reserved", "5f00::1": "reserved", "2620:4f:8000::1": "reserved",
-            "fec0::1": "private", "4000::1": "reserved", "1234::1": "reserved",
+            "2002:808:808::1": "reserved", "2001::1": "reserved", "100::1": "reserved",
+            "::ffff:192.0.2.1": "documentation",
+            "::ffff:0.0.0.0": "unspecified", "::8.8.8.8": "reserved", "5f00::1": "reserved",
+            "2620:4f:8000::1": "reserved",
+            "fec0::1": "private", "4000::1": "reserved", "1234::1": "reserved"
         ]
         for (address, kind) in kinds { #expect(SpecialPurposeAddresses.classify(address) == kind, "\(address)") }
         // Public neighbours.
-        for address in ["2001:200::1", "2620:4f:8001::1", "2400:cb00::1", "2a00:1450:4001::1", "3ffe::1", "::ffff:1.1.1.1",
-                        "192.0.1.1", "192.31.197.1", "198.20.0.1", "223.255.255.255"] {
+        for address in [
+            "2001:200::1", "2620:4f:8001::1", "2400:cb00::1", "2a00:1450:4001::1", "3ffe::1", "::ffff:1.1.1.1",
+            "192.0.1.1", "192.31.197.1", "198.20.0.1", "223.255.255.255"
+        ] {
             #expect(SpecialPurposeAddresses.classify(address) == nil, "\(address) is public")
         }
     }
@@ -135,7 +152,9 @@ struct WebhookPieceTests {
         let held = (0..<2).map { n in Task { try await checker.check("https://slow\(n).example.net/", account: "a") } }
         let deadline = Date().addingTimeInterval(5)
         while budget.running < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        await #expect(throws: WebhookTargetRefusal.self) { try await checker.check("https://third.example.net/", account: "a") }
+        await #expect(throws: WebhookTargetRefusal.self) {
+            try await checker.check("https://third.example.net/", account: "a")
+        }
         let other = Task { try await checker.check("https://other.example.net/", account: "b") }
         while budget.running < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         do {
@@ -154,21 +173,33 @@ struct WebhookPieceTests {
     /// Retries back off exponentially (capped at an hour) and stop 24 h after the event.
     @Test func retrySchedule() {
         let created = Date(timeIntervalSince1970: 1_000_000)
-        #expect(WebhookSchedule.nextAttempt(after: 1, base: 10, createdAt: created, now: created) == created.addingTimeInterval(10))
-        #expect(WebhookSchedule.nextAttempt(after: 4, base: 10, createdAt: created, now: created) == created.addingTimeInterval(80))
-        #expect(WebhookSchedule.nextAttempt(after: 20, base: 10, createdAt: created, now: created) == created.addingTimeInterval(3600))
+        #expect(
+            WebhookSchedule.nextAttempt(after: 1, base: 10, createdAt: created, now: created)
+                == created.addingTimeInterval(10))
+        #expect(
+            WebhookSchedule.nextAttempt(after: 4, base: 10, createdAt: created, now: created)
+                == created.addingTimeInterval(80))
+        #expect(
+            WebhookSchedule.nextAttempt(after: 20, base: 10, createdAt: created, now: created)
+                == created.addingTimeInterval(3600))
         let late = created.addingTimeInterval(23.5 * 3600)
-        #expect(WebhookSchedule.nextAttempt(after: 20, base: 10, createdAt: created, now: late) == nil, "past 24 h: given up")
+        #expect(
+            WebhookSchedule.nextAttempt(after: 20, base: 10, createdAt: created, now: late) == nil,
+            "past 24 h: given up")
     }
 
     /// The `webhooks.*` keys come from the environment, and Config/moments.json holds their defaults.
     @Test func webhookKeysAreConfigurable() async throws {
-        let reader = try await MomentsConfiguration.reader(environment: [
-            "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true", "WEBHOOKS_RETRY_BACKOFF_SECONDS": "2.5", "WEBHOOKS_POLL_SECONDS": "0.5",
-        ], file: "/nonexistent/moments.json")
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true", "WEBHOOKS_RETRY_BACKOFF_SECONDS": "2.5",
+                "WEBHOOKS_POLL_SECONDS": "0.5"
+            ], file: "/nonexistent/moments.json")
         let settings = ServiceSettings(reader: reader).webhooks
         #expect(settings.allowPrivateTargets && settings.retryBackoffSeconds == 2.5 && settings.pollSeconds == 0.5)
-        let shipped = ServiceSettings(reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")).webhooks
+        let shipped = ServiceSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json")
+        ).webhooks
         #expect(shipped == WebhookSettings())
         #expect(!shipped.allowPrivateTargets && shipped.retryBackoffSeconds == 10 && shipped.pollSeconds == 5)
     }

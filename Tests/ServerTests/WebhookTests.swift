@@ -89,14 +89,17 @@ struct WebhookTests {
     }
 
     static func register(_ client: any TestClientProtocol, key: String, url: String) async throws -> TestResponse {
-        try await client.executeRequest(uri: "/api/v1/account/webhook", method: .put,
-                                        headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-                                        body: ByteBuffer(string: #"{"url": "\#(url)"}"#))
+        try await client.executeRequest(
+            uri: "/api/v1/account/webhook", method: .put,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(string: #"{"url": "\#(url)"}"#))
     }
 
     /// Polls the delivery log until `done` holds.
-    static func deliveries(_ client: any TestClientProtocol, job: String, key: String, timeout: Double = 60,
-                           until done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
+    static func deliveries(
+        _ client: any TestClientProtocol, job: String, key: String, timeout: Double = 60,
+        until done: ([[String: Any]]) -> Bool
+    ) async throws -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(timeout)
         var last: [[String: Any]] = []
         while Date() < deadline {
@@ -132,9 +135,13 @@ struct WebhookTests {
 
                 let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
                 let job = try #require(try accepted.json()["job_id"] as? String)
-                _ = try await client.poll(job: job, key: key) { ($0["status"] as? String).map { $0 != "pending" && $0 != "processing" } ?? false }
+                _ = try await client.poll(job: job, key: key) {
+                    ($0["status"] as? String).map { $0 != "pending" && $0 != "processing" } ?? false
+                }
 
-                let log = try await Self.deliveries(client, job: job, key: key) { $0.first?["status"] as? String == "delivered" }
+                let log = try await Self.deliveries(client, job: job, key: key) {
+                    $0.first?["status"] as? String == "delivered"
+                }
                 #expect(log.count == 1, "one event per job: \(log)")
                 let delivery = try #require(log.first)
                 #expect(delivery["type"] as? String == "job.completed")
@@ -158,12 +165,18 @@ struct WebhookTests {
                     #expect(event["type"] as? String == "job.completed")
                     #expect(event["created_at"] is String)
                     let data = try #require(event["data"] as? [String: Any])
-                    #expect(data["job_id"] as? String == job && data["status"] as? String == "completed" && data["progress"] as? Int == 100)
-                    #expect(data["result_url"] as? String == "\(server.service.settings.baseURL)/api/v1/jobs/\(job)/download")
+                    #expect(
+                        data["job_id"] as? String == job && data["status"] as? String == "completed"
+                            && data["progress"] as? Int == 100)
+                    #expect(
+                        data["result_url"] as? String
+                            == "\(server.service.settings.baseURL)/api/v1/jobs/\(job)/download")
                 }
                 #expect(Set(hits.map(\.body)).count == 1, "every attempt carries the same event")
                 let (_, metrics) = try await client.metrics()
-                #expect((metrics.value("moments_webhook_attempts_total", ["outcome": "retried"]) ?? 0) >= 1, "\(metrics.text)")
+                #expect(
+                    (metrics.value("moments_webhook_attempts_total", ["outcome": "retried"]) ?? 0) >= 1,
+                    "\(metrics.text)")
                 #expect((metrics.value("moments_webhook_attempts_total", ["outcome": "delivered"]) ?? 0) >= 1)
                 #expect(metrics.value("moments_webhook_attempts_total", ["outcome": "gave_up"]) != nil)
             }
@@ -178,16 +191,21 @@ struct WebhookTests {
         try await receiver.run { url in
             try await withServer(server, .live) { client in
                 let (_, key) = try await client.createAccount()
-                let secret = try #require(try await Self.register(client, key: key, url: url).json()["secret"] as? String)
+                let secret = try #require(
+                    try await Self.register(client, key: key, url: url).json()["secret"] as? String)
                 let job = try #require(try await client.upload(key: key, file: video).json()["job_id"] as? String)
                 let cancelled = try await client.get("/api/v1/jobs/\(job)", key: key, method: .delete)
                 #expect(cancelled.status == .ok)
-                let log = try await Self.deliveries(client, job: job, key: key) { $0.first?["status"] as? String == "delivered" }
+                let log = try await Self.deliveries(client, job: job, key: key) {
+                    $0.first?["status"] as? String == "delivered"
+                }
                 #expect(log.first?["type"] as? String == "job.cancelled")
                 let hit = try #require(receiver.received.first)
                 Self.verify(hit, secret: secret)
                 let data = try Self.body(hit)["data"] as? [String: Any]
-                #expect(data?["status"] as? String == "cancelled" && data?["result_url"] is NSNull, "\(String(describing: data))")
+                #expect(
+                    data?["status"] as? String == "cancelled" && data?["result_url"] is NSNull,
+                    "\(String(describing: data))")
             }
         }
     }
@@ -204,14 +222,19 @@ struct WebhookTests {
             let store = server.service.database
             let (accountId, key, secret, jobId) = try await Self.failedJob(server, url: url)
             let written = try await store.webhookDeliveries(jobId: jobId, accountId: accountId)
-            #expect(written.count == 1 && written.first?.delivery.status == .pending && written.first?.attempts.isEmpty == true)
+            #expect(
+                written.count == 1 && written.first?.delivery.status == .pending
+                    && written.first?.attempts.isEmpty == true)
             // A dispatcher takes it and is gone before recording anything.
-            let taken = try await store.claimDueWebhooks(worker: "gone-host/1/dead#webhooks", leaseSeconds: 1, limit: 10, now: Date())
+            let taken = try await store.claimDueWebhooks(
+                worker: "gone-host/1/dead#webhooks", leaseSeconds: 1, limit: 10, now: Date())
             #expect(taken.map(\.delivery.id) == written.map(\.delivery.id))
             #expect(taken.first?.endpoint?.secret == secret)
 
             try await withServer(server, .live) { client in
-                let log = try await Self.deliveries(client, job: jobId, key: key) { $0.first?["status"] as? String == "delivered" }
+                let log = try await Self.deliveries(client, job: jobId, key: key) {
+                    $0.first?["status"] as? String == "delivered"
+                }
                 #expect(log.first?["type"] as? String == "job.failed")
                 #expect((log.first?["attempts"] as? [[String: Any]])?.count == 1)
                 let hit = try #require(receiver.received.first)
@@ -224,16 +247,26 @@ struct WebhookTests {
 
     /// An account with an endpoint at `url` and a job of it that failed, written straight to the
     /// store (no check of the URL, no application running): one delivery in the outbox.
-    static func failedJob(_ server: TestServer, url: String, now: Date = Date()) async throws -> (accountId: String, key: String, secret: String, job: String) {
+    static func failedJob(_ server: TestServer, url: String, now: Date = Date()) async throws -> (
+        accountId: String, key: String, secret: String, job: String
+    ) {
         let store = server.service.database
         let (account, key) = try await server.service.createAccount(label: nil)
-        let secret = try await store.setWebhookEndpoint(accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(), now: now).secret
-        let input = JobInput(size: 1000, duration: 2, container: "mov,mp4,m4a,3gp,3g2,mj2", videoCodec: "h264", audioCodec: nil,
-                             width: 160, height: 90, rotation: 0, frameRate: 30)
-        let job = Job(id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium", input: input,
-                      estimatedSeconds: 5, now: now)
+        let secret = try await store.setWebhookEndpoint(
+            accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(), now: now
+        ).secret
+        let input = JobInput(
+            size: 1000, duration: 2, container: "mov,mp4,m4a,3gp,3g2,mj2", videoCodec: "h264", audioCodec: nil,
+            width: 160, height: 90, rotation: 0, frameRate: 30)
+        let job = Job(
+            id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium",
+            input: input,
+            estimatedSeconds: 5, now: now)
         try await store.insertUnmetered(job)
-        #expect(try await store.fail(id: job.id, worker: nil, code: "test_failure", message: "Failed for the test.", chargeSeconds: 0, now: now))
+        #expect(
+            try await store.fail(
+                id: job.id, worker: nil, code: "test_failure", message: "Failed for the test.", chargeSeconds: 0,
+                now: now))
         return (account.id, key, secret, job.id)
     }
 
@@ -244,10 +277,15 @@ struct WebhookTests {
         try await receiver.run { url in
             let (_, key, _, job) = try await Self.failedJob(server, url: url)
             try await withServer(server, .live) { client in
-                let log = try await Self.deliveries(client, job: job, key: key) { (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 2 }
+                let log = try await Self.deliveries(client, job: job, key: key) {
+                    (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 2
+                }
                 let attempts = try #require(log.first?["attempts"] as? [[String: Any]])
                 #expect(log.first?["status"] as? String == "pending" && log.first?["next_attempt_at"] is String)
-                #expect(attempts.allSatisfy { $0["status_code"] as? Int == 307 && ($0["error"] as? String)?.contains("redirect") == true }, "\(attempts)")
+                #expect(
+                    attempts.allSatisfy {
+                        $0["status_code"] as? Int == 307 && ($0["error"] as? String)?.contains("redirect") == true
+                    }, "\(attempts)")
             }
             #expect(receiver.received.allSatisfy { $0.path == "/hook" }, "the redirect's target was never asked")
         }
@@ -262,11 +300,13 @@ struct WebhookTests {
         try await receiver.run { url in
             // https: the address check comes before any connection (which would fail on this
             // plain-http receiver anyway).
-            let (accountId, _, _, job) = try await Self.failedJob(server, url: url.replacingOccurrences(of: "http://", with: "https://"))
+            let (accountId, _, _, job) = try await Self.failedJob(
+                server, url: url.replacingOccurrences(of: "http://", with: "https://"))
             var logger = Logger(label: "moments-test")
             logger.logLevel = .critical
-            let dispatcher = WebhookDispatcher(database: server.service.database, settings: server.service.settings.webhooks,
-                                               baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+            let dispatcher = WebhookDispatcher(
+                database: server.service.database, settings: server.service.settings.webhooks,
+                baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
             #expect(await dispatcher.deliverDue() == 1)
             let log = try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId)
             let attempt = try #require(log.first?.attempts.first)
@@ -291,14 +331,16 @@ struct WebhookTests {
         let (accountId, _, _, job) = try await Self.failedJob(server, url: "https://hangs.example.net/hook")
         var logger = Logger(label: "moments-test")
         logger.logLevel = .critical
-        let dispatcher = WebhookDispatcher(database: server.service.database, settings: server.service.settings.webhooks,
-                                           baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+        let dispatcher = WebhookDispatcher(
+            database: server.service.database, settings: server.service.settings.webhooks,
+            baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
         dispatcher.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
         let started = ContinuousClock.now
         #expect(await dispatcher.deliverDue() == 1)
         let took = ContinuousClock.now - started
         #expect(took > .seconds(9) && took < .seconds(13), "\(took)")
-        let attempt = try #require(try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId).first?.attempts.first)
+        let attempt = try #require(
+            try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId).first?.attempts.first)
         #expect(attempt.statusCode == nil && attempt.error?.contains("could not be reached") == true, "\(attempt)")
         #expect(budget.running == 1, "the lookup's thread still holds its share")
         gate.open()
@@ -321,9 +363,13 @@ struct WebhookTests {
             let (_, key, _, job) = try await Self.failedJob(server, url: url, now: clock.now)
             try await withServer(server, .live) { client in
                 // The test clock stands still: the retry comes due only when it is moved on.
-                _ = try await Self.deliveries(client, job: job, key: key) { (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1 }
+                _ = try await Self.deliveries(client, job: job, key: key) {
+                    (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1
+                }
                 clock.now = clock.now.addingTimeInterval(24.5 * 3600)
-                let log = try await Self.deliveries(client, job: job, key: key) { $0.first?["status"] as? String == "failed" }
+                let log = try await Self.deliveries(client, job: job, key: key) {
+                    $0.first?["status"] as? String == "failed"
+                }
                 let attempts = try #require(log.first?["attempts"] as? [[String: Any]])
                 #expect(attempts.count == 2 && attempts.allSatisfy { $0["status_code"] as? Int == 503 }, "\(attempts)")
                 #expect(log.first?["next_attempt_at"] is NSNull && log.first?["delivered_at"] is NSNull)

@@ -32,8 +32,10 @@ struct Wire: Sendable {
 
     /// `timeout` bounds the whole exchange: a stream that lasts a job (server-sent events) needs
     /// longer than HummingbirdTesting's client gives a request (20 s, from the request to its end).
-    func send(_ method: HTTPMethod, _ path: String, key: String?, headers: [(String, String)] = [], body: Data? = nil,
-              timeout: TimeAmount = .seconds(60)) async throws -> Reply {
+    func send(
+        _ method: HTTPMethod, _ path: String, key: String?, headers: [(String, String)] = [], body: Data? = nil,
+        timeout: TimeAmount = .seconds(60)
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
@@ -41,7 +43,8 @@ struct Wire: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await Self.client.execute(request, timeout: timeout)
         var collected = try await response.body.collect(upTo: 1 << 24)
-        return Reply(status: Int(response.status.code), headers: response.headers,
-                     body: collected.readData(length: collected.readableBytes) ?? Data())
+        return Reply(
+            status: Int(response.status.code), headers: response.headers,
+            body: collected.readData(length: collected.readableBytes) ?? Data())
     }
 }

@@ -9,7 +9,8 @@ import Testing
 @Suite("PostgreSQL engine")
 struct PostgresEngineTests {
     @Test func urlsAreParsedWithDecodedCredentialsAndDefaults() throws {
-        let full = try PostgresURL.configuration("postgresql://moments%40app:p%3Ass%2Fw0rd@db.example.com:6432/moments_prod?sslmode=disable")
+        let full = try PostgresURL.configuration(
+            "postgresql://moments%40app:p%3Ass%2Fw0rd@db.example.com:6432/moments_prod?sslmode=disable")
         #expect(full.username == "moments@app" && full.password == "p:ss/w0rd")
         #expect(full.host == "db.example.com" && full.port == 6432 && full.database == "moments_prod")
 
@@ -22,8 +23,10 @@ struct PostgresEngineTests {
     }
 
     @Test func refusedURLsNeverRepeatThePassword() {
-        for url in ["postgres://u:hunter2@h/db?sslmode=sometimes", "mysql://u:hunter2@h/db", "postgres://:hunter2@h/db",
-                    "postgres://u:hunter2@h/db?password=x", "not a url hunter2"] {
+        for url in [
+            "postgres://u:hunter2@h/db?sslmode=sometimes", "mysql://u:hunter2@h/db", "postgres://:hunter2@h/db",
+            "postgres://u:hunter2@h/db?password=x", "not a url hunter2"
+        ] {
             #expect {
                 _ = try PostgresURL.configuration(url)
             } throws: { error in
@@ -35,7 +38,8 @@ struct PostgresEngineTests {
     @Test func unreachableServerFailsAtOnceWithItsReasonAndNoPassword() async {
         let start = ContinuousClock.now
         await #expect {
-            _ = try await PostgresStore(url: "postgres://moments:hunter2@127.0.0.1:1/moments?sslmode=disable", logger: StoreHarness.logger)
+            _ = try await PostgresStore(
+                url: "postgres://moments:hunter2@127.0.0.1:1/moments?sslmode=disable", logger: StoreHarness.logger)
         } throws: { error in
             let text = "\(error)"
             return text.contains("moments@127.0.0.1:1/moments") && text.contains("refused") && !text.contains("hunter2")
@@ -69,18 +73,24 @@ struct PostgresEngineTests {
             let recorder = EventRecorder(worker.events())
             defer { recorder.stop() }
             // The server drops the worker's listening connection (a failover, a restart, a proxy).
-            let dropped = try await worker.client.query("""
+            let dropped = try await worker.client.query(
+                """
                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'
-                """).collect()
+                """
+            ).collect()
             #expect(dropped.count >= 1)
             // Connected again: one jobQueued (notifications may have been missed meanwhile)...
-            #expect(await recorder.wait(seconds: 5) { $0.contains(.jobQueued) }, "no jobQueued after the listener reconnected")
+            #expect(
+                await recorder.wait(seconds: 5) { $0.contains(.jobQueued) },
+                "no jobQueued after the listener reconnected")
             // ...and it hears the other process again.
             let job = StoreBehaviourTests.job(account.id, at: Date())
             try await api.insertUnmetered(job)
             _ = try await api.cancel(id: job.id, accountId: account.id, now: Date())
-            #expect(await recorder.wait(seconds: 2) { $0.contains(.jobCancelled(id: job.id)) }, "the reconnected listener missed a cancel")
+            #expect(
+                await recorder.wait(seconds: 2) { $0.contains(.jobCancelled(id: job.id)) },
+                "the reconnected listener missed a cancel")
         }
     }
 

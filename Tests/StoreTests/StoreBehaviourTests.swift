@@ -9,17 +9,27 @@ struct StoreBehaviourTests {
     static let t0 = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11-18
 
     static func job(_ accountId: String, at date: Date = t0) -> Job {
-        Job(id: UUID().uuidString.lowercased(), accountId: accountId, targetDuration: 30, quality: "standard",
-            input: JobInput(size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: "aac",
-                            width: 1920, height: 1080, rotation: 0, frameRate: 30),
+        Job(
+            id: UUID().uuidString.lowercased(), accountId: accountId, targetDuration: 30, quality: "standard",
+            input: JobInput(
+                size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: "aac",
+                width: 1920, height: 1080, rotation: 0, frameRate: 30),
             estimatedSeconds: 20, now: date)
     }
 
-    static func limits(monthly: Int? = 10, concurrent: Int = 10, daily: Double? = nil) -> @Sendable (Bool) -> QuotaLimits {
-        { _ in QuotaLimits(monthly: monthly, concurrent: concurrent, outputCap: 1080, retentionHours: 24, dailyWorkerSeconds: daily) }
+    static func limits(monthly: Int? = 10, concurrent: Int = 10, daily: Double? = nil)
+        -> @Sendable (Bool) -> QuotaLimits
+    {
+        { _ in
+            QuotaLimits(
+                monthly: monthly, concurrent: concurrent, outputCap: 1080, retentionHours: 24, dailyWorkerSeconds: daily
+            )
+        }
     }
 
-    static func accept(_ store: any MomentsStore, _ job: Job, limits: @escaping @Sendable (Bool) -> QuotaLimits = limits()) async throws -> Job {
+    static func accept(
+        _ store: any MomentsStore, _ job: Job, limits: @escaping @Sendable (Bool) -> QuotaLimits = limits()
+    ) async throws -> Job {
         let result = try await store.insertReserving(job, now: job.createdAt, limits: limits)
         guard case .success(let accepted) = result else {
             Issue.record("refused: \(result)")
@@ -35,7 +45,10 @@ struct StoreBehaviourTests {
         try await StoreHarness.with(engine) { h in
             let store = h.store
             let (account, secret) = try await store.createAccount(label: "app", plan: "free", now: Self.t0)
-            guard case .valid(let found, let firstKeyId) = try await store.authenticate(keyHash: Account.hash(apiKey: secret)) else {
+            guard
+                case .valid(let found, let firstKeyId) = try await store.authenticate(
+                    keyHash: Account.hash(apiKey: secret))
+            else {
                 Issue.record("the new key does not authenticate"); return
             }
             #expect(found == account)
@@ -43,15 +56,24 @@ struct StoreBehaviourTests {
             #expect(try await store.authenticate(keyHash: Account.hash(apiKey: "mk_unknown")) == .unknown)
 
             // The last active key cannot be revoked.
-            #expect(try await store.revokeKey(id: firstKeyId, accountId: account.id, now: Self.t0) == .failure(.lastActiveKey))
-            guard case .success((let second, let secondSecret)) = try await store.createKey(accountId: account.id, label: "ci", now: Self.t0 + 1)
+            #expect(
+                try await store.revokeKey(id: firstKeyId, accountId: account.id, now: Self.t0)
+                    == .failure(.lastActiveKey))
+            guard
+                case .success((let second, let secondSecret)) = try await store.createKey(
+                    accountId: account.id, label: "ci", now: Self.t0 + 1)
             else { Issue.record("createKey refused"); return }
-            #expect(try await store.createKey(accountId: "nobody", label: nil, now: Self.t0).map { $0.0 } == .failure(.noSuchAccount))
+            #expect(
+                try await store.createKey(accountId: "nobody", label: nil, now: Self.t0).map { $0.0 }
+                    == .failure(.noSuchAccount))
             // Another account's key looks like no key.
             let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             #expect(try await store.revokeKey(id: second.id, accountId: other.id, now: Self.t0) == .failure(.notFound))
 
-            guard case .success(let revoked) = try await store.revokeKey(id: firstKeyId, accountId: account.id, now: Self.t0 + 2) else {
+            guard
+                case .success(let revoked) = try await store.revokeKey(
+                    id: firstKeyId, accountId: account.id, now: Self.t0 + 2)
+            else {
                 Issue.record("revoke refused"); return
             }
             #expect(revoked.revokedAt == Self.t0 + 2)
@@ -61,7 +83,9 @@ struct StoreBehaviourTests {
 
             // Disabled: every key refused at once, enabled again: valid.
             try await store.setDisabled(accountId: account.id, true, now: Self.t0 + 3)
-            #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) == .disabled(accountId: account.id))
+            #expect(
+                try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret))
+                    == .disabled(accountId: account.id))
             try await store.setDisabled(accountId: account.id, false, now: Self.t0 + 4)
             guard case .valid = try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) else {
                 Issue.record("enabled again but refused"); return
@@ -70,12 +94,15 @@ struct StoreBehaviourTests {
 
             // Rotation: one new key, every other active key revoked.
             _ = try await store.createKey(accountId: account.id, label: "third", now: Self.t0 + 5)
-            guard let rotated = try await store.rotateKey(accountId: account.id, label: "rotated", now: Self.t0 + 6) else {
+            guard let rotated = try await store.rotateKey(accountId: account.id, label: "rotated", now: Self.t0 + 6)
+            else {
                 Issue.record("rotate found no account"); return
             }
             #expect(rotated.revoked == 2)
             #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) == .revoked)
-            guard case .valid(_, let keyId) = try await store.authenticate(keyHash: Account.hash(apiKey: rotated.secret)) else {
+            guard
+                case .valid(_, let keyId) = try await store.authenticate(keyHash: Account.hash(apiKey: rotated.secret))
+            else {
                 Issue.record("the rotated key does not authenticate"); return
             }
             #expect(keyId == rotated.key.id)
@@ -96,8 +123,11 @@ struct StoreBehaviourTests {
             #expect(try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt == Self.t0 + 7)
 
             // At most maxActivePerAccount active keys.
-            for _ in 1..<APIKey.maxActivePerAccount { _ = try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 8) }
-            #expect(try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 9).map { $0.0 }
+            for _ in 1..<APIKey.maxActivePerAccount {
+                _ = try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 8)
+            }
+            #expect(
+                try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 9).map { $0.0 }
                     == .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)))
             #expect(try await store.setTester(accountId: account.id, true)?.tester == true)
             #expect(try await store.account(id: account.id)?.tester == true)
@@ -114,16 +144,23 @@ struct StoreBehaviourTests {
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             var ids: [String] = []
-            for i in 0..<5 { ids.append(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(i))).id) }
+            for i in 0..<5 {
+                ids.append(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(i))).id)
+            }
             let foreign = try await Self.accept(store, Self.job(other.id, at: Self.t0 + 10))
 
             let page = try await store.jobs(accountId: account.id, limit: 2, offset: 1)
             #expect(page.total == 5 && page.jobs.map(\.id) == [ids[3], ids[2]])
             #expect(try await store.job(id: foreign.id, accountId: account.id) == nil)
             let accepted = try #require(try await store.job(id: ids[0], accountId: account.id))
-            #expect(accepted.input == Self.job(account.id).input && accepted.retentionHours == 24 && accepted.message == "Waiting in the queue")
-            #expect(try await store.jobStatus(id: ids[0], accountId: account.id)
-                    == JobStatusRow(id: ids[0], status: .pending, progress: 0, message: "Waiting in the queue", mediaDeleted: false))
+            #expect(
+                accepted.input == Self.job(account.id).input && accepted.retentionHours == 24
+                    && accepted.message == "Waiting in the queue")
+            #expect(
+                try await store.jobStatus(id: ids[0], accountId: account.id)
+                    == JobStatusRow(
+                        id: ids[0], status: .pending, progress: 0, message: "Waiting in the queue", mediaDeleted: false)
+            )
             #expect(try await store.jobStatus(id: ids[0], accountId: other.id) == nil)
             #expect(try await store.unfinishedJobs().map(\.id) == ids + [foreign.id])
             #expect(try await store.activeJobs(accountId: other.id).map(\.id) == [foreign.id])
@@ -136,18 +173,26 @@ struct StoreBehaviourTests {
             let segments = [JobSegment(start: 1, end: 4, score: 0.9, reason: "motion")]
             let output = JobOutput(duration: 3, size: 10, width: 640, height: 360)
             for (i, worker) in ["w1", "w2"].enumerated() {
-                let job = try #require(try await store.claimNextJob(worker: worker, leaseSeconds: 60, now: Self.t0 + 100))
-                #expect(try await store.complete(id: job.id, worker: worker, output: output, segments: segments, processingSeconds: 7,
-                                                 workerSeconds: 7, now: Self.t0 + 3600 * Double(i + 1)))
+                let job = try #require(
+                    try await store.claimNextJob(worker: worker, leaseSeconds: 60, now: Self.t0 + 100))
+                #expect(
+                    try await store.complete(
+                        id: job.id, worker: worker, output: output, segments: segments, processingSeconds: 7,
+                        workerSeconds: 7, now: Self.t0 + 3600 * Double(i + 1)))
             }
             let recent = try await store.recentCompletedJobs(limit: 10)
-            #expect(recent.map(\.id) == [ids[1], ids[0]] && recent[0].segments == segments && recent[0].processingSeconds == 7)
+            #expect(
+                recent.map(\.id) == [ids[1], ids[0]] && recent[0].segments == segments
+                    && recent[0].processingSeconds == 7)
             // Retention 24 h after finishing: the first expires an hour before the second.
-            let expired = try await store.jobsWithExpiredMedia(now: Self.t0 + 3600 * 25 + 1, defaultRetentionHours: 1, limit: 10)
+            let expired = try await store.jobsWithExpiredMedia(
+                now: Self.t0 + 3600 * 25 + 1, defaultRetentionHours: 1, limit: 10)
             #expect(expired.map(\.id) == [ids[0]])
             try await store.markMediaDeleted(id: ids[0], now: Self.t0 + 3600 * 26)
             #expect(try await store.jobStatus(id: ids[0], accountId: account.id)?.mediaDeleted == true)
-            #expect(try await store.jobsWithExpiredMedia(now: Self.t0 + 3600 * 27, defaultRetentionHours: 1, limit: 10).map(\.id) == [ids[1]])
+            #expect(
+                try await store.jobsWithExpiredMedia(now: Self.t0 + 3600 * 27, defaultRetentionHours: 1, limit: 10).map(
+                    \.id) == [ids[1]])
             try await store.checkWritable(now: Self.t0)
         }
     }
@@ -165,27 +210,40 @@ struct StoreBehaviourTests {
             #expect(a.quotaState == "reserved" && a.quotaPeriod == period && a.outputCap == 1080)
             let b = try await Self.accept(store, Self.job(account.id, at: Self.t0 + 1), limits: limits)
             #expect(try await store.usedUnits(accountId: account.id, period: period) == 2)
-            #expect(try await store.insertReserving(Self.job(account.id), now: Self.t0 + 2, limits: limits).map(\.id)
+            #expect(
+                try await store.insertReserving(Self.job(account.id), now: Self.t0 + 2, limits: limits).map(\.id)
                     == .failure(.overQuota(limit: 2, used: 2)))
 
             // Delivered: consumed (still counted), worker time charged on the same line.
             let claimed = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 60, now: Self.t0 + 3))
             #expect(claimed.id == a.id)
             let output = JobOutput(duration: 30, size: 100, width: 1280, height: 720)
-            #expect(try await store.complete(id: a.id, worker: "w1", output: output, segments: [], processingSeconds: 5,
-                                             workerSeconds: 6, now: Self.t0 + 8))
+            #expect(
+                try await store.complete(
+                    id: a.id, worker: "w1", output: output, segments: [], processingSeconds: 5,
+                    workerSeconds: 6, now: Self.t0 + 8))
             // Failed: released (no longer counted).
             _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 60, now: Self.t0 + 9))
-            #expect(try await store.fail(id: b.id, worker: "w1", code: "unreadable", message: "We could not read it", chargeSeconds: 0, now: Self.t0 + 10))
+            #expect(
+                try await store.fail(
+                    id: b.id, worker: "w1", code: "unreadable", message: "We could not read it", chargeSeconds: 0,
+                    now: Self.t0 + 10))
             #expect(try await store.usedUnits(accountId: account.id, period: period) == 1)
             let done = try #require(try await store.job(id: a.id))
-            #expect(done.status == .completed && done.quotaState == "consumed" && done.output == output && done.workerSeconds == 6)
+            #expect(
+                done.status == .completed && done.quotaState == "consumed" && done.output == output
+                    && done.workerSeconds == 6)
             let failed = try #require(try await store.job(id: b.id, accountId: account.id))
-            #expect(failed.status == .failed && failed.errorCode == "unreadable" && failed.message == "We could not read it")
+            #expect(
+                failed.status == .failed && failed.errorCode == "unreadable" && failed.message == "We could not read it"
+            )
 
             let ledger = try await store.ledger(accountId: account.id, limit: 10)
-            #expect(ledger.map(\.reason) == ["released: the job failed (unreadable)", "consumed: the highlight was delivered",
-                                             "reserved when the job was accepted", "reserved when the job was accepted"])
+            #expect(
+                ledger.map(\.reason) == [
+                    "released: the job failed (unreadable)", "consumed: the highlight was delivered",
+                    "reserved when the job was accepted", "reserved when the job was accepted"
+                ])
             #expect(ledger.map(\.change) == [-1, 0, 1, 1])
             #expect(ledger[1].workerSeconds == 6)
             #expect(try await store.workerSecondsUsed(accountId: account.id, now: Self.t0 + 11) == 6)
@@ -193,11 +251,15 @@ struct StoreBehaviourTests {
             // Cancelling a pending job releases its unit once.
             let c = try await Self.accept(store, Self.job(account.id, at: Self.t0 + 12), limits: limits)
             let cancelled = try #require(try await store.cancel(id: c.id, accountId: account.id, now: Self.t0 + 13))
-            #expect(cancelled.previous == .pending && cancelled.job.status == .cancelled && cancelled.job.message == "Cancelled at your request")
+            #expect(
+                cancelled.previous == .pending && cancelled.job.status == .cancelled
+                    && cancelled.job.message == "Cancelled at your request")
             let again = try #require(try await store.cancel(id: c.id, accountId: account.id, now: Self.t0 + 14))
             #expect(again.previous == .cancelled)
             #expect(try await store.cancel(id: c.id, accountId: "someone-else", now: Self.t0) == nil)
-            #expect(try await store.ledger(accountId: account.id, limit: 1).first?.reason == "released: the job was cancelled")
+            #expect(
+                try await store.ledger(accountId: account.id, limit: 1).first?.reason
+                    == "released: the job was cancelled")
             #expect(try await store.usedUnits(accountId: account.id, period: period) == 1)
         }
     }
@@ -209,12 +271,15 @@ struct StoreBehaviourTests {
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             let limits = Self.limits(monthly: nil, concurrent: 1, daily: 100)
             let a = try await Self.accept(store, Self.job(account.id), limits: limits)
-            #expect(try await store.insertReserving(Self.job(account.id), now: Self.t0 + 1, limits: limits).map(\.id)
+            #expect(
+                try await store.insertReserving(Self.job(account.id), now: Self.t0 + 1, limits: limits).map(\.id)
                     == .failure(.tooManyJobs(limit: 1, active: 1)))
-            try await store.chargeWorkerTime(jobId: a.id, seconds: 100, reason: "worker time: attempt 1 ended (cancelled)", now: Self.t0 + 2)
+            try await store.chargeWorkerTime(
+                jobId: a.id, seconds: 100, reason: "worker time: attempt 1 ended (cancelled)", now: Self.t0 + 2)
             #expect(try await store.job(id: a.id)?.workerSeconds == 100)
             _ = try await store.cancel(id: a.id, accountId: account.id, now: Self.t0 + 3)
-            #expect(try await store.insertReserving(Self.job(account.id), now: Self.t0 + 4, limits: limits).map(\.id)
+            #expect(
+                try await store.insertReserving(Self.job(account.id), now: Self.t0 + 4, limits: limits).map(\.id)
                     == .failure(.overBudget(limit: 100, used: 100)))
             // The next UTC day has a fresh budget.
             let tomorrow = UsagePeriod.day(of: Self.t0).next + 60
@@ -222,7 +287,7 @@ struct StoreBehaviourTests {
         }
     }
 
-    /// Issue 11: two processes accepting uploads of one account at once never exceed its quota.
+    /// Two processes accepting uploads of one account at once never exceed its quota.
     @Test(arguments: Engine.allCases)
     func concurrentAcceptsThroughTwoInstancesNeverExceedTheQuota(engine: Engine) async throws {
         try await StoreHarness.with(engine) { h in
@@ -234,7 +299,11 @@ struct StoreBehaviourTests {
                 for i in 0..<20 {
                     let store = i % 2 == 0 ? first : second
                     group.addTask {
-                        if case .success = try await store.insertReserving(Self.job(account.id), now: Self.t0, limits: limits) { return true }
+                        if case .success = try await store.insertReserving(
+                            Self.job(account.id), now: Self.t0, limits: limits)
+                        {
+                            return true
+                        }
                         return false
                     }
                 }
@@ -261,8 +330,11 @@ struct StoreBehaviourTests {
             // A job waiting out a retry backoff is not runnable yet.
             var order: [String] = []
             for i in 0..<4 {
-                let job = try #require(try await store.claimNextJob(worker: "w\(i)", leaseSeconds: 60, now: Self.t0 + 10 + Double(i)))
-                #expect(job.status == .processing && job.attempts == 1 && job.leaseOwner == "w\(i)" && job.message == "Starting")
+                let job = try #require(
+                    try await store.claimNextJob(worker: "w\(i)", leaseSeconds: 60, now: Self.t0 + 10 + Double(i)))
+                #expect(
+                    job.status == .processing && job.attempts == 1 && job.leaseOwner == "w\(i)"
+                        && job.message == "Starting")
                 #expect(job.leaseExpiresAt == Self.t0 + 70 + Double(i))
                 order.append(job.id)
             }
@@ -282,14 +354,18 @@ struct StoreBehaviourTests {
             var ids = Set<String>()
             for a in 0..<3 {
                 let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-                for i in 0..<10 { ids.insert(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(a * 10 + i))).id) }
+                for i in 0..<10 {
+                    ids.insert(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(a * 10 + i))).id)
+                }
             }
             let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
                 for worker in 0..<10 {
                     let claimer = worker % 2 == 0 ? store : second
                     group.addTask {
                         var mine: [String] = []
-                        while let job = try await claimer.claimNextJob(worker: "w\(worker)", leaseSeconds: 60, now: Self.t0 + 100) {
+                        while let job = try await claimer.claimNextJob(
+                            worker: "w\(worker)", leaseSeconds: 60, now: Self.t0 + 100)
+                        {
                             mine.append(job.id)
                         }
                         return mine
@@ -312,11 +388,20 @@ struct StoreBehaviourTests {
             let period = UsagePeriod.month(of: Self.t0).name
 
             _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 30, now: Self.t0 + 10))
-            #expect(try await store.renewLeases(worker: "w1", jobIDs: [job.id, other.id], leaseSeconds: 30, now: Self.t0 + 20) == [job.id])
-            #expect(try await store.renewLeases(worker: "w2", jobIDs: [job.id], leaseSeconds: 30, now: Self.t0 + 20) == [])
+            #expect(
+                try await store.renewLeases(
+                    worker: "w1", jobIDs: [job.id, other.id], leaseSeconds: 30, now: Self.t0 + 20) == [job.id])
+            #expect(
+                try await store.renewLeases(worker: "w2", jobIDs: [job.id], leaseSeconds: 30, now: Self.t0 + 20) == [])
             #expect(try await store.job(id: job.id)?.leaseExpiresAt == Self.t0 + 50)
-            #expect(try await store.updateProgress(id: job.id, worker: "w1", progress: 40, stage: "analysing", message: "Analysing", now: Self.t0 + 21))
-            #expect(try await store.updateProgress(id: job.id, worker: "w1", progress: 10, stage: "analysing", message: "Analysing", now: Self.t0 + 22))
+            #expect(
+                try await store.updateProgress(
+                    id: job.id, worker: "w1", progress: 40, stage: "analysing", message: "Analysing", now: Self.t0 + 21)
+            )
+            #expect(
+                try await store.updateProgress(
+                    id: job.id, worker: "w1", progress: 10, stage: "analysing", message: "Analysing", now: Self.t0 + 22)
+            )
             #expect(try await store.job(id: job.id)?.progress == 40)
 
             // Not expired yet: nothing rescued.
@@ -331,10 +416,20 @@ struct StoreBehaviourTests {
 
             // The stale owner can do nothing about it any more.
             let output = JobOutput(duration: 30, size: 1, width: 2, height: 2)
-            #expect(try await !store.complete(id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1, now: Self.t0 + 61))
-            #expect(try await !store.fail(id: job.id, worker: "w1", code: "x", message: "x", chargeSeconds: 0, now: Self.t0 + 61))
-            #expect(try await !store.updateProgress(id: job.id, worker: "w1", progress: 90, stage: "rendering", message: "x", now: Self.t0 + 61))
-            #expect(try await !store.retryLater(id: job.id, worker: "w1", runAfter: Self.t0 + 62, abnormal: false, chargeSeconds: 0, reason: "x", now: Self.t0 + 61))
+            #expect(
+                try await !store.complete(
+                    id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1,
+                    now: Self.t0 + 61))
+            #expect(
+                try await !store.fail(
+                    id: job.id, worker: "w1", code: "x", message: "x", chargeSeconds: 0, now: Self.t0 + 61))
+            #expect(
+                try await !store.updateProgress(
+                    id: job.id, worker: "w1", progress: 90, stage: "rendering", message: "x", now: Self.t0 + 61))
+            #expect(
+                try await !store.retryLater(
+                    id: job.id, worker: "w1", runAfter: Self.t0 + 62, abnormal: false, chargeSeconds: 0, reason: "x",
+                    now: Self.t0 + 61))
 
             // Backoff: the other job goes first; ours once runAfter has passed.
             let next = try #require(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 65))
@@ -342,7 +437,10 @@ struct StoreBehaviourTests {
             #expect(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 66) == nil)
             let again = try #require(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 70))
             #expect(again.id == job.id && again.attempts == 2 && again.message == "Restarting after an interruption")
-            #expect(try await !store.complete(id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1, now: Self.t0 + 71))
+            #expect(
+                try await !store.complete(
+                    id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1,
+                    now: Self.t0 + 71))
 
             // Started maxAttempts times: failed for good, unit released with AppDatabase's words.
             try await store.requeue(id: other.id, worker: "w2", now: Self.t0 + 90)
@@ -350,21 +448,32 @@ struct StoreBehaviourTests {
             #expect(last.failed == [job.id] && last.requeued.isEmpty)
             let failed = try #require(try await store.job(id: job.id))
             #expect(failed.status == .failed && failed.errorCode == "interrupted" && failed.quotaState == "released")
-            #expect(failed.message == "Processing was interrupted 2 times (the server stopped while working on it); giving up. Please upload the video again.")
-            #expect(try await store.ledger(accountId: account.id, limit: 1).first?.reason == "released: processing was interrupted too often")
+            #expect(
+                failed.message
+                    == "Processing was interrupted 2 times (the server stopped while working on it); giving up. Please upload the video again."
+            )
+            #expect(
+                try await store.ledger(accountId: account.id, limit: 1).first?.reason
+                    == "released: processing was interrupted too often")
             // The handed-back job kept its attempt uncounted and waits again.
             let handedBack = try #require(try await store.job(id: other.id))
-            #expect(handedBack.status == .pending && handedBack.attempts == 0 && handedBack.message == "Waiting in the queue (the server restarted)")
+            #expect(
+                handedBack.status == .pending && handedBack.attempts == 0
+                    && handedBack.message == "Waiting in the queue (the server restarted)")
             #expect(try await store.usedUnits(accountId: account.id, period: period) == 1)
 
             // A held job retried later: pending until runAfter, worker time on the ledger.
             let held = try #require(try await store.claimNextJob(worker: "w3", leaseSeconds: 30, now: Self.t0 + 300))
-            #expect(try await store.retryLater(id: held.id, worker: "w3", runAfter: Self.t0 + 400, abnormal: true, chargeSeconds: 4,
-                                                reason: "the engine crashed", now: Self.t0 + 301))
+            #expect(
+                try await store.retryLater(
+                    id: held.id, worker: "w3", runAfter: Self.t0 + 400, abnormal: true, chargeSeconds: 4,
+                    reason: "the engine crashed", now: Self.t0 + 301))
             let retrying = try #require(try await store.job(id: held.id))
             #expect(retrying.status == .pending && retrying.abnormalExits == 1 && retrying.workerSeconds == 4)
             #expect(retrying.message == "Waiting to try again (the engine crashed)")
-            #expect(try await store.ledger(accountId: account.id, limit: 1).first?.reason == "worker time: attempt 1 ended (the engine crashed)")
+            #expect(
+                try await store.ledger(accountId: account.id, limit: 1).first?.reason
+                    == "worker time: attempt 1 ended (the engine crashed)")
             let stats = try await store.queueStatistics(now: Self.t0 + 500)
             #expect(stats.pending == 1 && stats.processing == 0 && stats.oldestPendingSeconds == 100)
         }
@@ -378,19 +487,27 @@ struct StoreBehaviourTests {
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             var ids = Set<String>()
             for i in 0..<12 {
-                let job = try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(i)), limits: Self.limits(monthly: nil, concurrent: 100))
+                let job = try await Self.accept(
+                    store, Self.job(account.id, at: Self.t0 + Double(i)),
+                    limits: Self.limits(monthly: nil, concurrent: 100))
                 _ = try #require(try await store.claimNextJob(worker: "gone", leaseSeconds: 10, now: Self.t0 + 20))
                 ids.insert(job.id)
             }
             let results = try await withThrowingTaskGroup(of: [String].self) { group in
                 for rescuer in [store, second, store, second] {
-                    group.addTask { try await rescuer.rescueExpiredLeases(maxAttempts: 3, backoffSeconds: 5, now: Self.t0 + 60).requeued }
+                    group.addTask {
+                        try await rescuer.rescueExpiredLeases(maxAttempts: 3, backoffSeconds: 5, now: Self.t0 + 60)
+                            .requeued
+                    }
                 }
                 return try await group.reduce(into: [String]()) { $0 += $1 }
             }
             #expect(results.count == 12 && Set(results) == ids)
             let jobs = try await store.unfinishedJobs()
-            #expect(jobs.allSatisfy { $0.status == .pending && $0.attempts == 1 && $0.leaseOwner == nil && $0.runAfter == Self.t0 + 65 })
+            #expect(
+                jobs.allSatisfy {
+                    $0.status == .pending && $0.attempts == 1 && $0.leaseOwner == nil && $0.runAfter == Self.t0 + 65
+                })
         }
     }
 
@@ -402,7 +519,9 @@ struct StoreBehaviourTests {
             let store = h.store
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             let events = store.events()
-            let waiter = Task { for await event in events where event == .jobQueued { return true }; return false }
+            let waiter = Task {
+                for await event in events where event == .jobQueued { return true }; return false
+            }
             _ = try await Self.accept(store, Self.job(account.id))
             #expect(await Self.within(seconds: 1, waiter), "no jobQueued event within a second of the insert")
         }
@@ -419,17 +538,24 @@ struct StoreBehaviourTests {
             _ = try #require(try await workerSide.claimNextJob(worker: "w1", leaseSeconds: 60, now: Self.t0 + 1))
             let events = workerSide.events()
             let id = job.id
-            let waiter = Task { for await event in events where event == .jobCancelled(id: id) { return true }; return false }
+            let waiter = Task {
+                for await event in events where event == .jobCancelled(id: id) { return true }; return false
+            }
             let result = try #require(try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 2))
             #expect(result.previous == .processing)
-            #expect(await Self.within(seconds: 1, waiter), "the cancel did not reach the worker's store within a second")
-            #expect(try await workerSide.renewLeases(worker: "w1", jobIDs: [job.id], leaseSeconds: 60, now: Self.t0 + 3) == [])
+            #expect(
+                await Self.within(seconds: 1, waiter), "the cancel did not reach the worker's store within a second")
+            #expect(
+                try await workerSide.renewLeases(worker: "w1", jobIDs: [job.id], leaseSeconds: 60, now: Self.t0 + 3)
+                    == [])
         }
     }
 
     /// True when `task` returned true within `seconds` (it is cancelled otherwise).
     static func within(seconds: Double, _ task: Task<Bool, Never>) async -> Bool {
-        let timer = Task { try? await Task.sleep(for: .seconds(seconds)); task.cancel() }
+        let timer = Task {
+            try? await Task.sleep(for: .seconds(seconds)); task.cancel()
+        }
         let value = await task.value
         timer.cancel()
         return value

@@ -31,8 +31,10 @@ final class StoreHarness: @unchecked Sendable {
         `eval "$(scripts/pg-test-server start)"` first (scripts/pg-test-server stop afterwards).
         """
 
-    private init(engine: Engine, open: @escaping @Sendable () async throws -> any MomentsStore,
-                 cleanup: @escaping @Sendable () async throws -> Void) async throws {
+    private init(
+        engine: Engine, open: @escaping @Sendable () async throws -> any MomentsStore,
+        cleanup: @escaping @Sendable () async throws -> Void
+    ) async throws {
         self.engine = engine
         self.open = open
         self.cleanup = cleanup
@@ -67,11 +69,13 @@ final class StoreHarness: @unchecked Sendable {
     private static func make(_ engine: Engine) async throws -> StoreHarness {
         switch engine {
         case .sqlite:
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-store-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "moments-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let path = folder.appendingPathComponent("moments.sqlite").path
-            return try await StoreHarness(engine: engine, open: { try SQLiteEngine.open(path: path) },
-                                          cleanup: { try? FileManager.default.removeItem(at: folder) })
+            return try await StoreHarness(
+                engine: engine, open: { try SQLiteEngine.open(path: path) },
+                cleanup: { try? FileManager.default.removeItem(at: folder) })
         case .postgresql:
             guard let url = ProcessInfo.processInfo.environment["MOMENTS_TEST_DATABASE_URL"], !url.isEmpty else {
                 Issue.record(Comment(rawValue: setupHint))
@@ -84,13 +88,16 @@ final class StoreHarness: @unchecked Sendable {
             var parts = URLComponents(string: url)!
             parts.path = "/" + name
             let databaseURL = parts.string!
-            return try await StoreHarness(engine: engine, open: {
-                try await PostgresStore(url: databaseURL, logger: StoreHarness.logger)
-            }, cleanup: {
-                try await admin(url) { client in
-                    _ = try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)").collect()
-                }
-            })
+            return try await StoreHarness(
+                engine: engine,
+                open: {
+                    try await PostgresStore(url: databaseURL, logger: StoreHarness.logger)
+                },
+                cleanup: {
+                    try await admin(url) { client in
+                        _ = try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)").collect()
+                    }
+                })
         }
     }
 

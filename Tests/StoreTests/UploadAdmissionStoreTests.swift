@@ -10,8 +10,9 @@ struct UploadAdmissionStoreTests {
     static let t0 = StoreBehaviourTests.t0
 
     static func upload(_ accountId: String, at now: Date = t0, expiresAt: Date? = nil) -> ResumableUpload {
-        ResumableUpload(id: UUID().uuidString.lowercased(), accountId: accountId, flavor: "tus", length: 1000, filename: nil,
-                        targetDuration: 30, quality: "high", now: now, expiresAt: expiresAt ?? now.addingTimeInterval(86400))
+        ResumableUpload(
+            id: UUID().uuidString.lowercased(), accountId: accountId, flavor: "tus", length: 1000, filename: nil,
+            targetDuration: 30, quality: "high", now: now, expiresAt: expiresAt ?? now.addingTimeInterval(86400))
     }
 
     /// 40 creations at once from a jobs-at-once-1 account, through two instances: exactly one
@@ -27,7 +28,9 @@ struct UploadAdmissionStoreTests {
             let outcomes = try await withThrowingTaskGroup(of: Result<ResumableUpload, QuotaRefusal>.self) { group in
                 for i in 0..<40 {
                     let store = i % 2 == 0 ? first : second
-                    group.addTask { try await store.createUpload(Self.upload(account.id), now: Self.t0, limits: limits) }
+                    group.addTask {
+                        try await store.createUpload(Self.upload(account.id), now: Self.t0, limits: limits)
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -45,31 +48,46 @@ struct UploadAdmissionStoreTests {
             // A plain upload finds the place taken, and takes it once the upload is cancelled.
             let now = Self.t0.addingTimeInterval(1)
             let plain = UUID().uuidString.lowercased()
-            guard case .failure(.tooManyJobs) = try await first.admitUpload(id: plain, accountId: account.id, until: now.addingTimeInterval(60),
-                                                                              now: now, limits: limits) else {
+            guard
+                case .failure(.tooManyJobs) = try await first.admitUpload(
+                    id: plain, accountId: account.id, until: now.addingTimeInterval(60),
+                    now: now, limits: limits)
+            else {
                 Issue.record("a plain upload was admitted beside a receiving upload")
                 return
             }
             _ = try await second.terminateUpload(id: try #require(admitted.first).id, accountId: account.id, now: now)
-            guard case .success = try await first.admitUpload(id: plain, accountId: account.id, until: now.addingTimeInterval(60),
-                                                              now: now, limits: limits) else {
+            guard
+                case .success = try await first.admitUpload(
+                    id: plain, accountId: account.id, until: now.addingTimeInterval(60),
+                    now: now, limits: limits)
+            else {
                 Issue.record("the place of a cancelled upload did not come back")
                 return
             }
             // The plain upload's place, taken in one process, is seen by the other.
-            guard case .failure(.tooManyJobs) = try await second.createUpload(Self.upload(account.id, at: now), now: now, limits: limits) else {
+            guard
+                case .failure(.tooManyJobs) = try await second.createUpload(
+                    Self.upload(account.id, at: now), now: now, limits: limits)
+            else {
                 Issue.record("a resumable upload was admitted beside a plain upload being received")
                 return
             }
             // Renewed, it lasts; released, the place is free.
             try await second.renewUploadAdmission(id: plain, until: now.addingTimeInterval(600))
             let later = now.addingTimeInterval(300)
-            guard case .failure = try await first.createUpload(Self.upload(account.id, at: later), now: later, limits: limits) else {
+            guard
+                case .failure = try await first.createUpload(
+                    Self.upload(account.id, at: later), now: later, limits: limits)
+            else {
                 Issue.record("a renewed place lapsed")
                 return
             }
             try await first.releaseUploadAdmission(id: plain)
-            guard case .success = try await second.createUpload(Self.upload(account.id, at: later), now: later, limits: limits) else {
+            guard
+                case .success = try await second.createUpload(
+                    Self.upload(account.id, at: later), now: later, limits: limits)
+            else {
                 Issue.record("a released place stayed taken")
                 return
             }
@@ -83,8 +101,11 @@ struct UploadAdmissionStoreTests {
             let store = h.store
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             let limits = StoreBehaviourTests.limits(monthly: 10, concurrent: 1)
-            guard case .success = try await store.admitUpload(id: "dead-process", accountId: account.id, until: Self.t0.addingTimeInterval(120),
-                                                              now: Self.t0, limits: limits) else {
+            guard
+                case .success = try await store.admitUpload(
+                    id: "dead-process", accountId: account.id, until: Self.t0.addingTimeInterval(120),
+                    now: Self.t0, limits: limits)
+            else {
                 Issue.record("the first place was refused")
                 return
             }
@@ -95,7 +116,10 @@ struct UploadAdmissionStoreTests {
                 return
             }
             let pastExpiry = after.addingTimeInterval(61)
-            guard case .success = try await store.createUpload(Self.upload(account.id, at: pastExpiry), now: pastExpiry, limits: limits) else {
+            guard
+                case .success = try await store.createUpload(
+                    Self.upload(account.id, at: pastExpiry), now: pastExpiry, limits: limits)
+            else {
                 Issue.record("an upload past its expiry still counted")
                 return
             }
@@ -110,19 +134,24 @@ struct UploadAdmissionStoreTests {
             let store = h.store
             let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
             let upload = Self.upload(account.id, expiresAt: Self.t0.addingTimeInterval(3600))
-            guard case .success = try await store.createUpload(upload, now: Self.t0, limits: StoreBehaviourTests.limits()) else {
+            guard
+                case .success = try await store.createUpload(upload, now: Self.t0, limits: StoreBehaviourTests.limits())
+            else {
                 Issue.record("refused")
                 return
             }
             let late = Self.t0.addingTimeInterval(3601)
-            let hold = try await store.holdUpload(id: upload.id, accountId: account.id, holder: "h", until: late.addingTimeInterval(90), now: late)
+            let hold = try await store.holdUpload(
+                id: upload.id, accountId: account.id, holder: "h", until: late.addingTimeInterval(90), now: late)
             guard case .held(let seen) = hold else {
                 Issue.record("unexpected \(hold)")
                 return
             }
             #expect(seen.state == .expired)
-            #expect(try await !store.recordUploadOffset(id: upload.id, holder: "h", offset: 10, length: nil, heldUntil: late.addingTimeInterval(90),
-                                                       expiresAt: late.addingTimeInterval(86400), release: true, now: late))
+            #expect(
+                try await !store.recordUploadOffset(
+                    id: upload.id, holder: "h", offset: 10, length: nil, heldUntil: late.addingTimeInterval(90),
+                    expiresAt: late.addingTimeInterval(86400), release: true, now: late))
             let row = try #require(try await store.upload(id: upload.id))
             #expect(row.state == .expired && row.offset == 0)
         }
@@ -138,15 +167,24 @@ struct UploadAdmissionStoreTests {
             let admitted = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for i in 0..<10 {
                     let store = i % 2 == 0 ? first : second
-                    group.addTask { try await store.admitSignup(client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0) == .admitted }
+                    group.addTask {
+                        try await store.admitSignup(client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0)
+                            == .admitted
+                    }
                 }
                 return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
             #expect(admitted == 3)
-            let refused = try await second.admitSignup(client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0.addingTimeInterval(600))
+            let refused = try await second.admitSignup(
+                client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0.addingTimeInterval(600))
             #expect(refused == .refused(retryAfterSeconds: 3000))
-            #expect(try await first.admitSignup(client: "client-b", perWindow: 3, windowSeconds: 3600, now: Self.t0) == .admitted)
-            #expect(try await first.admitSignup(client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0.addingTimeInterval(3601)) == .admitted)
+            #expect(
+                try await first.admitSignup(client: "client-b", perWindow: 3, windowSeconds: 3600, now: Self.t0)
+                    == .admitted)
+            #expect(
+                try await first.admitSignup(
+                    client: "client-a", perWindow: 3, windowSeconds: 3600, now: Self.t0.addingTimeInterval(3601))
+                    == .admitted)
         }
     }
 }
@@ -159,12 +197,14 @@ struct PostgresTLSDefaultTests {
     @Test func aURLWithoutSSLModeRefusesAServerWithoutTLS() async throws {
         #expect(PostgresURL.defaultSSLMode == "require")
         guard let url = ProcessInfo.processInfo.environment["MOMENTS_TEST_DATABASE_URL"], !url.isEmpty,
-              var parts = URLComponents(string: url) else {
+            var parts = URLComponents(string: url)
+        else {
             Issue.record(Comment(rawValue: StoreHarness.setupHint))
             return
         }
-        #expect(parts.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } == true,
-                "the test cluster's URL says sslmode=disable")
+        #expect(
+            parts.queryItems?.contains { $0.name == "sslmode" && $0.value == "disable" } == true,
+            "the test cluster's URL says sslmode=disable")
         parts.path = "/moments_no_such_database"
         parts.queryItems = nil
         await #expect {

@@ -26,8 +26,9 @@ struct EDLTests {
         }
     }
 
-    @Test("event lines: 3-digit number, reel, channels, transition, four timecodes in fixed columns",
-          arguments: Fixtures.all.map(\.name))
+    @Test(
+        "event lines: 3-digit number, reel, channels, transition, four timecodes in fixed columns",
+        arguments: Fixtures.all.map(\.name))
     func lineFormat(name: String) throws {
         let document = try #require(Fixtures.all.first { $0.name == name }).document
         let text = TimelineExport.render(document, as: .edl)
@@ -40,23 +41,28 @@ struct EDLTests {
             let match = try #require(try eventLine.wholeMatch(in: line), "bad event line: \(line)")
             #expect(match.output.count == 10)
             #expect(line.count == 29 + 4 * 12 - 1, "fixed width: \(line)")
-            #expect(line.dropFirst(5).prefix(8).trimmingCharacters(in: .whitespaces)
-                == TextEscaping.reelName(forFileName: document.sourceName))
+            #expect(
+                line.dropFirst(5).prefix(8).trimmingCharacters(in: .whitespaces)
+                    == TextEscaping.reelName(forFileName: document.sourceName))
             #expect(line.contains(document.hasAudio ? " AA/V  " : " V     "))
             for tc in line.suffix(47).split(separator: " ") { #expect(tc.dropFirst(8).first == separator) }
         }
         #expect(text.hasPrefix("TITLE: "))
         #expect(text.contains(document.rate.isDropFrame ? "\nFCM: DROP FRAME\n" : "\nFCM: NON-DROP FRAME\n"))
-        #expect(text.components(separatedBy: "* FROM CLIP NAME: \(document.sourceName)\n").count - 1 == document.clips.count)
-        #expect(text.components(separatedBy: "* REFRAME CROP ").count - 1 == document.clips.filter { $0.crop != nil }.count)
+        #expect(
+            text.components(separatedBy: "* FROM CLIP NAME: \(document.sourceName)\n").count - 1 == document.clips.count
+        )
+        #expect(
+            text.components(separatedBy: "* REFRAME CROP ").count - 1 == document.clips.filter { $0.crop != nil }.count)
         if n > 0 {
             let dissolve = " D    \(EDLWriter.pad(String(n), 3, "0", left: true)) "
             #expect(lines.filter { $0.contains(dissolve) }.count == document.clips.count - 1)
         }
     }
 
-    @Test("record time is continuous from 01:00:00:00 and totals the clips minus the dissolves",
-          arguments: Fixtures.all.map(\.name))
+    @Test(
+        "record time is continuous from 01:00:00:00 and totals the clips minus the dissolves",
+        arguments: Fixtures.all.map(\.name))
     func recordTime(name: String) throws {
         let document = try #require(Fixtures.all.first { $0.name == name }).document
         let rate = document.rate
@@ -98,7 +104,9 @@ struct EDLTests {
 
     @Test("malformed EDLs are rejected")
     func malformed() {
-        #expect(throws: TimelineParseError.self) { try TimelineParse.edl("001  AX V C 00:00:00:00 00:00:01:00 01:00:00:00") }
+        #expect(throws: TimelineParseError.self) {
+            try TimelineParse.edl("001  AX V C 00:00:00:00 00:00:01:00 01:00:00:00")
+        }
         #expect(throws: TimelineParseError.self) {
             try TimelineParse.edl("001  AX       V     C        00:00:00:00 00:00:01:00 01:00:00:00 01:00:02:00")
         }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 import Testing
 @testable import Timeline
@@ -10,15 +10,19 @@ struct FCPXMLTests {
     /// Every element of a document with its attributes, in document order.
     final class Elements: NSObject, XMLParserDelegate {
         var all: [(name: String, attributes: [String: String])] = []
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                    qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
             all.append((elementName, attributeDict))
         }
         static func of(_ text: String) throws -> [(name: String, attributes: [String: String])] {
             let collector = Elements()
             let parser = XMLParser(data: Data(text.utf8))
             parser.delegate = collector
-            guard parser.parse() else { throw Tools.Failure(description: "not well-formed: \(String(describing: parser.parserError))") }
+            guard parser.parse() else {
+                throw Tools.Failure(description: "not well-formed: \(String(describing: parser.parserError))")
+            }
             return collector.all
         }
     }
@@ -60,8 +64,9 @@ struct FCPXMLTests {
         #expect(clips.map { [$0.sourceIn, $0.sourceOut] } == Fixtures.expectedFrames(document).map { [$0.0, $0.1] })
     }
 
-    @Test("spine timing: clips abut at the cuts, transitions straddle them, the sequence is sum minus overlaps",
-          arguments: Fixtures.all.map(\.name))
+    @Test(
+        "spine timing: clips abut at the cuts, transitions straddle them, the sequence is sum minus overlaps",
+        arguments: Fixtures.all.map(\.name))
     func timing(name: String) throws {
         let document = try #require(Fixtures.all.first { $0.name == name }).document
         let rate = document.rate
@@ -143,8 +148,9 @@ struct FCPXMLTests {
         #expect(elements.first { $0.name == "asset" }?.attributes["name"] == Fixtures.tricky)
         #expect(elements.first { $0.name == "asset-clip" }?.attributes["name"] == Fixtures.tricky)
         #expect(elements.first { $0.name == "project" }?.attributes["name"] == "Job <\"quoted\"> & more")
-        #expect(elements.first { $0.name == "media-rep" }?.attributes["src"]
-            == "file:///%22Beach%20%26%20Sun%20%3C2026%3E%22%20%C3%BCn%C3%AFcode.mov")
+        #expect(
+            elements.first { $0.name == "media-rep" }?.attributes["src"]
+                == "file:///%22Beach%20%26%20Sun%20%3C2026%3E%22%20%C3%BCn%C3%AFcode.mov")
         #expect(elements.first { $0.name == "asset" }?.attributes["hasAudio"] == "0")
         #expect(!elements.contains { $0.name == "filter-audio" })
     }
@@ -162,7 +168,8 @@ struct FCPXMLTests {
 
     @Test("the reader rejects times off the frame grid")
     func offGrid() {
-        let text = TimelineExport.render(Fixtures.pal, as: .fcpxml).replacingOccurrences(of: "start=\"10s\"", with: "start=\"10001/1000s\"")
+        let text = TimelineExport.render(Fixtures.pal, as: .fcpxml).replacingOccurrences(
+            of: "start=\"10s\"", with: "start=\"10001/1000s\"")
         #expect(text.contains("10001/1000s"))
         #expect(throws: TimelineParseError.self) { try TimelineParse.fcpxml(text) }
         #expect(throws: TimelineParseError.self) { try TimelineParse.fcpxml("<fcpxml><oops></fcpxml>") }

@@ -12,9 +12,13 @@ enum Fixtures {
             rate: TimelineRate(numerator: 30000, denominator: 1001),
             sourceWidth: 1920, sourceHeight: 1080, outputWidth: 1080, outputHeight: 1920, hasAudio: true,
             clips: [
-                TimelineClip(sourceStart: 3.2, sourceEnd: 7.9, crop: TimelineCrop(x: 0.34, y: 0, width: 0.31640625, height: 1)),
-                TimelineClip(sourceStart: 41.05, sourceEnd: 46.6, crop: TimelineCrop(x: 0, y: 0, width: 0.31640625, height: 1)),
-                TimelineClip(sourceStart: 88.0, sourceEnd: 95.123, crop: TimelineCrop(x: 0.68359375, y: 0, width: 0.31640625, height: 1)),
+                TimelineClip(
+                    sourceStart: 3.2, sourceEnd: 7.9, crop: TimelineCrop(x: 0.34, y: 0, width: 0.31640625, height: 1)),
+                TimelineClip(
+                    sourceStart: 41.05, sourceEnd: 46.6, crop: TimelineCrop(x: 0, y: 0, width: 0.31640625, height: 1)),
+                TimelineClip(
+                    sourceStart: 88.0, sourceEnd: 95.123,
+                    crop: TimelineCrop(x: 0.68359375, y: 0, width: 0.31640625, height: 1))
             ],
             crossfadeSeconds: crossfade)
     }
@@ -23,22 +27,29 @@ enum Fixtures {
     static let pal = TimelineDocument(
         title: "PAL", sourceName: "clip.mp4", sourceDuration: 300, rate: TimelineRate(numerator: 25, denominator: 1),
         sourceWidth: 1280, sourceHeight: 720, outputWidth: 1280, outputHeight: 720, hasAudio: true,
-        clips: [TimelineClip(sourceStart: 10, sourceEnd: 14.5), TimelineClip(sourceStart: 60.02, sourceEnd: 63),
-                TimelineClip(sourceStart: 200.5, sourceEnd: 230)],
+        clips: [
+            TimelineClip(sourceStart: 10, sourceEnd: 14.5), TimelineClip(sourceStart: 60.02, sourceEnd: 63),
+            TimelineClip(sourceStart: 200.5, sourceEnd: 230)
+        ],
         crossfadeSeconds: 0.5)
 
     /// 60 fps with a 0.25 s (15-frame, odd) dissolve, square crop.
     static let sixty = TimelineDocument(
-        title: "Sixty", sourceName: "GX010042.MP4", sourceDuration: 600, rate: TimelineRate(numerator: 60, denominator: 1),
+        title: "Sixty", sourceName: "GX010042.MP4", sourceDuration: 600,
+        rate: TimelineRate(numerator: 60, denominator: 1),
         sourceWidth: 3840, sourceHeight: 2160, outputWidth: 1080, outputHeight: 1080, hasAudio: true,
-        clips: [TimelineClip(sourceStart: 1.001, sourceEnd: 2.5, crop: TimelineCrop(x: 0.2, y: 0, width: 0.5625, height: 1)),
-                TimelineClip(sourceStart: 500, sourceEnd: 503.333),
-                TimelineClip(sourceStart: 10, sourceEnd: 12, crop: TimelineCrop(x: 0.4375, y: 0, width: 0.5625, height: 1))],
+        clips: [
+            TimelineClip(
+                sourceStart: 1.001, sourceEnd: 2.5, crop: TimelineCrop(x: 0.2, y: 0, width: 0.5625, height: 1)),
+            TimelineClip(sourceStart: 500, sourceEnd: 503.333),
+            TimelineClip(sourceStart: 10, sourceEnd: 12, crop: TimelineCrop(x: 0.4375, y: 0, width: 0.5625, height: 1))
+        ],
         crossfadeSeconds: 0.25)
 
     /// 59.94 fps drop-frame, long enough for the record side to cross several minutes.
     static let ntsc60 = TimelineDocument(
-        title: "NTSC 60", sourceName: "drone.mov", sourceDuration: 1200, rate: TimelineRate(numerator: 60000, denominator: 1001),
+        title: "NTSC 60", sourceName: "drone.mov", sourceDuration: 1200,
+        rate: TimelineRate(numerator: 60000, denominator: 1001),
         sourceWidth: 1920, sourceHeight: 1080, outputWidth: 1920, outputHeight: 1080, hasAudio: true,
         clips: [TimelineClip(sourceStart: 59.9, sourceEnd: 200.1), TimelineClip(sourceStart: 601, sourceEnd: 700)],
         crossfadeSeconds: 0.25)
@@ -53,7 +64,7 @@ enum Fixtures {
 
     static let all: [(name: String, document: TimelineDocument)] = [
         ("29.97 cuts", ntsc(crossfade: 0)), ("29.97 dissolves", ntsc(crossfade: 0.25)), ("25", pal),
-        ("60", sixty), ("59.94", ntsc60), ("tricky name", trickyName),
+        ("60", sixty), ("59.94", ntsc60), ("tricky name", trickyName)
     ]
 
     /// Each clip's frames by the rule (in = round(start * rate), out = round(end * rate)),

@@ -3,11 +3,13 @@ import Testing
 
 @Suite("Timeline model")
 struct ModelTests {
-    @Test("measured fps snaps to the standard rate", arguments: [
-        (23.976, 24000, 1001), (23.98, 24000, 1001), (24.0, 24, 1), (25.0, 25, 1), (29.97, 30000, 1001),
-        (29.968, 30000, 1001), (30.0, 30, 1), (48.0, 48, 1), (50.0, 50, 1), (59.94, 60000, 1001),
-        (60.0, 60, 1), (119.88, 120000, 1001), (120.0, 120, 1), (240.1, 240, 1),
-    ])
+    @Test(
+        "measured fps snaps to the standard rate",
+        arguments: [
+            (23.976, 24000, 1001), (23.98, 24000, 1001), (24.0, 24, 1), (25.0, 25, 1), (29.97, 30000, 1001),
+            (29.968, 30000, 1001), (30.0, 30, 1), (48.0, 48, 1), (50.0, 50, 1), (59.94, 60000, 1001),
+            (60.0, 60, 1), (119.88, 120000, 1001), (120.0, 120, 1), (240.1, 240, 1)
+        ])
     func nearest(fps: Double, numerator: Int, denominator: Int) {
         #expect(TimelineRate.nearest(to: fps) == TimelineRate(numerator: numerator, denominator: denominator))
     }
@@ -55,8 +57,11 @@ struct ModelTests {
     func degenerate() throws {
         var doc = Fixtures.pal
         doc.rate = TimelineRate(numerator: 0, denominator: 0)
-        doc.clips = [TimelineClip(sourceStart: .nan, sourceEnd: -3, crop: TimelineCrop(x: .infinity, y: 0, width: 2, height: -1)),
-                     TimelineClip(sourceStart: 5, sourceEnd: 5)]
+        doc.clips = [
+            TimelineClip(
+                sourceStart: .nan, sourceEnd: -3, crop: TimelineCrop(x: .infinity, y: 0, width: 2, height: -1)),
+            TimelineClip(sourceStart: 5, sourceEnd: 5)
+        ]
         doc.sourceWidth = 0
         for format in TimelineFormat.allCases {
             #expect(!TimelineExport.render(doc, as: format).isEmpty)
@@ -81,8 +86,9 @@ struct ModelTests {
     @Test("file names are escaped for each syntax")
     func escaping() {
         #expect(TextEscaping.xmlAttribute(Fixtures.tricky) == "&quot;Beach &amp; Sun &lt;2026&gt;&quot; ünïcode.mov")
-        #expect(TextEscaping.fileURL(forName: Fixtures.tricky)
-            == "file:///%22Beach%20%26%20Sun%20%3C2026%3E%22%20%C3%BCn%C3%AFcode.mov")
+        #expect(
+            TextEscaping.fileURL(forName: Fixtures.tricky)
+                == "file:///%22Beach%20%26%20Sun%20%3C2026%3E%22%20%C3%BCn%C3%AFcode.mov")
         #expect(TextEscaping.fileURL(forName: "a/b?c#d.mov") == "file:///a%2Fb%3Fc%23d.mov")
         #expect(TextEscaping.jsonString("a\"b\\c\nd\u{1}") == "\"a\\\"b\\\\c\\nd\\u0001\"")
         #expect(TextEscaping.reelName(forFileName: "IMG_0042.MOV") == "IMG_0042")

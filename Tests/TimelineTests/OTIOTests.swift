@@ -100,8 +100,9 @@ struct OTIOTests {
         let tracks = try #require(stack["children"] as? [[String: Any]])
         #expect(tracks.map { $0["OTIO_SCHEMA"] as? String } == ["Track.1", "Track.1"])
         let items = try #require(tracks[0]["children"] as? [[String: Any]])
-        #expect(items.compactMap { $0["OTIO_SCHEMA"] as? String }
-            == ["Clip.2", "Transition.1", "Clip.2", "Transition.1", "Clip.2"])
+        #expect(
+            items.compactMap { $0["OTIO_SCHEMA"] as? String }
+                == ["Clip.2", "Transition.1", "Clip.2", "Transition.1", "Clip.2"])
         let refs = try #require(items[0]["media_references"] as? [String: Any])
         let ref = try #require(refs["DEFAULT_MEDIA"] as? [String: Any])
         #expect(ref["OTIO_SCHEMA"] as? String == "ExternalReference.1")

@@ -6,11 +6,13 @@ struct TimecodeTests {
     let df30 = TimelineRate(numerator: 30000, denominator: 1001)
     let df60 = TimelineRate(numerator: 60000, denominator: 1001)
 
-    @Test("29.97 drop-frame known values", arguments: [
-        (0, "00:00:00;00"), (1799, "00:00:59;29"), (1800, "00:01:00;02"), (1801, "00:01:00;03"),
-        (3597, "00:01:59;29"), (3598, "00:02:00;02"), (17981, "00:09:59;29"), (17982, "00:10:00;00"),
-        (17983, "00:10:00;01"), (19782, "00:11:00;02"), (107892, "01:00:00;00"), (107891, "00:59:59;29"),
-    ])
+    @Test(
+        "29.97 drop-frame known values",
+        arguments: [
+            (0, "00:00:00;00"), (1799, "00:00:59;29"), (1800, "00:01:00;02"), (1801, "00:01:00;03"),
+            (3597, "00:01:59;29"), (3598, "00:02:00;02"), (17981, "00:09:59;29"), (17982, "00:10:00;00"),
+            (17983, "00:10:00;01"), (19782, "00:11:00;02"), (107892, "01:00:00;00"), (107891, "00:59:59;29")
+        ])
     func dropFrame30(frame: Int, label: String) throws {
         #expect(Timecode(frame: frame, rate: df30).description == label)
         let parsed = try #require(Timecode(label))
@@ -18,10 +20,12 @@ struct TimecodeTests {
         #expect(parsed.frame(rate: df30) == frame)
     }
 
-    @Test("59.94 drop-frame drops four labels a minute", arguments: [
-        (3599, "00:00:59;59"), (3600, "00:01:00;04"), (35963, "00:09:59;59"), (35964, "00:10:00;00"),
-        (215784, "01:00:00;00"),
-    ])
+    @Test(
+        "59.94 drop-frame drops four labels a minute",
+        arguments: [
+            (3599, "00:00:59;59"), (3600, "00:01:00;04"), (35963, "00:09:59;59"), (35964, "00:10:00;00"),
+            (215784, "01:00:00;00")
+        ])
     func dropFrame60(frame: Int, label: String) throws {
         #expect(Timecode(frame: frame, rate: df60).description == label)
         #expect(Timecode(label)?.frame(rate: df60) == frame)

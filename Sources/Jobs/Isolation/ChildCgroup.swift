@@ -18,7 +18,8 @@ final class ChildCgroup: @unchecked Sendable {
     /// The cgroup children's cgroups are made in: this process's own, in the cgroup v2 hierarchy.
     static let parent: String? = {
         guard let mounts = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-              let own = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8) else { return nil }
+            let own = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
+        else { return nil }
         // "… mount-point options - cgroup2 source …"
         var mountPoint: String?
         for line in mounts.split(separator: "\n") {
@@ -28,7 +29,8 @@ final class ChildCgroup: @unchecked Sendable {
             if fields.count > 4 { mountPoint = String(fields[4]); break }
         }
         guard let mountPoint,
-              let line = own.split(separator: "\n").first(where: { $0.hasPrefix("0::") }) else { return nil }
+            let line = own.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
+        else { return nil }
         let relative = String(line.dropFirst(3))
         let parent = relative == "/" ? mountPoint : mountPoint + relative
         // Usable only if a cgroup can be made and removed there.
@@ -44,9 +46,12 @@ final class ChildCgroup: @unchecked Sendable {
     /// The cgroups a server that died (kill -9, power loss) left: whatever still runs in them is
     /// killed and they are removed. Those of a live server (its pid in the name) are left alone.
     static func removeLeftovers(in parent: String) {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix("moments-child-") {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+        where name.hasPrefix("moments-child-") {
             let fields = name.split(separator: "-")
-            guard fields.count == 4, let owner = pid_t(fields[2]), owner != getpid(), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            guard fields.count == 4, let owner = pid_t(fields[2]), owner != getpid(), kill(owner, 0) != 0,
+                errno == ESRCH
+            else { continue }
             let path = parent + "/" + name
             let killFD = moments_open_write(path + "/cgroup.kill")
             if killFD >= 0 { _ = moments_write_text(killFD, "1"); close(killFD) }

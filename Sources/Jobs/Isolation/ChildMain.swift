@@ -1,7 +1,7 @@
 import CIsolation
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Highlight
 import MediaEngine
@@ -21,7 +21,8 @@ public enum ChildMain {
 
         var input = TaskReader(fd: 0)
         guard let line = input.nextLine(), let task = try? JSONDecoder().decode(ChildTask.self, from: line) else {
-            FileHandle.standardError.write(Data("moments job-exec: expected one task as a JSON line on standard input\n".utf8))
+            FileHandle.standardError.write(
+                Data("moments job-exec: expected one task as a JSON line on standard input\n".utf8))
             return ChildExit.badTask
         }
         do throws(MediaError) {
@@ -33,15 +34,18 @@ public enum ChildMain {
                 try highlight(request, token: token)
             case .recognize:
                 guard let spec = task.recognize, let data = FileManager.default.contents(atPath: spec.candidates),
-                      let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data) else { return ChildExit.badTask }
+                    let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data)
+                else { return ChildExit.badTask }
                 emit(ChildMessage(progress: .init(stage: "recognising", fraction: 0)))
-                let recognition = try ReuploadRecognizer.recognize(task.source, candidates: candidates, analysis: spec.analysis, cancellation: token)
+                let recognition = try ReuploadRecognizer.recognize(
+                    task.source, candidates: candidates, analysis: spec.analysis, cancellation: token)
                 emit(ChildMessage(recognition: recognition))
                 guard task.continues == true else { break }
                 // The highlight the parent prepared from the answer; the end of the input: nothing more.
                 guard let next = input.nextLine() else { return 0 }
                 guard let followUp = try? JSONDecoder().decode(ChildTask.self, from: next), followUp.kind == .highlight,
-                      followUp.source == task.source, let request = followUp.highlight else { return ChildExit.badTask }
+                    followUp.source == task.source, let request = followUp.highlight
+                else { return ChildExit.badTask }
                 try highlight(request, token: token)
             }
             return 0
@@ -60,7 +64,11 @@ public enum ChildMain {
             last = (stage, percent)
             emit(ChildMessage(progress: .init(stage: stage, fraction: fraction)))
         }
-        emit(ChildMessage(result: .init(report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint)))
+        emit(
+            ChildMessage(
+                result: .init(
+                    report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint
+                )))
     }
 
     /// Installs the system-call filter (`moments_enter_sandbox`): before the task is read and any
@@ -69,7 +77,10 @@ public enum ChildMain {
     static func enterSandbox() {
         let rc = moments_enter_sandbox()
         if rc != 0 {
-            FileHandle.standardError.write(Data("moments job-exec: warning: no system-call filter (\(String(cString: strerror(-rc)))): running without it\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "moments job-exec: warning: no system-call filter (\(String(cString: strerror(-rc)))): running without it\n"
+                        .utf8))
         }
     }
 
@@ -116,10 +127,10 @@ public enum ChildMain {
     /// media work, and every FFmpeg thread it starts, would compete with the API on equal terms.
     static func adoptProcessNiceness() {
         #if os(Linux)
-        errno = 0
-        let main = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
-        guard errno == 0, main > getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) else { return }
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, main)
+            errno = 0
+            let main = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+            guard errno == 0, main > getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) else { return }
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, main)
         #endif
     }
 

@@ -33,7 +33,8 @@ public struct IsolationSettings: Sendable, Equatable {
     public static func defaultExecutable() -> String { ownExecutable }
 
     private static let ownExecutable: String = {
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let own =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         if (own as NSString).lastPathComponent == "moments" { return own }
         return ((own as NSString).deletingLastPathComponent as NSString).appendingPathComponent("moments")
     }()
@@ -56,8 +57,9 @@ public struct ChildUser: Sendable, Equatable {
     /// CAP_CHOWN (0), CAP_SETGID (6) and CAP_SETUID (7) in this process's effective set.
     static var canChangeUser: Bool {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-              let effective = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+            let effective = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
         let needed: UInt64 = 1 << 0 | 1 << 6 | 1 << 7
         return effective & needed == needed
     }
@@ -132,16 +134,22 @@ public enum IsolatedChild {
     /// `followUp`, for a recognition that `continues`: called (on this thread) with the child's
     /// recognition answer; the task it returns is the child's next (nil: nothing more). The outcome
     /// is then the follow-up's (its answer, failure or end); the limits hold for both together.
-    public static func run(_ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
-                           cancellation: CancellationToken?, logger: Logger,
-                           onProgress: (String, Double) -> Void = { _, _ in },
-                           followUp: ((ChildMessage) -> ChildTask?)? = nil) -> ChildOutcome {
+    public static func run(
+        _ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
+        cancellation: CancellationToken?, logger: Logger,
+        onProgress: (String, Double) -> Void = { _, _ in },
+        followUp: ((ChildMessage) -> ChildTask?)? = nil
+    ) -> ChildOutcome {
         _ = brokenPipesIgnored
         var body: Data
-        do { body = try JSONEncoder().encode(task) } catch { return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false) }
+        do { body = try JSONEncoder().encode(task) } catch {
+            return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false)
+        }
         body.append(0x0A)
         var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
-        guard moments_pipe(&input) == 0 else { return .abnormal(reason: "pipe: \(String(cString: strerror(errno)))", timedOut: false) }
+        guard moments_pipe(&input) == 0 else {
+            return .abnormal(reason: "pipe: \(String(cString: strerror(errno)))", timedOut: false)
+        }
         guard moments_pipe(&output) == 0 else {
             close(input[0]); close(input[1])
             return .abnormal(reason: "pipe: \(String(cString: strerror(errno)))", timedOut: false)
@@ -154,32 +162,53 @@ public enum IsolatedChild {
         // by the server); what it only reads must be readable by others (the server's umask 022).
         var user = settings.user
         if user == nil && geteuid() == 0 {
-            warnOnce(logger, "running as root without the capabilities to change user: children run as root (held by their filter, Landlock and cgroup)")
+            warnOnce(
+                logger,
+                "running as root without the capabilities to change user: children run as root (held by their filter, Landlock and cgroup)"
+            )
         }
-        if let child = user, !child.canRun(settings.executable) || !ChildAccess.libraryFolders.allSatisfy({ child.canReach($0, 0o1) }) {
-            warnOnce(logger, "the child's user (uid \(child.uid)) cannot run \(settings.executable) or load its libraries: children run as this process's user")
+        if let child = user,
+            !child.canRun(settings.executable) || !ChildAccess.libraryFolders.allSatisfy({ child.canReach($0, 0o1) })
+        {
+            warnOnce(
+                logger,
+                "the child's user (uid \(child.uid)) cannot run \(settings.executable) or load its libraries: children run as this process's user"
+            )
             user = nil
         }
-        if let child = user, let closed = access.readable.first(where: { !child.canReach($0, 0o4) })
-            ?? access.writable.first(where: { !child.canReach(($0 as NSString).deletingLastPathComponent, 0o1) }) {
+        if let child = user,
+            let closed = access.readable.first(where: { !child.canReach($0, 0o4) })
+                ?? access.writable.first(where: { !child.canReach(($0 as NSString).deletingLastPathComponent, 0o1) })
+        {
             // A storage folder closed to others (mode 0700, say): this child keeps the server's user.
-            warnOnce(logger, "the child's user (uid \(child.uid)) cannot reach \(closed): children that need it run as this process's user")
+            warnOnce(
+                logger,
+                "the child's user (uid \(child.uid)) cannot reach \(closed): children that need it run as this process's user"
+            )
             user = nil
         }
         if let user {
             for folder in access.writable {
                 let rc = moments_hand_over(folder, Int32(bitPattern: user.uid), Int32(bitPattern: user.gid))
-                if rc != 0 { logger.warning("cannot give a child's folder to its user", metadata: ["error": "\(String(cString: strerror(-rc)))"]) }
+                if rc != 0 {
+                    logger.warning(
+                        "cannot give a child's folder to its user",
+                        metadata: ["error": "\(String(cString: strerror(-rc)))"])
+                }
             }
         }
         let cgroup = ChildCgroup.make()
         if cgroup == nil {
-            warnOnce(logger, "no cgroup v2 this process can write: a child's processes are ended by process group only (the system-call filter keeps a media child from starting any)")
+            warnOnce(
+                logger,
+                "no cgroup v2 this process can write: a child's processes are ended by process group only (the system-call filter keeps a media child from starting any)"
+            )
         }
-        var limits = moments_child_limits(address_space_bytes: settings.memoryBytes, cpu_seconds: cpuSeconds,
-                                          open_files: settings.openFiles, file_size_bytes: settings.fileSizeBytes,
-                                          niceness: settings.niceness, processes: 0, uid: -1, gid: -1,
-                                          cgroup_procs_fd: cgroup?.procsFD ?? -1)
+        var limits = moments_child_limits(
+            address_space_bytes: settings.memoryBytes, cpu_seconds: cpuSeconds,
+            open_files: settings.openFiles, file_size_bytes: settings.fileSizeBytes,
+            niceness: settings.niceness, processes: 0, uid: -1, gid: -1,
+            cgroup_procs_fd: cgroup?.procsFD ?? -1)
         if let user {
             limits.uid = Int32(bitPattern: user.uid)
             limits.gid = Int32(bitPattern: user.gid)
@@ -191,7 +220,9 @@ public enum IsolatedChild {
         // The child gets no environment of ours (no credentials, no configuration): all it needs is
         // the task, and whether FFmpeg's own warnings are echoed to stderr (then the server's log).
         var env = ["MOMENTS_CHILD=1", "LC_ALL=C"]
-        if let echo = ProcessInfo.processInfo.environment["MOMENTS_FFMPEG_LOG"] { env.append("MOMENTS_FFMPEG_LOG=\(echo)") }
+        if let echo = ProcessInfo.processInfo.environment["MOMENTS_FFMPEG_LOG"] {
+            env.append("MOMENTS_FFMPEG_LOG=\(echo)")
+        }
         // The `moments` binary itself may always be run (a wrapper set as the executable may exec it).
         var readablePaths = access.readable + ChildAccess.libraryFolders
         let own = IsolationSettings.defaultExecutable()
@@ -205,7 +236,8 @@ public enum IsolatedChild {
                             readable_count: Int32(readablePaths.count),
                             writable: UnsafeRawPointer(writable).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
                             writable_count: Int32(access.writable.count))
-                        return moments_spawn_child(settings.executable, cargv, cenv, input[0], output[1], errors[1], limits, paths)
+                        return moments_spawn_child(
+                            settings.executable, cargv, cenv, input[0], output[1], errors[1], limits, paths)
                     }
                 }
             }
@@ -213,7 +245,8 @@ public enum IsolatedChild {
         close(input[0]); close(output[1]); close(errors[1])
         guard pid > 0 else {
             close(input[1]); close(output[0]); close(errors[0])
-            return .abnormal(reason: "cannot start \(settings.executable): \(String(cString: strerror(-pid)))", timedOut: false)
+            return .abnormal(
+                reason: "cannot start \(settings.executable): \(String(cString: strerror(-pid)))", timedOut: false)
         }
         // The task is small (well under a pipe's buffer); the child reads it whole before anything else.
         func send(_ data: Data) -> Bool {
@@ -266,7 +299,9 @@ public enum IsolatedChild {
             }
             if endedAt == nil, moments_has_exited(pid) == 1 { endedAt = now }
             if let ended = endedAt, Double(now.uptimeNanoseconds - ended.uptimeNanoseconds) / 1e9 > Self.drainSeconds {
-                if !open.isEmpty { logger.warning("stopped reading a child's pipes: something it started still holds them") }
+                if !open.isEmpty {
+                    logger.warning("stopped reading a child's pipes: something it started still holds them")
+                }
                 break
             }
             var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -287,7 +322,9 @@ public enum IsolatedChild {
                             continue
                         }
                         if let p = message.progress { onProgress(p.stage, p.fraction) }
-                        if message.probe != nil || message.result != nil || message.recognition != nil { answer = message }
+                        if message.probe != nil || message.result != nil || message.recognition != nil {
+                            answer = message
+                        }
                         if let f = message.failure { failure = f }
                         if message.recognition != nil, inputOpen, let followUp {
                             // The next task, prepared from the answer (the child waits for it).
@@ -325,16 +362,29 @@ public enum IsolatedChild {
             if code == 0, let answer { return .answered(answer) }
             if code == ChildExit.mediaError, let failure { return .failed(failure.mediaError(path: task.source)) }
             if code == ChildExit.cancelled { return .cancelled }
-            if code == 125 { return .abnormal(reason: "the child could not be confined to its files (Landlock)", timedOut: false) }
-            if code == 123 { return .abnormal(reason: "the child could not switch to its unprivileged user", timedOut: false) }
+            if code == 125 {
+                return .abnormal(reason: "the child could not be confined to its files (Landlock)", timedOut: false)
+            }
+            if code == 123 {
+                return .abnormal(reason: "the child could not switch to its unprivileged user", timedOut: false)
+            }
             if code == 124 { return .abnormal(reason: "the child could not join its cgroup", timedOut: false) }
-            return .abnormal(reason: "the child exited with status \(code) without an answer\(wrote ? "" : " (it did not take the task)")"
-                + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
+            return .abnormal(
+                reason:
+                    "the child exited with status \(code) without an answer\(wrote ? "" : " (it did not take the task)")"
+                    + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
         }
         let signal = moments_signaled(status) != 0 ? moments_term_signal(status) : 0
-        let name = signal == SIGKILL ? (timedOut ? "SIGKILL (time budget of \(Int(wallSeconds)) s exceeded)" : "SIGKILL (out of memory or killed)")
-            : signal == SIGXCPU ? "SIGXCPU (CPU limit)" : signal == SIGSEGV ? "SIGSEGV (crash)" : signal == SIGABRT ? "SIGABRT (abort)" : "signal \(signal)"
-        return .abnormal(reason: "the child died: \(name)" + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
+        let name =
+            signal == SIGKILL
+            ? (timedOut
+                ? "SIGKILL (time budget of \(Int(wallSeconds)) s exceeded)" : "SIGKILL (out of memory or killed)")
+            : signal == SIGXCPU
+                ? "SIGXCPU (CPU limit)"
+                : signal == SIGSEGV ? "SIGSEGV (crash)" : signal == SIGABRT ? "SIGABRT (abort)" : "signal \(signal)"
+        return .abnormal(
+            reason: "the child died: \(name)" + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"),
+            timedOut: timedOut)
     }
 
     /// For the server and worker processes, at startup: not dumpable (PR_SET_DUMPABLE 0), so no
@@ -343,7 +393,10 @@ public enum IsolatedChild {
     /// writes them to disk. A failure is logged, not fatal.
     public static func protectServerProcess(logger: Logger) {
         let rc = moments_set_dumpable(0)
-        if rc != 0 { logger.warning("cannot make this process undumpable", metadata: ["error": "\(String(cString: strerror(-rc)))"]) }
+        if rc != 0 {
+            logger.warning(
+                "cannot make this process undumpable", metadata: ["error": "\(String(cString: strerror(-rc)))"])
+        }
     }
 
     /// Whether this process is dumpable (its /proc files open to processes of its user); settable
@@ -370,7 +423,9 @@ public enum IsolatedChild {
         return true
     }()
 
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R)
+        -> R
+    {
         let pointers = strings.map { strdup($0) } + [nil]
         defer { for p in pointers { free(p) } }
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }

@@ -21,9 +21,13 @@ public struct ChildTask: Codable, Sendable {
     public var continues: Bool?
 
     public static func probe(_ path: String) -> ChildTask { ChildTask(kind: .probe, source: path, highlight: nil) }
-    public static func recognize(_ path: String, candidates: String, analysis: AnalysisSettings, continues: Bool = false) -> ChildTask {
-        ChildTask(kind: .recognize, source: path, highlight: nil, recognize: RecognizeSpec(candidates: candidates, analysis: analysis),
-                  continues: continues ? true : nil)
+    public static func recognize(
+        _ path: String, candidates: String, analysis: AnalysisSettings, continues: Bool = false
+    ) -> ChildTask {
+        ChildTask(
+            kind: .recognize, source: path, highlight: nil,
+            recognize: RecognizeSpec(candidates: candidates, analysis: analysis),
+            continues: continues ? true : nil)
     }
     public static func highlight(_ request: HighlightRequest) -> ChildTask {
         ChildTask(kind: .highlight, source: request.source, highlight: request)
@@ -69,7 +73,8 @@ public struct ChildFailure: Codable, Sendable, Equatable {
     }
 
     public func mediaError(path: String?) -> MediaError {
-        MediaError(MediaError.Kind(rawValue: kind) ?? .ffmpeg, operation: operation, path: path, detail: detail,
-                   code: code, ffmpegMessage: ffmpegMessage)
+        MediaError(
+            MediaError.Kind(rawValue: kind) ?? .ffmpeg, operation: operation, path: path, detail: detail,
+            code: code, ffmpegMessage: ffmpegMessage)
     }
 }

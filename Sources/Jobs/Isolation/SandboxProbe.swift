@@ -1,7 +1,7 @@
 import CIsolation
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// For the tests of the child's sandbox: `moments job-exec --sandbox-probe REPORT …` enters the
@@ -69,10 +69,12 @@ public enum SandboxProbe {
         results["thread"] = done.wait(timeout: .now() + 10) == .success ? "allowed" : "blocked"
         results["uid"] = "\(getuid())"
         var capabilities: UInt64 = 0
-        results["capabilities"] = moments_effective_capabilities(&capabilities) == 0 ? String(capabilities, radix: 16) : "unknown"
+        results["capabilities"] =
+            moments_effective_capabilities(&capabilities) == 0 ? String(capabilities, radix: 16) : "unknown"
 
         guard let data = try? JSONSerialization.data(withJSONObject: results, options: [.sortedKeys]),
-              FileManager.default.createFile(atPath: targets.report, contents: data) else {
+            FileManager.default.createFile(atPath: targets.report, contents: data)
+        else {
             FileHandle.standardError.write(Data("sandbox probe: cannot write the report\n".utf8))
             return 1
         }

@@ -57,7 +57,8 @@ public struct FilesystemMediaStorage: MediaStorage {
         } catch let error as MediaStorageError {
             throw error
         } catch {
-            logger.error("cannot copy a job's media", metadata: ["from": "\(source)", "to": "\(target)", "error": "\(error)"])
+            logger.error(
+                "cannot copy a job's media", metadata: ["from": "\(source)", "to": "\(target)", "error": "\(error)"])
             throw MediaStorageError.unavailable
         }
     }
@@ -69,7 +70,9 @@ public struct FilesystemMediaStorage: MediaStorage {
             try? FileManager.default.removeItem(atPath: target)
             try FileManager.default.copyItem(atPath: from, toPath: target)
         } catch {
-            logger.error("cannot copy a stored file", metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
+            logger.error(
+                "cannot copy a stored file",
+                metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
             throw MediaStorageError.unavailable
         }
     }
@@ -90,8 +93,11 @@ public struct FilesystemMediaStorage: MediaStorage {
     public func storedJobs() async throws -> [StoredJobMedia] {
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: layout.jobsDirectory)) ?? []
         return folders.map { id in
-            let modified = (try? FileManager.default.attributesOfItem(atPath: layout.jobDirectory(id)))?[.modificationDate] as? Date
-            return StoredJobMedia(jobID: id, modified: modified, hasInput: FileManager.default.fileExists(atPath: layout.inputPath(id)))
+            let modified =
+                (try? FileManager.default.attributesOfItem(atPath: layout.jobDirectory(id)))?[.modificationDate]
+                as? Date
+            return StoredJobMedia(
+                jobID: id, modified: modified, hasInput: FileManager.default.fileExists(atPath: layout.inputPath(id)))
         }
     }
 

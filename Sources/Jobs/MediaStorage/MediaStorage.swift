@@ -49,7 +49,10 @@ public struct StoredObject: Sendable {
     public var lastModified: Date?
     let opener: @Sendable (S3ByteRange?) async throws -> S3ObjectStream
 
-    public init(size: Int64, etag: String?, lastModified: Date?, opener: @escaping @Sendable (S3ByteRange?) async throws -> S3ObjectStream) {
+    public init(
+        size: Int64, etag: String?, lastModified: Date?,
+        opener: @escaping @Sendable (S3ByteRange?) async throws -> S3ObjectStream
+    ) {
         self.size = size; self.etag = etag; self.lastModified = lastModified; self.opener = opener
     }
 

@@ -19,8 +19,10 @@ public struct S3MediaStorage: MediaStorage {
     public let presignSeconds: Int
     let logger: Logger
 
-    public init(client: S3Client, prefix: String, scratchDirectory: String, presignDownloads: Bool = false,
-                presignSeconds: Int = 300, logger: Logger) {
+    public init(
+        client: S3Client, prefix: String, scratchDirectory: String, presignDownloads: Bool = false,
+        presignSeconds: Int = 300, logger: Logger
+    ) {
         self.client = client
         let trimmed = prefix.trimmingCharacters(in: CharacterSet(charactersIn: "/ "))
         self.keyPrefix = trimmed.isEmpty ? "" : trimmed + "/"
@@ -66,7 +68,10 @@ public struct S3MediaStorage: MediaStorage {
                 try await client.getObject(key: key(jobID, .input), toFileAt: workspace.inputPath)
             }
             // A re-cut's analysis data comes with it (a plain job has none yet: it makes it).
-            if try await guarded("look up the analysis data", jobID, { try await client.headObject(key: key(jobID, .analysisData)) }) != nil {
+            if try await guarded(
+                "look up the analysis data", jobID, { try await client.headObject(key: key(jobID, .analysisData)) })
+                != nil
+            {
                 try await guarded("fetch the analysis data", jobID) {
                     try await client.getObject(key: key(jobID, .analysisData), toFileAt: workspace.analysisDataPath)
                 }
@@ -83,7 +88,8 @@ public struct S3MediaStorage: MediaStorage {
         let workspace = JobWorkspace(directory: scratchPath(jobID))
         for file in MediaFile.results where FileManager.default.fileExists(atPath: workspace.path(file)) {
             try await guarded("publish \(file.rawValue)", jobID) {
-                try await client.upload(fileAt: workspace.path(file), key: key(jobID, file), contentType: Self.contentType(file))
+                try await client.upload(
+                    fileAt: workspace.path(file), key: key(jobID, file), contentType: Self.contentType(file))
             }
         }
         await discardWorkspace(jobID: jobID)
@@ -102,8 +108,9 @@ public struct S3MediaStorage: MediaStorage {
                     do {
                         try await client.deleteObject(key: key(jobID, file))
                     } catch {
-                        logger.error("cannot delete a job's object; the sweeper will try again",
-                                     metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
+                        logger.error(
+                            "cannot delete a job's object; the sweeper will try again",
+                            metadata: ["job": "\(jobID)", "file": "\(file.rawValue)", "error": "\(error)"])
                     }
                 }
             }
@@ -112,7 +119,10 @@ public struct S3MediaStorage: MediaStorage {
 
     public func copyMedia(from source: String, to target: String, files: [MediaFile]) async throws {
         for file in files {
-            guard try await guarded("look up \(file.rawValue)", source, { try await client.headObject(key: key(source, file)) }) != nil else {
+            guard
+                try await guarded(
+                    "look up \(file.rawValue)", source, { try await client.headObject(key: key(source, file)) }) != nil
+            else {
                 throw MediaStorageError.notFound
             }
             try await guarded("copy \(file.rawValue)", target) {
@@ -122,21 +132,26 @@ public struct S3MediaStorage: MediaStorage {
     }
 
     public func fetch(jobID: String, file: MediaFile, to path: String) async throws {
-        try await guarded("fetch \(file.rawValue)", jobID) { try await client.getObject(key: key(jobID, file), toFileAt: path) }
+        try await guarded("fetch \(file.rawValue)", jobID) {
+            try await client.getObject(key: key(jobID, file), toFileAt: path)
+        }
     }
 
     public func removeInput(jobID: String) async {
         do {
             try await client.deleteObject(key: key(jobID, .input))
         } catch {
-            logger.error("cannot delete a job's input object; the sweeper will try again", metadata: ["job": "\(jobID)", "error": "\(error)"])
+            logger.error(
+                "cannot delete a job's input object; the sweeper will try again",
+                metadata: ["job": "\(jobID)", "error": "\(error)"])
         }
     }
 
     // MARK: Reading
 
     public func mediaExists(jobID: String, file: MediaFile) async throws -> Bool {
-        try await guarded("look up \(file.rawValue)", jobID) { try await client.headObject(key: key(jobID, file)) } != nil
+        try await guarded("look up \(file.rawValue)", jobID) { try await client.headObject(key: key(jobID, file)) }
+            != nil
     }
 
     /// A presigned URL (when configured) or the object's description and a ranged-GET opener; nil
@@ -144,24 +159,31 @@ public struct S3MediaStorage: MediaStorage {
     public func download(jobID: String, file: MediaFile) async throws -> MediaDownload? {
         let key = key(jobID, file)
         let s3 = client
-        guard let info = try await guarded("look up \(file.rawValue)", jobID, { try await s3.headObject(key: key) }) else { return nil }
+        guard let info = try await guarded("look up \(file.rawValue)", jobID, { try await s3.headObject(key: key) })
+        else { return nil }
         if presignDownloads {
             return .redirect(s3.presignedGetURL(key: key, expires: .seconds(presignSeconds)))
         }
         let storage = self
-        return .object(StoredObject(size: info.size, etag: info.etag, lastModified: info.lastModified) { range in
-            try await storage.guarded("read \(file.rawValue)", jobID) { try await s3.getObject(key: key, range: range) }
-        })
+        return .object(
+            StoredObject(size: info.size, etag: info.etag, lastModified: info.lastModified) { range in
+                try await storage.guarded("read \(file.rawValue)", jobID) {
+                    try await s3.getObject(key: key, range: range)
+                }
+            })
     }
 
     /// Jobs with at least one object under `<prefix>/jobs/`. The listing asks for `<prefix>/jobs`
     /// (no trailing `/`: moto, the test server, cannot check the signature of a `/` in a query
     /// value) and keeps the keys under `jobs/`.
     public func storedJobs() async throws -> [StoredJobMedia] {
-        let objects = try await guarded("list jobs", nil) { try await client.listObjects(prefix: String(jobsPrefix.dropLast())) }
+        let objects = try await guarded("list jobs", nil) {
+            try await client.listObjects(prefix: String(jobsPrefix.dropLast()))
+        }
         var jobs: [String: StoredJobMedia] = [:]
         for object in objects where object.key.hasPrefix(jobsPrefix) {
-            let rest = object.key.dropFirst(jobsPrefix.count).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            let rest = object.key.dropFirst(jobsPrefix.count).split(
+                separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             guard rest.count == 2, !rest[0].isEmpty else { continue }
             let id = String(rest[0])
             var entry = jobs[id] ?? StoredJobMedia(jobID: id, modified: nil, hasInput: false)
@@ -207,12 +229,16 @@ public struct S3MediaStorage: MediaStorage {
         do {
             return try await operation()
         } catch let error as S3Error where error.status == 404 {
-            logger.warning("media object missing", metadata: ["operation": "\(what)", "job": "\(jobID ?? "-")", "error": "\(error)"])
+            logger.warning(
+                "media object missing",
+                metadata: ["operation": "\(what)", "job": "\(jobID ?? "-")", "error": "\(error)"])
             throw MediaStorageError.notFound
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            logger.error("media storage failed", metadata: ["operation": "\(what)", "job": "\(jobID ?? "-")", "error": "\(error)"])
+            logger.error(
+                "media storage failed",
+                metadata: ["operation": "\(what)", "job": "\(jobID ?? "-")", "error": "\(error)"])
             throw MediaStorageError.unavailable
         }
     }

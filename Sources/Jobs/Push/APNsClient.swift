@@ -40,7 +40,9 @@ public final class APNsClient: Sendable {
         pools.withLock { pools in
             if let client = pools[credentials.caFile] { return client }
             var tls = TLSConfiguration.makeClientConfiguration()
-            if !credentials.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(credentials.extraTrustRoots)] }
+            if !credentials.extraTrustRoots.isEmpty {
+                tls.additionalTrustRoots = [.certificates(credentials.extraTrustRoots)]
+            }
             var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
             configuration.httpVersion = .automatic
             configuration.redirectConfiguration = .disallow
@@ -54,7 +56,9 @@ public final class APNsClient: Sendable {
 
     /// Sends one push: `payload` (the stored APNs JSON) to `token`, collapsing with others of `collapseId`.
     /// The provider token in use is returned too, so a 403 ExpiredProviderToken replaces that one.
-    public func send(payload: String, token: String, environment: PushEnvironment, collapseId: String, now: Date) async -> (APNsAnswer, String?) {
+    public func send(payload: String, token: String, environment: PushEnvironment, collapseId: String, now: Date) async
+        -> (APNsAnswer, String?)
+    {
         let jwt: String
         do {
             jwt = try await tokens.current(now: now).jwt
@@ -84,9 +88,11 @@ public final class APNsClient: Sendable {
 
     /// APNs' `{"reason": "…"}`, kept only when it is a plain word (it becomes a metric label).
     static func reason(in body: ByteBuffer?) -> String? {
-        guard let body, let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
-              let reason = object["reason"] as? String, (1...64).contains(reason.count),
-              reason.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
+        guard let body,
+            let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
+            let reason = object["reason"] as? String, (1...64).contains(reason.count),
+            reason.allSatisfy({ $0.isASCII && $0.isLetter })
+        else { return nil }
         return reason
     }
 
@@ -100,7 +106,9 @@ public final class APNsClient: Sendable {
         }
         let text = String(describing: error).lowercased()
         if text.contains("timeout") || text.contains("timed out") { return "timeout" }
-        if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") { return "tls" }
+        if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") {
+            return "tls"
+        }
         return "connection"
     }
 }

@@ -37,30 +37,38 @@ public struct APNsCredentials: Sendable {
             throw fail("APNS_KEY_PATH=\(settings.keyPath) is not an APNs signing key (a PKCS#8 P-256 .p8 file)")
         }
         for (name, value) in [("APNS_KEY_ID", settings.keyId), ("APNS_TEAM_ID", settings.teamId)] {
-            guard (1...32).contains(value.count), value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-                throw fail("\(name) must be set to the identifier Apple shows (10 letters and digits), not \"\(value)\"")
+            guard (1...32).contains(value.count), value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+            else {
+                throw fail(
+                    "\(name) must be set to the identifier Apple shows (10 letters and digits), not \"\(value)\"")
             }
         }
         guard !settings.topic.isEmpty, settings.topic.count <= 255,
-              settings.topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) else {
+            settings.topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") })
+        else {
             throw fail("APNS_TOPIC must be set to the app's bundle id (such as com.example.moments)")
         }
-        for (name, value) in [("APNS_ENDPOINT", settings.endpoint), ("APNS_SANDBOX_ENDPOINT", settings.sandboxEndpoint)] {
-            guard let url = URL(string: value), url.scheme == "https", url.host != nil, url.path.isEmpty || url.path == "/" else {
+        for (name, value) in [("APNS_ENDPOINT", settings.endpoint), ("APNS_SANDBOX_ENDPOINT", settings.sandboxEndpoint)]
+        {
+            guard let url = URL(string: value), url.scheme == "https", url.host != nil,
+                url.path.isEmpty || url.path == "/"
+            else {
                 throw fail("\(name) must be an https origin such as https://api.push.apple.com, not \"\(value)\"")
             }
         }
         var roots: [NIOSSLCertificate] = []
         if !settings.caFile.isEmpty {
             guard let data = FileManager.default.contents(atPath: settings.caFile),
-                  let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(data)), !certificates.isEmpty else {
+                let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(data)), !certificates.isEmpty
+            else {
                 throw fail("APNS_CA_FILE=\(settings.caFile) is not a readable PEM file of certificates")
             }
             roots = certificates
         }
         func origin(_ text: String) -> String { text.hasSuffix("/") ? String(text.dropLast()) : text }
-        return APNsCredentials(key: key, keyId: settings.keyId, teamId: settings.teamId, topic: settings.topic,
-                               endpoint: origin(settings.endpoint), sandboxEndpoint: origin(settings.sandboxEndpoint),
-                               extraTrustRoots: roots, caFile: settings.caFile)
+        return APNsCredentials(
+            key: key, keyId: settings.keyId, teamId: settings.teamId, topic: settings.topic,
+            endpoint: origin(settings.endpoint), sandboxEndpoint: origin(settings.sandboxEndpoint),
+            extraTrustRoots: roots, caFile: settings.caFile)
     }
 }

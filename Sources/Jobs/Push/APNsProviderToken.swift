@@ -38,7 +38,9 @@ public actor APNsProviderToken {
 
     /// The token to send at `now`: the current one while it is younger than `refreshAge`, else a new one.
     public func current(now: Date) async throws -> Issued {
-        if let issued, now.timeIntervalSince(issued.issuedAt) < Self.refreshAge, now >= issued.issuedAt.addingTimeInterval(-60) {
+        if let issued, now.timeIntervalSince(issued.issuedAt) < Self.refreshAge,
+            now >= issued.issuedAt.addingTimeInterval(-60)
+        {
             return issued
         }
         if let signing { return try await signing.value }

@@ -31,8 +31,10 @@ public final class PushDispatcher: Sendable {
     /// How often the outbox is looked at when no store event woke the dispatcher (retries coming due).
     static let pollSeconds = 1.0
 
-    public init(database: any MomentsStore, client: APNsClient, settings: PushSettings, worker: String, logger: Logger,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        database: any MomentsStore, client: APNsClient, settings: PushSettings, worker: String, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.database = database; self.client = client; self.settings = settings; self.worker = worker
         self.logger = logger; self.clock = clock
     }
@@ -76,7 +78,8 @@ public final class PushDispatcher: Sendable {
     /// Pushes due now, leased to this dispatcher; nil when none (or the outbox cannot be read).
     func claim(limit: Int) async -> [PushDelivery]? {
         do {
-            let claimed = try await database.claimDuePushes(worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+            let claimed = try await database.claimDuePushes(
+                worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
             return claimed.isEmpty ? nil : claimed
         } catch is CancellationError {
             return nil
@@ -109,13 +112,15 @@ public final class PushDispatcher: Sendable {
             answer = APNsAnswer(statusCode: nil, reason: "expired")
         } else {
             var jwt: String?
-            (answer, jwt) = await client.send(payload: push.payload, token: push.token, environment: push.environment,
-                                              collapseId: push.jobId, now: clock())
+            (answer, jwt) = await client.send(
+                payload: push.payload, token: push.token, environment: push.environment,
+                collapseId: push.jobId, now: clock())
             if answer.statusCode == 403, answer.reason == "ExpiredProviderToken", let used = jwt {
                 PushMetrics.failed(reason: "ExpiredProviderToken")
                 await client.tokens.expired(used)
-                (answer, jwt) = await client.send(payload: push.payload, token: push.token, environment: push.environment,
-                                                  collapseId: push.jobId, now: clock())
+                (answer, jwt) = await client.send(
+                    payload: push.payload, token: push.token, environment: push.environment,
+                    collapseId: push.jobId, now: clock())
             }
         }
         // Stopped by shutdown mid-send: nothing is recorded; the lease runs out and another
@@ -124,8 +129,9 @@ public final class PushDispatcher: Sendable {
         let outcome = self.outcome(of: answer, push: push)
         if outcome == .sent { PushMetrics.sent() } else { PushMetrics.failed(reason: answer.reason ?? "other") }
         do {
-            let held = try await database.recordPushAttempt(id: push.id, worker: worker, outcome: outcome, statusCode: answer.statusCode,
-                                                            reason: answer.reason, now: clock())
+            let held = try await database.recordPushAttempt(
+                id: push.id, worker: worker, outcome: outcome, statusCode: answer.statusCode,
+                reason: answer.reason, now: clock())
             if !held { logger.notice("push no longer held by this dispatcher", metadata: ["push": "\(push.id)"]) }
         } catch is CancellationError {
         } catch {
@@ -134,10 +140,17 @@ public final class PushDispatcher: Sendable {
         switch outcome {
         case .sent, .retry: break
         case .deviceGone:
-            logger.info("APNs no longer knows a device; removed", metadata: ["account": "\(push.accountId)", "reason": "\(answer.reason ?? "")"])
+            logger.info(
+                "APNs no longer knows a device; removed",
+                metadata: ["account": "\(push.accountId)", "reason": "\(answer.reason ?? "")"])
         case .gaveUp:
-            logger.warning("push given up", metadata: ["push": "\(push.id)", "job": "\(push.jobId)", "status": "\(answer.statusCode.map(String.init) ?? "none")",
-                                                       "reason": "\(answer.reason ?? "")"])
+            logger.warning(
+                "push given up",
+                metadata: [
+                    "push": "\(push.id)", "job": "\(push.jobId)",
+                    "status": "\(answer.statusCode.map(String.init) ?? "none")",
+                    "reason": "\(answer.reason ?? "")"
+                ])
         }
     }
 
@@ -160,8 +173,11 @@ public final class PushDispatcher: Sendable {
     }
 
     func retry(_ push: PushDelivery) -> PushOutcome {
-        guard let next = PushSchedule.nextAttempt(after: push.attempts + 1, base: settings.retryBackoffSeconds, createdAt: push.createdAt,
-                                                  now: clock()) else { return .gaveUp }
+        guard
+            let next = PushSchedule.nextAttempt(
+                after: push.attempts + 1, base: settings.retryBackoffSeconds, createdAt: push.createdAt,
+                now: clock())
+        else { return .gaveUp }
         return .retry(at: next)
     }
 }

@@ -22,8 +22,10 @@ struct AppendWriter {
     var pending = ByteBuffer()
     var inflight: Task<Void, any Error>?
 
-    init(uploads: ResumableUploads, id: String, holder: String, handle: WriteFileHandle, start: Int64,
-         checksum: ResumableUploads.Checksum?) {
+    init(
+        uploads: ResumableUploads, id: String, holder: String, handle: WriteFileHandle, start: Int64,
+        checksum: ResumableUploads.Checksum?
+    ) {
         self.uploads = uploads
         self.id = id
         self.holder = holder
@@ -67,8 +69,9 @@ struct AppendWriter {
         } catch {
             // The connection dropped, the body broke, or a newer append closed it: keep
             // what arrived (unless a checksum can no longer be verified).
-            uploads.logger.info("resumable upload append interrupted",
-                                metadata: ["upload": "\(id)", "error": "\(error)"])
+            uploads.logger.info(
+                "resumable upload append interrupted",
+                metadata: ["upload": "\(id)", "error": "\(error)"])
             return true
         }
         return false
@@ -110,10 +113,13 @@ struct AppendWriter {
             try await handle.synchronize()
             try await staging.publish(id: id, range: range)
             let now = clock()
-            guard try await store.recordUploadOffset(id: id, holder: holder, offset: range.upperBound, length: nil,
-                                                     heldUntil: now.addingTimeInterval(ResumableUploads.holdSeconds),
-                                                     expiresAt: now.addingTimeInterval(expiry), release: false,
-                                                     now: now) else {
+            guard
+                try await store.recordUploadOffset(
+                    id: id, holder: holder, offset: range.upperBound, length: nil,
+                    heldUntil: now.addingTimeInterval(ResumableUploads.holdSeconds),
+                    expiresAt: now.addingTimeInterval(expiry), release: false,
+                    now: now)
+            else {
                 throw ResumableUploads.gone
             }
         }
@@ -124,10 +130,13 @@ struct AppendWriter {
     /// Renews the hold at the committed offset, recording no new bytes.
     mutating func renewHold() async throws {
         let (now, store) = (uploads.now, uploads.store)
-        guard try await store.recordUploadOffset(id: id, holder: holder, offset: committed, length: nil,
-                                                 heldUntil: now.addingTimeInterval(ResumableUploads.holdSeconds),
-                                                 expiresAt: now.addingTimeInterval(uploads.expirySeconds),
-                                                 release: false, now: now) else {
+        guard
+            try await store.recordUploadOffset(
+                id: id, holder: holder, offset: committed, length: nil,
+                heldUntil: now.addingTimeInterval(ResumableUploads.holdSeconds),
+                expiresAt: now.addingTimeInterval(uploads.expirySeconds),
+                release: false, now: now)
+        else {
             throw ResumableUploads.gone
         }
         lastCommit = Date()

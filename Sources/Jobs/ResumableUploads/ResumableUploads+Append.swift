@@ -15,8 +15,12 @@ extension ResumableUploads {
         /// The body's Content-Length, when sent.
         public var contentLength: Int64?
 
-        public init(offset: Int64, length: Int64? = nil, completes: Bool = false, checksum: Checksum? = nil, contentLength: Int64? = nil) {
-            self.offset = offset; self.length = length; self.completes = completes; self.checksum = checksum; self.contentLength = contentLength
+        public init(
+            offset: Int64, length: Int64? = nil, completes: Bool = false, checksum: Checksum? = nil,
+            contentLength: Int64? = nil
+        ) {
+            self.offset = offset; self.length = length; self.completes = completes; self.checksum = checksum;
+            self.contentLength = contentLength
         }
     }
 
@@ -43,7 +47,8 @@ extension ResumableUploads {
         running.withLock { $0[id] = (holder, stop) }
         defer { running.withLock { if $0[id]?.holder == holder { $0[id] = nil } } }
         do {
-            return try await appendHeld(upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
+            return try await appendHeld(
+                upload, holder: holder, account: account, append, body: body, tooLarge: tooLarge, wrote: wrote)
         } catch {
             // Let go before answering, so the client's immediate retry finds the upload free.
             // (A no-op when the append already released it or the upload has ended.)
@@ -61,8 +66,10 @@ extension ResumableUploads {
         let remoteDeadline = Date().addingTimeInterval(Self.remoteSettleSeconds)
         var stopped = false
         while true {
-            switch try await store.holdUpload(id: id, accountId: account.id, holder: holder,
-                                              until: now.addingTimeInterval(Self.holdSeconds), now: now) {
+            switch try await store.holdUpload(
+                id: id, accountId: account.id, holder: holder,
+                until: now.addingTimeInterval(Self.holdSeconds), now: now)
+            {
             case .missing:
                 throw Self.notFound
             case .held(let upload):
@@ -70,7 +77,8 @@ extension ResumableUploads {
                 return upload
             case .busy(let upload):
                 if !stopped, let stop = running.withLock({ $0[id]?.stop }) {
-                    logger.info("a new append takes over a resumable upload from a stale one", metadata: ["upload": "\(id)"])
+                    logger.info(
+                        "a new append takes over a resumable upload from a stale one", metadata: ["upload": "\(id)"])
                     stop()
                     stopped = true
                 }
@@ -90,8 +98,9 @@ extension ResumableUploads {
         let (plan, limit) = try await admit(append, to: held, account: account, tooLarge: tooLarge)
         try await staging.prepare(id: held.id, offset: held.offset)
         let handle = try await staging.openForAppend(id: held.id)
-        var writer = AppendWriter(uploads: self, id: held.id, holder: holder, handle: handle, start: held.offset,
-                                  checksum: append.checksum)
+        var writer = AppendWriter(
+            uploads: self, id: held.id, holder: holder, handle: handle, start: held.offset,
+            checksum: append.checksum)
         let recorded: (upload: ResumableUpload, completing: Bool)
         do {
             var interrupted = try await writer.receive(body, limit: limit, wrote: wrote) {
@@ -177,9 +186,12 @@ extension ResumableUploads {
             try await staging.publish(id: id, range: committed..<position)
         }
         let now = self.now
-        guard try await store.recordUploadOffset(id: id, holder: holder, offset: position, length: length,
-                                                 heldUntil: now.addingTimeInterval(Self.holdSeconds),
-                                                 expiresAt: now.addingTimeInterval(expirySeconds), release: !completing, now: now) else {
+        guard
+            try await store.recordUploadOffset(
+                id: id, holder: holder, offset: position, length: length,
+                heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                expiresAt: now.addingTimeInterval(expirySeconds), release: !completing, now: now)
+        else {
             throw Self.gone
         }
         try await handle.close()
@@ -190,7 +202,9 @@ extension ResumableUploads {
 
     /// Makes `unsynced` durable, records the offset and lets go of the hold, in the background.
     private func settle(_ upload: ResumableUpload, holder: String, handle: WriteFileHandle, unsynced: Range<Int64>) {
-        let (id, store, staging, logger, clock, expiry) = (upload.id, store, staging, logger, service.clock, expirySeconds)
+        let (id, store, staging, logger, clock, expiry) = (
+            upload.id, store, staging, logger, service.clock, expirySeconds
+        )
         let task = Task {
             do {
                 if !unsynced.isEmpty {
@@ -198,13 +212,15 @@ extension ResumableUploads {
                     try await staging.publish(id: id, range: unsynced)
                 }
                 let now = clock()
-                let recorded = try await store.recordUploadOffset(id: id, holder: holder, offset: unsynced.upperBound, length: upload.length,
-                                                                  heldUntil: now.addingTimeInterval(Self.holdSeconds),
-                                                                  expiresAt: now.addingTimeInterval(expiry), release: true, now: now)
+                let recorded = try await store.recordUploadOffset(
+                    id: id, holder: holder, offset: unsynced.upperBound, length: upload.length,
+                    heldUntil: now.addingTimeInterval(Self.holdSeconds),
+                    expiresAt: now.addingTimeInterval(expiry), release: true, now: now)
                 if !recorded { logger.info("an answered append found its upload ended", metadata: ["upload": "\(id)"]) }
             } catch {
-                logger.error("an answered append could not record its bytes; the upload stays at its previous offset",
-                             metadata: ["upload": "\(id)", "error": "\(error)"])
+                logger.error(
+                    "an answered append could not record its bytes; the upload stays at its previous offset",
+                    metadata: ["upload": "\(id)", "error": "\(error)"])
                 try? await store.releaseUpload(id: id, holder: holder, now: clock())
             }
             try? await handle.close()

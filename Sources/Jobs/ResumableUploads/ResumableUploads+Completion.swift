@@ -9,19 +9,24 @@ extension ResumableUploads {
         var upload = upload
         let path = staging.path(upload.id)
         let now = self.now
-        _ = try await store.recordUploadOffset(id: upload.id, holder: holder, offset: upload.offset, length: upload.length,
-                                               heldUntil: now.addingTimeInterval(Self.completionHoldSeconds),
-                                               expiresAt: now.addingTimeInterval(expirySeconds), release: false, now: now)
+        _ = try await store.recordUploadOffset(
+            id: upload.id, holder: holder, offset: upload.offset, length: upload.length,
+            heldUntil: now.addingTimeInterval(Self.completionHoldSeconds),
+            expiresAt: now.addingTimeInterval(expirySeconds), release: false, now: now)
         do {
             try await staging.prepare(id: upload.id, offset: upload.offset)
             let plan = try await service.accountPlan(account)
-            let (job, usage) = try await service.acceptUpload(at: path, account: account, targetDuration: upload.targetDuration,
-                                                              quality: upload.quality, plan: plan, edit: EditRequest(upload.edit),
-                                                              sourceName: upload.filename.flatMap(EditRequest.displayName))
-            if try await !store.finishUpload(id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
-                                              errorMessage: nil, now: self.now) {
-                logger.error("a resumable upload became a job but its row could not record it (cancelled meanwhile?)",
-                             metadata: ["upload": "\(upload.id)", "job": "\(job.id)"])
+            let (job, usage) = try await service.acceptUpload(
+                at: path, account: account, targetDuration: upload.targetDuration,
+                quality: upload.quality, plan: plan, edit: EditRequest(upload.edit),
+                sourceName: upload.filename.flatMap(EditRequest.displayName))
+            if try await !store.finishUpload(
+                id: upload.id, holder: holder, state: .completed, jobId: job.id, errorCode: nil,
+                errorMessage: nil, now: self.now)
+            {
+                logger.error(
+                    "a resumable upload became a job but its row could not record it (cancelled meanwhile?)",
+                    metadata: ["upload": "\(upload.id)", "job": "\(job.id)"])
             }
             await staging.remove(id: upload.id)
             upload.state = .completed
@@ -33,14 +38,16 @@ extension ResumableUploads {
             // the bytes when they are still staged: the client completes the upload again with
             // an empty append at its offset.
             if rejection == nil, FileManager.default.fileExists(atPath: path) || staging.parts != nil {
-                logger.error("completing a resumable upload failed; its bytes are kept for a retry",
-                             metadata: ["upload": "\(upload.id)", "error": "\(error)"])
+                logger.error(
+                    "completing a resumable upload failed; its bytes are kept for a retry",
+                    metadata: ["upload": "\(upload.id)", "error": "\(error)"])
                 throw error
             }
             let code = rejection?.code ?? "upload_failed"
             let message = rejection?.message ?? "The upload could not be turned into a job. Try again later."
-            _ = try? await store.finishUpload(id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
-                                              errorMessage: message, now: now)
+            _ = try? await store.finishUpload(
+                id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
+                errorMessage: message, now: now)
             await staging.remove(id: upload.id)
             throw error
         }

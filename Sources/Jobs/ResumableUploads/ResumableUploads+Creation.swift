@@ -11,28 +11,37 @@ extension ResumableUploads {
         /// Shape, pinned and excluded moments (checked against the video when the last byte is in).
         public var edit = EditRequest()
 
-        public init(flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String, edit: EditRequest = EditRequest()) {
-            self.flavor = flavor; self.length = length; self.filename = filename; self.targetDuration = targetDuration; self.quality = quality
+        public init(
+            flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String,
+            edit: EditRequest = EditRequest()
+        ) {
+            self.flavor = flavor; self.length = length; self.filename = filename; self.targetDuration = targetDuration;
+            self.quality = quality
             self.edit = edit
         }
     }
 
     /// The largest file the account may upload now (server and plan).
-    public func maxBytes(_ plan: JobService.AccountPlan) -> Int64 { min(service.settings.maxUploadBytes, plan.plan.maxUploadBytes) }
+    public func maxBytes(_ plan: JobService.AccountPlan) -> Int64 {
+        min(service.settings.maxUploadBytes, plan.plan.maxUploadBytes)
+    }
 
     /// Creates an upload after the checks of a plain upload: quota, jobs at once counting the
     /// account's uploads still receiving, daily budget, the declared length against the plan (via
     /// `tooLarge`) and the disk.
-    public func create(_ creation: Creation, account: Account, tooLarge: (JobService.AccountPlan) -> Error) async throws -> (ResumableUpload, JobService.AccountPlan) {
+    public func create(_ creation: Creation, account: Account, tooLarge: (JobService.AccountPlan) -> Error) async throws
+        -> (ResumableUpload, JobService.AccountPlan)
+    {
         let plan = try await service.precheck(account)
         if let length = creation.length {
             if length > maxBytes(plan) { throw tooLarge(plan) }
             try service.checkDiskSpace(expectedBytes: length)
         }
         let now = self.now
-        var upload = ResumableUpload(id: UUID().uuidString.lowercased(), accountId: account.id, flavor: creation.flavor,
-                                     length: creation.length, filename: creation.filename, targetDuration: creation.targetDuration,
-                                     quality: creation.quality, now: now, expiresAt: now.addingTimeInterval(expirySeconds))
+        var upload = ResumableUpload(
+            id: UUID().uuidString.lowercased(), accountId: account.id, flavor: creation.flavor,
+            length: creation.length, filename: creation.filename, targetDuration: creation.targetDuration,
+            quality: creation.quality, now: now, expiresAt: now.addingTimeInterval(expirySeconds))
         if creation.edit != EditRequest() { upload.edit = creation.edit.job(sourceName: nil, keepsInput: false) }
         try await staging.prepare(id: upload.id, offset: 0)
         do {

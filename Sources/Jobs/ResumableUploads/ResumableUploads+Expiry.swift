@@ -22,7 +22,8 @@ extension ResumableUploads {
         var expired = 0
         let now = self.now
         do {
-            for upload in try await store.expiredUploads(now: now, limit: 500) where try await store.expireUpload(id: upload.id, now: now) {
+            for upload in try await store.expiredUploads(now: now, limit: 500)
+            where try await store.expireUpload(id: upload.id, now: now) {
                 await staging.remove(id: upload.id)
                 expired += 1
             }
@@ -32,8 +33,9 @@ extension ResumableUploads {
             for id in local where !live.contains(id) {
                 // Created a moment ago and not yet recorded? Rows are written right after the file.
                 let path = staging.path(id)
-                let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date ?? now
-                if Date().timeIntervalSince(modified) > 60 { await staging.remove(id: id) } // the file's clock
+                let modified =
+                    (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date ?? now
+                if Date().timeIntervalSince(modified) > 60 { await staging.remove(id: id) }  // the file's clock
             }
             if let parts = staging.parts {
                 let stored = try await parts.storedIDs()

@@ -60,7 +60,9 @@ public final class ResumableUploads: Sendable {
     /// sweeper has marked it yet (its offset request answers 410; an append cannot revive it).
     func expiredIfLapsed(_ upload: ResumableUpload) -> ResumableUpload {
         let now = self.now
-        guard upload.state == .receiving, upload.expiresAt < now, (upload.heldUntil ?? .distantPast) <= now else { return upload }
+        guard upload.state == .receiving, upload.expiresAt < now, (upload.heldUntil ?? .distantPast) <= now else {
+            return upload
+        }
         var upload = upload
         upload.state = .expired
         return upload
@@ -89,7 +91,9 @@ public final class ResumableUploads: Sendable {
             // Held on another host: most likely an append there that has answered and is recording
             // its bytes (milliseconds); its offset is the one its client was told. Worth a short wait.
             let deadline = Date().addingTimeInterval(Self.remoteSettleSeconds)
-            while upload.holder != nil, upload.state == .receiving, (upload.heldUntil ?? .distantPast) > now, Date() < deadline {
+            while upload.holder != nil, upload.state == .receiving, (upload.heldUntil ?? .distantPast) > now,
+                Date() < deadline
+            {
                 try await Task.sleep(for: .milliseconds(10))
                 guard let fresh = try await store.upload(id: id, accountId: account.id) else { return nil }
                 upload = expiredIfLapsed(fresh)

@@ -29,7 +29,9 @@ public struct UploadStaging: Sendable {
         directory = layout.resumableDirectory
         let folder = layout.resumableDirectory
         parts = (storage as? S3MediaStorage).map { s3 in
-            S3UploadParts(client: s3.client, prefix: s3.keyPrefix + "uploads/", localPath: { id in folder + "/" + id }, logger: logger)
+            S3UploadParts(
+                client: s3.client, prefix: s3.keyPrefix + "uploads/", localPath: { id in folder + "/" + id },
+                logger: logger)
         }
         self.logger = logger
     }
@@ -41,7 +43,8 @@ public struct UploadStaging: Sendable {
     /// `UploadStagingError.lost` when the bytes cannot be found anywhere.
     public func prepare(id: String, offset: Int64) async throws {
         let path = path(id)
-        let handle = try await FileSystem.shared.openFile(forWritingAt: FilePath(path), options: .modifyFile(createIfNecessary: true))
+        let handle = try await FileSystem.shared.openFile(
+            forWritingAt: FilePath(path), options: .modifyFile(createIfNecessary: true))
         do {
             let size = try await handle.info().size
             if size > offset {
@@ -65,7 +68,8 @@ public struct UploadStaging: Sendable {
 
     /// Opens the local file for an append at `offset` (after `prepare`).
     public func openForAppend(id: String) async throws -> WriteFileHandle {
-        try await FileSystem.shared.openFile(forWritingAt: FilePath(path(id)), options: .modifyFile(createIfNecessary: false))
+        try await FileSystem.shared.openFile(
+            forWritingAt: FilePath(path(id)), options: .modifyFile(createIfNecessary: false))
     }
 
     /// Starts the disk's write-back of bytes just written (Linux `sync_file_range`, which does not
@@ -108,7 +112,6 @@ public enum UploadStagingError: Error, Equatable {
     /// The recorded bytes are neither on this host nor in the bucket.
     case lost
 }
-
 
 /// A resumable upload's parts in the bucket: `<prefix><id>/<offset, 16 digits>`, each covering the
 /// bytes from its offset to its offset plus its size, the next part starting where it ends. The
@@ -174,7 +177,9 @@ struct S3UploadParts: Sendable {
             // The open part reaches the minimum: written now, sealed; the next bytes open a new one.
             await cancelFlush(id)
             let start = book.entries.withLock { $0[id]?.open } ?? state.open
-            try await client.putObject(key: key(id, start), fileAt: path, range: start..<range.upperBound, contentType: "application/octet-stream")
+            try await client.putObject(
+                key: key(id, start), fileAt: path, range: start..<range.upperBound,
+                contentType: "application/octet-stream")
             book.entries.withLock { entry in
                 guard var part = entry[id] else { return }
                 part.written(PartSpan(start: start, end: range.upperBound))
@@ -221,8 +226,9 @@ struct S3UploadParts: Sendable {
             }
             guard let span else { return }
             do {
-                try await client.putObject(key: key(id, span.start), fileAt: localPath(id), range: span.start..<span.end,
-                                           contentType: "application/octet-stream")
+                try await client.putObject(
+                    key: key(id, span.start), fileAt: localPath(id), range: span.start..<span.end,
+                    contentType: "application/octet-stream")
                 book.entries.withLock { entry in
                     guard var part = entry[id], part.generation == generation else { return }
                     part.written(span)
@@ -233,7 +239,9 @@ struct S3UploadParts: Sendable {
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
-                logger.warning("could not store a resumable upload's open part; retrying", metadata: ["upload": "\(id)", "error": "\(error)"])
+                logger.warning(
+                    "could not store a resumable upload's open part; retrying",
+                    metadata: ["upload": "\(id)", "error": "\(error)"])
                 if failures >= 5 {
                     book.entries.withLock { entry in
                         if entry[id]?.generation == generation { entry[id]?.flush = nil }
@@ -261,16 +269,23 @@ struct S3UploadParts: Sendable {
         let ids = book.entries.withLock { $0.compactMap { $0.value.pending != nil ? $0.key : nil } }
         for id in ids {
             await cancelFlush(id)
-            guard let span: PartSpan = book.entries.withLock({ entry in
-                guard let part = entry[id], let pending = part.pending, pending > part.open else { return nil }
-                return PartSpan(start: part.open, end: pending)
-            }) else { continue }
+            guard
+                let span: PartSpan = book.entries.withLock({ entry in
+                    guard let part = entry[id], let pending = part.pending, pending > part.open else { return nil }
+                    return PartSpan(start: part.open, end: pending)
+                })
+            else { continue }
             do {
-                try await client.putObject(key: key(id, span.start), fileAt: localPath(id), range: span.start..<span.end,
-                                           contentType: "application/octet-stream")
-                book.entries.withLock { $0[id]?.written(span); $0[id]?.pending = nil }
+                try await client.putObject(
+                    key: key(id, span.start), fileAt: localPath(id), range: span.start..<span.end,
+                    contentType: "application/octet-stream")
+                book.entries.withLock {
+                    $0[id]?.written(span); $0[id]?.pending = nil
+                }
             } catch {
-                logger.warning("could not store a resumable upload's open part at shutdown", metadata: ["upload": "\(id)", "error": "\(error)"])
+                logger.warning(
+                    "could not store a resumable upload's open part at shutdown",
+                    metadata: ["upload": "\(id)", "error": "\(error)"])
             }
         }
     }
@@ -309,7 +324,8 @@ struct S3UploadParts: Sendable {
             guard span.start == position else { throw UploadStagingError.lost }
             let stream = try await client.getObject(key: key(id, span.start))
             for try await chunk in stream.body {
-                position += Int64(try await handle.write(contentsOf: chunk.readableBytesView, toAbsoluteOffset: position))
+                position += Int64(
+                    try await handle.write(contentsOf: chunk.readableBytesView, toAbsoluteOffset: position))
             }
         }
         guard position >= to else { throw UploadStagingError.lost }
@@ -335,7 +351,9 @@ struct S3UploadParts: Sendable {
                 try await client.deleteObject(key: key)
             }
         } catch {
-            logger.warning("could not delete a resumable upload's parts; the sweeper retries", metadata: ["upload": "\(id)", "error": "\(error)"])
+            logger.warning(
+                "could not delete a resumable upload's parts; the sweeper retries",
+                metadata: ["upload": "\(id)", "error": "\(error)"])
         }
     }
 
@@ -344,8 +362,11 @@ struct S3UploadParts: Sendable {
     /// AWS specifies), which some S3-compatible servers (moto) re-encode differently and refuse.
     func storedIDs() async throws -> Set<String> {
         var found: [String: Set<String>] = [:]
-        for object in try await client.listObjects(prefix: String(prefix.dropLast())) where object.key.hasPrefix(prefix) {
-            guard let id = object.key.dropFirst(prefix.count).split(separator: "/").first.map(String.init) else { continue }
+        for object in try await client.listObjects(prefix: String(prefix.dropLast())) where object.key.hasPrefix(prefix)
+        {
+            guard let id = object.key.dropFirst(prefix.count).split(separator: "/").first.map(String.init) else {
+                continue
+            }
             found[id, default: []].insert(object.key)
         }
         let listed = found

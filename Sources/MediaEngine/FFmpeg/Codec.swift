@@ -24,42 +24,51 @@ final class CodecContext {
     var name: String { String(cString: codec.pointee.name) }
 
     /// A decoder for `stream`, configured by `configure` before it is opened.
-    static func decoder(for handle: StreamHandle, path: String, threads: Int = 0,
-                        configure: (UnsafeMutablePointer<AVCodecContext>) -> Void = { _ in }) throws(MediaError) -> CodecContext {
+    static func decoder(
+        for handle: StreamHandle, path: String, threads: Int = 0,
+        configure: (UnsafeMutablePointer<AVCodecContext>) -> Void = { _ in }
+    ) throws(MediaError) -> CodecContext {
         let parameters = handle.parameters
         let stream = handle.stream
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
             let name = String(cString: avcodec_get_name(parameters.pointee.codec_id))
-            throw MediaError(.unsupportedCodec, operation: "avcodec_find_decoder", path: path,
-                             detail: "no decoder for codec \(name) in this FFmpeg build")
+            throw MediaError(
+                .unsupportedCodec, operation: "avcodec_find_decoder", path: path,
+                detail: "no decoder for codec \(name) in this FFmpeg build")
         }
         let context = try CodecContext(codec: codec, operation: "avcodec_alloc_context3")
-        try check(avcodec_parameters_to_context(context.pointer, parameters), "avcodec_parameters_to_context", path: path)
+        try check(
+            avcodec_parameters_to_context(context.pointer, parameters), "avcodec_parameters_to_context", path: path)
         context.pointer.pointee.pkt_timebase = stream.pointee.time_base
         context.pointer.pointee.thread_count = Int32(threads)
         context.pointer.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         context.pointer.pointee.max_pixels = Int64(MediaLimits.maxPixels)
         configure(context.pointer)
-        try check(avcodec_open2(context.pointer, codec, nil), "avcodec_open2 (\(context.name) decoder)",
-                  path: path, context: context.logKey)
+        try check(
+            avcodec_open2(context.pointer, codec, nil), "avcodec_open2 (\(context.name) decoder)",
+            path: path, context: context.logKey)
         return context
     }
 
     /// An encoder by name (e.g. "libx264", "aac", "mjpeg"), configured by `configure`, opened with
     /// the private `options` (e.g. preset, crf).
-    static func encoder(named name: String, options: [String: String] = [:],
-                        configure: (UnsafeMutablePointer<AVCodecContext>) -> Void) throws(MediaError) -> CodecContext {
+    static func encoder(
+        named name: String, options: [String: String] = [:],
+        configure: (UnsafeMutablePointer<AVCodecContext>) -> Void
+    ) throws(MediaError) -> CodecContext {
         guard let codec = avcodec_find_encoder_by_name(name) else {
-            throw MediaError(.unsupportedCodec, operation: "avcodec_find_encoder_by_name",
-                             detail: "encoder \(name) is not in this FFmpeg build")
+            throw MediaError(
+                .unsupportedCodec, operation: "avcodec_find_encoder_by_name",
+                detail: "encoder \(name) is not in this FFmpeg build")
         }
         let context = try CodecContext(codec: codec, operation: "avcodec_alloc_context3")
         configure(context.pointer)
         var dictionary: OpaquePointer? = nil
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         defer { av_dict_free(&dictionary) }
-        try check(avcodec_open2(context.pointer, codec, &dictionary), "avcodec_open2 (\(name) encoder)",
-                  context: context.logKey)
+        try check(
+            avcodec_open2(context.pointer, codec, &dictionary), "avcodec_open2 (\(name) encoder)",
+            context: context.logKey)
         return context
     }
 

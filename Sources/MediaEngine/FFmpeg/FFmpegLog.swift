@@ -32,7 +32,8 @@ enum FFmpegLog {
         lastErrors.withLock { $0[UInt(bitPattern: context)] }
     }
 
-    private static let sink: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = { avcl, level, text in
+    private static let sink: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
+        avcl, level, text in
         guard let text else { return }
         let line = String(cString: text).trimming(" \n")
         if FFmpegLog.echo { FileHandle.standardError.write(Data("[ffmpeg] \(line)\n".utf8)) }

@@ -22,8 +22,10 @@ final class FormatInput {
 
     /// Opens `source` with the demuxer `format` (chosen by `sniff`); `whitelist` is the comma
     /// separated list of demuxer names FFmpeg may use (it refuses `format` when not on it).
-    init(source: InputSource, format: UnsafePointer<AVInputFormat>, probeScore: Int32 = AVPROBE_SCORE_MAX,
-         whitelist: String = ContainerPolicy.formatWhitelist, cancellation: CancellationToken? = nil) throws(MediaError) {
+    init(
+        source: InputSource, format: UnsafePointer<AVInputFormat>, probeScore: Int32 = AVPROBE_SCORE_MAX,
+        whitelist: String = ContainerPolicy.formatWhitelist, cancellation: CancellationToken? = nil
+    ) throws(MediaError) {
         let path = source.name
         self.probeScore = probeScore
         self.io = try InputIO(source: source)
@@ -60,7 +62,7 @@ final class FormatInput {
     deinit {
         FFmpegLog.unregister(UnsafeMutableRawPointer(pointer))
         var p: UnsafeMutablePointer<AVFormatContext>? = pointer
-        avformat_close_input(&p) // leaves `io` (AVFMT_FLAG_CUSTOM_IO) to its owner
+        avformat_close_input(&p)  // leaves `io` (AVFMT_FLAG_CUSTOM_IO) to its owner
     }
 
     var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
@@ -116,12 +118,13 @@ final class FormatInput {
             let target = attempt == 0 ? timestamp : timestamp &- (second << (attempt - 1))
             try seekBackward(index, target)
             guard let landed = try firstKeyframeTime(of: index), landed > timestamp else {
-                try seekBackward(index, target) // the same seek again: reading resumes at that keyframe
+                try seekBackward(index, target)  // the same seek again: reading resumes at that keyframe
                 return
             }
         }
         // Still after the target: read from the start of the file.
-        try check(av_seek_frame(pointer, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame to the start", path: path, context: logKey)
+        try check(
+            av_seek_frame(pointer, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame to the start", path: path, context: logKey)
     }
 
     /// How many times `seek` steps further back before reading from the start (the last step: 64 s).
@@ -131,8 +134,9 @@ final class FormatInput {
     static let seekCheckPackets = 2048
 
     private func seekBackward(_ index: Int, _ timestamp: Int64) throws(MediaError) {
-        try check(av_seek_frame(pointer, Int32(index), timestamp, AVSEEK_FLAG_BACKWARD),
-                  "av_seek_frame to \(timestamp)", path: path, context: logKey)
+        try check(
+            av_seek_frame(pointer, Int32(index), timestamp, AVSEEK_FLAG_BACKWARD),
+            "av_seek_frame to \(timestamp)", path: path, context: logKey)
     }
 
     /// The presentation time of the first keyframe of `index` read from here; nil at the end of
@@ -162,7 +166,9 @@ final class FormatInput {
     /// Identifies the container from the first bytes alone (the file name's extension is not
     /// consulted, so a text file named .mp4 is not taken for an MP4). nil when nothing matches
     /// with confidence above `minimumScore`. Any demuxer may answer here: the caller decides.
-    static func sniff(_ source: InputSource, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (format: UnsafePointer<AVInputFormat>, score: Int32)? {
+    static func sniff(_ source: InputSource, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (
+        format: UnsafePointer<AVInputFormat>, score: Int32
+    )? {
         let padded = bytes + Int(AVPROBE_PADDING_SIZE)
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: padded)
         defer { buffer.deallocate() }
@@ -171,8 +177,9 @@ final class FormatInput {
         guard count > 0 else { return nil }
         // No name (the extension must not count): a static empty C string, valid for the whole call.
         let noName: StaticString = ""
-        var data = AVProbeData(filename: UnsafeRawPointer(noName.utf8Start).assumingMemoryBound(to: CChar.self),
-                               buf: buffer, buf_size: Int32(count), mime_type: nil)
+        var data = AVProbeData(
+            filename: UnsafeRawPointer(noName.utf8Start).assumingMemoryBound(to: CChar.self),
+            buf: buffer, buf_size: Int32(count), mime_type: nil)
         var score: Int32 = 0
         guard let format = av_probe_input_format3(&data, 1, &score), score > minimumScore else { return nil }
         return (format, score)
@@ -184,24 +191,29 @@ final class FormatInput {
             return MediaError(.cancelled, operation: "avformat_open_input", path: path, detail: "cancelled")
         }
         if rc == moments_averror(EPERM) {
-            return MediaError(.unsupportedContainer, operation: "avformat_open_input", path: path,
-                              detail: ContainerPolicy.refusalDetail, code: rc, ffmpegMessage: text)
+            return MediaError(
+                .unsupportedContainer, operation: "avformat_open_input", path: path,
+                detail: ContainerPolicy.refusalDetail, code: rc, ffmpegMessage: text)
         }
         if rc == moments_averror(ENOENT) {
-            return MediaError(.fileNotFound, operation: "avformat_open_input", path: path,
-                              detail: "file not found", code: rc, ffmpegMessage: text)
+            return MediaError(
+                .fileNotFound, operation: "avformat_open_input", path: path,
+                detail: "file not found", code: rc, ffmpegMessage: text)
         }
         if rc == moments_averror(EACCES) || rc == moments_averror(EISDIR) {
-            return MediaError(.io, operation: "avformat_open_input", path: path,
-                              detail: "cannot read the file", code: rc, ffmpegMessage: text)
+            return MediaError(
+                .io, operation: "avformat_open_input", path: path,
+                detail: "cannot read the file", code: rc, ffmpegMessage: text)
         }
         if let logged, logged.contains("moov atom not found") {
-            return MediaError(.truncated, operation: "avformat_open_input", path: path,
-                              detail: "the file is truncated or unfinished: its index (moov atom) is missing",
-                              code: rc, ffmpegMessage: text)
+            return MediaError(
+                .truncated, operation: "avformat_open_input", path: path,
+                detail: "the file is truncated or unfinished: its index (moov atom) is missing",
+                code: rc, ffmpegMessage: text)
         }
-        return MediaError(.notMedia, operation: "avformat_open_input", path: path,
-                          detail: "not a video file FFmpeg can read", code: rc, ffmpegMessage: text)
+        return MediaError(
+            .notMedia, operation: "avformat_open_input", path: path,
+            detail: "not a video file FFmpeg can read", code: rc, ffmpegMessage: text)
     }
 }
 

@@ -13,7 +13,8 @@ final class FormatOutput {
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         let rc = avformat_alloc_output_context2(&context, nil, format, path)
         guard rc >= 0, let context else {
-            throw MediaError.ffmpeg(rc < 0 ? rc : moments_averror(ENOMEM), "avformat_alloc_output_context2 (\(format))", path: path)
+            throw MediaError.ffmpeg(
+                rc < 0 ? rc : moments_averror(ENOMEM), "avformat_alloc_output_context2 (\(format))", path: path)
         }
         self.pointer = context
         self.path = path
@@ -38,14 +39,17 @@ final class FormatOutput {
         guard let stream = avformat_new_stream(pointer, nil) else {
             throw MediaError(.ffmpeg, operation: "avformat_new_stream", path: path, detail: "out of memory")
         }
-        try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.pointer),
-                  "avcodec_parameters_from_context", path: path)
+        try check(
+            avcodec_parameters_from_context(stream.pointee.codecpar, encoder.pointer),
+            "avcodec_parameters_from_context", path: path)
         stream.pointee.time_base = encoder.pointer.pointee.time_base
         return stream
     }
 
     /// A new stream carrying a copy of `parameters` (remuxing: no encoder).
-    func addStream(copying parameters: UnsafePointer<AVCodecParameters>, path: String) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+    func addStream(copying parameters: UnsafePointer<AVCodecParameters>, path: String) throws(MediaError)
+        -> UnsafeMutablePointer<AVStream>
+    {
         guard let stream = avformat_new_stream(pointer, nil) else {
             throw MediaError(.ffmpeg, operation: "avformat_new_stream", path: path, detail: "out of memory")
         }
@@ -61,7 +65,8 @@ final class FormatOutput {
         var ioOptions: OpaquePointer? = nil
         av_dict_set(&ioOptions, "protocol_whitelist", ContainerPolicy.outputProtocolWhitelist, 0)
         defer { av_dict_free(&ioOptions) }
-        try check(avio_open2(&io, path, AVIO_FLAG_WRITE, &callback, &ioOptions), "avio_open2", path: path, context: logKey)
+        try check(
+            avio_open2(&io, path, AVIO_FLAG_WRITE, &callback, &ioOptions), "avio_open2", path: path, context: logKey)
         pointer.pointee.pb = io
         ioOpen = true
         var dictionary: OpaquePointer? = nil
@@ -72,7 +77,9 @@ final class FormatOutput {
     }
 
     /// Writes an encoded packet, rescaling its times from the encoder's time base to the stream's.
-    func write(_ packet: Packet, from timeBase: AVRational, to stream: UnsafeMutablePointer<AVStream>) throws(MediaError) {
+    func write(_ packet: Packet, from timeBase: AVRational, to stream: UnsafeMutablePointer<AVStream>)
+        throws(MediaError)
+    {
         av_packet_rescale_ts(packet.pointer, timeBase, stream.pointee.time_base)
         packet.pointer.pointee.stream_index = stream.pointee.index
         let rc = av_interleaved_write_frame(pointer, packet.pointer)

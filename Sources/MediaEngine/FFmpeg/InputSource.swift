@@ -20,7 +20,9 @@ final class InputSource {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let code = errno
-            if code == ENOENT { throw MediaError(.fileNotFound, operation: "open", path: path, detail: "file not found") }
+            if code == ENOENT {
+                throw MediaError(.fileNotFound, operation: "open", path: path, detail: "file not found")
+            }
             throw MediaError(.io, operation: "open", path: path, detail: "cannot read the file")
         }
         var info = stat()
@@ -100,13 +102,20 @@ final class InputIO {
             throw MediaError(.ffmpeg, operation: "av_malloc", path: source.name, detail: "out of memory")
         }
         let opaque = Unmanaged.passUnretained(source).toOpaque()
-        guard let context = avio_alloc_context(buffer, InputIO.bufferSize, 0, opaque, { opaque, buffer, size in
-            guard let opaque, let buffer else { return moments_averror(EINVAL) }
-            return Unmanaged<InputSource>.fromOpaque(opaque).takeUnretainedValue().readNext(into: buffer, count: size)
-        }, nil, { opaque, offset, whence in
-            guard let opaque else { return Int64(moments_averror(EINVAL)) }
-            return Unmanaged<InputSource>.fromOpaque(opaque).takeUnretainedValue().seek(offset: offset, whence: whence)
-        }) else {
+        guard
+            let context = avio_alloc_context(
+                buffer, InputIO.bufferSize, 0, opaque,
+                { opaque, buffer, size in
+                    guard let opaque, let buffer else { return moments_averror(EINVAL) }
+                    return Unmanaged<InputSource>.fromOpaque(opaque).takeUnretainedValue().readNext(
+                        into: buffer, count: size)
+                }, nil,
+                { opaque, offset, whence in
+                    guard let opaque else { return Int64(moments_averror(EINVAL)) }
+                    return Unmanaged<InputSource>.fromOpaque(opaque).takeUnretainedValue().seek(
+                        offset: offset, whence: whence)
+                })
+        else {
             av_free(buffer)
             throw MediaError(.ffmpeg, operation: "avio_alloc_context", path: source.name, detail: "out of memory")
         }

@@ -48,8 +48,10 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
     /// FFmpeg's text: av_strerror of `code`, plus the last error FFmpeg logged for this context.
     public let ffmpegMessage: String?
 
-    public init(_ kind: Kind, operation: String, path: String? = nil, detail: String,
-                code: Int32? = nil, ffmpegMessage: String? = nil) {
+    public init(
+        _ kind: Kind, operation: String, path: String? = nil, detail: String,
+        code: Int32? = nil, ffmpegMessage: String? = nil
+    ) {
         self.kind = kind
         self.operation = operation
         self.path = path
@@ -59,21 +61,27 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     /// An error from an FFmpeg call that returned a negative code.
-    static func ffmpeg(_ code: Int32, _ operation: String, path: String? = nil, kind: Kind = .ffmpeg,
-                       detail: String? = nil, context: UnsafeMutableRawPointer? = nil) -> MediaError {
+    static func ffmpeg(
+        _ code: Int32, _ operation: String, path: String? = nil, kind: Kind = .ffmpeg,
+        detail: String? = nil, context: UnsafeMutableRawPointer? = nil
+    ) -> MediaError {
         var text = FFmpegError.string(code)
         if let context, let logged = FFmpegLog.lastError(for: context), !logged.isEmpty, logged != text {
             text += "; \(logged)"
         }
-        return MediaError(kind, operation: operation, path: path, detail: detail ?? text, code: code, ffmpegMessage: text)
+        return MediaError(
+            kind, operation: operation, path: path, detail: detail ?? text, code: code, ffmpegMessage: text)
     }
 
     public var description: String {
         var s = ""
         if let path { s += "\(path): " }
         s += detail
-        if let ffmpegMessage, ffmpegMessage != detail { s += " (\(operation): \(ffmpegMessage))" }
-        else if code == nil, kind == .ffmpeg || kind == .io { s += " (\(operation))" }
+        if let ffmpegMessage, ffmpegMessage != detail {
+            s += " (\(operation): \(ffmpegMessage))"
+        } else if code == nil, kind == .ffmpeg || kind == .io {
+            s += " (\(operation))"
+        }
         return s
     }
 }
@@ -103,8 +111,10 @@ enum FFmpegError {
 
 /// Throws a MediaError when an FFmpeg call returned a negative code.
 @discardableResult
-func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String? = nil,
-           context: UnsafeMutableRawPointer? = nil) throws(MediaError) -> Int32 {
+func check(
+    _ code: Int32, _ operation: @autoclosure () -> String, path: String? = nil,
+    context: UnsafeMutableRawPointer? = nil
+) throws(MediaError) -> Int32 {
     if code < 0 { throw MediaError.ffmpeg(code, operation(), path: path, context: context) }
     return code
 }

@@ -8,8 +8,10 @@ final class Resampler {
     let outputChannels: Int
     let outputFormat: AVSampleFormat
 
-    init(input decoder: UnsafeMutablePointer<AVCodecContext>, outputRate: Int, outputChannels: Int,
-         outputFormat: AVSampleFormat) throws(MediaError) {
+    init(
+        input decoder: UnsafeMutablePointer<AVCodecContext>, outputRate: Int, outputChannels: Int,
+        outputFormat: AVSampleFormat
+    ) throws(MediaError) {
         self.outputRate = outputRate
         self.outputChannels = outputChannels
         self.outputFormat = outputFormat
@@ -24,9 +26,11 @@ final class Resampler {
         av_channel_layout_default(&outputLayout, Int32(outputChannels))
         defer { av_channel_layout_uninit(&outputLayout) }
         var ctx: OpaquePointer? = nil
-        try check(swr_alloc_set_opts2(&ctx, &outputLayout, outputFormat, Int32(outputRate),
-                                      &inputLayout, decoder.pointee.sample_fmt, decoder.pointee.sample_rate, 0, nil),
-                  "swr_alloc_set_opts2")
+        try check(
+            swr_alloc_set_opts2(
+                &ctx, &outputLayout, outputFormat, Int32(outputRate),
+                &inputLayout, decoder.pointee.sample_fmt, decoder.pointee.sample_rate, 0, nil),
+            "swr_alloc_set_opts2")
         context = ctx
         try check(swr_init(context), "swr_init")
     }
@@ -45,12 +49,15 @@ final class Resampler {
 
     /// Converts one decoded frame (nil flushes) into `planes` (one pointer per output plane; one for
     /// packed formats). Returns the number of samples written per channel.
-    func convert(_ frame: Frame?, into planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, capacity: Int) throws(MediaError) -> Int {
+    func convert(_ frame: Frame?, into planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, capacity: Int)
+        throws(MediaError) -> Int
+    {
         let written: Int32
         if let frame {
-            written = swr_convert(context, planes, Int32(capacity),
-                                  UnsafeMutablePointer(mutating: UnsafePointer(OpaquePointer(frame.pointer.pointee.extended_data))),
-                                  Int32(frame.sampleCount))
+            written = swr_convert(
+                context, planes, Int32(capacity),
+                UnsafeMutablePointer(mutating: UnsafePointer(OpaquePointer(frame.pointer.pointee.extended_data))),
+                Int32(frame.sampleCount))
         } else {
             written = swr_convert(context, planes, Int32(capacity), nil, 0)
         }

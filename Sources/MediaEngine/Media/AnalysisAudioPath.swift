@@ -23,7 +23,8 @@ final class AudioPath {
         self.rate = rate
         self.path = path
         decoder = try CodecContext.decoder(for: stream, path: path, threads: 1)
-        resampler = try Resampler(input: decoder.pointer, outputRate: rate, outputChannels: 1, outputFormat: AV_SAMPLE_FMT_FLT)
+        resampler = try Resampler(
+            input: decoder.pointer, outputRate: rate, outputChannels: 1, outputFormat: AV_SAMPLE_FMT_FLT)
         frame = try Frame()
         capacity = 16_384
         buffer = .allocate(capacity: capacity)
@@ -35,8 +36,10 @@ final class AudioPath {
         planes.deallocate()
     }
 
-    func decode(_ packet: Packet?, start: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
-                onAudio: (borrowing AudioChunk) -> Void) throws(MediaError) {
+    func decode(
+        _ packet: Packet?, start: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
+        onAudio: (borrowing AudioChunk) -> Void
+    ) throws(MediaError) {
         let sent = decoder.send(packet)
         if FFmpegError.isDamage(sent) { summary.damagedPackets += 1; return }
         if sent < 0 && sent != FFmpegError.eof && sent != FFmpegError.again {
@@ -69,14 +72,16 @@ final class AudioPath {
         }
     }
 
-    private func emit(_ input: Frame?, time: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
-                      onAudio: (borrowing AudioChunk) -> Void) throws(MediaError) {
+    private func emit(
+        _ input: Frame?, time: Double, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
+        onAudio: (borrowing AudioChunk) -> Void
+    ) throws(MediaError) {
         let needed = resampler.outputCapacity(forInput: input?.sampleCount ?? 0)
-        if needed > AudioPath.maxChunk { // a frame claiming minutes of samples: damage, not a buffer to grow
+        if needed > AudioPath.maxChunk {  // a frame claiming minutes of samples: damage, not a buffer to grow
             summary.damagedPackets += 1
             return
         }
-        if needed > capacity { // grows rarely (an unusually long frame), never per frame
+        if needed > capacity {  // grows rarely (an unusually long frame), never per frame
             buffer.deallocate()
             capacity = needed
             buffer = .allocate(capacity: capacity)

@@ -54,17 +54,20 @@ extension AnalysisDecoder {
     /// `decodesGroup`, when given, is asked at each keyframe (its time): false leaves that group
     /// only read, not decoded (a look that wants some groups now and the others later).
     @discardableResult
-    public func runSampled(burstFrames: Int, reorders: Bool = false, workers: Int = 0,
-                           decodesGroup: ((Double) -> Bool)? = nil,
-                           onFrame: (borrowing AnalysisFrame) -> Void,
-                           onAudio: (borrowing AudioChunk) -> Void = { _ in },
-                           onGroup: (GOPRecord) -> Void) throws(MediaError) -> AnalysisSummary {
+    public func runSampled(
+        burstFrames: Int, reorders: Bool = false, workers: Int = 0,
+        decodesGroup: ((Double) -> Bool)? = nil,
+        onFrame: (borrowing AnalysisFrame) -> Void,
+        onAudio: (borrowing AudioChunk) -> Void = { _ in },
+        onGroup: (GOPRecord) -> Void
+    ) throws(MediaError) -> AnalysisSummary {
         let (input, videoStream) = try openInput()
         let audio = try audioPath(input, video: videoStream)
         let start = input.startSeconds
         let cores = workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let pool = try GroupDecodeWorkers(stream: videoStream, path: path, start: start, width: width, height: height,
-                                          options: options, workers: cores)
+        let pool = try GroupDecodeWorkers(
+            stream: videoStream, path: path, start: start, width: width, height: height,
+            options: options, workers: cores)
         defer { pool.stop() }
         var summary = AnalysisSummary()
         summary.width = width
@@ -78,7 +81,9 @@ extension AnalysisDecoder {
         let wanted = max(1, burstFrames) + 1
         let perGroup = wanted + (reorders ? 4 : 0)
         var free: [GroupJob] = []
-        for _ in 0..<(2 * cores + 1) { free.append(try GroupJob(packets: perGroup, pictures: wanted, width: width, height: height)) }
+        for _ in 0..<(2 * cores + 1) {
+            free.append(try GroupJob(packets: perGroup, pictures: wanted, width: width, height: height))
+        }
         var pending: [GroupJob] = []
         var current: GroupJob?
         var group = -1
@@ -100,8 +105,10 @@ extension AnalysisDecoder {
                 try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
                 if let last, time <= last { continue }
                 last = time
-                onFrame(AnalysisFrame(picture: job.pictures[i], index: summary.framesAnalysed, time: time,
-                                      follows: i > 0 || job.index == 0, group: job.index))
+                onFrame(
+                    AnalysisFrame(
+                        picture: job.pictures[i], index: summary.framesAnalysed, time: time,
+                        follows: i > 0 || job.index == 0, group: job.index))
                 if summary.firstFrameTime == nil { summary.firstFrameTime = time }
                 summary.lastFrameTime = time
                 summary.framesAnalysed += 1
@@ -119,8 +126,9 @@ extension AnalysisDecoder {
                 sizes.sort()
                 ratio = Double(largest) / Double(max(1, sizes[sizes.count / 2]))
             }
-            job.record = GOPRecord(index: job.index, keyTime: job.keyTime, packets: packetsInGroup, largestPacketRatio: ratio,
-                                   complete: job.count == packetsInGroup)
+            job.record = GOPRecord(
+                index: job.index, keyTime: job.keyTime, packets: packetsInGroup, largestPacketRatio: ratio,
+                complete: job.count == packetsInGroup)
             pool.submit(job)
             pending.append(job)
             current = nil
@@ -145,7 +153,7 @@ extension AnalysisDecoder {
                 if packet.isKeyframe, let time, keyTime.map({ time > $0 }) ?? true {
                     endGroup()
                     keyTime = time
-                    if let decodesGroup, !decodesGroup(time) { continue } // read, not decoded
+                    if let decodesGroup, !decodesGroup(time) { continue }  // read, not decoded
                     if free.isEmpty, !pending.isEmpty { try deliver(pending.removeFirst()) }
                     group += 1
                     packetsInGroup = 0
@@ -154,7 +162,7 @@ extension AnalysisDecoder {
                     job.reset(index: group, keyTime: time)
                     current = job
                 }
-                guard let job = current else { continue } // before the first keyframe: nothing decodable
+                guard let job = current else { continue }  // before the first keyframe: nothing decodable
                 packetsInGroup += 1
                 if packetsInGroup > 1, sizes.count < maxSizes { sizes.append(packet.pointer.pointee.size) }
                 if job.count < perGroup {
@@ -178,8 +186,10 @@ extension AnalysisDecoder {
     @discardableResult
     /// `isFinished(i)` is asked before each frame of range `i` is decoded for delivery: true ends
     /// that range there (its caller has seen all it needs of it).
-    public func runRanges(_ ranges: [TimeRange], isFinished: (Int) -> Bool = { _ in false },
-                          onFrame: (borrowing AnalysisFrame) -> Void) throws(MediaError) -> AnalysisSummary {
+    public func runRanges(
+        _ ranges: [TimeRange], isFinished: (Int) -> Bool = { _ in false },
+        onFrame: (borrowing AnalysisFrame) -> Void
+    ) throws(MediaError) -> AnalysisSummary {
         var summary = AnalysisSummary()
         summary.width = width
         summary.height = height
@@ -192,7 +202,9 @@ extension AnalysisDecoder {
         for (index, range) in ranges.enumerated() {
             var limiter = DecodeGuard(options.limits, path: path)
             // Just after the keyframe's time, so rounding cannot land on the keyframe before it.
-            try input.seek(stream: video.stream.index, to: MediaTime.timestamp(range.start + video.start + 0.0005, video.stream.timeBase))
+            try input.seek(
+                stream: video.stream.index,
+                to: MediaTime.timestamp(range.start + video.start + 0.0005, video.stream.timeBase))
             video.decoder.flushBuffers()
             var first = true
             var done = false

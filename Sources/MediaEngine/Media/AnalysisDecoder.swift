@@ -104,7 +104,9 @@ public final class AnalysisDecoder {
     let bytes: [UInt8]?
     let cancellation: CancellationToken?
 
-    public init(path: String, options: AnalysisOptions = AnalysisOptions(), cancellation: CancellationToken? = nil) throws(MediaError) {
+    public init(path: String, options: AnalysisOptions = AnalysisOptions(), cancellation: CancellationToken? = nil)
+        throws(MediaError)
+    {
         self.path = path
         self.bytes = nil
         self.options = options
@@ -114,8 +116,10 @@ public final class AnalysisDecoder {
     }
 
     /// A pass over bytes in memory (`name` stands for the file in messages): the probe fuzzer's decode.
-    public init(bytes: [UInt8], name: String = "memory", options: AnalysisOptions = AnalysisOptions(),
-                cancellation: CancellationToken? = nil) throws(MediaError) {
+    public init(
+        bytes: [UInt8], name: String = "memory", options: AnalysisOptions = AnalysisOptions(),
+        cancellation: CancellationToken? = nil
+    ) throws(MediaError) {
         self.path = name
         self.bytes = bytes
         self.options = options
@@ -138,8 +142,10 @@ public final class AnalysisDecoder {
     /// are called on the calling thread, in time order per kind. Throws `.cancelled` within a
     /// packet's time of `cancellation.cancel()`.
     @discardableResult
-    public func run(onFrame: (borrowing AnalysisFrame) -> Void,
-                    onAudio: (borrowing AudioChunk) -> Void = { _ in }) throws(MediaError) -> AnalysisSummary {
+    public func run(
+        onFrame: (borrowing AnalysisFrame) -> Void,
+        onAudio: (borrowing AudioChunk) -> Void = { _ in }
+    ) throws(MediaError) -> AnalysisSummary {
         let (input, video, audio) = try open()
         var summary = AnalysisSummary()
         summary.width = width
@@ -151,7 +157,7 @@ public final class AnalysisDecoder {
         var nextTick = -Double.infinity
         var last: Double?
         func accept(_ time: Double) -> AnalysisVideoPath.Mark? {
-            if let last, time <= last { return nil } // keep times strictly increasing
+            if let last, time <= last { return nil }  // keep times strictly increasing
             if let interval {
                 // Ticks every `interval` from the first frame; each takes the first frame at or after it.
                 if nextTick == -Double.infinity { nextTick = time }
@@ -189,15 +195,18 @@ public final class AnalysisDecoder {
     /// Opens the input and the decoders of one pass.
     /// `everyFrame` turns off the options' frame skipping (the sampled plan's bursts and refined
     /// ranges must be consecutive frames).
-    func open(decodeAudio: Bool? = nil, threads: Int? = nil, everyFrame: Bool = false) throws(MediaError) -> (FormatInput, AnalysisVideoPath, AudioPath?) {
+    func open(decodeAudio: Bool? = nil, threads: Int? = nil, everyFrame: Bool = false) throws(MediaError) -> (
+        FormatInput, AnalysisVideoPath, AudioPath?
+    ) {
         let (input, videoStream) = try openInput()
         var videoOptions = options
         if everyFrame {
             videoOptions.skipNonReferenceFrames = false
             videoOptions.skipBidirectionalFrames = false
         }
-        let video = try AnalysisVideoPath(stream: videoStream, path: path, start: input.startSeconds, width: width, height: height,
-                                          options: videoOptions, threads: threads ?? AnalysisVideoPath.threads(options))
+        let video = try AnalysisVideoPath(
+            stream: videoStream, path: path, start: input.startSeconds, width: width, height: height,
+            options: videoOptions, threads: threads ?? AnalysisVideoPath.threads(options))
         let audio = decodeAudio ?? options.decodeAudio ? try audioPath(input, video: videoStream) : nil
         return (input, video, audio)
     }
@@ -206,7 +215,9 @@ public final class AnalysisDecoder {
     func openInput() throws(MediaError) -> (FormatInput, StreamHandle) {
         let input: FormatInput
         if let bytes {
-            input = try Probe.open(InputSource(bytes: bytes, name: path), cancellation: cancellation, allowStillImage: options.allowStillImage)
+            input = try Probe.open(
+                InputSource(bytes: bytes, name: path), cancellation: cancellation,
+                allowStillImage: options.allowStillImage)
         } else {
             input = try Probe.open(path, cancellation: cancellation, allowStillImage: options.allowStillImage)
         }

@@ -15,8 +15,10 @@ final class AnalysisVideoPath {
     private let picture: Frame
     private let decoded: Frame
 
-    init(stream: StreamHandle, path: String, start: Double, width: Int, height: Int, options: AnalysisOptions,
-         threads: Int) throws(MediaError) {
+    init(
+        stream: StreamHandle, path: String, start: Double, width: Int, height: Int, options: AnalysisOptions,
+        threads: Int
+    ) throws(MediaError) {
         self.stream = stream
         self.path = path
         self.start = start
@@ -55,8 +57,10 @@ final class AnalysisVideoPath {
 
     /// Sends `packet` (nil drains) and hands the time of every frame that comes out to `accept`,
     /// which marks the frames it wants; those are scaled and given to `deliver` as a picture.
-    func decode(_ packet: Packet?, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
-                accept: (Double) -> Mark?, deliver: (borrowing AnalysisFrame) -> Void) throws(MediaError) {
+    func decode(
+        _ packet: Packet?, summary: inout AnalysisSummary, limiter: inout DecodeGuard,
+        accept: (Double) -> Mark?, deliver: (borrowing AnalysisFrame) -> Void
+    ) throws(MediaError) {
         let rc = decoder.send(packet)
         if FFmpegError.isDamage(rc) { summary.damagedPackets += 1; return }
         if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
@@ -81,7 +85,10 @@ final class AnalysisVideoPath {
             try limiter.videoFrame(time: stamped, width: decoded.width, height: decoded.height)
             guard let time = stamped, let mark = accept(time) else { continue }
             try scaler.scale(decoded, into: picture)
-            deliver(AnalysisFrame(picture: picture, index: summary.framesAnalysed, time: time, follows: mark.follows, group: mark.group))
+            deliver(
+                AnalysisFrame(
+                    picture: picture, index: summary.framesAnalysed, time: time, follows: mark.follows,
+                    group: mark.group))
             if summary.firstFrameTime == nil { summary.firstFrameTime = time }
             summary.lastFrameTime = max(summary.lastFrameTime ?? time, time)
             summary.framesAnalysed += 1
@@ -93,11 +100,12 @@ extension AnalysisFrame {
     /// A view of a small yuv420p picture the pass owns.
     init(picture: Frame, index: Int, time: Double, follows: Bool, group: Int) {
         let width = picture.width, height = picture.height
-        self.init(index: index, time: time, width: width, height: height, lumaStride: picture.linesize(0),
-                  luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
-                  chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
-                  cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
-                  cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
-                  follows: follows, group: group)
+        self.init(
+            index: index, time: time, width: width, height: height, lumaStride: picture.linesize(0),
+            luma: UnsafeBufferPointer(start: picture.data(0), count: picture.linesize(0) * height),
+            chromaWidth: width / 2, chromaHeight: height / 2, chromaStride: picture.linesize(1),
+            cb: UnsafeBufferPointer(start: picture.data(1), count: picture.linesize(1) * height / 2),
+            cr: UnsafeBufferPointer(start: picture.data(2), count: picture.linesize(2) * height / 2),
+            follows: follows, group: group)
     }
 }

@@ -64,7 +64,9 @@ final class AudioJoiner {
         position += 1
         var gain: Float = 1
         if s.overlapInSamples == 0, j < fadeSamples { gain *= (Float(j) + 0.5) / Float(fadeSamples) }
-        if s.overlapOutSamples == 0, j >= s.samples - fadeSamples { gain *= (Float(s.samples - j) - 0.5) / Float(fadeSamples) }
+        if s.overlapOutSamples == 0, j >= s.samples - fadeSamples {
+            gain *= (Float(s.samples - j) - 0.5) / Float(fadeSamples)
+        }
         var left = l * gain, right = r * gain
         if j < s.overlapInSamples {
             let w = (Double(j) + 0.5) / Double(s.overlapInSamples) * Double.pi / 2

@@ -33,7 +33,9 @@ struct Canvas {
         self.height = max(1, height)
         var row = [UInt8]()
         row.reserveCapacity(self.width * 3)
-        for _ in 0..<self.width { row.append(background.red); row.append(background.green); row.append(background.blue) }
+        for _ in 0..<self.width {
+            row.append(background.red); row.append(background.green); row.append(background.blue)
+        }
         var all = [UInt8]()
         all.reserveCapacity(self.width * self.height * 3)
         for _ in 0..<self.height { all.append(contentsOf: row) }
@@ -74,8 +76,10 @@ struct Canvas {
     }
 
     /// A straight line from (x0, y0) to (x1, y1), `thickness` pixels wide (square pen).
-    mutating func line(_ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int, _ color: StoryboardColor,
-                       thickness: Int = 1, alpha: Int = 255) {
+    mutating func line(
+        _ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int, _ color: StoryboardColor,
+        thickness: Int = 1, alpha: Int = 255
+    ) {
         // Far outside the canvas: nothing to draw (also keeps the step count bounded).
         let limit = 1 << 20
         guard abs(x0) < limit, abs(y0) < limit, abs(x1) < limit, abs(y1) < limit else { return }
@@ -84,7 +88,11 @@ struct Canvas {
         let sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1
         var error = dx + dy, x = x0, y = y0
         while true {
-            if pen == 1 { plot(x, y, color, alpha: alpha) } else { fill(x: x - before, y: y - before, width: pen, height: pen, color, alpha: alpha) }
+            if pen == 1 {
+                plot(x, y, color, alpha: alpha)
+            } else {
+                fill(x: x - before, y: y - before, width: pen, height: pen, color, alpha: alpha)
+            }
             if x == x1 && y == y1 { break }
             let e2 = 2 * error
             if e2 >= dy { error += dy; x += sx }
@@ -93,9 +101,12 @@ struct Canvas {
     }
 
     /// Lines joining consecutive points.
-    mutating func polyline(_ points: [(x: Int, y: Int)], _ color: StoryboardColor, thickness: Int = 1, alpha: Int = 255) {
+    mutating func polyline(_ points: [(x: Int, y: Int)], _ color: StoryboardColor, thickness: Int = 1, alpha: Int = 255)
+    {
         guard var previous = points.first else { return }
-        if points.count == 1 { line(previous.x, previous.y, previous.x, previous.y, color, thickness: thickness, alpha: alpha) }
+        if points.count == 1 {
+            line(previous.x, previous.y, previous.x, previous.y, color, thickness: thickness, alpha: alpha)
+        }
         for point in points.dropFirst() {
             line(previous.x, previous.y, point.x, point.y, color, thickness: thickness, alpha: alpha)
             previous = point
@@ -105,8 +116,10 @@ struct Canvas {
     /// Copies an RGB24 picture of `sourceWidth` x `sourceHeight` (rows `stride` bytes apart) with
     /// its top-left corner at (x, y), turned clockwise by `rotation` degrees (0, 90, 180 or 270)
     /// on the way. The caller guarantees `source` holds `stride * sourceHeight` bytes.
-    mutating func draw(rgb source: UnsafePointer<UInt8>, sourceWidth: Int, sourceHeight: Int, stride: Int,
-                       at x: Int, _ y: Int, rotation: Int = 0) {
+    mutating func draw(
+        rgb source: UnsafePointer<UInt8>, sourceWidth: Int, sourceHeight: Int, stride: Int,
+        at x: Int, _ y: Int, rotation: Int = 0
+    ) {
         guard sourceWidth > 0, sourceHeight > 0, stride >= sourceWidth * 3 else { return }
         let turned = rotation == 90 || rotation == 270
         let w = turned ? sourceHeight : sourceWidth, h = turned ? sourceWidth : sourceHeight
@@ -244,6 +257,6 @@ enum BitmapFont {
         "(": [0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02],
         ")": [0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08],
         "#": [0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A],
-        "?": [0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04],
+        "?": [0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04]
     ]
 }

@@ -11,7 +11,7 @@ public enum ContainerPolicy {
     /// None of them opens another file (MP4's external data references are off in FFmpeg and
     /// refused by the I/O guard anyway; an ASF file is one self-contained stream of packets).
     public static let demuxers: [String] = [
-        "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "mpegts", "mpeg", "flv", "ogg", "asf",
+        "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "mpegts", "mpeg", "flv", "ogg", "asf"
     ]
 
     /// The same list as FFmpeg's `format_whitelist` option wants it.
@@ -28,7 +28,8 @@ public enum ContainerPolicy {
     /// Demuxers of audio-only files: refused as "not a video" (with that reason) rather than as
     /// an unknown container.
     static let audioOnly: Set<String> = [
-        "wav", "w64", "mp3", "aac", "flac", "aiff", "amr", "ac3", "eac3", "wv", "ape", "tta", "caf", "dts", "truehd", "mlp",
+        "wav", "w64", "mp3", "aac", "flac", "aiff", "amr", "ac3", "eac3", "wv", "ape", "tta", "caf", "dts", "truehd",
+        "mlp"
     ]
 
     /// What the user is told when a container is refused.

@@ -14,8 +14,10 @@ public struct DecodeLimits: Sendable, Codable, Equatable {
 
     public init() {}
 
-    public init(maxDecodedSeconds: Double, maxFramesPerSecond: Double = 240, maxTotalFrames: Int? = nil,
-                maxTimestampJump: Double = 60) {
+    public init(
+        maxDecodedSeconds: Double, maxFramesPerSecond: Double = 240, maxTotalFrames: Int? = nil,
+        maxTimestampJump: Double = 60
+    ) {
         self.maxDecodedSeconds = maxDecodedSeconds
         self.maxFramesPerSecond = maxFramesPerSecond
         self.maxTotalFrames = maxTotalFrames
@@ -70,31 +72,41 @@ struct DecodeGuard {
 
     private func checkCount(_ count: Int, _ what: String) throws(MediaError) {
         if count > limits.totalFrames {
-            throw MediaError(.tooManyFrames, operation: "check \(what)", path: path,
-                             detail: "the video has more than \(limits.totalFrames) frames, more than is accepted")
+            throw MediaError(
+                .tooManyFrames, operation: "check \(what)", path: path,
+                detail: "the video has more than \(limits.totalFrames) frames, more than is accepted")
         }
         let allowed = limits.maxFramesPerSecond * (elapsed + 1)
         if Double(count) > allowed {
-            throw MediaError(.tooManyFrames, operation: "check \(what)", path: path,
-                             detail: "the video has more than \(Int(limits.maxFramesPerSecond)) frames per second of footage (\(count) \(what) in \(String(format: "%.2f", elapsed)) s); the file is damaged or crafted")
+            throw MediaError(
+                .tooManyFrames, operation: "check \(what)", path: path,
+                detail:
+                    "the video has more than \(Int(limits.maxFramesPerSecond)) frames per second of footage (\(count) \(what) in \(String(format: "%.2f", elapsed)) s); the file is damaged or crafted"
+            )
         }
     }
 
     private func checkTime(_ time: Double) throws(MediaError) {
         if time < -max(1, limits.maxTimestampJump) {
-            throw MediaError(.badTimestamps, operation: "check timestamps", path: path,
-                             detail: "the video's timestamps lie long before its start; the file is damaged or crafted")
+            throw MediaError(
+                .badTimestamps, operation: "check timestamps", path: path,
+                detail: "the video's timestamps lie long before its start; the file is damaged or crafted")
         }
         if time > limits.maxDecodedSeconds || time.isNaN {
-            throw MediaError(.tooLong, operation: "check duration", path: path,
-                             detail: "the video is longer than the \(DecodeLimits.describe(seconds: limits.maxDecodedSeconds)) limit")
+            throw MediaError(
+                .tooLong, operation: "check duration", path: path,
+                detail: "the video is longer than the \(DecodeLimits.describe(seconds: limits.maxDecodedSeconds)) limit"
+            )
         }
     }
 
     private func checkJump(from previous: Double?, to time: Double) throws(MediaError) {
         guard let previous, time - previous > limits.maxTimestampJump else { return }
-        throw MediaError(.badTimestamps, operation: "check timestamps", path: path,
-                         detail: "the video's timestamps jump forward by \(DecodeLimits.describe(seconds: (time - previous).rounded())) between two frames; the file is damaged or crafted")
+        throw MediaError(
+            .badTimestamps, operation: "check timestamps", path: path,
+            detail:
+                "the video's timestamps jump forward by \(DecodeLimits.describe(seconds: (time - previous).rounded())) between two frames; the file is damaged or crafted"
+        )
     }
 
     /// A video packet read (its time in seconds from the container's start, when it has one).
@@ -106,9 +118,14 @@ struct DecodeGuard {
 
     /// A decoded video frame: its picture size, and its time when it has one.
     mutating func videoFrame(time: Double?, width: Int, height: Int) throws(MediaError) {
-        if width > MediaLimits.maxSide || height > MediaLimits.maxSide || width * height > MediaLimits.maxPixels || width < 0 || height < 0 {
-            throw MediaError(.dimensionsTooLarge, operation: "check decoded picture size", path: path,
-                             detail: "the video holds a \(width)x\(height) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel")
+        if width > MediaLimits.maxSide || height > MediaLimits.maxSide || width * height > MediaLimits.maxPixels
+            || width < 0 || height < 0
+        {
+            throw MediaError(
+                .dimensionsTooLarge, operation: "check decoded picture size", path: path,
+                detail:
+                    "the video holds a \(width)x\(height) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel"
+            )
         }
         videoFrames += 1
         if let time {

@@ -63,7 +63,8 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
         let burst = max(1, min(burstFrames, 30))
         if choice == .full { return DecodePlan(mode: .full, burstFrames: 0, reason: "full decode asked for") }
         guard let interval = survey.keyframeInterval, interval <= maxKeyframeInterval else {
-            let seen = survey.keyframeInterval.map { String(format: "keyframes every %.1f s", $0) } ?? "too few keyframes"
+            let seen =
+                survey.keyframeInterval.map { String(format: "keyframes every %.1f s", $0) } ?? "too few keyframes"
             return DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot sample")
         }
         let cost = DecodePlanSettings.cost(info)
@@ -73,8 +74,9 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
         guard cost >= sampleFromCost else {
             return DecodePlan(mode: .full, burstFrames: 0, reason: String(format: "cheap to decode (cost %.0f)", cost))
         }
-        return DecodePlan(mode: .sampled, burstFrames: burst,
-                          reason: String(format: "costly to decode (cost %.0f), keyframes every %.2f s", cost, interval))
+        return DecodePlan(
+            mode: .sampled, burstFrames: burst,
+            reason: String(format: "costly to decode (cost %.0f), keyframes every %.2f s", cost, interval))
     }
 }
 

@@ -12,8 +12,12 @@ public struct TimeRange: Sendable, Codable, Equatable, CustomStringConvertible {
         for part in text.split(separator: ",") {
             let chars = Array(part)
             // The separator: a "-" after a digit or a point (a leading "-" is a sign).
-            guard let dash = chars.indices.first(where: { $0 > 0 && chars[$0] == "-" && (chars[$0 - 1].isNumber || chars[$0 - 1] == ".") }),
-                  let a = Double(String(chars[..<dash]).trimming(" ")), let b = Double(String(chars[(dash + 1)...]).trimming(" "))
+            guard
+                let dash = chars.indices.first(where: {
+                    $0 > 0 && chars[$0] == "-" && (chars[$0 - 1].isNumber || chars[$0 - 1] == ".")
+                }),
+                let a = Double(String(chars[..<dash]).trimming(" ")),
+                let b = Double(String(chars[(dash + 1)...]).trimming(" "))
             else { return nil }
             ranges.append(TimeRange(start: a, end: b))
         }
@@ -127,8 +131,10 @@ struct EditPlan {
     let crossfadeFrames: Int
 
     /// Validates `ranges` against the source and lays them out.
-    init(ranges: [TimeRange], sourceDuration: Double, frameRate: Rational, sampleRate: Int,
-         crossfade: Double, path: String) throws(MediaError) {
+    init(
+        ranges: [TimeRange], sourceDuration: Double, frameRate: Rational, sampleRate: Int,
+        crossfade: Double, path: String
+    ) throws(MediaError) {
         guard !ranges.isEmpty else {
             throw MediaError(.invalidRange, operation: "plan edit", path: path, detail: "the edit list is empty")
         }
@@ -137,18 +143,22 @@ struct EditPlan {
         for (i, r) in ranges.enumerated() {
             let name = "segment \(i + 1) (\(r) s)"
             guard r.start.isFinite, r.end.isFinite, r.start >= 0 else {
-                throw MediaError(.invalidRange, operation: "plan edit", path: path, detail: "\(name) starts before the video")
+                throw MediaError(
+                    .invalidRange, operation: "plan edit", path: path, detail: "\(name) starts before the video")
             }
             guard r.end > r.start else {
-                throw MediaError(.invalidRange, operation: "plan edit", path: path, detail: "\(name) ends before it starts")
+                throw MediaError(
+                    .invalidRange, operation: "plan edit", path: path, detail: "\(name) ends before it starts")
             }
             guard r.start < sourceDuration, r.end <= sourceDuration + frameDuration else {
-                throw MediaError(.invalidRange, operation: "plan edit", path: path,
-                                 detail: "\(name) is outside the video, which lasts \(format(sourceDuration)) s")
+                throw MediaError(
+                    .invalidRange, operation: "plan edit", path: path,
+                    detail: "\(name) is outside the video, which lasts \(format(sourceDuration)) s")
             }
             let frames = Int((min(r.end, sourceDuration + frameDuration) - r.start) / frameDuration + 0.5)
             guard frames >= 1 else {
-                throw MediaError(.invalidRange, operation: "plan edit", path: path, detail: "\(name) is shorter than one frame")
+                throw MediaError(
+                    .invalidRange, operation: "plan edit", path: path, detail: "\(name) is shorter than one frame")
             }
             counts.append(frames)
         }
@@ -156,7 +166,9 @@ struct EditPlan {
         if overlap > 0 { overlap = min(overlap, counts.map { $0 / 2 }.min() ?? 0) }
 
         func sampleAt(_ frame: Int) -> Int {
-            Int((Int64(frame) * Int64(sampleRate) * Int64(frameRate.den) + Int64(frameRate.num) / 2) / Int64(frameRate.num))
+            Int(
+                (Int64(frame) * Int64(sampleRate) * Int64(frameRate.den) + Int64(frameRate.num) / 2)
+                    / Int64(frameRate.num))
         }
         var segments: [Segment] = []
         var first = 0
@@ -165,11 +177,12 @@ struct EditPlan {
             let oIn = i > 0 ? overlap : 0
             let oOut = i < ranges.count - 1 ? overlap : 0
             let s0 = sampleAt(first), s1 = sampleAt(first + n)
-            segments.append(Segment(
-                range: r, frames: n, firstFrame: first, overlapIn: oIn, overlapOut: oOut,
-                firstSample: s0, samples: s1 - s0,
-                overlapInSamples: oIn > 0 ? sampleAt(first + oIn) - s0 : 0,
-                overlapOutSamples: oOut > 0 ? s1 - sampleAt(first + n - oOut) : 0))
+            segments.append(
+                Segment(
+                    range: r, frames: n, firstFrame: first, overlapIn: oIn, overlapOut: oOut,
+                    firstSample: s0, samples: s1 - s0,
+                    overlapInSamples: oIn > 0 ? sampleAt(first + oIn) - s0 : 0,
+                    overlapOutSamples: oOut > 0 ? s1 - sampleAt(first + n - oOut) : 0))
             first += n - oOut
         }
         self.segments = segments

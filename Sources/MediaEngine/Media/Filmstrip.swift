@@ -73,8 +73,10 @@ final class FilmstripReader {
     /// Decodes the picture for the cell that starts at `start` (seconds from the container's
     /// start) and centres on `target`, scales it to `width` x `height` (display orientation) and
     /// draws it upright at (x, y) of `canvas`. False when the file holds no frame for it.
-    func draw(start: Double, target: Double, width: Int, height: Int,
-              into canvas: inout Canvas, x: Int, y: Int) throws(MediaError) -> Bool {
+    func draw(
+        start: Double, target: Double, width: Int, height: Int,
+        into canvas: inout Canvas, x: Int, y: Int
+    ) throws(MediaError) -> Bool {
         try cancellation?.check("storyboard thumbnail", path: path)
         guard let chosen = try decode(start: start, target: target) else { return false }
         defer { chosen.unref(); fallback.unref() }
@@ -88,13 +90,17 @@ final class FilmstripReader {
         } else {
             try stage.scaler.scale(chosen, into: stage.picture)
         }
-        canvas.draw(rgb: pixels, sourceWidth: w, sourceHeight: h, stride: stage.picture.linesize(0), at: x, y, rotation: rotation)
+        canvas.draw(
+            rgb: pixels, sourceWidth: w, sourceHeight: h, stride: stage.picture.linesize(0), at: x, y,
+            rotation: rotation)
         return true
     }
 
     /// The scaler to RGB24 and its output at `width` x `height` (stored orientation), and for HDR
     /// the tone mapper's SDR picture in between; made once (every thumbnail has the same size).
-    private func stages(width w: Int, height h: Int) throws(MediaError) -> (scaler: Scaler, picture: Frame, hdr: (converter: VideoConverter, sdr: Frame)?) {
+    private func stages(width w: Int, height h: Int) throws(MediaError) -> (
+        scaler: Scaler, picture: Frame, hdr: (converter: VideoConverter, sdr: Frame)?
+    ) {
         if let stages, stages.picture.width == w, stages.picture.height == h { return stages }
         var hdr: (converter: VideoConverter, sdr: Frame)? = nil
         if let hdrTransfer {
@@ -104,8 +110,10 @@ final class FilmstripReader {
             sdr.pointer.pointee.color_range = AVCOL_RANGE_MPEG
             hdr = (try VideoConverter(width: w, height: h, hdrTransfer: hdrTransfer), sdr)
         }
-        let made = (scaler: Scaler(width: w, height: h, format: AV_PIX_FMT_RGB24, flags: SWS_AREA),
-                    picture: try Frame(width: w, height: h, format: AV_PIX_FMT_RGB24), hdr: hdr)
+        let made = (
+            scaler: Scaler(width: w, height: h, format: AV_PIX_FMT_RGB24, flags: SWS_AREA),
+            picture: try Frame(width: w, height: h, format: AV_PIX_FMT_RGB24), hdr: hdr
+        )
         stages = made
         return made
     }
@@ -142,7 +150,9 @@ final class FilmstripReader {
                 try spend(&framesLeft, "frames")
                 let ts = frame.bestEffortTimestamp
                 let time: Double? = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, stream.timeBase) - origin
-                do { try limiter.videoFrame(time: time, width: frame.width, height: frame.height) } catch { frame.unref(); throw error }
+                do { try limiter.videoFrame(time: time, width: frame.width, height: frame.height) } catch {
+                    frame.unref(); throw error
+                }
                 guard let time, time < start - 0.0005 else { return frame }
                 fallback.unref()
                 av_frame_move_ref(fallback.pointer, frame.pointer)
@@ -168,7 +178,9 @@ final class FilmstripReader {
                 decoder.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
             }
             let rc = decoder.send(packet)
-            if rc == FFmpegError.outOfMemory { try check(rc, "avcodec_send_packet", path: path, context: decoder.logKey) }
+            if rc == FFmpegError.outOfMemory {
+                try check(rc, "avcodec_send_packet", path: path, context: decoder.logKey)
+            }
         }
     }
 
@@ -188,8 +200,9 @@ final class FilmstripReader {
     private func spend(_ budget: inout Int, _ what: String) throws(MediaError) {
         budget -= 1
         if budget < 0 {
-            throw MediaError(.tooManyFrames, operation: "storyboard \(what)", path: path,
-                             detail: "the storyboard would decode more than \(limits.totalFrames) frames, more than is accepted")
+            throw MediaError(
+                .tooManyFrames, operation: "storyboard \(what)", path: path,
+                detail: "the storyboard would decode more than \(limits.totalFrames) frames, more than is accepted")
         }
     }
 }

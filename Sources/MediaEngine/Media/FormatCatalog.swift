@@ -28,8 +28,10 @@ public struct FormatCatalog: Codable, Sendable, Equatable {
             let name = String(cString: cName)
             guard ContainerPolicy.accepts(name) else { continue }
             let extensions = format.extensions.map { String(cString: $0).split(separator: ",").map(String.init) } ?? []
-            containers.append(Entry(name: name, longName: format.long_name.map { String(cString: $0) } ?? name,
-                                    extensions: extensions.isEmpty ? nil : extensions))
+            containers.append(
+                Entry(
+                    name: name, longName: format.long_name.map { String(cString: $0) } ?? name,
+                    extensions: extensions.isEmpty ? nil : extensions))
         }
         var video: [Int32: Entry] = [:], audio: [Int32: Entry] = [:]
         opaque = nil
@@ -45,8 +47,9 @@ public struct FormatCatalog: Codable, Sendable, Equatable {
             default: break
             }
         }
-        return FormatCatalog(containers: containers.sorted { $0.name < $1.name },
-                             videoCodecs: video.values.sorted { $0.name < $1.name },
-                             audioCodecs: audio.values.sorted { $0.name < $1.name })
+        return FormatCatalog(
+            containers: containers.sorted { $0.name < $1.name },
+            videoCodecs: video.values.sorted { $0.name < $1.name },
+            audioCodecs: audio.values.sorted { $0.name < $1.name })
     }
 }

@@ -65,14 +65,17 @@ final class GroupDecodeWorkers: @unchecked Sendable {
     private let height: Int
     private let path: String
 
-    init(stream: StreamHandle, path: String, start: Double, width: Int, height: Int, options: AnalysisOptions,
-         workers: Int) throws(MediaError) {
+    init(
+        stream: StreamHandle, path: String, start: Double, width: Int, height: Int, options: AnalysisOptions,
+        workers: Int
+    ) throws(MediaError) {
         var list: [CodecContext] = []
         for _ in 0..<max(1, workers) {
-            list.append(try CodecContext.decoder(for: stream, path: path, threads: 1) { c in
-                if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }
-                c.pointee.flags2 |= AV_CODEC_FLAG2_FAST
-            })
+            list.append(
+                try CodecContext.decoder(for: stream, path: path, threads: 1) { c in
+                    if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }
+                    c.pointee.flags2 |= AV_CODEC_FLAG2_FAST
+                })
         }
         decoders = list
         timeBase = stream.timeBase
@@ -164,14 +167,20 @@ final class GroupDecodeWorkers: @unchecked Sendable {
                 job.framesDecoded += 1
                 if decoded.isDamaged { job.damaged += 1 }
                 if decoded.width > MediaLimits.maxSide || decoded.height > MediaLimits.maxSide
-                    || decoded.width * decoded.height > MediaLimits.maxPixels {
-                    throw MediaError(.dimensionsTooLarge, operation: "check decoded picture size", path: path,
-                                     detail: "the video holds a \(decoded.width)x\(decoded.height) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel")
+                    || decoded.width * decoded.height > MediaLimits.maxPixels
+                {
+                    throw MediaError(
+                        .dimensionsTooLarge, operation: "check decoded picture size", path: path,
+                        detail:
+                            "the video holds a \(decoded.width)x\(decoded.height) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel"
+                    )
                 }
                 let ts = decoded.bestEffortTimestamp
                 guard ts != MediaTime.noPTS, job.produced < job.pictures.count else { continue }
                 let time = MediaTime.seconds(ts, timeBase) - start
-                guard time >= job.keyTime - 1e-6, job.produced == 0 || time > job.times[job.produced - 1] else { continue }
+                guard time >= job.keyTime - 1e-6, job.produced == 0 || time > job.times[job.produced - 1] else {
+                    continue
+                }
                 try job.pictures[job.produced].makeWritable()
                 try scaler.scale(decoded, into: job.pictures[job.produced])
                 job.times[job.produced] = time
@@ -184,7 +193,8 @@ final class GroupDecodeWorkers: @unchecked Sendable {
             let rc = decoder.send(job.packets[i])
             if FFmpegError.isDamage(rc) { job.damaged += 1; continue }
             if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
-                throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(decoder.name))", path: path, context: decoder.logKey)
+                throw MediaError.ffmpeg(
+                    rc, "avcodec_send_packet (\(decoder.name))", path: path, context: decoder.logKey)
             }
             try receive()
         }

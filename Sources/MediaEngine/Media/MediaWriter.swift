@@ -120,17 +120,21 @@ public final class MediaWriter {
     public private(set) var videoFramesWritten = 0
     public private(set) var audioSamplesWritten = 0
 
-    public init(path: String, video settings: VideoEncoding, audio audioSettings: AudioEncoding?,
-                cancellation: CancellationToken? = nil) throws(MediaError) {
+    public init(
+        path: String, video settings: VideoEncoding, audio audioSettings: AudioEncoding?,
+        cancellation: CancellationToken? = nil
+    ) throws(MediaError) {
         _ = FFmpegLog.installed
         self.path = path
         self.videoSettings = settings
         let url = URL(fileURLWithPath: path)
-        temporaryPath = url.deletingLastPathComponent()
+        temporaryPath =
+            url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).partial").path
         guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0 else {
-            throw MediaError(.invalidRange, operation: "MediaWriter", path: path,
-                             detail: "output size \(settings.width)x\(settings.height) must be positive and even")
+            throw MediaError(
+                .invalidRange, operation: "MediaWriter", path: path,
+                detail: "output size \(settings.width)x\(settings.height) must be positive and even")
         }
         output = try FormatOutput(path: temporaryPath, format: "mp4", cancellation: cancellation)
         let globalHeader = output.needsGlobalHeader
@@ -138,8 +142,9 @@ public final class MediaWriter {
         let pixelFormat = settings.tenBit ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P
         let gop = max(1, Int((settings.keyframeIntervalSeconds * settings.frameRate.value).rounded()))
         self.timeBase = timeBase.av
-        makeEncoder = MediaWriter.videoEncoderFactory(settings, timeBase: timeBase, pixelFormat: pixelFormat, gop: gop,
-                                                      globalHeader: globalHeader)
+        makeEncoder = MediaWriter.videoEncoderFactory(
+            settings, timeBase: timeBase, pixelFormat: pixelFormat, gop: gop,
+            globalHeader: globalHeader)
         let video = try makeEncoder()
         self.video = video
         videoStream = try output.addStream(for: video)
@@ -167,38 +172,45 @@ public final class MediaWriter {
     }
 
     /// Opens a video encoder for `settings`: the first run's, and each run after copied pictures.
-    private static func videoEncoderFactory(_ settings: VideoEncoding, timeBase: Rational, pixelFormat: AVPixelFormat,
-                                            gop: Int, globalHeader: Bool) -> () throws(MediaError) -> CodecContext {
-        { () throws(MediaError) -> CodecContext in try CodecContext.encoder(
-            named: settings.codec == .hevc ? "libx265" : "libx264",
-            options: MediaWriter.encoderOptions(settings, gop: gop)
-        ) { c in
-            c.pointee.width = Int32(settings.width)
-            c.pointee.height = Int32(settings.height)
-            c.pointee.time_base = timeBase.av
-            c.pointee.framerate = settings.frameRate.av
-            c.pointee.pix_fmt = pixelFormat
-            c.pointee.gop_size = Int32(gop)
-            if settings.fixedGOPWithoutBFrames {
-                c.pointee.max_b_frames = 0
-                c.pointee.keyint_min = Int32(gop)
+    private static func videoEncoderFactory(
+        _ settings: VideoEncoding, timeBase: Rational, pixelFormat: AVPixelFormat,
+        gop: Int, globalHeader: Bool
+    ) -> () throws(MediaError) -> CodecContext {
+        { () throws(MediaError) -> CodecContext in
+            try CodecContext.encoder(
+                named: settings.codec == .hevc ? "libx265" : "libx264",
+                options: MediaWriter.encoderOptions(settings, gop: gop)
+            ) { c in
+                c.pointee.width = Int32(settings.width)
+                c.pointee.height = Int32(settings.height)
+                c.pointee.time_base = timeBase.av
+                c.pointee.framerate = settings.frameRate.av
+                c.pointee.pix_fmt = pixelFormat
+                c.pointee.gop_size = Int32(gop)
+                if settings.fixedGOPWithoutBFrames {
+                    c.pointee.max_b_frames = 0
+                    c.pointee.keyint_min = Int32(gop)
+                }
+                c.pointee.color_primaries = AVColorPrimaries(rawValue: settings.color.primaries)
+                c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: settings.color.transfer)
+                c.pointee.colorspace = AVColorSpace(rawValue: settings.color.matrix)
+                c.pointee.color_range = AVCOL_RANGE_MPEG
+                c.pointee.thread_count = Int32(settings.threads)
+                if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
             }
-            c.pointee.color_primaries = AVColorPrimaries(rawValue: settings.color.primaries)
-            c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: settings.color.transfer)
-            c.pointee.colorspace = AVColorSpace(rawValue: settings.color.matrix)
-            c.pointee.color_range = AVCOL_RANGE_MPEG
-            c.pointee.thread_count = Int32(settings.threads)
-            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        } }
+        }
     }
 
     /// The video stream's frame rate, HEVC tag and rotation.
-    private static func describe(_ videoStream: UnsafeMutablePointer<AVStream>, _ settings: VideoEncoding,
-                                 path: String) throws(MediaError) {
+    private static func describe(
+        _ videoStream: UnsafeMutablePointer<AVStream>, _ settings: VideoEncoding,
+        path: String
+    ) throws(MediaError) {
         videoStream.pointee.avg_frame_rate = settings.frameRate.av
         if settings.codec == .hevc {
             // Apple's tag (parameter sets in the sample description), as iPhone files have.
-            videoStream.pointee.codecpar.pointee.codec_tag = UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8
+            videoStream.pointee.codecpar.pointee.codec_tag =
+                UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8
                 | UInt32(UInt8(ascii: "c")) << 16 | UInt32(UInt8(ascii: "1")) << 24
         }
         guard settings.rotation % 360 != 0 else { return }
@@ -228,8 +240,9 @@ public final class MediaWriter {
         frame.pointer.pointee.nb_samples = Int32(size)
         frame.pointer.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
         frame.pointer.pointee.sample_rate = Int32(sampleRate)
-        try check(av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
-                  "av_channel_layout_copy")
+        try check(
+            av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
+            "av_channel_layout_copy")
         try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer (audio)")
         return frame
     }
@@ -303,8 +316,9 @@ public final class MediaWriter {
         let c = fresh.pointer.pointee
         let extradata = c.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(c.extradata_size))) } ?? []
         guard videoSettings.codec != .h264 || H264ParameterSets(extradata) == H264ParameterSets(videoExtradata) else {
-            throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
-                             detail: "a new encoder run would need other parameter sets than the stream's")
+            throw MediaError(
+                .unsupportedCodec, operation: "MediaWriter", path: path,
+                detail: "a new encoder run would need other parameter sets than the stream's")
         }
         video = fresh
         return fresh
@@ -319,8 +333,9 @@ public final class MediaWriter {
             self.video = nil
         }
         guard dts > lastVideoDTS, pts >= dts else {
-            throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
-                             detail: "a copied picture's decode time \(dts) does not follow \(lastVideoDTS)")
+            throw MediaError(
+                .unsupportedCodec, operation: "MediaWriter", path: path,
+                detail: "a copied picture's decode time \(dts) does not follow \(lastVideoDTS)")
         }
         packet.pointer.pointee.pts = pts
         packet.pointer.pointee.dts = dts
@@ -368,7 +383,8 @@ public final class MediaWriter {
         try output.finish()
         if rename(temporaryPath, path) != 0 {
             let reason = String(cString: strerror(errno))
-            throw MediaError(.io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
+            throw MediaError(
+                .io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
         }
         finished = true
     }
@@ -388,7 +404,9 @@ public final class MediaWriter {
         audioFrame.pointer.pointee.nb_samples = Int32(frameSize)
     }
 
-    private func encode(_ frame: Frame?, with encoder: CodecContext, to stream: UnsafeMutablePointer<AVStream>) throws(MediaError) {
+    private func encode(_ frame: Frame?, with encoder: CodecContext, to stream: UnsafeMutablePointer<AVStream>)
+        throws(MediaError)
+    {
         let rc = encoder.send(frame)
         if rc < 0 && rc != FFmpegError.eof {
             throw MediaError.ffmpeg(rc, "avcodec_send_frame (\(encoder.name))", path: path, context: encoder.logKey)
@@ -400,8 +418,9 @@ public final class MediaWriter {
             defer { packet.unref() }
             if stream == videoStream {
                 guard packet.dts > lastVideoDTS else {
-                    throw MediaError(.unsupportedCodec, operation: "MediaWriter", path: path,
-                                     detail: "an encoded picture's decode time \(packet.dts) does not follow \(lastVideoDTS)")
+                    throw MediaError(
+                        .unsupportedCodec, operation: "MediaWriter", path: path,
+                        detail: "an encoded picture's decode time \(packet.dts) does not follow \(lastVideoDTS)")
                 }
                 lastVideoDTS = packet.dts
             }
@@ -409,4 +428,3 @@ public final class MediaWriter {
         }
     }
 }
-

@@ -11,14 +11,17 @@ enum PNGEncoder {
     /// (`width * 3` bytes each).
     static func encode(rgb: [UInt8], width: Int, height: Int) throws(MediaError) -> [UInt8] {
         guard width > 0, height > 0, width <= maxSide, height <= maxSide, rgb.count == width * height * 3 else {
-            throw MediaError(.ffmpeg, operation: "png encode",
-                             detail: "cannot encode a \(width)x\(height) picture from \(rgb.count) bytes")
+            throw MediaError(
+                .ffmpeg, operation: "png encode",
+                detail: "cannot encode a \(width)x\(height) picture from \(rgb.count) bytes")
         }
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_PNG) else {
-            throw MediaError(.unsupportedCodec, operation: "avcodec_find_encoder (png)",
-                             detail: "this FFmpeg build has no PNG encoder")
+            throw MediaError(
+                .unsupportedCodec, operation: "avcodec_find_encoder (png)",
+                detail: "this FFmpeg build has no PNG encoder")
         }
-        let encoder = try CodecContext.encoder(named: String(cString: codec.pointee.name), options: ["pred": "paeth"]) { c in
+        let encoder = try CodecContext.encoder(named: String(cString: codec.pointee.name), options: ["pred": "paeth"]) {
+            c in
             c.pointee.width = Int32(width)
             c.pointee.height = Int32(height)
             c.pointee.pix_fmt = AV_PIX_FMT_RGB24

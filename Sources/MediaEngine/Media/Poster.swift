@@ -7,8 +7,10 @@ public enum Poster {
     /// Encodes the frame on screen at `time` (seconds) of `video` to `output`, at most `maxSide`
     /// pixels on its longest side. Written to a temporary file and moved into place.
     /// The decode from the seek point is held to `limits` (frames, timestamps, picture size).
-    public static func write(from video: String, at time: Double, to output: String, maxSide: Int = 1280,
-                             quality: Int = 3, limits: DecodeLimits = DecodeLimits()) throws(MediaError) {
+    public static func write(
+        from video: String, at time: Double, to output: String, maxSide: Int = 1280,
+        quality: Int = 3, limits: DecodeLimits = DecodeLimits()
+    ) throws(MediaError) {
         // One open: the probe's packet scan is undone by the seek below.
         let size = try Probe.fileSize(video)
         let input = try Probe.open(video, size: size, cancellation: nil)
@@ -30,8 +32,11 @@ public enum Poster {
                 if rc == FFmpegError.invalidData { continue }
                 try check(rc, "avcodec_receive_frame", path: video, context: decoder.logKey)
                 let ts = frame.bestEffortTimestamp
-                do { try limiter.videoFrame(time: ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, stream.timeBase) - start,
-                                            width: frame.width, height: frame.height) } catch { frame.unref(); throw error }
+                do {
+                    try limiter.videoFrame(
+                        time: ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, stream.timeBase) - start,
+                        width: frame.width, height: frame.height)
+                } catch { frame.unref(); throw error }
                 let t = ts == MediaTime.noPTS ? -Double.infinity : MediaTime.seconds(ts, stream.timeBase) - start
                 if have && t > target + 0.001 { done = true; frame.unref(); return }
                 chosen.unref()
@@ -44,18 +49,21 @@ public enum Poster {
             defer { packet.unref() }
             guard packet.streamIndex == stream.index else { continue }
             let pts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
-            try limiter.videoPacket(time: pts == MediaTime.noPTS ? nil : MediaTime.seconds(pts, stream.timeBase) - start)
+            try limiter.videoPacket(
+                time: pts == MediaTime.noPTS ? nil : MediaTime.seconds(pts, stream.timeBase) - start)
             _ = decoder.send(packet)
             try take()
         }
         if !done { _ = decoder.send(nil as Packet?); try take() }
         guard have else {
-            throw MediaError(.notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(format(time)) s")
+            throw MediaError(
+                .notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(format(time)) s")
         }
 
         let rotation = info.video.rotation
         let scale = min(1, Double(maxSide) / Double(max(chosen.width, chosen.height)))
-        let w = max(2, Int(Double(chosen.width) * scale / 2) * 2), h = max(2, Int(Double(chosen.height) * scale / 2) * 2)
+        let w = max(2, Int(Double(chosen.width) * scale / 2) * 2),
+            h = max(2, Int(Double(chosen.height) * scale / 2) * 2)
         let scaled = try Frame(width: w, height: h, format: AV_PIX_FMT_YUVJ420P)
         try Scaler(width: w, height: h, format: AV_PIX_FMT_YUVJ420P).scale(chosen, into: scaled)
         let upright = rotation == 0 ? scaled : try rotate(scaled, by: rotation)
@@ -83,7 +91,9 @@ public enum Poster {
         do {
             try data.write(to: URL(fileURLWithPath: output), options: .atomic)
         } catch {
-            throw MediaError(.io, operation: "write poster", path: output, detail: "cannot write the poster: \(error.localizedDescription)")
+            throw MediaError(
+                .io, operation: "write poster", path: output,
+                detail: "cannot write the poster: \(error.localizedDescription)")
         }
     }
 

@@ -17,7 +17,9 @@ public enum Probe {
 
     /// Describes bytes in memory (`name` stands for the file in messages): the same checks and the
     /// same safe open as a file (the probe fuzzer's entry).
-    public static func probe(bytes: [UInt8], name: String = "memory", allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
+    public static func probe(bytes: [UInt8], name: String = "memory", allowStillImage: Bool = false) throws(MediaError)
+        -> MediaInfo
+    {
         let input = try open(InputSource(bytes: bytes, name: name), cancellation: nil, allowStillImage: allowStillImage)
         return try describe(input, fileSize: Int64(bytes.count), allowStillImage: allowStillImage)
     }
@@ -25,10 +27,14 @@ public enum Probe {
     /// Opens `path` for reading after the checks every reader needs: the file exists and is not
     /// empty, it is a container FFmpeg reads, no picture is larger than MediaLimits (checked on the
     /// header before any stream is decoded), and it has a usable video stream.
-    static func open(_ path: String, size: Int64? = nil, cancellation: CancellationToken?,
-                     allowStillImage: Bool = false) throws(MediaError) -> FormatInput {
+    static func open(
+        _ path: String, size: Int64? = nil, cancellation: CancellationToken?,
+        allowStillImage: Bool = false
+    ) throws(MediaError) -> FormatInput {
         _ = FFmpegLog.installed
-        let size = try { () throws(MediaError) -> Int64 in if let size { return size }; return try fileSize(path) }()
+        let size = try { () throws(MediaError) -> Int64 in
+            if let size { return size }; return try fileSize(path)
+        }()
         if size == 0 {
             throw MediaError(.emptyFile, operation: "stat", path: path, detail: "the file is empty (0 bytes)")
         }
@@ -38,7 +44,9 @@ public enum Probe {
     /// Opens `source` (a file already open, or bytes in memory) through the safe path: the
     /// container is sniffed from its content and must be one `ContainerPolicy` accepts; FFmpeg
     /// reads only `source` and can open nothing else.
-    static func open(_ source: InputSource, cancellation: CancellationToken?, allowStillImage: Bool = false) throws(MediaError) -> FormatInput {
+    static func open(_ source: InputSource, cancellation: CancellationToken?, allowStillImage: Bool = false)
+        throws(MediaError) -> FormatInput
+    {
         _ = FFmpegLog.installed
         let path = source.name
         if source.size == 0 {
@@ -53,23 +61,27 @@ public enum Probe {
             if ContainerPolicy.isStillImage(name) {
                 guard allowStillImage else {
                     let kind = sniffed.format.pointee.long_name.map { String(cString: $0) } ?? name
-                    throw MediaError(.notVideo, operation: "check container", path: path,
-                                     detail: "this is a still image (\(kind)), not a video")
+                    throw MediaError(
+                        .notVideo, operation: "check container", path: path,
+                        detail: "this is a still image (\(kind)), not a video")
                 }
                 whitelist = name
             } else if ContainerPolicy.audioOnly.contains(name) {
-                throw MediaError(.notVideo, operation: "check container", path: path,
-                                 detail: "this is an audio file (\(name)): it has audio but no video stream")
+                throw MediaError(
+                    .notVideo, operation: "check container", path: path,
+                    detail: "this is an audio file (\(name)): it has audio but no video stream")
             } else if sniffed.score <= AVPROBE_SCORE_EXTENSION {
                 // A weak guess at some raw stream: noise, not a refused container.
                 throw MediaError(.notMedia, operation: "check container", path: path, detail: notMediaDetail)
             } else {
-                throw MediaError(.unsupportedContainer, operation: "check container", path: path,
-                                 detail: ContainerPolicy.refusalDetail, ffmpegMessage: "demuxer \(name) refused")
+                throw MediaError(
+                    .unsupportedContainer, operation: "check container", path: path,
+                    detail: ContainerPolicy.refusalDetail, ffmpegMessage: "demuxer \(name) refused")
             }
         }
-        let input = try FormatInput(source: source, format: sniffed.format, probeScore: sniffed.score,
-                                    whitelist: whitelist, cancellation: cancellation)
+        let input = try FormatInput(
+            source: source, format: sniffed.format, probeScore: sniffed.score,
+            whitelist: whitelist, cancellation: cancellation)
         try checkDimensions(input)
         try input.findStreamInfo()
         try checkDimensions(input)
@@ -99,8 +111,11 @@ public enum Probe {
             let par = handle.parameters.pointee
             let w = Int(par.width), h = Int(par.height)
             if w > MediaLimits.maxSide || h > MediaLimits.maxSide || w * h > MediaLimits.maxPixels || w < 0 || h < 0 {
-                throw MediaError(.dimensionsTooLarge, operation: "check picture size", path: input.path,
-                                 detail: "the video claims a \(w)x\(h) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel")
+                throw MediaError(
+                    .dimensionsTooLarge, operation: "check picture size", path: input.path,
+                    detail:
+                        "the video claims a \(w)x\(h) picture; the limit is \(MediaLimits.maxSide) px a side and \(MediaLimits.maxPixels / 1_000_000) Mpixel"
+                )
             }
         }
     }
@@ -110,35 +125,40 @@ public enum Probe {
     static func videoStreamIndex(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> Int {
         let name = input.formatName
         if !allowStillImage && (name == "image2" || name.hasSuffix("_pipe")) {
-            throw MediaError(.notVideo, operation: "check streams", path: input.path,
-                             detail: "this is a still image (\(input.formatLongName)), not a video")
+            throw MediaError(
+                .notVideo, operation: "check streams", path: input.path,
+                detail: "this is a still image (\(input.formatLongName)), not a video")
         }
         var candidate = input.streams.first { $0.type == AVMEDIA_TYPE_VIDEO && !$0.isAttachedPicture }
         let found = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         if found >= 0, let best = input.stream(index: Int(found)), !best.isAttachedPicture { candidate = best }
         guard let video = candidate else {
-            if input.probeScore <= AVPROBE_SCORE_EXTENSION { // a weak guess at a raw audio stream: noise
+            if input.probeScore <= AVPROBE_SCORE_EXTENSION {  // a weak guess at a raw audio stream: noise
                 throw MediaError(.notMedia, operation: "check streams", path: input.path, detail: notMediaDetail)
             }
             let hasAudio = input.streams.contains { $0.type == AVMEDIA_TYPE_AUDIO }
-            throw MediaError(.notVideo, operation: "check streams", path: input.path,
-                             detail: hasAudio ? "the file has audio but no video stream" : "the file has no video stream")
+            throw MediaError(
+                .notVideo, operation: "check streams", path: input.path,
+                detail: hasAudio ? "the file has audio but no video stream" : "the file has no video stream")
         }
         let par = video.parameters.pointee
         if par.width <= 0 || par.height <= 0 {
-            throw MediaError(.notMedia, operation: "check streams", path: input.path,
-                             detail: "the video stream has no picture size; the file is damaged or not a video")
+            throw MediaError(
+                .notMedia, operation: "check streams", path: input.path,
+                detail: "the video stream has no picture size; the file is damaged or not a video")
         }
         if avcodec_find_decoder(par.codec_id) == nil {
             let codec = String(cString: avcodec_get_name(par.codec_id))
-            throw MediaError(.unsupportedCodec, operation: "avcodec_find_decoder", path: input.path,
-                             detail: "the video codec \(codec) is not supported by this server")
+            throw MediaError(
+                .unsupportedCodec, operation: "avcodec_find_decoder", path: input.path,
+                detail: "the video codec \(codec) is not supported by this server")
         }
         let frames = video.stream.pointee.nb_frames
         let duration = input.pointer.pointee.duration
         if !allowStillImage && (frames == 1 || (frames == 0 && duration <= 0 && isImageCodec(par.codec_id))) {
-            throw MediaError(.notVideo, operation: "check streams", path: input.path,
-                             detail: "this is a still image, not a video")
+            throw MediaError(
+                .notVideo, operation: "check streams", path: input.path,
+                detail: "this is a still image, not a video")
         }
         return video.index
     }
@@ -147,7 +167,8 @@ public enum Probe {
     static func videoStream(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> StreamHandle {
         let index = try videoStreamIndex(input, allowStillImage: allowStillImage)
         guard let handle = input.stream(index: index) else {
-            throw MediaError(.notMedia, operation: "check streams", path: input.path, detail: "the video stream vanished")
+            throw MediaError(
+                .notMedia, operation: "check streams", path: input.path, detail: "the video stream vanished")
         }
         return handle
     }
@@ -159,17 +180,22 @@ public enum Probe {
         let par = handle.parameters.pointee
         // A rate or channel count no recorder writes is a lie to size buffers with: no usable audio.
         guard (1_000...768_000).contains(par.sample_rate), (1...64).contains(par.ch_layout.nb_channels),
-              avcodec_find_decoder(par.codec_id) != nil else { return nil }
+            avcodec_find_decoder(par.codec_id) != nil
+        else { return nil }
         return handle
     }
 
     private static func isImageCodec(_ id: AVCodecID) -> Bool {
         guard let descriptor = avcodec_descriptor_get(id) else { return false }
         return descriptor.pointee.props & AV_CODEC_PROP_INTRA_ONLY != 0
-            && [AV_CODEC_ID_PNG, AV_CODEC_ID_MJPEG, AV_CODEC_ID_BMP, AV_CODEC_ID_TIFF, AV_CODEC_ID_WEBP, AV_CODEC_ID_GIF].contains(id)
+            && [
+                AV_CODEC_ID_PNG, AV_CODEC_ID_MJPEG, AV_CODEC_ID_BMP, AV_CODEC_ID_TIFF, AV_CODEC_ID_WEBP, AV_CODEC_ID_GIF
+            ].contains(id)
     }
 
-    static func describe(_ input: FormatInput, fileSize: Int64, allowStillImage: Bool = false) throws(MediaError) -> MediaInfo {
+    static func describe(_ input: FormatInput, fileSize: Int64, allowStillImage: Bool = false) throws(MediaError)
+        -> MediaInfo
+    {
         let handle = try videoStream(input, allowStillImage: allowStillImage)
         let videoIndex = handle.index
         let st = handle.stream
@@ -228,7 +254,9 @@ public enum Probe {
             let a = stream.parameters
             let i = stream.index
             let layout: String = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
-                guard av_channel_layout_describe(&a.pointee.ch_layout, buffer.baseAddress, 64) >= 0 else { return "unknown" }
+                guard av_channel_layout_describe(&a.pointee.ch_layout, buffer.baseAddress, 64) >= 0 else {
+                    return "unknown"
+                }
                 return String(cString: buffer.baseAddress!)
             }
             let info = AudioStreamInfo(
@@ -267,8 +295,11 @@ public enum Probe {
         }
         if needed > fileSize {
             let percent = Int((Double(needed - fileSize) / Double(needed) * 100).rounded(.up))
-            throw MediaError(.truncated, operation: "check index", path: input.path,
-                             detail: "the file is truncated: about \(percent)% of its media data is missing (\(fileSize) of \(needed) bytes)")
+            throw MediaError(
+                .truncated, operation: "check index", path: input.path,
+                detail:
+                    "the file is truncated: about \(percent)% of its media data is missing (\(fileSize) of \(needed) bytes)"
+            )
         }
     }
 

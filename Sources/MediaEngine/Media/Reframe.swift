@@ -41,11 +41,15 @@ public struct CropTrack: Sendable, Codable, Equatable {
     }
 
     /// A window that stays put.
-    public static func steady(at time: Double, x: Double, y: Double) -> CropTrack { CropTrack(times: [time], x: [x], y: [y]) }
+    public static func steady(at time: Double, x: Double, y: Double) -> CropTrack {
+        CropTrack(times: [time], x: [x], y: [y])
+    }
 
     /// The centre at source time `t`.
     public func center(at t: Double) -> (x: Double, y: Double) {
-        guard let first = times.first, !x.isEmpty, !y.isEmpty, x.count == times.count, y.count == times.count else { return (0.5, 0.5) }
+        guard let first = times.first, !x.isEmpty, !y.isEmpty, x.count == times.count, y.count == times.count else {
+            return (0.5, 0.5)
+        }
         if t <= first { return (x[0], y[0]) }
         if t >= times[times.count - 1] { return (x[x.count - 1], y[y.count - 1]) }
         // Binary search for the interval holding t.
@@ -130,6 +134,7 @@ struct StoredCrop {
             let clamped = min(max(0, raw), total - size)
             return clamped / alignment * alignment
         }
-        return CropRect(x: origin(u, width, codedWidth), y: origin(v, height, codedHeight), width: width, height: height)
+        return CropRect(
+            x: origin(u, width, codedWidth), y: origin(v, height, codedHeight), width: width, height: height)
     }
 }

@@ -6,7 +6,9 @@ public enum Remuxer {
     /// Writes the video and audio streams of `source` to `output` in FFmpeg's muxer `container`
     /// (e.g. "matroska", "mpegts", "avi", "flv", "asf"), every timestamp moved `offset` seconds
     /// later (a broadcast or camcorder capture whose clock starts hours in).
-    public static func remux(_ source: String, to output: String, container: String, offset: Double = 0) throws(MediaError) {
+    public static func remux(_ source: String, to output: String, container: String, offset: Double = 0)
+        throws(MediaError)
+    {
         let input = try Probe.open(source, cancellation: nil)
         let out = try FormatOutput(path: output, format: container, cancellation: nil)
         var map: [Int: UnsafeMutablePointer<AVStream>] = [:]

@@ -51,9 +51,13 @@ struct ReusedSegments {
             for e in layout {
                 // Slot of the new segment showing the earlier segment's first frame (may be negative).
                 let offset = Int(((e.start - s.range.start) / frameDuration).rounded())
-                guard abs(e.start - (s.range.start + Double(offset) * frameDuration)) < frameDuration / 2 else { continue }
+                guard abs(e.start - (s.range.start + Double(offset) * frameDuration)) < frameDuration / 2 else {
+                    continue
+                }
                 let lo = e.first + max(0, -offset), hi = e.first + min(e.frames, s.frames - offset)
-                guard hi > lo, let piece = render.piece(from: lo, to: hi, segmentEnd: e.first + e.frames) else { continue }
+                guard hi > lo, let piece = render.piece(from: lo, to: hi, segmentEnd: e.first + e.frames) else {
+                    continue
+                }
                 if piece.count > best?.frames ?? 0 {
                     best = Piece(earlierFirst: piece.first, frames: piece.count, offset: offset + piece.first - e.first)
                 }
@@ -83,18 +87,23 @@ final class EarlierRender {
 
     /// Opens `path` and indexes its video; nil when it cannot be copied from into a stream with
     /// this size, rate, rotation and these parameter sets (then everything is encoded).
-    init?(path: String, width: Int, height: Int, frameRate: Rational, rotation: Int, extradata: [UInt8],
-          cancellation: CancellationToken?) {
-        guard let input = try? Probe.open(path, cancellation: cancellation), let size = try? Probe.fileSize(path), let info = try? Probe.describe(input, fileSize: size),
-              let stream = try? Probe.videoStream(input), let packet = try? Packet() else { return nil }
+    init?(
+        path: String, width: Int, height: Int, frameRate: Rational, rotation: Int, extradata: [UInt8],
+        cancellation: CancellationToken?
+    ) {
+        guard let input = try? Probe.open(path, cancellation: cancellation), let size = try? Probe.fileSize(path),
+            let info = try? Probe.describe(input, fileSize: size),
+            let stream = try? Probe.videoStream(input), let packet = try? Packet()
+        else { return nil }
         let par = stream.parameters.pointee
         let rate = stream.stream.pointee.avg_frame_rate
         guard par.codec_id == AV_CODEC_ID_H264, Int(par.width) == width, Int(par.height) == height,
-              Int64(rate.num) * Int64(frameRate.den) == Int64(rate.den) * Int64(frameRate.num),
-              info.video.rotation == rotation, let data = par.extradata, par.extradata_size >= 7,
-              H264ParameterSets(Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))) == H264ParameterSets(extradata),
-              // 4-byte NAL lengths, which become start codes in place (see `copy`).
-              data[0] == 1, data[4] & 3 == 3
+            Int64(rate.num) * Int64(frameRate.den) == Int64(rate.den) * Int64(frameRate.num),
+            info.video.rotation == rotation, let data = par.extradata, par.extradata_size >= 7,
+            H264ParameterSets(Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size))))
+                == H264ParameterSets(extradata),
+            // 4-byte NAL lengths, which become start codes in place (see `copy`).
+            data[0] == 1, data[4] & 3 == 3
         else { return nil }
         self.input = input
         self.stream = stream
@@ -156,7 +165,9 @@ final class EarlierRender {
         while i + 4 <= size {
             let length = Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3])
             guard length > 0, i + 4 + length <= size else {
-                throw MediaError(.invalidRange, operation: "copy render", path: path, detail: "a picture of the earlier render is not length-prefixed")
+                throw MediaError(
+                    .invalidRange, operation: "copy render", path: path,
+                    detail: "a picture of the earlier render is not length-prefixed")
             }
             data[i] = 0; data[i + 1] = 0; data[i + 2] = 0; data[i + 3] = 1
             i += 4 + length
@@ -165,26 +176,33 @@ final class EarlierRender {
 
     /// Copies the piece `first..<first+count` to `writer`, its frame `first` becoming `to`.
     func copy(first: Int, count: Int, to outputFrame: Int, writer: MediaWriter, path: String) throws(MediaError) {
-        try input.seek(stream: stream.index, to: MediaTime.timestamp(Double(first) / frameRate.value + start, stream.timeBase))
+        try input.seek(
+            stream: stream.index, to: MediaTime.timestamp(Double(first) / frameRate.value + start, stream.timeBase))
         let shift = Int64(outputFrame - first)
         var copied = 0
         var started = false
         while copied < count, try input.read(into: packet) {
             defer { packet.unref() }
-            guard packet.streamIndex == stream.index, let pts = frame(packet.pts), let dts = frame(packet.dts) else { continue }
+            guard packet.streamIndex == stream.index, let pts = frame(packet.pts), let dts = frame(packet.dts) else {
+                continue
+            }
             if !started {
                 guard pts == Int64(first), packet.isKeyframe else { continue }
                 started = true
             }
             guard pts >= Int64(first) && pts < Int64(first + count) else {
-                throw MediaError(.invalidRange, operation: "copy render", path: path, detail: "the earlier render's piece at frame \(first) holds a frame from elsewhere")
+                throw MediaError(
+                    .invalidRange, operation: "copy render", path: path,
+                    detail: "the earlier render's piece at frame \(first) holds a frame from elsewhere")
             }
             try EarlierRender.toAnnexB(packet, path: path)
             try writer.copyVideo(packet, pts: pts + shift, dts: dts + shift)
             copied += 1
         }
         guard copied == count else {
-            throw MediaError(.invalidRange, operation: "copy render", path: path, detail: "the earlier render's piece at frame \(first) ended after \(copied) of \(count) frames")
+            throw MediaError(
+                .invalidRange, operation: "copy render", path: path,
+                detail: "the earlier render's piece at frame \(first) ended after \(copied) of \(count) frames")
         }
     }
 }

@@ -59,8 +59,11 @@ final class RenderSession {
         self.cancellation = cancellation
         self.progress = progress
         if let last = request.segments.map(\.end).max(), last > request.limits.maxDecodedSeconds {
-            throw MediaError(.tooLong, operation: "render", path: request.source,
-                             detail: "the edit reaches \(DecodeLimits.describe(seconds: last.rounded(.up))), past the \(DecodeLimits.describe(seconds: request.limits.maxDecodedSeconds)) limit")
+            throw MediaError(
+                .tooLong, operation: "render", path: request.source,
+                detail:
+                    "the edit reaches \(DecodeLimits.describe(seconds: last.rounded(.up))), past the \(DecodeLimits.describe(seconds: request.limits.maxDecodedSeconds)) limit"
+            )
         }
         limiter = DecodeGuard(request.limits, path: request.source)
         // One open: the probe's packet scan is undone by the seek each segment starts with.
@@ -80,7 +83,8 @@ final class RenderSession {
         if let audioStream {
             let decoder = try CodecContext.decoder(for: audioStream, path: request.source, threads: 1)
             audio = decoder
-            resampler = try Resampler(input: decoder.pointer, outputRate: 48_000, outputChannels: 2, outputFormat: AV_SAMPLE_FMT_FLTP)
+            resampler = try Resampler(
+                input: decoder.pointer, outputRate: 48_000, outputChannels: 2, outputFormat: AV_SAMPLE_FMT_FLTP)
         } else {
             audio = nil
             resampler = nil
@@ -88,25 +92,31 @@ final class RenderSession {
         let frameRate = Renderer.outputFrameRate(
             average: videoStream.stream.pointee.avg_frame_rate, real: videoStream.stream.pointee.r_frame_rate,
             variable: info.video.isVariableFrameRate, maximum: request.maxFrameRate)
-        plan = try EditPlan(ranges: request.segments, sourceDuration: info.duration, frameRate: frameRate,
-                            sampleRate: 48_000, crossfade: request.crossfade, path: request.source)
+        plan = try EditPlan(
+            ranges: request.segments, sourceDuration: info.duration, frameRate: frameRate,
+            sampleRate: 48_000, crossfade: request.crossfade, path: request.source)
         segment = plan.segments[0]
 
         let par = videoStream.parameters.pointee
-        let hdr: ToneMapper.Transfer? = par.color_trc == AVCOL_TRC_SMPTE2084 ? .pq : par.color_trc == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
+        let hdr: ToneMapper.Transfer? =
+            par.color_trc == AVCOL_TRC_SMPTE2084 ? .pq : par.color_trc == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
         converter = try VideoConverter(width: geometry.width, height: geometry.height, hdrTransfer: hdr)
 
-        let settings = RenderSession.videoEncoding(geometry, frameRate: frameRate, rotation: rotation, source: par,
-                                              toneMapped: hdr != nil, request: request)
+        let settings = RenderSession.videoEncoding(
+            geometry, frameRate: frameRate, rotation: rotation, source: par,
+            toneMapped: hdr != nil, request: request)
         var audioSettings = AudioEncoding()
         audioSettings.bitRate = request.quality.audioBitRate
-        writer = try MediaWriter(path: request.output, video: settings, audio: audioSettings, cancellation: cancellation)
+        writer = try MediaWriter(
+            path: request.output, video: settings, audio: audioSettings, cancellation: cancellation)
         joiner = AudioJoiner(writer: writer, plan: plan, fade: request.audioFade)
         // Hard cuts and the whole picture only: a crossfade blends two segments' frames, and a
         // reframe's window follows a track fitted to the whole segment.
         if let reuse = request.reuse, request.crossfade == 0, request.reframe == nil,
-           let opened = EarlierRender(path: reuse.path, width: geometry.width, height: geometry.height, frameRate: frameRate,
-                                      rotation: info.video.rotation, extradata: writer.videoExtradata, cancellation: cancellation) {
+            let opened = EarlierRender(
+                path: reuse.path, width: geometry.width, height: geometry.height, frameRate: frameRate,
+                rotation: info.video.rotation, extradata: writer.videoExtradata, cancellation: cancellation)
+        {
             let pieces = ReusedSegments(plan: plan, earlier: reuse.segments, render: opened)
             earlier = pieces.isEmpty ? nil : opened
             reused = pieces
@@ -120,7 +130,9 @@ final class RenderSession {
         current = try Frame()
         work = try Frame(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)
         var held: [Frame] = []
-        for _ in 0..<plan.crossfadeFrames { held.append(try Frame(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)) }
+        for _ in 0..<plan.crossfadeFrames {
+            held.append(try Frame(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P))
+        }
         hold = held
         audioFrame = try Frame()
         audioCapacity = 8192
@@ -133,20 +145,30 @@ final class RenderSession {
     /// reframe's window; and that window in stored pixels.
     static func outputGeometry(_ video: VideoStreamInfo, request: RenderRequest) -> (OutputGeometry, StoredCrop?) {
         guard let reframe = request.reframe else {
-            return (OutputGeometry(codedWidth: video.codedWidth, codedHeight: video.codedHeight,
-                                   sampleAspectRatio: video.sampleAspectRatio.value, maxShortSide: request.quality.maxShortSide), nil)
+            return (
+                OutputGeometry(
+                    codedWidth: video.codedWidth, codedHeight: video.codedHeight,
+                    sampleAspectRatio: video.sampleAspectRatio.value, maxShortSide: request.quality.maxShortSide), nil
+            )
         }
-        let crop = StoredCrop(reframe: reframe, codedWidth: video.codedWidth, codedHeight: video.codedHeight, rotation: video.rotation)
-        let size = reframe.outputSize(displayWidth: video.displayWidth, height: video.displayHeight,
-                                      maxShortSide: request.quality.maxShortSide)
+        let crop = StoredCrop(
+            reframe: reframe, codedWidth: video.codedWidth, codedHeight: video.codedHeight, rotation: video.rotation)
+        let size = reframe.outputSize(
+            displayWidth: video.displayWidth, height: video.displayHeight,
+            maxShortSide: request.quality.maxShortSide)
         let sideways = video.rotation % 180 != 0
-        return (OutputGeometry(width: sideways ? size.height : size.width, height: sideways ? size.width : size.height), crop)
+        return (
+            OutputGeometry(width: sideways ? size.height : size.width, height: sideways ? size.width : size.height),
+            crop
+        )
     }
 
     /// The encoder's settings; an SDR source keeps its colour tags (yuv->yuv scaling keeps its
     /// matrix; BT.709 when untagged), a tone-mapped one gets the encoder's BT.709 defaults.
-    static func videoEncoding(_ geometry: OutputGeometry, frameRate: Rational, rotation: Int, source par: AVCodecParameters,
-                              toneMapped: Bool, request: RenderRequest) -> VideoEncoding {
+    static func videoEncoding(
+        _ geometry: OutputGeometry, frameRate: Rational, rotation: Int, source par: AVCodecParameters,
+        toneMapped: Bool, request: RenderRequest
+    ) -> VideoEncoding {
         var settings = VideoEncoding(width: geometry.width, height: geometry.height, frameRate: frameRate)
         settings.preset = request.preset
         settings.crf = request.quality.crf
@@ -184,10 +206,13 @@ final class RenderSession {
         let fps = plan.frameRate
         return RenderResult(
             output: request.output, duration: plan.duration, width: converter.width, height: converter.height,
-            rotation: rotation, frameRate: fps, frames: writer.videoFramesWritten, audioSamples: writer.audioSamplesWritten,
+            rotation: rotation, frameRate: fps, frames: writer.videoFramesWritten,
+            audioSamples: writer.audioSamplesWritten,
             fileSize: size,
             outputSegments: plan.segments.map {
-                TimeRange(start: Double($0.firstFrame) * frameDuration, end: Double($0.firstFrame + $0.frames) * frameDuration)
+                TimeRange(
+                    start: Double($0.firstFrame) * frameDuration, end: Double($0.firstFrame + $0.frames) * frameDuration
+                )
             },
             damagedPackets: damaged, copiedFrames: copiedFrames)
     }
@@ -234,7 +259,10 @@ final class RenderSession {
             if index == videoStream.index {
                 if packet.dts != MediaTime.noPTS { lastVideoDTS = packet.dts }
                 try limiter.videoPacket(time: packetTime(videoStream).isFinite ? packetTime(videoStream) : nil)
-                if preRoll, packetTime(videoStream) >= s.sourceTime(ofSlot: slot, frameRate: plan.frameRate) - RenderSession.preRollMargin {
+                if preRoll,
+                    packetTime(videoStream) >= s.sourceTime(ofSlot: slot, frameRate: plan.frameRate)
+                        - RenderSession.preRollMargin
+                {
                     video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
                     preRoll = false
                 }
@@ -246,8 +274,11 @@ final class RenderSession {
                     video.flushBuffers()
                     resumeVideoAt = nil
                 }
-                if !videoDone { try decodeVideo(packet) }
-                else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 { break } // audio has a hole: pad it
+                if !videoDone {
+                    try decodeVideo(packet)
+                } else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 {
+                    break
+                }  // audio has a hole: pad it
             } else if let audioStream, index == audioStream.index, joiner.remaining > 0 {
                 try decodeAudio(packet)
             }
@@ -262,8 +293,9 @@ final class RenderSession {
             try copyPieceIfDue()
             guard slot < s.frames else { break }
             guard haveCurrent else {
-                throw MediaError(.invalidRange, operation: "render", path: path,
-                                 detail: "no picture could be decoded for segment \(s.range) s")
+                throw MediaError(
+                    .invalidRange, operation: "render", path: path,
+                    detail: "no picture could be decoded for segment \(s.range) s")
             }
             try emit(current)
         }
@@ -309,7 +341,8 @@ final class RenderSession {
         let epsilon = 0.001
         while slot < segment.frames && segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon {
             try copyPieceIfDue()
-            guard slot < segment.frames, segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon else { break }
+            guard slot < segment.frames, segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) < time - epsilon
+            else { break }
             try emit(haveCurrent ? current : frame)
         }
         if slot >= segment.frames { videoDone = true; return }
@@ -322,7 +355,9 @@ final class RenderSession {
     private func copyPieceIfDue() throws(MediaError) {
         guard let earlier, let piece = duePiece, slot == piece.offset else { return }
         duePiece = nil
-        try earlier.copy(first: piece.earlierFirst, count: piece.frames, to: segment.firstFrame + slot, writer: writer, path: request.source)
+        try earlier.copy(
+            first: piece.earlierFirst, count: piece.frames, to: segment.firstFrame + slot, writer: writer,
+            path: request.source)
         copiedFrames += piece.frames
         framesDone += piece.frames
         slot += piece.frames
@@ -334,7 +369,8 @@ final class RenderSession {
             let resume = segment.sourceTime(ofSlot: slot, frameRate: plan.frameRate) - 0.1
             let ts = MediaTime.timestamp(max(0, resume) + start, videoStream.timeBase)
             if let entry = avformat_index_get_entry_from_timestamp(videoStream.stream, ts, AVSEEK_FLAG_BACKWARD),
-               entry.pointee.flags & AVINDEX_KEYFRAME != 0, entry.pointee.timestamp > lastVideoDTS {
+                entry.pointee.flags & AVINDEX_KEYFRAME != 0, entry.pointee.timestamp > lastVideoDTS
+            {
                 resumeVideoAt = entry.pointee.timestamp
             }
         }
@@ -375,9 +411,12 @@ final class RenderSession {
         var rect = crop.rect(centerX: center.x, centerY: center.y)
         // A picture whose size differs from the stream's (a mid-stream size change) is cropped in proportion.
         if source.width != crop.codedWidth || source.height != crop.codedHeight {
-            let sx = Double(source.width) / Double(max(1, crop.codedWidth)), sy = Double(source.height) / Double(max(1, crop.codedHeight))
-            rect = CropRect(x: min(source.width - 2, Int(Double(rect.x) * sx)) / 2 * 2, y: min(source.height - 2, Int(Double(rect.y) * sy)) / 2 * 2,
-                            width: 0, height: 0)
+            let sx = Double(source.width) / Double(max(1, crop.codedWidth)),
+                sy = Double(source.height) / Double(max(1, crop.codedHeight))
+            rect = CropRect(
+                x: min(source.width - 2, Int(Double(rect.x) * sx)) / 2 * 2,
+                y: min(source.height - 2, Int(Double(rect.y) * sy)) / 2 * 2,
+                width: 0, height: 0)
             rect.width = max(2, min(source.width - rect.x, Int(Double(crop.width) * sx)))
             rect.height = max(2, min(source.height - rect.y, Int(Double(crop.height) * sy)))
         }
@@ -417,14 +456,19 @@ final class RenderSession {
             let ts = audioFrame.bestEffortTimestamp
             if ts != MediaTime.noPTS { try limiter.audio(time: MediaTime.seconds(ts, audioStream.timeBase) - start) }
             let needed = resampler.outputCapacity(forInput: audioFrame.sampleCount)
-            if needed > audioCapacity { throw MediaError(.ffmpeg, operation: "resample", path: path, detail: "audio frame too long (\(audioFrame.sampleCount) samples)") }
+            if needed > audioCapacity {
+                throw MediaError(
+                    .ffmpeg, operation: "resample", path: path,
+                    detail: "audio frame too long (\(audioFrame.sampleCount) samples)")
+            }
             audioPlanes[0] = UnsafeMutableRawPointer(audioLeft).assumingMemoryBound(to: UInt8.self)
             audioPlanes[1] = UnsafeMutableRawPointer(audioRight).assumingMemoryBound(to: UInt8.self)
             let count = try resampler.convert(audioFrame, into: audioPlanes, capacity: audioCapacity)
             guard count > 0 else { continue }
             var position = audioCursor ?? 0
             if ts != MediaTime.noPTS {
-                let stamped = Int(((MediaTime.seconds(ts, audioStream.timeBase) - start - segment.range.start) * 48_000).rounded())
+                let stamped = Int(
+                    ((MediaTime.seconds(ts, audioStream.timeBase) - start - segment.range.start) * 48_000).rounded())
                 // Follow the stream's clock at the segment's start and across real gaps (> 50 ms).
                 if audioCursor == nil || abs(stamped - position) > 2400 { position = stamped }
             }

@@ -61,8 +61,10 @@ public struct RenderResult: Sendable, Codable, Equatable {
 /// cuts each segment starts on an IDR frame, so a later render of the same footage can copy it
 /// (`RenderRequest.reuse`).
 public enum Renderer {
-    public static func render(_ request: RenderRequest, cancellation: CancellationToken? = nil,
-                              progress: ((Double) -> Void)? = nil) throws(MediaError) -> RenderResult {
+    public static func render(
+        _ request: RenderRequest, cancellation: CancellationToken? = nil,
+        progress: ((Double) -> Void)? = nil
+    ) throws(MediaError) -> RenderResult {
         let session = try RenderSession(request, cancellation: cancellation, progress: progress)
         return try session.run()
     }
@@ -72,11 +74,15 @@ public enum Renderer {
     static func outputFrameRate(average: AVRational, real: AVRational, variable: Bool, maximum: Double) -> Rational {
         func valid(_ q: AVRational) -> Bool { q.num > 0 && q.den > 0 && av_q2d(q) >= 1 && av_q2d(q) <= 1000 }
         var rate = valid(average) ? Rational(average) : valid(real) ? Rational(real) : Rational(30, 1)
-        let standard = [Rational(24000, 1001), Rational(24, 1), Rational(25, 1), Rational(30000, 1001), Rational(30, 1),
-                        Rational(50, 1), Rational(60000, 1001), Rational(60, 1)]
+        let standard = [
+            Rational(24000, 1001), Rational(24, 1), Rational(25, 1), Rational(30000, 1001), Rational(30, 1),
+            Rational(50, 1), Rational(60000, 1001), Rational(60, 1)
+        ]
         if variable || rate.den > 1001 {
             let nearest = standard.min { abs($0.value - rate.value) < abs($1.value - rate.value) }!
-            rate = abs(nearest.value - rate.value) / rate.value < 0.04 ? nearest : Rational(max(1, Int(rate.value.rounded())), 1)
+            rate =
+                abs(nearest.value - rate.value) / rate.value < 0.04
+                ? nearest : Rational(max(1, Int(rate.value.rounded())), 1)
         }
         if rate.value > maximum + 0.01 { rate = Rational(Int(maximum.rounded()), 1) }
         return rate

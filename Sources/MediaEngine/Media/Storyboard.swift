@@ -131,20 +131,25 @@ public enum Storyboard {
     /// Decodes `spec.thumbnails` frames of `source` (upright: the display rotation applied as
     /// Poster does), draws the storyboard and writes a PNG to `output` (a temporary file moved
     /// into place). Decoding is held to `limits` and checks `cancellation` between thumbnails.
-    public static func write(source: String, spec: StoryboardSpec, to output: String, limits: DecodeLimits = DecodeLimits(),
-                             cancellation: CancellationToken? = nil) throws(MediaError) {
+    public static func write(
+        source: String, spec: StoryboardSpec, to output: String, limits: DecodeLimits = DecodeLimits(),
+        cancellation: CancellationToken? = nil
+    ) throws(MediaError) {
         let bytes = try render(source: source, spec: spec, limits: limits, cancellation: cancellation)
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic)
         } catch {
-            throw MediaError(.io, operation: "write storyboard", path: output,
-                             detail: "cannot write the storyboard: \(error.localizedDescription)")
+            throw MediaError(
+                .io, operation: "write storyboard", path: output,
+                detail: "cannot write the storyboard: \(error.localizedDescription)")
         }
     }
 
     /// The same picture as PNG bytes (for tests and callers that keep it in memory).
-    public static func render(source: String, spec: StoryboardSpec, limits: DecodeLimits = DecodeLimits(),
-                              cancellation: CancellationToken? = nil) throws(MediaError) -> [UInt8] {
+    public static func render(
+        source: String, spec: StoryboardSpec, limits: DecodeLimits = DecodeLimits(),
+        cancellation: CancellationToken? = nil
+    ) throws(MediaError) -> [UInt8] {
         try cancellation?.check("storyboard", path: source)
         let reader = try FilmstripReader(path: source, limits: limits, cancellation: cancellation)
         var spec = spec
@@ -157,8 +162,9 @@ public enum Storyboard {
         painter.drawBackdrop(on: &canvas)
         for (i, cell) in layout.cells.enumerated() {
             let range = layout.cellRange(i), box = layout.thumbnails[i]
-            let drawn = try reader.draw(start: range.start, target: (range.start + range.end) / 2,
-                                        width: box.width, height: box.height, into: &canvas, x: box.x, y: box.y)
+            let drawn = try reader.draw(
+                start: range.start, target: (range.start + range.end) / 2,
+                width: box.width, height: box.height, into: &canvas, x: box.x, y: box.y)
             if !drawn { painter.drawMissing(cell, on: &canvas) }
         }
         painter.drawOverlays(on: &canvas)
@@ -166,8 +172,10 @@ public enum Storyboard {
         do {
             return try PNGEncoder.encode(rgb: canvas.pixels, width: canvas.width, height: canvas.height)
         } catch {
-            throw MediaError(error.kind, operation: error.operation, path: source, detail: "cannot encode the storyboard: \(error.detail)",
-                             code: error.code, ffmpegMessage: error.ffmpegMessage)
+            throw MediaError(
+                error.kind, operation: error.operation, path: source,
+                detail: "cannot encode the storyboard: \(error.detail)",
+                code: error.code, ffmpegMessage: error.ffmpegMessage)
         }
     }
 
@@ -202,7 +210,9 @@ public enum Storyboard {
             if th > cell.height { th = cell.height; tw = Int((Double(th) * aspect).rounded()) }
             tw = max(2, min(cell.width, tw)) & ~1
             th = max(2, min(cell.height, th)) & ~1
-            thumbs.append(StoryboardRect(x: cell.x + (cell.width - tw) / 2, y: cell.y + (cell.height - th) / 2, width: tw, height: th))
+            thumbs.append(
+                StoryboardRect(
+                    x: cell.x + (cell.width - tw) / 2, y: cell.y + (cell.height - th) / 2, width: tw, height: th))
         }
         let filmstrip = StoryboardRect(x: left, y: y, width: plotWidth, height: cellHeight)
         y = filmstrip.maxY
@@ -214,9 +224,10 @@ public enum Storyboard {
             y += 36 * s + 3 * s
         }
         let legend = StoryboardRect(x: 0, y: y + pad, width: width, height: capital + 2 * pad)
-        return StoryboardLayout(width: width, height: legend.maxY, scale: s, duration: duration, title: title, markers: markers,
-                                filmstrip: filmstrip, cells: cells, thumbnails: thumbs, axis: axis, lanes: lanes, legend: legend,
-                                plotLeft: left, plotRight: right)
+        return StoryboardLayout(
+            width: width, height: legend.maxY, scale: s, duration: duration, title: title, markers: markers,
+            filmstrip: filmstrip, cells: cells, thumbnails: thumbs, axis: axis, lanes: lanes, legend: legend,
+            plotLeft: left, plotRight: right)
     }
 
     /// "0:05", "1:02:03", or with tenths ("0:05.5") when `tenths`.

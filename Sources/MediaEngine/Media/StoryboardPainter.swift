@@ -29,7 +29,8 @@ struct StoryboardPainter {
         self.layout = layout
         let d = layout.duration
         var kept: [(number: Int, range: TimeRange)] = []
-        for (i, r) in spec.segments.prefix(Storyboard.maxSegments).enumerated() where r.start.isFinite && r.end.isFinite {
+        for (i, r) in spec.segments.prefix(Storyboard.maxSegments).enumerated() where r.start.isFinite && r.end.isFinite
+        {
             let start = min(d, max(0, r.start)), end = min(d, max(0, r.end))
             if end > start { kept.append((i + 1, TimeRange(start: start, end: end))) }
         }
@@ -47,14 +48,18 @@ struct StoryboardPainter {
     /// Title, empty cells, lanes with their curves: what the thumbnails and overlays go on.
     func drawBackdrop(on canvas: inout Canvas) {
         drawTitle(on: &canvas)
-        for cell in layout.cells { canvas.fill(x: cell.x, y: cell.y, width: cell.width, height: cell.height, Palette.cell) }
+        for cell in layout.cells {
+            canvas.fill(x: cell.x, y: cell.y, width: cell.width, height: cell.height, Palette.cell)
+        }
         for (curve, lane) in zip(curves, layout.lanes) { drawCurve(curve, in: lane, on: &canvas) }
     }
 
     /// A cell the file had no frame for.
     func drawMissing(_ cell: StoryboardRect, on canvas: inout Canvas) {
         let text = BitmapFont.width("no frame", scale: s) <= cell.width - 2 * s ? "no frame" : "?"
-        canvas.text(text, x: cell.midX - BitmapFont.width(text, scale: s) / 2, y: cell.midY - capital / 2, scale: s, Palette.dim)
+        canvas.text(
+            text, x: cell.midX - BitmapFont.width(text, scale: s) / 2, y: cell.midY - capital / 2, scale: s, Palette.dim
+        )
     }
 
     /// Segment bands and tags, cut lines, the time axis, lane labels and the legend.
@@ -74,11 +79,15 @@ struct StoryboardPainter {
         canvas.text("Storyboard", x: layout.plotLeft + 1, y: y, scale: s, Palette.text)
         var x = canvas.text("Storyboard", x: layout.plotLeft, y: y, scale: s, Palette.text) + 2 * BitmapFont.advance * s
         let chosen = segments.reduce(0) { $0 + $1.range.duration }
-        var facts = ["duration \(Storyboard.clock(layout.duration, tenths: true))", "\(cellCount) frames",
-                     "\(cuts.count) cut\(cuts.count == 1 ? "" : "s")"]
+        var facts = [
+            "duration \(Storyboard.clock(layout.duration, tenths: true))", "\(cellCount) frames",
+            "\(cuts.count) cut\(cuts.count == 1 ? "" : "s")"
+        ]
         if !segments.isEmpty {
             let share = layout.duration > 0 ? Int((100 * chosen / layout.duration).rounded()) : 0
-            facts.append("\(segments.count) segment\(segments.count == 1 ? "" : "s"): \(String(format: "%.1f", chosen)) s chosen (\(share)%)")
+            facts.append(
+                "\(segments.count) segment\(segments.count == 1 ? "" : "s"): \(String(format: "%.1f", chosen)) s chosen (\(share)%)"
+            )
         }
         for fact in facts {
             let w = BitmapFont.width(fact, scale: s)
@@ -133,15 +142,20 @@ struct StoryboardPainter {
     private func drawLaneLabels(_ curve: StoryboardCurve, in lane: StoryboardRect, on canvas: inout Canvas) {
         let label = String(curve.label.prefix(Storyboard.maxLabelLength))
         let count = valueCount(curve)
-        let mean = count == 0 ? 0 : curve.values.prefix(count).reduce(0.0) { sum, v in
-            sum + (v.isNaN ? 0 : Double(min(1, max(0, v))))
-        } / Double(count)
+        let mean =
+            count == 0
+            ? 0
+            : curve.values.prefix(count).reduce(0.0) { sum, v in
+                sum + (v.isNaN ? 0 : Double(min(1, max(0, v))))
+            } / Double(count)
         let note = count == 0 ? "no data" : "mean \(Int((mean * 100).rounded()))%"
         let gap = BitmapFont.advance * s
         var width = BitmapFont.width(label, scale: s) + gap + BitmapFont.width(note, scale: s)
         let fits = width + 4 * s <= lane.width
         if !fits { width = BitmapFont.width(label, scale: s) }
-        canvas.fill(x: lane.x, y: lane.y, width: min(lane.width, width + 4 * s), height: capital + 4 * s, Palette.background, alpha: 190)
+        canvas.fill(
+            x: lane.x, y: lane.y, width: min(lane.width, width + 4 * s), height: capital + 4 * s, Palette.background,
+            alpha: 190)
         let x = canvas.text(label, x: lane.x + 2 * s, y: lane.y + 2 * s, scale: s, curve.color)
         if fits { canvas.text(note, x: x - s + gap, y: lane.y + 2 * s, scale: s, Palette.dim) }
     }
@@ -177,17 +191,23 @@ struct StoryboardPainter {
             guard x != last else { continue }
             last = x
             canvas.fill(x: x, y: top, width: 1, height: layout.filmstrip.height, Palette.cut, alpha: 190)
-            canvas.fill(x: x, y: layout.filmstrip.maxY, width: 1, height: bottom - layout.filmstrip.maxY, Palette.cut, alpha: 230)
+            canvas.fill(
+                x: x, y: layout.filmstrip.maxY, width: 1, height: bottom - layout.filmstrip.maxY, Palette.cut,
+                alpha: 230)
             // A small marker under the filmstrip, on the axis.
             for row in 0..<(3 * s) {
-                canvas.fill(x: x - (3 * s - row) + 1, y: layout.axis.y + row, width: 2 * (3 * s - row) - 1, height: 1, Palette.cut)
+                canvas.fill(
+                    x: x - (3 * s - row) + 1, y: layout.axis.y + row, width: 2 * (3 * s - row) - 1, height: 1,
+                    Palette.cut)
             }
         }
     }
 
     /// Seconds between labelled ticks: the smallest round interval whose labels do not crowd.
     static func tickInterval(duration: Double, plotWidth: Int, labelWidth: Int) -> Double {
-        let steps: [Double] = [0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400]
+        let steps: [Double] = [
+            0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400
+        ]
         let room = Double(max(1, plotWidth / max(1, labelWidth)))
         return steps.first { duration / $0 <= room } ?? (duration / room).rounded(.up)
     }
@@ -198,8 +218,9 @@ struct StoryboardPainter {
         canvas.fill(x: layout.plotLeft, y: y, width: layout.plotRight - layout.plotLeft + 1, height: 1, Palette.grid)
         guard d > 0 else { return }
         let sample = Storyboard.clock(d, tenths: d < 10)
-        let interval = StoryboardPainter.tickInterval(duration: d, plotWidth: layout.plotRight - layout.plotLeft,
-                                                      labelWidth: BitmapFont.width(sample, scale: s) + 10 * s)
+        let interval = StoryboardPainter.tickInterval(
+            duration: d, plotWidth: layout.plotRight - layout.plotLeft,
+            labelWidth: BitmapFont.width(sample, scale: s) + 10 * s)
         let tenths = interval < 1
         var k = 0
         while Double(k) * interval <= d + 1e-9 && k <= 10_000 {
@@ -218,7 +239,9 @@ struct StoryboardPainter {
         let y = layout.legend.y + layout.legend.height / 2 - capital / 2
         var x = layout.plotLeft
         canvas.fill(x: x, y: y, width: capital, height: capital, Palette.segment)
-        x = canvas.text("chosen segment, numbered in clip order", x: x + capital + 2 * s, y: y, scale: s, Palette.dim) + 3 * s * BitmapFont.advance
+        x =
+            canvas.text("chosen segment, numbered in clip order", x: x + capital + 2 * s, y: y, scale: s, Palette.dim)
+            + 3 * s * BitmapFont.advance
         guard x + capital + BitmapFont.width("shot cut", scale: s) < layout.width else { return }
         canvas.fill(x: x + capital / 2, y: y - s, width: max(1, s), height: capital + 2 * s, Palette.cut)
         x = canvas.text("shot cut", x: x + capital + 2 * s, y: y, scale: s, Palette.dim) + 3 * s * BitmapFont.advance

@@ -73,24 +73,27 @@ final class ToneMapper {
     /// or of half its width and height (`halve`: each output sample the mean of 2x2).
     func map(yuv420p10 source: Frame, into output: Frame, halve: Bool = false) throws(MediaError) {
         guard let y = source.data(0), let u = source.data(1), let v = source.data(2),
-              let oy = output.data(0), let ou = output.data(1), let ov = output.data(2) else {
+            let oy = output.data(0), let ou = output.data(1), let ov = output.data(2)
+        else {
             throw MediaError(.ffmpeg, operation: "tone map", detail: "picture has no data")
         }
-        var tables = moments_tone_tables(linear: kernelLinear, gain: kernelGain, gain_max: ToneMapper.gainMax, gamma: kernelGamma,
-                                         grey: kernelGrey)
+        var tables = moments_tone_tables(
+            linear: kernelLinear, gain: kernelGain, gain_max: ToneMapper.gainMax, gamma: kernelGamma,
+            grey: kernelGrey)
         func words(_ p: UnsafeMutablePointer<UInt8>) -> UnsafePointer<UInt16> {
             UnsafePointer(UnsafeRawPointer(p).assumingMemoryBound(to: UInt16.self))
         }
-        moments_tonemap_420p10_to_420p(words(y), source.linesize(0) / 2, words(u), words(v), source.linesize(1) / 2,
-                                       oy, output.linesize(0), ou, ov, output.linesize(1),
-                                       Int32(output.width), Int32(output.height), halve ? 1 : 0, &tables)
+        moments_tonemap_420p10_to_420p(
+            words(y), source.linesize(0) / 2, words(u), words(v), source.linesize(1) / 2,
+            oy, output.linesize(0), ou, ov, output.linesize(1),
+            Int32(output.width), Int32(output.height), halve ? 1 : 0, &tables)
     }
 
     /// The tone curve on linear luminance (1.0 = reference white); returns 0...1.
     static func curve(_ l: Float, peak: Float) -> Float {
         guard l > knee else { return l }
         let span = 1 - knee
-        let x = (l - knee) / max(peak - knee, 1e-3) * 4 // reaches ~98 % of white at the peak
+        let x = (l - knee) / max(peak - knee, 1e-3) * 4  // reaches ~98 % of white at the peak
         return knee + span * (1 - exp(-x))
     }
 }

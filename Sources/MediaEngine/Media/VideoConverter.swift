@@ -15,9 +15,11 @@ final class VideoConverter {
         self.height = height
         scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_BICUBIC)
         if let hdrTransfer {
-            hdr = (Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: SWS_BICUBIC),
-                   try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE),
-                   ToneMapper(transfer: hdrTransfer))
+            hdr = (
+                Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: SWS_BICUBIC),
+                try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE),
+                ToneMapper(transfer: hdrTransfer)
+            )
         } else {
             hdr = nil
         }
@@ -40,7 +42,8 @@ final class VideoConverter {
                 try scaler.scale(source, into: output, crop: crop)
             }
         } else if let hdr {
-            if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == 2 * width && source.height == 2 * height {
+            if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == 2 * width && source.height == 2 * height
+            {
                 // 4K -> 1080p (landscape or portrait): the halving is done in the tone mapper's pass.
                 try hdr.mapper.map(yuv420p10: source, into: output, halve: true)
             } else if source.pixelFormat == AV_PIX_FMT_YUV420P10LE && source.width == width && source.height == height {
