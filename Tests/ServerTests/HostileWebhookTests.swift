@@ -47,50 +47,28 @@ struct HostileWebhookTests {
     /// answered, is delivered at once, and every attempt at the trickler ends well within the
     /// deadline (its body is not waited for; the connection is closed).
     @Test func aTricklingBodyHoldsUpNoOne() async throws {
-        let server = try await Self.server()
         let trickler = try RawListener(host: "127.0.0.1", behaviour: .trickleBody(every: 2))
         defer { trickler.stop() }
-        let receiver = WebhookTests.Receiver(failures: 0)
-        let video = try await Fixtures.data(.tiny)
-        try await receiver.run { url in
-            try await withServer(server, .live) { client in
-                let (_, hostile) = try await client.createAccount()
-                let (_, other) = try await client.createAccount()
-                #expect(
-                    try await WebhookTests.register(client, key: hostile, url: "http://127.0.0.1:\(trickler.port)/hook")
-                        .status == .ok)
-                #expect(try await WebhookTests.register(client, key: other, url: url).status == .ok)
-                var hostileJobs: [String] = []
-                for _ in 0..<3 { hostileJobs.append(try await Self.event(client, key: hostile, video: video)) }
-                #expect(try await Self.waitFor(15) { !trickler.seen.isEmpty }, "the trickler was never called")
+        try await Self.withTrickler(trickler) { client, hostile, hostileJobs in
 
-                let job = try await Self.event(client, key: other, video: video)
-                let queued = Date()
-                _ = try await WebhookTests.deliveries(client, job: job, key: other, timeout: 30) {
-                    $0.first?["status"] as? String == "delivered"
+            // Every attempt at the trickler ended by the deadline, the connection closed by
+            // the dispatcher; the answer's status counts.
+            #expect(
+                try await Self.waitFor(25) {
+                    trickler.seen.count >= 3 && trickler.seen.allSatisfy { $0.closedByPeer != nil }
+                },
+                "\(trickler.seen)")
+            for connection in trickler.seen {
+                let held = (connection.closedByPeer ?? Date()).timeIntervalSince(connection.accepted)
+                #expect(held < 11, "a trickled attempt lasted \(held) s")
+            }
+            for hostileJob in hostileJobs {
+                let log = try await WebhookTests.deliveries(client, job: hostileJob, key: hostile, timeout: 30) {
+                    (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1
                 }
-                let waited = Date().timeIntervalSince(queued)
-                #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
-
-                // Every attempt at the trickler ended by the deadline, the connection closed by
-                // the dispatcher; the answer's status counts.
-                #expect(
-                    try await Self.waitFor(25) {
-                        trickler.seen.count >= 3 && trickler.seen.allSatisfy { $0.closedByPeer != nil }
-                    },
-                    "\(trickler.seen)")
-                for connection in trickler.seen {
-                    let held = (connection.closedByPeer ?? Date()).timeIntervalSince(connection.accepted)
-                    #expect(held < 11, "a trickled attempt lasted \(held) s")
-                }
-                for hostileJob in hostileJobs {
-                    let log = try await WebhookTests.deliveries(client, job: hostileJob, key: hostile, timeout: 30) {
-                        (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1
-                    }
-                    let attempt = try #require((log.first?["attempts"] as? [[String: Any]])?.first)
-                    #expect((attempt["duration_ms"] as? Int ?? .max) < 11_000, "\(attempt)")
-                    #expect(attempt["status_code"] as? Int == 200, "\(attempt)")
-                }
+                let attempt = try #require((log.first?["attempts"] as? [[String: Any]])?.first)
+                #expect((attempt["duration_ms"] as? Int ?? .max) < 11_000, "\(attempt)")
+                #expect(attempt["status_code"] as? Int == 200, "\(attempt)")
             }
         }
     }
@@ -99,9 +77,51 @@ struct HostileWebhookTests {
     /// 10 s deadline ("could not be reached"), the trickler's deliveries are attempted one at a
     /// time (it backs off alone), and another account's delivery is not held up meanwhile.
     @Test func aTricklingHeadEndsAtTheDeadlineAndHoldsUpNoOne() async throws {
-        let server = try await Self.server()
         let trickler = try RawListener(host: "127.0.0.1", behaviour: .trickleHead(every: 2))
         defer { trickler.stop() }
+        try await Self.withTrickler(trickler) { client, hostile, hostileJobs in
+            // One attempt at a time at the slow endpoint: no two of its connections were open at
+            // once (on a slow machine the first may already have ended and the next begun).
+            let now = Date()
+            let spans: [(start: Date, end: Date)] = trickler.seen.map { ($0.accepted, $0.closedByPeer ?? now) }
+            var overlapping = false
+            for i in spans.indices {
+                for j in spans.indices where j > i {
+                    if spans[j].start < spans[i].end && spans[i].start < spans[j].end { overlapping = true }
+                }
+            }
+            let seen = spans
+            #expect(!overlapping, "attempts at the slow endpoint overlapped: \(seen)")
+
+            // The first attempt ends at the deadline.
+            #expect(try await Self.waitFor(15) { trickler.seen.first?.closedByPeer != nil })
+            let first = try #require(trickler.seen.first)
+            let held = (first.closedByPeer ?? Date()).timeIntervalSince(first.accepted)
+            #expect(held > 8 && held < 12, "the attempt lasted \(held) s")
+            let log = try await WebhookTests.deliveries(client, job: hostileJobs[0], key: hostile, timeout: 30) {
+                (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1
+            }
+            let attempt = try #require((log.first?["attempts"] as? [[String: Any]])?.first)
+            let error = attempt["error"] as? String ?? ""
+            #expect(
+                attempt["status_code"] is NSNull && error.contains("could not be reached")
+                    && error.contains("10 seconds"), "\(attempt)")
+            #expect(
+                (attempt["duration_ms"] as? Int ?? .max) < 12_000 && (attempt["duration_ms"] as? Int ?? 0) > 8_000,
+                "\(attempt)")
+            #expect(log.first?["status"] as? String == "pending", "tried again later")
+        }
+    }
+
+    /// A server where one account's endpoint is `trickler` and another's a well-behaved receiver:
+    /// three events of the first account (the trickler is called), then one of the other, whose
+    /// delivery must not wait for the trickler. `body` gets the client, the first account's key
+    /// and its three jobs.
+    static func withTrickler(
+        _ trickler: RawListener,
+        _ body: @escaping @Sendable (any TestClientProtocol, String, [String]) async throws -> Void
+    ) async throws {
+        let server = try await Self.server()
         let receiver = WebhookTests.Receiver(failures: 0)
         let video = try await Fixtures.data(.tiny)
         try await receiver.run { url in
@@ -123,36 +143,7 @@ struct HostileWebhookTests {
                 }
                 let waited = Date().timeIntervalSince(queued)
                 #expect(waited < 6, "another account's delivery waited \(waited) s for the trickler")
-                // One attempt at a time at the slow endpoint: no two of its connections were open at
-                // once (on a slow machine the first may already have ended and the next begun).
-                let now = Date()
-                let spans: [(start: Date, end: Date)] = trickler.seen.map { ($0.accepted, $0.closedByPeer ?? now) }
-                var overlapping = false
-                for i in spans.indices {
-                    for j in spans.indices where j > i {
-                        if spans[j].start < spans[i].end && spans[i].start < spans[j].end { overlapping = true }
-                    }
-                }
-                let seen = spans
-                #expect(!overlapping, "attempts at the slow endpoint overlapped: \(seen)")
-
-                // The first attempt ends at the deadline.
-                #expect(try await Self.waitFor(15) { trickler.seen.first?.closedByPeer != nil })
-                let first = try #require(trickler.seen.first)
-                let held = (first.closedByPeer ?? Date()).timeIntervalSince(first.accepted)
-                #expect(held > 8 && held < 12, "the attempt lasted \(held) s")
-                let log = try await WebhookTests.deliveries(client, job: hostileJobs[0], key: hostile, timeout: 30) {
-                    (($0.first?["attempts"] as? [[String: Any]])?.count ?? 0) >= 1
-                }
-                let attempt = try #require((log.first?["attempts"] as? [[String: Any]])?.first)
-                let error = attempt["error"] as? String ?? ""
-                #expect(
-                    attempt["status_code"] is NSNull && error.contains("could not be reached")
-                        && error.contains("10 seconds"), "\(attempt)")
-                #expect(
-                    (attempt["duration_ms"] as? Int ?? .max) < 12_000 && (attempt["duration_ms"] as? Int ?? 0) > 8_000,
-                    "\(attempt)")
-                #expect(log.first?["status"] as? String == "pending", "tried again later")
+                try await body(client, hostile, hostileJobs)
             }
         }
     }
