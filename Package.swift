@@ -79,10 +79,17 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration")
             ]
         ),
-        // Durable store: accounts and the job queue in SQLite (GRDB, WAL), schema by migrations.
+        // The store's contract: the models (accounts, keys, jobs, uploads, subscriptions, webhooks,
+        // pushes) and the repository protocols both engines implement; no database library.
         .target(
-            name: "JobStore",
+            name: "Store",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The embedded engine: the store on SQLite (GRDB, WAL), schema by migrations.
+        .target(
+            name: "SQLiteStore",
             dependencies: [
+                "Store",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto")
             ]
@@ -109,21 +116,92 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log")
             ]
         ),
-        // Jobs: storage layout, upload inspection, workers running the highlight engine, sweeper.
         // sync_file_range for resumable uploads' early write-back (needs _GNU_SOURCE).
         .target(name: "CFileSync"),
+        // Where job media live (folders under Storage/, or an S3 bucket), the storage layout and signed media links.
         .target(
-            name: "Jobs",
+            name: "JobMedia",
             dependencies: [
-                "JobStore", "Highlight", "MediaEngine", "MomentsConfig", "AppStore", "CIsolation", "CFileSync",
-                "Telemetry", "ObjectStorage",
+                "Store", "MomentsConfig", "ObjectStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto")
+            ]
+        ),
+        // What a client may ask for (highlight options, edits, re-cuts) and every typed refusal with its text.
+        .target(
+            name: "Requests",
+            dependencies: [
+                "Store", "JobMedia", "MediaEngine", "Highlight", "MomentsConfig"
+
+            ]
+        ),
+        // The isolated child processes that parse uploads: limits and sandbox (CIsolation), the parent's supervisor, the child's entry.
+        .target(
+            name: "Isolation",
+            dependencies: [
+                "CIsolation", "Store", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio")
+            ]
+        ),
+        // Accounts, API keys, plans and quota, and the App Store verifier's configuration.
+        .target(
+            name: "Accounts",
+            dependencies: [
+                "Store", "Requests", "AppStore", "MomentsConfig", "Telemetry",
+                .product(name: "Logging", package: "swift-log")
+            ]
+        ),
+        // Webhook endpoints' deliveries: the outbox dispatcher, signed payloads, address checks against SSRF.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "Store", "Requests", "MomentsConfig", "Telemetry",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
+        // Push notifications to phones through APNs: provider tokens, the client and the outbox dispatcher.
+        .target(
+            name: "Push",
+            dependencies: [
+                "Store", "MomentsConfig", "Telemetry",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
+        // Uploads becoming jobs: multipart and resumable (tus, IETF) admission and staging, the probe, quota reservation, re-cuts.
+        .target(
+            name: "Uploads",
+            dependencies: [
+                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "MediaEngine", "MomentsConfig", "Telemetry", "ObjectStorage", "CFileSync",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto")
+            ]
+        ),
+        // Running jobs: the queue runner with leases and a rescuer, re-upload reuse, progress, the sweeper, job control.
+        .target(
+            name: "Workers",
+            dependencies: [
+                "Store", "JobMedia", "Isolation", "Webhooks", "Push", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
@@ -131,7 +209,8 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
-                "Jobs", "JobStore", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
+                "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia", "Requests", "Isolation",
+                "MediaEngine", "Highlight", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -161,7 +240,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "JobStore",
+                "Store",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log")
@@ -175,9 +254,14 @@ let package = Package(
                 "Highlight",
                 "MomentsConfig",
                 "MomentsServer",
-                "JobStore",
-                "Jobs",
+                "Store",
+                "SQLiteStore",
                 "PostgresStore",
+                "Accounts",
+                "Uploads",
+                "Workers",
+                "JobMedia",
+                "Isolation",
                 "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -201,7 +285,8 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "MomentsServer", "Jobs", "JobStore", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight",
+                "MomentsServer", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "Requests", "Isolation", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -229,7 +314,7 @@ let package = Package(
         .testTarget(
             name: "StoreTests",
             dependencies: [
-                "JobStore", "PostgresStore",
+                "Store", "SQLiteStore", "PostgresStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log")
             ]

@@ -1,14 +1,14 @@
+import Accounts
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import Store
 
 /// Requires `Authorization: Bearer <api_key>` and puts the account (and the key's id) in the
 /// context. The key is checked against the database on every request: a revoked key gets 401 and
 /// a disabled account 403 at once.
 struct APIKeyMiddleware: RouterMiddleware {
-    let service: JobService
+    let accounts: AccountService
 
     func handle(
         _ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response
@@ -24,7 +24,7 @@ struct APIKeyMiddleware: RouterMiddleware {
             throw Self.unauthorized("invalid_authorization", "The Authorization header must be \"Bearer <api_key>\".")
         }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
-        switch try await service.authenticate(apiKey: key) {
+        switch try await accounts.authenticate(apiKey: key) {
         case .unknown:
             throw Self.unauthorized(
                 "invalid_api_key",
@@ -61,7 +61,7 @@ struct APIKeyMiddleware: RouterMiddleware {
     /// Runs `onRevoked` once when the request's key stops working (revoked, account disabled),
     /// checking every `recheckInterval` until the returned task is cancelled. A store error is
     /// not a revocation (the next check decides).
-    static func watchKey(of request: Request, service: JobService, onRevoked: @escaping @Sendable () -> Void) -> Task<
+    static func watchKey(of request: Request, accounts: AccountService, onRevoked: @escaping @Sendable () -> Void) -> Task<
         Void, Never
     > {
         let key = bearerKey(request)
@@ -69,7 +69,7 @@ struct APIKeyMiddleware: RouterMiddleware {
             guard let key else { return }
             while !Task.isCancelled {
                 do { try await Task.sleep(for: recheckInterval) } catch { return }
-                guard let lookup = try? await service.authenticate(apiKey: key) else { continue }
+                guard let lookup = try? await accounts.authenticate(apiKey: key) else { continue }
                 if case .valid = lookup { continue }
                 onRevoked()
                 return

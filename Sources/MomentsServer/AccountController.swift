@@ -1,14 +1,15 @@
+import Accounts
 import AppStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import Store
 
 /// GET /api/v1/account: plan, entitlement, this month's usage and the plan's limits; and the
 /// account's API keys: create one, list them, revoke one.
 struct AccountController {
-    let service: JobService
+    let policy: PlanPolicy
+    let keys: any KeyRepository
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/api/v1/account", on: group, use: show)
@@ -19,13 +20,13 @@ struct AccountController {
 
     @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> AccountView {
         let account = try context.requireAccount()
-        return AccountView(account, try await service.accountPlan(account), proProduct: service.plans.proProductId)
+        return AccountView(account, try await policy.accountPlan(account), proProduct: policy.plans.proProductId)
     }
 
     /// GET /api/v1/account/keys: every key, active and revoked, without secrets.
     @Sendable func listKeys(_ request: Request, context: AppRequestContext) async throws -> KeyListView {
         let account = try context.requireAccount()
-        let keys = try await service.database.keys(accountId: account.id)
+        let keys = try await keys.keys(accountId: account.id)
         return KeyListView(keys: keys.map { KeyView($0, current: $0.id == context.apiKeyId) })
     }
 
@@ -52,7 +53,7 @@ struct AccountController {
                 label = text
             }
         }
-        switch try await service.database.createKey(accountId: account.id, label: label, now: service.clock()) {
+        switch try await keys.createKey(accountId: account.id, label: label, now: policy.clock()) {
         case .success(let (key, secret)):
             return EditedResponse(
                 status: .created,
@@ -75,7 +76,7 @@ struct AccountController {
     @Sendable func revokeKey(_ request: Request, context: AppRequestContext) async throws -> KeyView {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        switch try await service.database.revokeKey(id: id.lowercased(), accountId: account.id, now: service.clock()) {
+        switch try await keys.revokeKey(id: id.lowercased(), accountId: account.id, now: policy.clock()) {
         case .success(let key):
             return KeyView(key, current: key.id == context.apiKeyId)
         case .failure(.lastActiveKey):
@@ -198,7 +199,7 @@ struct AccountView: ResponseEncodable {
         case upgradeProductId = "upgrade_product_id"
     }
 
-    init(_ account: Account, _ current: JobService.AccountPlan, proProduct: String) {
+    init(_ account: Account, _ current: AccountPlan, proProduct: String) {
         accountId = account.id
         label = account.label
         createdAt = account.createdAt

@@ -1,12 +1,14 @@
+import Accounts
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
-import JobStore
+import Store
 
 /// POST /api/v1/accounts: a new account and its API key (shown this once).
 struct AccountsController {
-    let service: JobService
+    let accounts: AccountService
+    let store: any MomentsStore
+    let clock: @Sendable () -> Date
     let limiter: CreationLimiter
     let addresses: ClientAddressResolver
 
@@ -19,7 +21,7 @@ struct AccountsController {
     > {
         let client = addresses.client(peer: context.peerAddress, forwardedFor: request.headers[values: .xForwardedFor])
         if let retry = try await limiter.admit(
-            client?.limiterKey ?? "unknown", store: service.database, now: service.clock())
+            client?.limiterKey ?? "unknown", store: store, now: clock())
         {
             throw Problem(
                 .tooManyRequests, code: "too_many_accounts",
@@ -47,7 +49,7 @@ struct AccountsController {
                 label = text
             }
         }
-        let (account, key) = try await service.createAccount(label: label)
+        let (account, key) = try await accounts.createAccount(label: label)
         return EditedResponse(
             status: .created,
             response: AccountCreatedResponse(

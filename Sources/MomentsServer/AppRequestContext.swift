@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
+import Store
 import NIOCore
 
 /// The request context: Hummingbird's core storage plus the authenticated account.

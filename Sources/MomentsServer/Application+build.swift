@@ -1,20 +1,21 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import Jobs
 import Logging
 import MomentsConfig
+import ServiceLifecycle
+import Workers
 
-/// Builds the HTTP application on a job service: routes, middleware, the transport limits of
-/// `ServiceSettings` (connections, header and idle timeouts, body rate), and the workers as a
-/// service of the application (they start and stop with it).
+/// Builds the HTTP application on the service's parts: routes, middleware, the transport limits of
+/// `ServiceSettings` (connections, header and idle timeouts, body rate). `background` runs as
+/// services of the application (they start and stop with it): the tests pass
+/// `services.background`; `moments serve` runs those in its own ServiceGroup beside the app.
 public func buildApplication(
-    service: JobService, logger: Logger,
-    operations: OperationsSettings = OperationsSettings()
+    _ services: MomentsServices, logger: Logger, operations: OperationsSettings = OperationsSettings(),
+    background: [any Service] = []
 ) -> (app: some ApplicationProtocol, routes: RouteTable) {
-    let resumable = ResumableUploads(service: service, logger: logger)
-    let (router, table) = buildRouter(service: service, logger: logger, operations: operations, resumable: resumable)
-    let settings = service.settings
+    let (router, table) = buildRouter(services, logger: logger, operations: operations)
+    let settings = services.settings
     let server = HTTPServerBuilder.guardedHTTP1(
         counter: ConnectionCounter(limit: settings.maxConnections),
         headerTimeoutSeconds: settings.headerTimeoutSeconds, idleTimeoutSeconds: settings.idleTimeoutSeconds,
@@ -23,57 +24,65 @@ public func buildApplication(
         router: router,
         server: server,
         configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "Moments"),
-        services: [
-            service.runner, ResumableUploadSweeper(uploads: resumable, intervalSeconds: settings.sweepIntervalSeconds)
-        ],
+        services: background,
         logger: logger)
     return (app, table)
 }
 
-/// The router alone (tests drive it with `.router`).
+/// The router alone (tests drive it with `.router`): each controller gets the parts it uses.
 public func buildRouter(
-    service: JobService, logger: Logger? = nil,
-    operations: OperationsSettings = OperationsSettings(),
-    resumable: ResumableUploads? = nil
+    _ services: MomentsServices, logger: Logger? = nil, operations: OperationsSettings = OperationsSettings()
 ) -> (Router<AppRequestContext>, RouteTable) {
     let router = Router(context: AppRequestContext.self)
     let table = RouteTable()
+    let settings = services.settings
     router.add(middleware: HTTPMetricsMiddleware())
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: ProblemMiddleware())
-    let protected = router.group().add(middleware: APIKeyMiddleware(service: service))
+    let protected = router.group().add(middleware: APIKeyMiddleware(accounts: services.accounts))
 
-    let addresses = ClientAddressResolver(trustedProxies: service.settings.trustedProxies)
+    let addresses = ClientAddressResolver(trustedProxies: settings.trustedProxies)
     if !addresses.invalid.isEmpty {
         logger?.error(
             "http.trustedProxies: entries that are not an address or CIDR range are ignored",
             metadata: ["entries": "\(addresses.invalid)"])
     }
-    HealthController(service: service).addRoutes(to: router, table: table)
+    HealthController(readiness: services.readiness, cacheSeconds: settings.readyCacheSeconds)
+        .addRoutes(to: router, table: table)
     OpenAPIController().addRoutes(to: router, table: table)
     StudioController().addRoutes(to: router, table: table)
-    let queueSampler = QueueSampler(store: service.database)
+    let queueSampler = QueueSampler(store: services.store)
     MetricsController(token: operations.metricsToken, refresh: { await queueSampler.refresh() }).addRoutes(
         to: router, table: table)
     AccountsController(
-        service: service, limiter: CreationLimiter(perHour: service.settings.accountsPerAddressPerHour),
-        addresses: addresses
+        accounts: services.accounts, store: services.store, clock: services.clock,
+        limiter: CreationLimiter(perHour: settings.accountsPerAddressPerHour), addresses: addresses
     )
     .addRoutes(to: router, table: table)
     let uploads = UploadRegistry(
-        maxConcurrent: service.settings.maxConcurrentUploads,
-        perAccount: service.settings.maxConcurrentUploadsPerAccount)
-    UploadController(service: service, uploads: uploads).addRoutes(to: router, protected: protected, table: table)
-    let resumable = resumable ?? ResumableUploads(service: service, logger: logger ?? Logger(label: "moments"))
-    ResumableUploadController(service: service, uploads: uploads, resumable: resumable).addRoutes(
-        to: router, protected: protected, table: table)
-    JobsController(service: service).addRoutes(to: protected, table: table)
-    JobEditsController(service: service).addRoutes(to: protected, table: table)
-    MediaLinksController(service: service).addRoutes(to: router, protected: protected, table: table)
-    JobEventsController(service: service).addRoutes(to: protected, table: table)
-    AccountController(service: service).addRoutes(to: protected, table: table)
-    WebhookController(service: service).addRoutes(to: protected, table: table)
-    DeviceController(service: service).addRoutes(to: protected, table: table)
-    SubscriptionsController(service: service).addRoutes(to: router, protected: protected, table: table)
+        maxConcurrent: settings.maxConcurrentUploads, perAccount: settings.maxConcurrentUploadsPerAccount)
+    UploadController(intake: services.intake, settings: settings, uploads: uploads)
+        .addRoutes(to: router, protected: protected, table: table)
+    ResumableUploadController(
+        intake: services.intake, accounts: services.accounts, settings: settings, uploads: uploads,
+        resumable: services.resumable
+    )
+    .addRoutes(to: router, protected: protected, table: table)
+    JobsController(jobs: services.jobs, baseURL: settings.baseURL).addRoutes(to: protected, table: table)
+    JobEditsController(jobs: services.jobs, intake: services.intake, media: services.media, baseURL: settings.baseURL)
+        .addRoutes(to: protected, table: table)
+    MediaLinksController(jobs: services.jobs, links: services.links, baseURL: settings.baseURL)
+        .addRoutes(to: router, protected: protected, table: table)
+    JobEventsController(jobs: services.jobs, accounts: services.accounts, settings: settings)
+        .addRoutes(to: protected, table: table)
+    AccountController(policy: services.policy, keys: services.store).addRoutes(to: protected, table: table)
+    WebhookController(jobs: services.jobs, endpoints: services.store, webhooks: services.webhooks, clock: services.clock)
+        .addRoutes(to: protected, table: table)
+    DeviceController(
+        devices: services.store, settings: settings.push, pushEnabled: services.pushes != nil, clock: services.clock
+    )
+    .addRoutes(to: protected, table: table)
+    SubscriptionsController(appStore: services.appStore, policy: services.policy, subscriptions: services.store)
+        .addRoutes(to: router, protected: protected, table: table)
     return (router, table)
 }

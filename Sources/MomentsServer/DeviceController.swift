@@ -1,13 +1,17 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import MomentsConfig
+import Store
 
 /// The account's phones for push notifications: register (or change the environment of) a device
 /// token with PUT, list, remove.
 struct DeviceController {
-    let service: JobService
+    let devices: any PushRepository
+    let settings: PushSettings
+    /// Whether this process can send pushes (an APNs key is configured).
+    let pushEnabled: Bool
+    let clock: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.put, "/api/v1/account/devices/:token", on: group, use: register)
@@ -23,7 +27,7 @@ struct DeviceController {
     @Sendable func register(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<DeviceView> {
         let account = try context.requireAccount()
         let token = try Self.token(context)
-        guard service.runner.pushes != nil else {
+        guard pushEnabled else {
             throw Problem(
                 .serviceUnavailable, code: "push_unavailable", title: "Push notifications are off",
                 detail:
@@ -53,10 +57,10 @@ struct DeviceController {
                     "\"environment\" must be \"production\" (App Store and TestFlight builds) or \"sandbox\" (development builds)."
             )
         }
-        let limit = service.settings.push.maxDevicesPerAccount
-        switch try await service.database.registerDevice(
+        let limit = settings.maxDevicesPerAccount
+        switch try await devices.registerDevice(
             accountId: account.id, token: token, environment: environment, limit: limit,
-            now: service.clock())
+            now: clock())
         {
         case .created(let device):
             return EditedResponse(status: .created, response: DeviceView(device))
@@ -74,17 +78,17 @@ struct DeviceController {
     /// GET /api/v1/account/devices: the account's devices, oldest first.
     @Sendable func list(_ request: Request, context: AppRequestContext) async throws -> DeviceListView {
         let account = try context.requireAccount()
-        let devices = try await service.database.devices(accountId: account.id)
+        let devices = try await devices.devices(accountId: account.id)
         return DeviceListView(
-            devices: devices.map(DeviceView.init), limit: service.settings.push.maxDevicesPerAccount,
-            pushEnabled: service.runner.pushes != nil)
+            devices: devices.map(DeviceView.init), limit: settings.maxDevicesPerAccount,
+            pushEnabled: pushEnabled)
     }
 
     /// DELETE /api/v1/account/devices/{token}: no more pushes to it (those pending are given up).
     @Sendable func remove(_ request: Request, context: AppRequestContext) async throws -> Response {
         let account = try context.requireAccount()
         let token = try Self.token(context)
-        guard try await service.database.deleteDevice(accountId: account.id, token: token, now: service.clock()) else {
+        guard try await devices.deleteDevice(accountId: account.id, token: token, now: clock()) else {
             throw Problem(
                 .notFound, code: "device_not_found", title: "Device not found",
                 detail: "This account has no such device. List its devices with GET /api/v1/account/devices.")

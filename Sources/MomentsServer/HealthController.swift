@@ -1,11 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
 
 /// GET /health (the process answers) and GET /ready (it can take work).
 struct HealthController {
-    let service: JobService
+    let readiness: Readiness
+    let cacheSeconds: Double
 
     func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/health", on: router) { _, _ in HealthResponse(status: "ok") }
@@ -17,7 +17,7 @@ struct HealthController {
     /// `{"status":"ready"}`, or a 503 that says no more: the failing checks (paths, free space) go
     /// to the log. Checks run at most every `http.readyCacheSeconds`.
     @Sendable func ready(_ request: Request, context: AppRequestContext) async throws -> HealthResponse {
-        let checks = await service.cachedReadiness(maxAge: service.settings.readyCacheSeconds)
+        let checks = await readiness.cachedReadiness(maxAge: cacheSeconds)
         let failing = checks.filter { !$0.value.ok }
         if failing.isEmpty { return HealthResponse(status: "ready") }
         let reasons = failing.keys.sorted().map { "\($0): \(failing[$0]!.detail)" }.joined(separator: "; ")

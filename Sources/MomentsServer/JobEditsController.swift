@@ -1,15 +1,21 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import MomentsConfig
+import Requests
+import Store
 import Timeline
+import Uploads
+import Workers
 
 /// What a finished highlight offers beyond its file: re-cuts (POST /api/v1/jobs/{id}/recuts),
 /// editable timelines (GET …/timeline?format=fcpxml|otio|edl) and the storyboard picture
 /// (GET …/storyboard.png).
 struct JobEditsController {
-    let service: JobService
+    let jobs: JobControl
+    let intake: UploadIntake
+    let media: MediaDefaults
+    let baseURL: String
     let files = MediaResponder()
 
     /// Largest re-cut request body.
@@ -22,7 +28,7 @@ struct JobEditsController {
         table.add(.head, "/api/v1/jobs/:id/storyboard.png", on: group, use: storyboard)
     }
 
-    private func job(_ context: AppRequestContext) async throws -> Job { try await service.ownedJob(context) }
+    private func job(_ context: AppRequestContext) async throws -> Job { try await jobs.ownedJob(context) }
 
     // MARK: Re-cuts
 
@@ -33,8 +39,8 @@ struct JobEditsController {
         let body = try await request.body.collect(upTo: Self.maxBodyBytes)
         let recut = try Self.parse(body)
         do {
-            let (job, usage) = try await service.recut(id, account: account, request: recut)
-            let base = service.settings.baseURL
+            let (job, usage) = try await intake.recut(id, account: account, request: recut)
+            let base = baseURL
             let response = UploadResponse(
                 jobId: job.id,
                 message:
@@ -43,7 +49,7 @@ struct JobEditsController {
                 links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
             return EditedResponse(
                 status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
-        } catch let refusal as JobService.RecutRefusal {
+        } catch let refusal as RecutRefusal {
             throw Problem(refusal, jobID: id)
         } catch let refusal as Refusal {
             throw Problem(refusal)
@@ -115,7 +121,7 @@ struct JobEditsController {
             // The same answers as a download of a job that has none.
             throw JobMediaState.unavailable(job)
         }
-        let document = Self.document(job, segments: segments, output: output, crossfade: service.crossfadeSeconds)
+        let document = Self.document(job, segments: segments, output: output, crossfade: media.crossfadeSeconds)
         let text = TimelineExport.render(document, as: format)
         let filename = "highlight_\(job.id).\(format.fileExtension)"
         var headers: HTTPFields = [
@@ -146,7 +152,7 @@ struct JobEditsController {
 
     @Sendable func storyboard(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        guard let download = try await Problem.storageCall({ try await service.media(job, .storyboard) }) else {
+        guard let download = try await Problem.storageCall({ try await jobs.media(job, .storyboard) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
             throw Problem(
                 .notFound, code: "no_storyboard",
@@ -157,5 +163,12 @@ struct JobEditsController {
         return try await files.respond(
             request, context: context, download: download, contentType: "image/png",
             disposition: "inline; filename=\"storyboard_\(job.id).png\"")
+    }
+}
+
+extension MediaDefaults {
+    /// Seconds of crossfade at each join of the highlights this service renders (0: hard cuts).
+    var crossfadeSeconds: Double {
+        template.style == .crossfade ? template.crossfadeSeconds : 0
     }
 }

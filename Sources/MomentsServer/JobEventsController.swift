@@ -1,9 +1,11 @@
+import Accounts
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import MomentsConfig
+import Store
 import Synchronization
+import Workers
 
 /// A job's progress pushed as server-sent events (`GET /api/v1/jobs/{id}/events`,
 /// `text/event-stream`): the same fields as `/status`, one event each time they change, until the
@@ -17,7 +19,9 @@ import Synchronization
 /// - A comment line (`: ping`) goes out when nothing else was sent for `http.eventsHeartbeatSeconds`.
 /// - The stream closes after the final state (completed, failed or cancelled).
 struct JobEventsController {
-    let service: JobService
+    let jobs: JobControl
+    let accounts: AccountService
+    let settings: ServiceSettings
     /// Streams open in this process, per account (`http.maxEventStreamsPerAccount`).
     let slots = EventStreamSlots()
     /// How often the store is read for a change while a stream is open.
@@ -60,16 +64,16 @@ struct JobEventsController {
     @Sendable func events(_ request: Request, context: AppRequestContext) async throws -> Response {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        let base = service.settings.baseURL
-        guard let first = try await service.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        let base = settings.baseURL
+        guard let first = try await jobs.job(id: id, account: account) else { throw Problem.jobNotFound(id) }
         let lastSeen = request.headers[HTTPField.Name("Last-Event-ID")!]
         let snapshot = Snapshot(first, baseURL: base)
         if first.status.isFinished, lastSeen == snapshot.id {
             return Response(status: .noContent)
         }
         // One account cannot hold an unbounded number of streams (each reads the store 4 times a second).
-        guard let slot = slots.take(account: account.id, limit: service.settings.maxEventStreamsPerAccount) else {
-            let limit = service.settings.maxEventStreamsPerAccount
+        guard let slot = slots.take(account: account.id, limit: settings.maxEventStreamsPerAccount) else {
+            let limit = settings.maxEventStreamsPerAccount
             throw Problem(
                 .tooManyRequests, code: "too_many_streams",
                 detail:
@@ -78,9 +82,9 @@ struct JobEventsController {
         }
         // A key revoked (or an account disabled) while the stream is open ends it within a few seconds.
         let revoked = EventStreamSlots.Flag()
-        let watch = APIKeyMiddleware.watchKey(of: request, service: service) { revoked.set() }
-        let heartbeat = Duration.milliseconds(Int64((service.settings.eventsHeartbeatSeconds * 1000).rounded()))
-        let service = self.service
+        let watch = APIKeyMiddleware.watchKey(of: request, accounts: accounts) { revoked.set() }
+        let heartbeat = Duration.milliseconds(Int64((settings.eventsHeartbeatSeconds * 1000).rounded()))
+        let jobs = self.jobs
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-cache",
@@ -114,7 +118,7 @@ struct JobEventsController {
                         lastWrite = clock.now
                     }
                     // A job deleted meanwhile ends the stream (its owner removed it).
-                    guard let job = try await service.job(id: id, account: account) else { break }
+                    guard let job = try await jobs.job(id: id, account: account) else { break }
                     current = Snapshot(job, baseURL: base)
                 }
                 try await writer.finish(nil)

@@ -1,8 +1,8 @@
 import Hummingbird
-import JobStore
-import Jobs
+import Store
+import Workers
 
-extension JobService {
+extension JobControl {
     /// The job named by the route's `:id`, if the request's account owns it; otherwise 404 (another
     /// account's job is indistinguishable from one that does not exist).
     func ownedJob(_ context: AppRequestContext) async throws -> Job {

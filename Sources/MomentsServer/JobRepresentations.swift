@@ -1,7 +1,7 @@
+import Accounts
 import Foundation
 import Hummingbird
-import JobStore
-import Jobs
+import Store
 
 /// The app's UploadResponse (seed 004), plus the links a curl user needs and the quota left.
 struct UploadResponse: ResponseEncodable {
@@ -27,7 +27,7 @@ struct QuotaView: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey { case period, limit, used, remaining, resetsAt = "resets_at" }
 
-    init(_ usage: JobService.QuotaUsage) {
+    init(_ usage: QuotaUsage) {
         period = usage.period; limit = usage.limit; used = usage.used; remaining = usage.remaining;
         resetsAt = usage.resetsAt
     }

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import Store
+import Workers
 
 /// The job resource: list, detail, status, cancel/delete, and its media (download, poster, analysis).
 struct JobsController {
-    let service: JobService
+    let jobs: JobControl
+    let baseURL: String
     let files = MediaResponder()
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
@@ -22,17 +23,17 @@ struct JobsController {
         table.add(.head, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
     }
 
-    private func job(_ context: AppRequestContext) async throws -> Job { try await service.ownedJob(context) }
+    private func job(_ context: AppRequestContext) async throws -> Job { try await jobs.ownedJob(context) }
 
     @Sendable func status(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        guard let row = try await service.jobStatus(id: id, account: account) else { throw Problem.jobNotFound(id) }
-        return JobStatusResponse(row, baseURL: service.settings.baseURL)
+        guard let row = try await jobs.jobStatus(id: id, account: account) else { throw Problem.jobNotFound(id) }
+        return JobStatusResponse(row, baseURL: baseURL)
     }
 
     @Sendable func detail(_ request: Request, context: AppRequestContext) async throws -> JobDetailResponse {
-        JobDetailResponse(try await job(context), baseURL: service.settings.baseURL)
+        JobDetailResponse(try await job(context), baseURL: baseURL)
     }
 
     @Sendable func list(_ request: Request, context: AppRequestContext) async throws -> JobListResponse {
@@ -41,8 +42,8 @@ struct JobsController {
         let limit = try Self.integer(query["limit"].map(String.init), name: "limit", default: 20, range: 1...100)
         let offset = try Self.integer(
             query["offset"].map(String.init), name: "offset", default: 0, range: 0...Int(Int32.max))
-        let (jobs, total) = try await service.jobs(account: account, limit: limit, offset: offset)
-        let base = service.settings.baseURL
+        let (jobs, total) = try await jobs.jobs(account: account, limit: limit, offset: offset)
+        let base = baseURL
         let items = jobs.map { job in
             JobListResponse.Item(
                 jobId: job.id, status: job.status, progress: job.progress, message: job.message,
@@ -58,10 +59,10 @@ struct JobsController {
     @Sendable func cancel(_ request: Request, context: AppRequestContext) async throws -> JobStatusResponse {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        guard let job = try await service.cancelOrDelete(id: id, account: account) else {
+        guard let job = try await jobs.cancelOrDelete(id: id, account: account) else {
             throw Problem.jobNotFound(id)
         }
-        var response = JobStatusResponse(job, baseURL: service.settings.baseURL)
+        var response = JobStatusResponse(job, baseURL: baseURL)
         if job.status != .cancelled, job.mediaDeletedAt != nil {
             response.message = "The job's stored media were deleted."
         }
@@ -70,7 +71,7 @@ struct JobsController {
 
     @Sendable func download(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .result) })
+        let download = try ready(job, try await Problem.storageCall { try await jobs.media(job, .result) })
         return try await files.respond(
             request, context: context, download: download, contentType: "video/mp4",
             disposition: "attachment; filename=\"highlight_\(job.id).mp4\"")
@@ -78,7 +79,7 @@ struct JobsController {
 
     @Sendable func poster(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .poster) })
+        let download = try ready(job, try await Problem.storageCall { try await jobs.media(job, .poster) })
         return try await files.respond(
             request, context: context, download: download, contentType: "image/jpeg",
             disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
@@ -86,7 +87,7 @@ struct JobsController {
 
     @Sendable func analysis(_ request: Request, context: AppRequestContext) async throws -> Response {
         let job = try await job(context)
-        let download = try ready(job, try await Problem.storageCall { try await service.media(job, .analysis) })
+        let download = try ready(job, try await Problem.storageCall { try await jobs.media(job, .analysis) })
         return try await files.respond(
             request, context: context, download: download, contentType: "application/json", disposition: nil)
     }

@@ -1,15 +1,18 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import JobMedia
+import Store
+import Workers
 
 /// Signed media links: `GET /api/v1/jobs/{id}/media-links` (with the key) answers links to the
 /// completed job's highlight, poster and storyboard that work without the key for an hour;
 /// `GET|HEAD /api/v1/media/{token}` serves the file a link names (byte ranges, as the download).
 /// What a `<video>` or `<img>` element needs: it cannot send the Authorization header.
 struct MediaLinksController {
-    let service: JobService
+    let jobs: JobControl
+    let links: MediaLinkSigner
+    let baseURL: String
     let files = MediaResponder()
 
     struct LinksView: ResponseEncodable {
@@ -28,15 +31,15 @@ struct MediaLinksController {
 
     @Sendable func links(_ request: Request, context: AppRequestContext) async throws -> LinksView {
         let account = try context.requireAccount()
-        let job = try await service.ownedJob(context)
+        let job = try await jobs.ownedJob(context)
         guard job.status == .completed, job.mediaDeletedAt == nil else { throw JobMediaState.unavailable(job) }
         guard let keyId = context.apiKeyId,
-            let (tokens, expires) = try await service.mediaLinks(job: job, account: account, keyId: keyId)
+            let (tokens, expires) = try await links.mediaLinks(job: job, account: account, keyId: keyId)
         else {
             throw APIKeyMiddleware.unauthorized(
                 "revoked_api_key", "This API key was revoked. Use another key of your account.")
         }
-        let base = service.settings.baseURL
+        let base = baseURL
         let url = { (file: String) in "\(base)/api/v1/media/\(tokens[file] ?? "")" }
         return LinksView(
             highlight: url("highlight.mp4"), poster: url("poster.jpg"), storyboard: url("storyboard.png"),
@@ -46,7 +49,7 @@ struct MediaLinksController {
     @Sendable func media(_ request: Request, context: AppRequestContext) async throws -> Response {
         let token = try context.parameters.require("token")
         let (job, file): (Job, MediaFile)
-        switch try await service.mediaLink(Substring(token)) {
+        switch try await links.mediaLink(Substring(token)) {
         case .success(let opened): (job, file) = opened
         case .failure(.expired):
             throw Problem(
@@ -59,7 +62,7 @@ struct MediaLinksController {
                     "This media link is not valid (mistyped, or its API key was revoked). Ask for new links with GET /api/v1/jobs/{id}/media-links."
             )
         }
-        guard let download = try await Problem.storageCall({ try await service.media(job, file) }) else {
+        guard let download = try await Problem.storageCall({ try await jobs.media(job, file) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
             throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard.")
         }

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
+import JobMedia
 import ObjectStorage
 
 /// Serves a job's stored file wherever the media storage keeps it: a local file (FileResponder), an

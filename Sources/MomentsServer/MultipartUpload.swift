@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
 import Logging
 import NIOCore
+import Requests
 import _NIOFileSystem
 
 /// Reads a multipart/form-data body as it arrives: the `file` part goes straight to disk in

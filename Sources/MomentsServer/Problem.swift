@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Store
 
 /// An RFC 9457 problem: every 4xx and 5xx body is one, as application/problem+json, with a detail
 /// that tells the user what to do.

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
 import Logging
+import Requests
 
 /// Turns every error into problem+json: our Problems as they are, Hummingbird's HTTP errors (no
 /// route, wrong method, body too large, undecodable JSON) with a useful detail, anything else (and

@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import Jobs
+import Requests
 
 /// The HTTP status of every refusal of the service, in one table: the multipart upload, the tus
 /// and IETF resumable uploads and re-cuts answer a refusal alike (the resumable controller adds
@@ -58,7 +58,7 @@ extension Problem {
 
 extension Problem {
     /// Why a job cannot be re-cut (before any of its options are looked at), as its problem.
-    init(_ refusal: JobService.RecutRefusal, jobID: String) {
+    init(_ refusal: RecutRefusal, jobID: String) {
         switch refusal {
         case .notFound:
             self = Problem.jobNotFound(jobID)

@@ -1,10 +1,13 @@
+import Accounts
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
-import JobStore
+import MomentsConfig
 import NIOCore
+import Requests
+import Store
 import Telemetry
+import Uploads
 
 /// Resumable uploads at `/api/v1/uploads`: tus 1.0 (core, creation, creation-with-upload,
 /// creation-defer-length, termination, expiration, checksum, OPTIONS discovery) and the IETF
@@ -13,7 +16,9 @@ import Telemetry
 /// `/api/v1/uploads/{id}`. A creating POST that speaks neither is a plain upload of the raw body.
 /// When the last byte arrives the file becomes a job exactly as `POST /api/v1/upload` makes one.
 struct ResumableUploadController {
-    let service: JobService
+    let intake: UploadIntake
+    let accounts: AccountService
+    let settings: ServiceSettings
     let uploads: UploadRegistry
     let resumable: ResumableUploads
 
@@ -33,11 +38,11 @@ struct ResumableUploadController {
             status: .noContent,
             headers: [
                 .tusResumable: ResumableProtocol.tusVersion, .tusVersion: ResumableProtocol.tusVersion,
-                .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(service.settings.maxUploadBytes),
+                .tusExtension: ResumableProtocol.tusExtensions, .tusMaxSize: String(settings.maxUploadBytes),
                 .tusChecksumAlgorithm: ResumableProtocol.checksumAlgorithms,
                 // The IETF draft's discovery (versions 6+).
                 .acceptPatch: "application/partial-upload, application/offset+octet-stream",
-                .uploadLimit: "max-size=\(service.settings.maxUploadBytes)"
+                .uploadLimit: "max-size=\(settings.maxUploadBytes)"
             ])
     }
 
@@ -62,13 +67,13 @@ struct ResumableUploadController {
         if terms.length == 0 || (terms.completes && !terms.body) {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
         }
-        let options = try HighlightOptions.parse(fields: terms.fields, limits: service.settings.highlightLimits)
+        let options = try HighlightOptions.parse(fields: terms.fields, limits: settings.highlightLimits)
         let creation = ResumableUploads.Creation(
             flavor: proto == .tus ? "tus" : "ietf", length: terms.length,
             filename: terms.filename, targetDuration: options.targetDuration,
             quality: options.quality.rawValue, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
-            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
+            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, plans: intake.policy.plans)
         }
         context.logger.info("resumable upload created", metadata: ["upload": "\(upload.id)", "protocol": "\(proto)"])
         // Relative (RFC 9110 §10.2.2): right behind any proxy or host name the client used.
@@ -292,14 +297,14 @@ struct ResumableUploadController {
         defer { uploads.end(ticket) }
         try uploads.startReceiving(
             ticket, declaredBytes: append.contentLength ?? 0, logger: context.logger, resumable: true)
-        try service.checkDiskSpace(
+        try intake.checkDiskSpace(
             expectedBytes: (append.contentLength ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
         let channel = context.channel
         // A key revoked (or an account disabled) while the body arrives ends the append within a
         // few seconds; the bytes already received are kept for the account.
         let logger = context.logger
-        let watch = APIKeyMiddleware.watchKey(of: request, service: service) {
+        let watch = APIKeyMiddleware.watchKey(of: request, accounts: accounts) {
             logger.info("append stopped: its API key no longer works")
             channel.close(promise: nil)
         }
@@ -307,11 +312,11 @@ struct ResumableUploadController {
         return try await resumable.append(
             id: id, account: account, append, body: request.body,
             tooLarge: { plan in
-                UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, service: service)
+                UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, plans: intake.policy.plans)
             }, stop: { channel.close(promise: nil) },
             wrote: { written in
                 uploads.wrote(ticket, bytes: written)
-                try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
+                try intake.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
             })
     }
 
@@ -366,7 +371,7 @@ struct ResumableUploadController {
         guard let upload = try await resumable.upload(id: id, account: account) else {
             throw ResumableUploads.notFoundProblem
         }
-        let base = service.settings.baseURL
+        let base = settings.baseURL
         return UploadView(
             id: upload.id, offset: upload.offset, length: upload.length,
             complete: upload.isComplete || upload.state == .completed,
@@ -380,9 +385,9 @@ struct ResumableUploadController {
 
     /// The plain upload's answer (job id, links, quota) for the request that delivered the last byte.
     func jobResponse(
-        _ job: Job, usage: JobService.QuotaUsage, bytes: Int64, request: Request, context: AppRequestContext
+        _ job: Job, usage: QuotaUsage, bytes: Int64, request: Request, context: AppRequestContext
     ) throws -> Response {
-        let base = service.settings.baseURL
+        let base = settings.baseURL
         let body = UploadResponse(
             jobId: job.id,
             message:
@@ -423,9 +428,9 @@ struct ResumableUploadController {
     /// without a new byte (`expires` in version 6, `max-age` after).
     func uploadLimit(_ upload: ResumableUpload, version: Int) -> String? {
         guard version >= 6 else { return nil }
-        var limit = "max-size=\(service.settings.maxUploadBytes)"
+        var limit = "max-size=\(settings.maxUploadBytes)"
         if upload.state == .receiving {
-            let seconds = max(0, Int(upload.expiresAt.timeIntervalSince(service.clock()).rounded(.down)))
+            let seconds = max(0, Int(upload.expiresAt.timeIntervalSince(intake.policy.clock()).rounded(.down)))
             limit += version == 6 ? ", expires=\(seconds)" : ", max-age=\(seconds)"
         }
         return limit

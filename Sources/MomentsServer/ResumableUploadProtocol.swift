@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
-import Jobs
+import Store
+import Uploads
 
 /// Which resumable-upload protocol a request speaks, from its headers: tus 1.0 (`Tus-Resumable`),
 /// the IETF draft (`Upload-Draft-Interop-Version` of a version we know), or neither (a plain

@@ -1,5 +1,5 @@
-import Jobs
 import ServiceLifecycle
+import Uploads
 
 /// Runs in every API process (the processes that hold uploads' bytes): expires abandoned
 /// resumable uploads and removes staged bytes no upload needs, every `storage.sweepIntervalSeconds`;

@@ -1,15 +1,17 @@
+import Accounts
 import AppStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import Store
 
 /// StoreKit 2 transactions from the app, and App Store Server Notifications V2 from Apple. Both
 /// are verified offline against the configured Apple roots; anything that does not verify is
 /// refused (fail closed).
 struct SubscriptionsController {
-    let service: JobService
+    let appStore: AppStoreGate
+    let policy: PlanPolicy
+    let subscriptions: any MomentsStore
 
     func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/subscriptions/apple", on: protected, use: presentTransaction)
@@ -17,11 +19,11 @@ struct SubscriptionsController {
     }
 
     private func verifier(_ context: AppRequestContext) throws -> AppStoreVerifier {
-        guard let verifier = service.appStore else {
+        guard let verifier = appStore.verifier else {
             // The reason names files on the server: the log has it.
             context.logger.error(
                 "App Store verification is not configured",
-                metadata: ["reason": "\(service.appStoreUnavailable ?? "no Apple root certificate")"])
+                metadata: ["reason": "\(appStore.unavailable ?? "no Apple root certificate")"])
             throw Problem(
                 .serviceUnavailable, code: "app_store_unavailable",
                 detail:
@@ -68,11 +70,11 @@ struct SubscriptionsController {
         let verifier = try verifier(context)
         let tx: AppStoreTransaction
         do { tx = try await verifier.verifyTransaction(jws) } catch { throw Self.problem(error, what: "transaction") }
-        guard tx.productId == service.plans.proProductId else {
+        guard tx.productId == policy.plans.proProductId else {
             throw Problem(
                 .unprocessableContent, code: "unknown_product",
                 detail:
-                    "The transaction is for \(tx.productId); this server grants plans for \(service.plans.proProductId) only."
+                    "The transaction is for \(tx.productId); this server grants plans for \(policy.plans.proProductId) only."
             )
         }
         if let token = tx.appAccountToken, token.lowercased() != account.id {
@@ -85,14 +87,14 @@ struct SubscriptionsController {
         // A test purchase (TestFlight, App Review, Xcode) is free: it unlocks pro only for testers.
         // Refused here, nothing is recorded (the app can present it again once the account is a
         // tester); one that arrives by notification is recorded but grants nothing (see entitlement).
-        if Subscription.testEnvironments.contains(tx.environment), !account.tester, !service.database.sandboxForAll {
+        if Subscription.testEnvironments.contains(tx.environment), !account.tester, !subscriptions.sandboxForAll {
             throw Problem(
                 .forbidden, code: "sandbox_purchase_not_allowed",
                 detail:
                     "This purchase was made in Apple's \(tx.environment) environment (TestFlight or a development build), which unlocks pro only for test accounts. Buy pro in the App Store version of the app, or ask support to mark this account as a tester.",
                 extensions: ["environment": .string(tx.environment)])
         }
-        switch try await service.database.applyTransaction(Self.facts(tx), accountId: account.id, now: service.clock())
+        switch try await subscriptions.applyTransaction(Self.facts(tx), accountId: account.id, now: policy.clock())
         {
         case .failure:
             throw Problem(
@@ -101,7 +103,7 @@ struct SubscriptionsController {
                     "This subscription is already attached to another account. Sign in to that account, or contact support."
             )
         case .success:
-            return AccountView(account, try await service.accountPlan(account), proProduct: service.plans.proProductId)
+            return AccountView(account, try await policy.accountPlan(account), proProduct: policy.plans.proProductId)
         }
     }
 
@@ -135,11 +137,11 @@ struct SubscriptionsController {
         case ("REFUND", _), ("REVOKE", _): effect = .revoke
         default: effect = .none
         }
-        let relevant = tx.map { $0.productId == service.plans.proProductId } ?? false
-        let applied = try await service.database.applyNotification(
+        let relevant = tx.map { $0.productId == policy.plans.proProductId } ?? false
+        let applied = try await subscriptions.applyNotification(
             uuid: payload.notificationUUID, type: payload.notificationType, subtype: payload.subtype,
             signedDate: payload.signedDate,
-            tx: tx.map(Self.facts), effect: relevant ? effect : .none, now: service.clock())
+            tx: tx.map(Self.facts), effect: relevant ? effect : .none, now: policy.clock())
         context.logger.info(
             "App Store notification",
             metadata: [

@@ -1,14 +1,18 @@
+import Accounts
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Jobs
-import JobStore
+import MomentsConfig
 import MediaEngine
+import Requests
+import Store
 import Telemetry
+import Uploads
 
 /// POST /api/v1/upload and GET /api/v1/upload/formats.
 struct UploadController {
-    let service: JobService
+    let intake: UploadIntake
+    let settings: ServiceSettings
     /// The uploads being received now (per account, server-wide, disk declared).
     let uploads: UploadRegistry
 
@@ -45,29 +49,29 @@ struct UploadController {
         _ = try MultipartUpload.boundary(contentType: request.headers[.contentType])
         let (ticket, _) = uploads.begin(account: account.id)
         defer { uploads.end(ticket) }
-        let current: JobService.AccountPlan
+        let current: AccountPlan
         // The account's other uploads in progress count through their places in the store (below),
         // whichever process receives them.
-        let admission = service.newUploadAdmissionID()
-        current = try await service.precheck(account, uploadsInProgress: 0)
-        try await service.admitUpload(id: admission, account: account, plan: current)
-        let service = self.service
+        let admission = intake.newUploadAdmissionID()
+        current = try await intake.policy.precheck(account, uploadsInProgress: 0)
+        try await intake.admitUpload(id: admission, account: account, plan: current)
+        let intake = self.intake
         let renewal = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(JobService.uploadAdmissionSeconds / 4))
+                try? await Task.sleep(for: .seconds(UploadIntake.uploadAdmissionSeconds / 4))
                 if Task.isCancelled { break }
-                await service.renewUploadAdmission(id: admission)
+                await intake.renewUploadAdmission(id: admission)
             }
         }
         do {
             let response = try await receiveAdmitted(
                 request, context: context, account: account, ticket: ticket, current: current)
             renewal.cancel()
-            await service.releaseUploadAdmission(id: admission)
+            await intake.releaseUploadAdmission(id: admission)
             return response
         } catch {
             renewal.cancel()
-            await service.releaseUploadAdmission(id: admission)
+            await intake.releaseUploadAdmission(id: admission)
             throw error
         }
     }
@@ -75,18 +79,18 @@ struct UploadController {
     /// The upload once it has its place against the plan: size, server-wide cap, disk, body, job.
     func receiveAdmitted(
         _ request: Request, context: AppRequestContext, account: Account, ticket: UploadRegistry.Ticket,
-        current: JobService.AccountPlan
+        current: AccountPlan
     ) async throws -> UploadResponse {
-        let settings = service.settings
+        let settings = settings
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
         let maxBytes = min(settings.maxUploadBytes, current.plan.maxUploadBytes)
-        let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, service: service)
+        let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, plans: intake.policy.plans)
         if let declared, declared > maxBytes + MultipartUpload.maxOverheadBytes { throw tooLarge }
         try uploads.startReceiving(ticket, declaredBytes: declared ?? 0, logger: context.logger)
-        try service.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
+        try intake.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
         context.inviteBody()
-        let path = service.newUploadPath()
+        let path = intake.newUploadPath()
         let received = try await MultipartUpload.receive(
             request.body, boundary: boundary, to: path, maxFileBytes: maxBytes,
             tooLarge: tooLarge, logger: context.logger
@@ -94,7 +98,7 @@ struct UploadController {
             uploads.wrote(ticket, bytes: written)
             // Every upload in progress, this one included, may still write what it declared.
             do {
-                try service.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
+                try intake.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
             } catch let refusal as Refusal {
                 throw Problem(refusal)
             }
@@ -107,7 +111,7 @@ struct UploadController {
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
-        let (job, usage) = try await service.acceptUpload(
+        let (job, usage) = try await intake.acceptUpload(
             at: path, account: account, targetDuration: options.targetDuration, quality: options.quality.rawValue,
             plan: current, edit: options.edit, sourceName: received.filename)
         let base = settings.baseURL
@@ -122,17 +126,20 @@ struct UploadController {
             quota: QuotaView(usage))
     }
 
+    /// The containers and codecs the linked FFmpeg reads (computed once).
+    static let catalog = FormatCatalog.current()
+
     /// Retry-After of a 503 server_busy.
     static let busyRetrySeconds = 30
 
     /// 413 naming the limit and, on the free plan, the product that lifts it.
-    static func tooLarge(limit: Int64, plan: JobService.AccountPlan, service: JobService) -> Problem {
+    static func tooLarge(limit: Int64, plan: AccountPlan, plans: PlanSettings) -> Problem {
         var detail = "The file is larger than the \(plan.plan.name) plan accepts (\(limit / 1_000_000) MB)."
         var extensions: [String: ProblemValue] = ["limit_bytes": .int(Int(limit)), "plan": .string(plan.plan.name)]
         if let upgrade = plan.upgrade, upgrade.maxUploadBytes > limit {
             detail +=
-                " Upload a shorter or smaller video, or subscribe to \(service.plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
-            extensions["product_id"] = .string(service.plans.proProductId)
+                " Upload a shorter or smaller video, or subscribe to \(plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
+            extensions["product_id"] = .string(plans.proProductId)
         } else {
             detail += " Upload a shorter or smaller video."
         }
@@ -165,8 +172,8 @@ struct UploadController {
     }
 
     @Sendable func formats(_ request: Request, context: AppRequestContext) async throws -> FormatsResponse {
-        let catalog = JobService.formats
-        let s = service.settings
+        let catalog = Self.catalog
+        let s = settings
         return FormatsResponse(
             containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
             limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),

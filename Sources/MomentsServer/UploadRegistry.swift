@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import Requests
 import Synchronization
 import Telemetry
 

@@ -1,13 +1,17 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
-import Jobs
+import Store
+import Webhooks
+import Workers
 
 /// The account's webhook endpoint (register or rotate with PUT, read, remove) and a job's
 /// delivery log.
 struct WebhookController {
-    let service: JobService
+    let jobs: JobControl
+    let endpoints: any MomentsStore
+    let webhooks: WebhookDispatcher
+    let clock: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.put, "/api/v1/account/webhook", on: group, use: register)
@@ -37,16 +41,16 @@ struct WebhookController {
         // The dispatcher's checker: registration and deliveries share the lookup budget, and
         // this account's lookups count against its own share only.
         do {
-            _ = try await service.runner.webhooks.targets.check(url, account: account.id)
+            _ = try await webhooks.targets.check(url, account: account.id)
         } catch {
             if error.code == "webhook_lookup_busy" {
                 throw Problem(.serviceUnavailable, code: error.code, detail: error.detail, headers: [.retryAfter: "5"])
             }
             throw Problem.badRequest(error.code, error.detail)
         }
-        let endpoint = try await service.database.setWebhookEndpoint(
+        let endpoint = try await endpoints.setWebhookEndpoint(
             accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(),
-            now: service.clock())
+            now: clock())
         return WebhookCreatedView(
             url: endpoint.url, secret: endpoint.secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
             message:
@@ -57,7 +61,7 @@ struct WebhookController {
     /// GET /api/v1/account/webhook: the endpoint, without its secret.
     @Sendable func show(_ request: Request, context: AppRequestContext) async throws -> WebhookView {
         let account = try context.requireAccount()
-        guard let endpoint = try await service.database.webhookEndpoint(accountId: account.id) else {
+        guard let endpoint = try await endpoints.webhookEndpoint(accountId: account.id) else {
             throw Self.noEndpoint
         }
         return WebhookView(url: endpoint.url, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt)
@@ -66,7 +70,7 @@ struct WebhookController {
     /// DELETE /api/v1/account/webhook: no more deliveries (those still pending are given up).
     @Sendable func remove(_ request: Request, context: AppRequestContext) async throws -> Response {
         let account = try context.requireAccount()
-        guard try await service.database.deleteWebhookEndpoint(accountId: account.id) else { throw Self.noEndpoint }
+        guard try await endpoints.deleteWebhookEndpoint(accountId: account.id) else { throw Self.noEndpoint }
         return Response(status: .noContent)
     }
 
@@ -74,8 +78,8 @@ struct WebhookController {
     @Sendable func deliveries(_ request: Request, context: AppRequestContext) async throws -> WebhookDeliveriesView {
         let account = try context.requireAccount()
         let id = try context.parameters.require("id")
-        guard try await service.job(id: id, account: account) != nil else { throw Problem.jobNotFound(id) }
-        let log = try await service.database.webhookDeliveries(jobId: id, accountId: account.id)
+        guard try await jobs.job(id: id, account: account) != nil else { throw Problem.jobNotFound(id) }
+        let log = try await endpoints.webhookDeliveries(jobId: id, accountId: account.id)
         return WebhookDeliveriesView(
             jobId: id, deliveries: log.map { WebhookDeliveriesView.Delivery($0.delivery, attempts: $0.attempts) })
     }

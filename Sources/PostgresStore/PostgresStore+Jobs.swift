@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import PostgresNIO
 
 /// Jobs as their owners and the sweeper see them (AppDatabase's JobQueue.swift, read side and

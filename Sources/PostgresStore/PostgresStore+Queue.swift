@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import PostgresNIO
 
 /// The durable queue with leases. The claim is one statement: the next runnable job chosen with

@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import PostgresNIO
 
 /// Resumable uploads (AppDatabase's ResumableUpload.swift): the hold is taken by one conditional

@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import Logging
 import PostgresNIO
 

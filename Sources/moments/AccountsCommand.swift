@@ -1,10 +1,10 @@
 import ArgumentParser
 import Configuration
 import Foundation
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MomentsConfig
+import Store
 
 /// `moments accounts …`: the operator's view of accounts, on the same store as the server
 /// (`DATABASE_URL`: PostgreSQL; else SQLite in WAL mode, safe while the server runs).

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Jobs
+import Isolation
 
 /// `moments job-exec` (hidden): the isolated child the service starts for each probe and job. It
 /// reads one task as JSON on standard input and writes JSON lines on standard output.

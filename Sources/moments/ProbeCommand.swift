@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
-import Jobs
+import Isolation
 import Logging
 import MediaEngine
+import MomentsServer
 
 struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "probe", abstract: "Describe a video file.")

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Configuration
 import Foundation
-import Jobs
+import Isolation
 import Logging
+import ServiceLifecycle
 import MomentsConfig
 import MomentsServer
 
@@ -37,17 +38,22 @@ struct ServeCommand: AsyncParsableCommand {
             settings.workers = workers
         }
         let logger = context.logger
-        let service = try await context.openService(settings)
+        let services = try await context.openServices(settings)
         logger.notice(
             "Moments listening",
             metadata: [
                 "url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
-                "database": "\(service.database.engine)", "workers": "\(settings.workers)"
+                "database": "\(services.store.engine)", "workers": "\(settings.workers)"
             ])
-        let (app, _) = buildApplication(
-            service: service, logger: logger, operations: OperationsSettings(reader: context.config))
-        try await app.runService()
-        try await service.database.close()
+        let (app, _) = buildApplication(services, logger: logger, operations: OperationsSettings(reader: context.config))
+        // The composition root: the background services and the HTTP application as siblings in one
+        // group, stopped in reverse order on SIGTERM or SIGINT (the app first, the workers next).
+        let group = ServiceGroup(
+            configuration: .init(
+                services: (services.background + [app]).map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        try await services.store.close()
         logger.notice("Moments stopped; database closed")
     }
 }

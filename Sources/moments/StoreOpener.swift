@@ -1,8 +1,9 @@
 import Foundation
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import PostgresStore
+import SQLiteStore
+import Store
 
 /// Opens the store a `StoreLocation` names: SQLite (creating its folder) or PostgreSQL.
 enum StoreOpener {

@@ -1,12 +1,15 @@
 import ArgumentParser
 import Configuration
 import Foundation
-import Jobs
+import Isolation
+import JobMedia
 import Logging
 import MomentsConfig
 import MomentsServer
+import Push
 import ServiceLifecycle
 import Telemetry
+import Workers
 
 /// `moments worker`: job workers without the HTTP API, on a store shared with the API processes
 /// (PostgreSQL) — any number of them, on any hosts. SIGTERM or SIGINT: running jobs are handed
@@ -36,26 +39,34 @@ struct WorkerCommand: AsyncParsableCommand {
                 "a worker process shares the queue through PostgreSQL: set DATABASE_URL=postgres://… (with the embedded SQLite, `moments serve` runs the workers itself)"
             )
         }
-        let service = try await context.openService(settings)
+        let services = try await context.openServices(settings)
         let logger = context.logger
         logger.notice(
             "Moments worker started",
-            metadata: ["workers": "\(settings.workers)", "database": "\(service.database.engine)"])
-        let sampler = QueueSampler(store: service.database)
+            metadata: ["workers": "\(settings.workers)", "database": "\(services.store.engine)"])
+        let sampler = QueueSampler(store: services.store)
         let metrics = workerMetricsService(
             OperationsSettings(reader: context.config), host: settings.host, logger: logger
         ) { await sampler.refresh() }
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: service.runner)] + (metrics.map { [$0] } ?? []),
+                services: workerServices(services).map { .init(service: $0) } + (metrics.map { [$0] } ?? []),
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        try await service.database.close()
+        try await services.store.close()
         logger.notice("Moments worker stopped; its jobs were finished or handed back")
     }
 }
 
-/// What `serve` and `worker` share: configuration, logger, the store and the job service.
+/// A worker process's services: the dispatchers and the runner (no HTTP, no resumable uploads).
+func workerServices(_ services: MomentsServices) -> [any Service] {
+    var list: [any Service] = [services.webhooks]
+    if let pushes = services.pushes { list.append(pushes) }
+    list.append(services.runner)
+    return list
+}
+
+/// What `serve` and `worker` share: configuration, logger, the store and the service's parts.
 struct ProcessContext {
     var config: ConfigReader
     var settings: ServiceSettings
@@ -85,13 +96,13 @@ struct ProcessContext {
         Foundation.exit(1)
     }
 
-    /// Opens the store `settings.databaseURL` names and the job service on it.
-    func openService(_ settings: ServiceSettings) async throws -> JobService {
+    /// Opens the store `settings.databaseURL` names and builds the service's parts on it.
+    func openServices(_ settings: ServiceSettings) async throws -> MomentsServices {
         let appStore = AppStoreSettings(reader: config)
         let location = StoreLocation(settings.databaseURL, storagePath: settings.storagePath)
         do {
             let store = try await StoreOpener.open(location, sandboxForAll: appStore.sandboxForAll, logger: logger)
-            return try JobService(
+            return try MomentsServices(
                 settings: settings, media: media, plans: PlanSettings(reader: config), appStore: appStore,
                 store: store, logger: logger)
         } catch let error as APNsConfigurationError {

@@ -1,7 +1,7 @@
 import AppStore
 import Foundation
 import HummingbirdTesting
-import JobStore
+import Store
 import MomentsConfig
 import Testing
 

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import JWTKit
-import JobStore
+import Store
 import NIOCore
 import Testing
 

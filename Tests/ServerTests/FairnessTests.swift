@@ -2,11 +2,11 @@ import Foundation
 import HTTPTypes
 import Highlight
 import HummingbirdTesting
-import JobStore
-@testable import Jobs
 import Logging
 import MediaEngine
 import MomentsConfig
+import SQLiteStore
+import Store
 import Testing
 
 @Suite("Fair queue and worker-time budget")

@@ -1,7 +1,7 @@
 import Foundation
-@testable import Jobs
-import JobStore
 import MediaEngine
+@testable import Requests
+import Store
 import Testing
 
 /// The one validation of a highlight's options: text fields (multipart, tus metadata, IETF query)

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-@testable import Jobs
+@testable import Isolation
 import Logging
 import Testing
 

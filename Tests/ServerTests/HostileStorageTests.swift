@@ -1,10 +1,9 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
-@testable import Jobs
 import MomentsConfig
 import NIOCore
+import Store
 import Testing
 
 /// Hostile clients against the storage: a re-upload of the same (padded) video is recognised and

@@ -2,11 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-@testable import Jobs
 import MomentsConfig
 import MomentsServer
+import Store
 import Testing
+@testable import Uploads
 
 /// Hostile clients against uploads, replayed over HTTP: parallel resumable creations from a
 /// one-job-at-a-time account, one account's slow appends taking the server's upload slots, an

@@ -2,8 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
+import Store
 import Logging
 import Synchronization
 import Testing

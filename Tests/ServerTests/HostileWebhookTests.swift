@@ -2,11 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import Logging
+import Store
 import Synchronization
 import Testing
+import Webhooks
 
 /// Webhook endpoints that fight back: one that trickles its answer, a name that resolves to a
 /// public address for the check and to loopback for the connection, slow-resolving names, and
@@ -268,7 +268,7 @@ struct HostileWebhookTests {
                 return ["93.184.215.14"]
             })
             let budget = shared ? WebhookLookupBudget(total: 32, perAccount: 32) : WebhookLookupBudget()
-            server.service.runner.webhooks.targets = WebhookTargetChecker(
+            server.service.webhooks.targets = WebhookTargetChecker(
                 allowPrivate: false, network: network, budget: budget)
             try await withServer(server, .router) { client in
                 let (_, hostile) = try await client.createAccount()
@@ -328,7 +328,7 @@ struct HostileWebhookTests {
             default: throw POSIXError(.ENOENT)
             }
         })
-        server.service.runner.webhooks.targets = WebhookTargetChecker(
+        server.service.webhooks.targets = WebhookTargetChecker(
             allowPrivate: false, network: network, budget: WebhookLookupBudget())
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()

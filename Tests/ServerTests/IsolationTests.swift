@@ -2,11 +2,11 @@ import Foundation
 import HTTPTypes
 import Highlight
 import HummingbirdTesting
-import JobStore
-@testable import Jobs
+@testable import Isolation
 import Logging
 import MediaEngine
 import MomentsConfig
+import Store
 import Testing
 
 /// Untrusted media is parsed only in `moments job-exec` children: their crashes, hangs and limits

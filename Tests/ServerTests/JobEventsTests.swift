@@ -1,8 +1,9 @@
 import Foundation
-import NIOHTTP1
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOHTTP1
+import Store
 import Testing
 
 /// `GET /api/v1/jobs/{id}/events`: a job's progress pushed as server-sent events, from the store.

@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
 import NIOCore
+import SQLiteStore
+import Store
 import Testing
 
 /// API keys as their own resource: several per account, listed without secrets, revoked at once

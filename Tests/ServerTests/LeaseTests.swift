@@ -1,7 +1,7 @@
 import Foundation
-import JobStore
-@testable import Jobs
+import Store
 import Testing
+@testable import Workers
 
 /// Leases on claimed jobs (`jobs.leaseSeconds`): a worker that vanished loses its job to the
 /// rescuer of any process; a worker that is alive keeps renewing its lease through a long job.

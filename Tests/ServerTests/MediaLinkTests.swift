@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
-import Jobs
+import JobMedia
+import Store
 import Testing
 
 /// Signed media links (what the studio's <video> and <img> use): they open one file of one job

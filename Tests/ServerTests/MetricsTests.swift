@@ -2,15 +2,15 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import Logging
 import MomentsConfig
 import MomentsServer
 import NIOCore
+import Store
 import Synchronization
 import Telemetry
 import Testing
+import Workers
 
 /// Log lines kept in memory.
 final class MemoryLogSink: LogLineSink {
@@ -75,7 +75,7 @@ struct MetricsTests {
     static func jsonLoggedService(
         _ scratch: Scratch, plans: PlanSettings, sink: MemoryLogSink,
         _ configure: (inout ServiceSettings) -> Void = { _ in }
-    ) async throws -> JobService {
+    ) async throws -> MomentsServices {
         var settings = ServiceSettings()
         settings.storagePath = scratch.path("storage")
         settings.port = 0
@@ -87,7 +87,7 @@ struct MetricsTests {
         var appStore = AppStoreSettings()
         appStore.rootCertificates = [scratch.path("apple-root.cer")]
         let engines = try await TestEngine.current.open(settings: &settings, sandboxForAll: false, logger: logger)
-        return try JobService(
+        return try makeServices(
             settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore, store: engines.store,
             mediaStorage: engines.media, logger: logger)
     }
@@ -102,7 +102,8 @@ struct MetricsTests {
         plans.free.monthlyHighlights = 1
         let service = try await Self.jsonLoggedService(scratch, plans: plans, sink: sink)
         let (app, _) = buildApplication(
-            service: service, logger: Logger(label: "moments-test") { JSONLogHandler(label: $0, sink: sink) })
+            service, logger: Logger(label: "moments-test") { JSONLogHandler(label: $0, sink: sink) },
+            background: service.background)
         let video = try await Fixtures.data(.tiny)
         try await app.test(.router) { client in
             let (_, before) = try await client.metrics()
@@ -198,7 +199,7 @@ struct MetricsTests {
         let server = try await TestServer()
         var operations = OperationsSettings()
         operations.metricsToken = "metrics-s3cret"
-        let (router, table) = buildRouter(service: server.service, operations: operations)
+        let (router, table) = buildRouter(server.service, operations: operations)
         #expect(table.routes.contains { $0.method == "get" && $0.path == "/metrics" })
         try await Application(router: router).test(.router) { client in
             let missing = try await client.get("/metrics", key: nil)
@@ -335,7 +336,8 @@ struct MetricsTests {
             $0.minFreeBytes = 1 << 60
         }
         let (app, _) = buildApplication(
-            service: service, logger: Logger(label: "moments-http") { JSONLogHandler(label: $0, sink: sink) })
+            service, logger: Logger(label: "moments-http") { JSONLogHandler(label: $0, sink: sink) },
+            background: service.background)
         try await app.test(.router) { client in
             let response = try await client.get(
                 "/ready", key: nil, headers: [HTTPField.Name("X-Request-Id")!: "metrics-test-42"])

@@ -1,10 +1,10 @@
 import Foundation
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MomentsConfig
 import ObjectStorage
 import PostgresStore
+import Store
 
 /// The production engines for a test server: a fresh PostgreSQL database on the test cluster and
 /// the media in a fresh bucket on the S3 test server.

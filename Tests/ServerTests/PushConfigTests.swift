@@ -3,11 +3,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import JWTKit
 import Logging
 import MomentsConfig
+import Push
+import Store
 import Testing
 
 /// The push feature's settings, device routes and provider token, without APNs traffic (the
@@ -97,7 +97,7 @@ struct PushConfigTests {
     /// Without a key nothing is pushed, and the routes say so.
     @Test func withoutAKeyPushesAreOff() async throws {
         let server = try await TestServer { $0.workers = 0 }
-        #expect(server.service.runner.pushes == nil)
+        #expect(server.service.pushes == nil)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let response = try await PushTests.register(client, key: key, token: String(repeating: "a", count: 64))

@@ -2,10 +2,10 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import Logging
 import MomentsConfig
+import Push
+import Store
 import Testing
 
 /// Pushes to phones through a local APNs stand-in (scripts/apns-standin: TLS, HTTP/2, the provider

@@ -1,10 +1,10 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
-import Jobs
 import MomentsConfig
 import NIOCore
+import SQLiteStore
+import Store
 import Testing
 
 @Suite("Plans and the free-tier quota")

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
-@testable import Jobs
-import JobStore
+@testable import JobMedia
 import MediaEngine
 @testable import MomentsServer
+@testable import Requests
+import Store
 import Testing
 
 /// The one table from refusals to HTTP: every case has the status the API documents for its code,

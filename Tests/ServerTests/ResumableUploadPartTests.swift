@@ -3,13 +3,13 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MomentsConfig
 import MomentsServer
 import NIOCore
 import ObjectStorage
+import Store
 import Testing
 
 /// moto's request log (`MOMENTS_TEST_S3_REQUEST_LOG`, written by scripts/s3-test-server): the S3

@@ -1,17 +1,17 @@
 import AsyncHTTPClient
-import NIOCore
-import NIOHTTP1
 import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Jobs
-import JobStore
+import JobMedia
 import Logging
 import MomentsConfig
 import MomentsServer
+import NIOCore
+import NIOHTTP1
 import PostgresStore
+import Store
 import Testing
 
 /// Two API hosts on one PostgreSQL database and one bucket: an upload begun on one host is
@@ -32,10 +32,10 @@ struct ResumableUploadScaleOutTests {
         let media = try MediaStorageFactory.make(
             settings: settings, layout: StorageLayout(root: settings.storagePath),
             environment: ["AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey], logger: logger)
-        let serviceB = try JobService(
+        let serviceB = try makeServices(
             settings: settings, media: MediaDefaults(), plans: TestServer.roomyPlans, store: store,
             mediaStorage: media, logger: logger)
-        let (appB, _) = buildApplication(service: serviceB, logger: logger)
+        let (appB, _) = buildApplication(serviceB, logger: logger, background: serviceB.background)
         let video = try await Fixtures.data(.short)
         try await withServer(hostA, .live) { clientA in
             let wireA = try Wire(clientA)

@@ -1,18 +1,18 @@
 import AsyncHTTPClient
-import NIOCore
-import NIOHTTP1
 import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Jobs
-import JobStore
 import Logging
 import MomentsConfig
 import MomentsServer
+import NIOCore
+import NIOHTTP1
 import PostgresStore
+import Store
 import Testing
+import Uploads
 
 /// Resumable uploads at /api/v1/uploads: tus 1.0 and the IETF draft iOS URLSession speaks, cut
 /// off and resumed, checked byte for byte, through our own raw connections, curl and tuspy.
@@ -424,7 +424,7 @@ struct ResumableUploadTests {
             #expect(
                 try await wire.send(.HEAD, location, key: key, headers: Self.tusHeaders).header("Upload-Offset")
                     == "100")
-            let uploads = ResumableUploads(service: server.service, logger: .init(label: "test"))
+            let uploads = ResumableUploads(intake: server.service.intake, logger: .init(label: "test"))
             clock.now = clock.now.addingTimeInterval(3600)
             #expect(await uploads.sweep() == 0, "an hour of silence is within the expiry")
             clock.now = clock.now.addingTimeInterval(3700)

@@ -1,12 +1,12 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
-@testable import Jobs
 import MediaEngine
 import MediaSynth
 import NIOCore
+import Store
 import Testing
+@testable import Workers
 
 /// Re-uploads recognised per account: a trimmed, re-encoded copy of an earlier upload
 /// reuses its analysis, gets the same highlight without a second charge, and shows `duplicate_of`

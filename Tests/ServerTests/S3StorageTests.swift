@@ -3,13 +3,13 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MomentsConfig
 import MomentsServer
 import NIOCore
 import ObjectStorage
+import Store
 import Testing
 
 /// The moto server of `scripts/s3-test-server start` (its MOMENTS_TEST_S3_* variables).
@@ -37,7 +37,7 @@ enum S3TestEnvironment {
 /// A server whose media live in a fresh bucket of the test S3 server.
 struct S3TestServer {
     let scratch = Scratch()
-    let service: JobService
+    let service: MomentsServices
     let storage: S3MediaStorage
     let app: any ApplicationProtocol
     let bucket: String
@@ -85,10 +85,10 @@ struct S3TestServer {
         // server-side copies on S3 in the PostgreSQL + S3 run).
         var plans = TestServer.roomyPlans
         plans.free.recuts = false
-        service = try JobService(
+        service = try makeServices(
             settings: settings, media: MediaDefaults(), plans: plans, appStore: appStore,
             mediaStorage: storage, logger: logger, clock: now)
-        app = buildApplication(service: service, logger: logger).0
+        app = buildApplication(service, logger: logger, background: service.background).0
     }
 
     /// Every key in the bucket.
@@ -372,12 +372,12 @@ struct S3StorageTests {
                 ((try? FileManager.default.contentsOfDirectory(atPath: server.service.layout.uploadsDirectory)) ?? [])
                     .isEmpty)
             #expect(
-                try await server.service.jobs(
+                try await server.service.jobs.jobs(
                     account: try #require(try await server.service.account(apiKey: key)), limit: 10, offset: 0
                 ).total == 0)
         }
         // (The refused upload's connection was closed: /ready is asked of the service directly.)
-        let checks = await server.service.readiness()
+        let checks = await server.service.readiness.check()
         #expect(checks["storage"]?.ok == false)
         #expect(
             checks["storage"].map { !$0.detail.contains("127.0.0.1") && !$0.detail.contains(server.bucket) } == true)

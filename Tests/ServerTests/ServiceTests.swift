@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
+import JobMedia
 import Logging
-import Jobs
 import MomentsConfig
 import NIOCore
+import SQLiteStore
+import Store
 import Testing
 
 @Suite("Service pieces")
@@ -65,7 +66,7 @@ struct ServiceTests {
         var settings = server.service.settings
         settings.port = 0
         #expect(throws: StorageLockError.self) {
-            _ = try JobService(settings: settings, media: MediaDefaults(), logger: Logger(label: "second"))
+            _ = try makeServices(settings: settings, media: MediaDefaults(), logger: Logger(label: "second"))
         }
     }
 

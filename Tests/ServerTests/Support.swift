@@ -2,13 +2,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MediaSynth
 import MomentsConfig
 import MomentsServer
 import NIOCore
+import SQLiteStore
+import Store
 import Testing
 
 /// A temporary directory removed when released.
@@ -112,7 +113,7 @@ final class TestClock: @unchecked Sendable {
 /// A server on its own temporary storage.
 struct TestServer {
     let scratch = Scratch()
-    let service: JobService
+    let service: MomentsServices
     let routes: RouteTable
     let app: any ApplicationProtocol
 
@@ -139,10 +140,10 @@ struct TestServer {
         if let clock { now = { clock.now } } else { now = { Date() } }
         let engines = try await TestEngine.current.open(
             settings: &settings, sandboxForAll: sandboxForAll, logger: logger)
-        service = try JobService(
+        service = try makeServices(
             settings: settings, media: media, plans: plans, appStore: appStore, store: engines.store,
             mediaStorage: engines.media, logger: logger, clock: now)
-        let (app, routes) = buildApplication(service: service, logger: logger)
+        let (app, routes) = buildApplication(service, logger: logger, background: service.background)
         self.app = app
         self.routes = routes
     }
@@ -285,5 +286,45 @@ func expectNoInternals(_ text: String, server: TestServer, sourceLocation: Sourc
     for leak in [server.scratch.path, server.layout.root, "/tmp/", "file:", "avformat", "avcodec", ".partial", "/input"]
     {
         #expect(!text.contains(leak), "the response reveals \(leak): \(text)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The service's parts as `moments serve` builds them; the embedded SQLite store under the
+/// storage folder when `store` is nil.
+func makeServices(
+    settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
+    appStore: AppStoreSettings = AppStoreSettings(), store: (any MomentsStore)? = nil,
+    mediaStorage: (any MediaStorage)? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+) throws -> MomentsServices {
+    let database: any MomentsStore
+    if let store {
+        database = store
+    } else {
+        let path = StorageLayout(root: settings.storagePath).databasePath
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        database = try AppDatabase(path: path, sandboxForAll: appStore.sandboxForAll)
+    }
+    return try MomentsServices(
+        settings: settings, media: media, plans: plans, appStore: appStore, store: database,
+        mediaStorage: mediaStorage, logger: logger, clock: clock)
+}
+
+/// What the tests ask of a running service, in the words they were written in.
+extension MomentsServices {
+    var database: any MomentsStore { store }
+
+    func createAccount(label: String?) async throws -> (Account, String) {
+        try await accounts.createAccount(label: label)
+    }
+
+    func account(apiKey: String) async throws -> Account? { try await accounts.account(apiKey: apiKey) }
+
+    func cancelOrDelete(id: String, account: Account) async throws -> Job? {
+        try await jobs.cancelOrDelete(id: id, account: account)
+    }
+
+    func sweepNow(orphanGraceSeconds: TimeInterval? = nil) async {
+        await jobs.sweepNow(orphanGraceSeconds: orphanGraceSeconds)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-import JobStore
-import Jobs
+import JobMedia
 import Logging
 import MomentsConfig
+import Store
 import Testing
 
 /// The engines the service tests run on: `MOMENTS_TEST_ENGINE` unset or `sqlite` = the embedded

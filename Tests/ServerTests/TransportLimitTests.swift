@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import Jobs
 import MomentsConfig
 import NIOCore
 import Testing

@@ -6,8 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Jobs
-import JobStore
+import Store
 import Logging
 import MomentsConfig
 import MomentsServer

@@ -1,8 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobStore
-import Jobs
+import Store
 import MediaEngine
 import NIOCore
 import Testing

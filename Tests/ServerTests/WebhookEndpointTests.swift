@@ -3,8 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
+import Store
 import Logging
 import MomentsConfig
 import Synchronization

@@ -3,12 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import Logging
 import MomentsConfig
+import Store
 import Synchronization
 import Testing
+import Webhooks
 
 /// The webhook machinery's parts on their own: the signature, the address rules, pinned targets,
 /// the lookup budget, the retry schedule and the configurable keys.

@@ -3,12 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import JobStore
-import Jobs
 import Logging
 import MomentsConfig
+import Store
 import Synchronization
 import Testing
+import Webhooks
 
 /// Signed webhooks: the account's endpoint, the outbox written with the job's final state, the
 /// dispatcher's signed POSTs and retries, the delivery log, and the private-target rule.

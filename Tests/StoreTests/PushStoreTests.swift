@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import Testing
 
 /// Push devices and the push outbox on both engines: devices capped per account and moved between

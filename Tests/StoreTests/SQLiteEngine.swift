@@ -1,5 +1,6 @@
 import Foundation
-import JobStore
+import SQLiteStore
+import Store
 
 /// The SQLite engine as the tests open it.
 enum SQLiteEngine {

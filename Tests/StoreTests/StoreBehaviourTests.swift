@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import Testing
 
 /// What users rely on from the store, asserted the same way against both engines.

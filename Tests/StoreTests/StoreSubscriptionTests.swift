@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import Testing
 
 /// App Store subscriptions on both engines: who owns a transaction, notifications applied once

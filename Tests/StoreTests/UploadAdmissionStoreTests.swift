@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import PostgresStore
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+import Store
 import Testing
 
 /// The webhook outbox on both engines: written with the job's final state (and only then), and

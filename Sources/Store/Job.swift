@@ -1,0 +1,210 @@
+import Foundation
+
+public enum JobState: String, Codable, Sendable, CaseIterable {
+    case pending, processing, completed, failed, cancelled
+
+    public var isFinished: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// What the probe found in the uploaded video.
+public struct JobInput: Codable, Sendable, Equatable {
+    public var size: Int64
+    public var duration: Double
+    public var container: String
+    public var videoCodec: String
+    public var audioCodec: String?
+    public var width: Int
+    public var height: Int
+    public var rotation: Int
+    public var frameRate: Double
+
+    public init(
+        size: Int64, duration: Double, container: String, videoCodec: String, audioCodec: String?,
+        width: Int, height: Int, rotation: Int, frameRate: Double
+    ) {
+        self.size = size; self.duration = duration; self.container = container; self.videoCodec = videoCodec
+        self.audioCodec = audioCodec; self.width = width; self.height = height; self.rotation = rotation
+        self.frameRate = frameRate
+    }
+}
+
+/// How the highlight is to be cut, beyond its length and quality: its shape, moments pinned and
+/// excluded, the upload's file name (for timelines) and, for a re-cut, the job it re-cuts.
+public struct JobEdit: Codable, Sendable, Equatable {
+    /// "source", "16:9", "9:16", "1:1" or "4:5".
+    public var aspect: String
+    /// Source seconds that must be shown.
+    public var include: [Double]
+    /// Source ranges never shown.
+    public var exclude: [JobRange]
+    public var sourceName: String?
+    /// The job whose input and stored analysis this one reuses.
+    public var recutOf: String?
+    /// The input is kept after the highlight is made (the plan allows re-cuts), until the result's
+    /// retention ends.
+    public var keepsInput: Bool?
+    /// The job whose stored input is this one's too: a recognised re-upload of the same video
+    /// keeps one copy, the newest's (re-cuts of this job copy it from there).
+    public var inputHeldBy: String?
+
+    public init(
+        aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
+        recutOf: String? = nil, keepsInput: Bool? = nil
+    ) {
+        self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName;
+        self.recutOf = recutOf
+        self.keepsInput = keepsInput
+    }
+}
+
+/// A range of source seconds.
+public struct JobRange: Codable, Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+
+    public init(start: Double, end: Double) { self.start = start; self.end = end }
+}
+
+/// The rendered highlight.
+public struct JobOutput: Codable, Sendable, Equatable {
+    public var duration: Double
+    public var size: Int64
+    public var width: Int
+    public var height: Int
+    /// The analysis was reused (a re-cut, or a re-upload), not made by decoding the input again.
+    public var analysisReused: Bool?
+    /// The upload was recognised as an earlier upload of the same account.
+    public var duplicateOf: JobDuplicate?
+
+    public init(duration: Double, size: Int64, width: Int, height: Int) {
+        self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// An earlier job of the same account whose input a new upload was recognised as (re-encoded,
+/// resized, rotated or trimmed copies included).
+public struct JobDuplicate: Codable, Sendable, Equatable {
+    public var jobId: String
+    /// Seconds: time t of this job's video shows what time t + offset shows in the earlier one.
+    public var offsetSeconds: Double
+    /// The earlier highlight was returned as this job's (the same highlight was asked for): no
+    /// render, and no quota unit charged.
+    public var resultCopied: Bool
+
+    public init(jobId: String, offsetSeconds: Double, resultCopied: Bool) {
+        self.jobId = jobId; self.offsetSeconds = offsetSeconds; self.resultCopied = resultCopied
+    }
+}
+
+/// One chosen moment of the source.
+public struct JobSegment: Codable, Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var score: Double
+    public var reason: String
+    /// The reframe's mean window over this segment (fractions of the displayed source), when reframed.
+    public var crop: JobCrop?
+
+    public init(start: Double, end: Double, score: Double, reason: String) {
+        self.start = start; self.end = end; self.score = score; self.reason = reason
+    }
+}
+
+/// What a status poll needs of a job.
+public struct JobStatusRow: Sendable, Equatable {
+    public var id: String
+    public var status: JobState
+    public var progress: Int
+    public var message: String
+    public var mediaDeleted: Bool
+
+    public init(id: String, status: JobState, progress: Int, message: String, mediaDeleted: Bool) {
+        self.id = id; self.status = status; self.progress = progress; self.message = message;
+        self.mediaDeleted = mediaDeleted
+    }
+}
+
+/// A crop window: fractions of the displayed source picture, top-left origin.
+public struct JobCrop: Codable, Sendable, Equatable {
+    public var x: Double
+    public var y: Double
+    public var width: Double
+    public var height: Double
+
+    public init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
+}
+
+/// A highlight job: one row of the durable queue.
+public struct Job: Codable, Sendable, Equatable {
+        public var id: String
+    public var accountId: String
+    public var status: JobState
+    /// The current stage while processing (analysing, selecting, rendering, finishing).
+    public var stage: String?
+    /// 0–100, never decreasing.
+    public var progress: Int
+    public var message: String
+    public var targetDuration: Int
+    public var quality: String
+    public var input: JobInput
+    public var estimatedSeconds: Int
+    /// Times a worker has started this job (a crash leaves it processing; start-up re-queues it).
+    public var attempts: Int
+    public var createdAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    public var updatedAt: Date
+    /// Wall-clock processing time of the successful attempt (feeds the time estimate).
+    public var processingSeconds: Double?
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var output: JobOutput?
+    public var segments: [JobSegment]?
+    /// Set when the result media were deleted (on request or after the retention period).
+    public var mediaDeletedAt: Date?
+    /// The month (UTC) the job's unit counts against, and its state (reserved, consumed, released).
+    public var quotaPeriod: String?
+    public var quotaState: String?
+    /// Largest shorter side of the output, from the account's plan when the job was accepted.
+    public var outputCap: Int?
+    /// Hours the result is kept after the job finished (the plan's retention); nil: the server default.
+    public var retentionHours: Double?
+    /// The plan's longest video when the job was accepted: enforced on decoded timestamps.
+    public var maxDurationSeconds: Double?
+    /// Times the job's isolated child died abnormally (crash, out of memory, killed).
+    public var abnormalExits: Int = 0
+    /// A job re-queued after a transient failure waits until then (exponential backoff).
+    public var runAfter: Date?
+    /// Worker time spent on the job so far, over all attempts.
+    public var workerSeconds: Double = 0
+    /// The worker holding the job while it is processing, and until when (it renews the lease while
+    /// it works; a rescuer re-queues the job once the lease has expired).
+    public var leaseOwner: String?
+    public var leaseExpiresAt: Date?
+    /// Shape, pinned and excluded moments, source name, re-cut origin; nil for a plain highlight.
+    public var edit: JobEdit?
+
+    public init(
+        id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
+        estimatedSeconds: Int, now: Date
+    ) {
+        self.id = id; self.accountId = accountId; self.status = .pending; self.stage = nil; self.progress = 0
+        self.message = "Waiting in the queue"; self.targetDuration = targetDuration; self.quality = quality
+        self.input = input; self.estimatedSeconds = estimatedSeconds; self.attempts = 0; self.createdAt = now
+        self.updatedAt = now
+    }
+}
+
+extension Job {
+    /// What a job says when it failed because processing was interrupted too often (both engines).
+    public static func interruptedMessage(attempts: Int) -> String {
+        "Processing was interrupted \(attempts) times (the server stopped while working on it); giving up. Please upload the video again."
+    }
+
+    /// What a job re-queued after an interruption says (both engines).
+    public static func requeuedMessage(attempts: Int, maxAttempts: Int) -> String {
+        "Waiting in the queue (processing was interrupted; attempt \(attempts + 1) of \(maxAttempts) next)"
+    }
+}

@@ -1,0 +1,757 @@
+import Analysis
+import Foundation
+import Highlight
+import Isolation
+import JobMedia
+import Logging
+import MediaEngine
+import MomentsConfig
+import ServiceLifecycle
+import Store
+import Synchronization
+import Telemetry
+
+/// The workers: N loops that claim jobs from the durable queue and run the highlight engine, plus
+/// the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
+/// them back in the queue (they start again with the next process).
+public final class JobRunner: Service, Sendable {
+    struct Running: Sendable {
+        var token: CancellationToken
+        /// The worker holding the job's lease.
+        var worker: String
+        /// Set when the lease was lost (the job was rescued by another process): the worker stops
+        /// and leaves the job's shared media alone, since another worker may hold it now.
+        var leaseLost = false
+        var waiters: [Waiter] = []
+    }
+
+    let database: any MomentsStore
+    let layout: StorageLayout
+    let mediaStorage: any MediaStorage
+    let settings: ServiceSettings
+    let media: MediaDefaults
+    /// The plans (kept-input allowance when a highlight is made).
+    let plans: PlanSettings
+    let logger: Logger
+    let clock: @Sendable () -> Date
+    private let running = Mutex<[String: Running]>([:])
+    private let shuttingDown = Atomic<Bool>(false)
+    private let doorbells = Mutex<[AsyncStream<Void>.Continuation]>([])
+    /// This process among all the processes sharing the queue: host, pid and a random tag, so a
+    /// lease names the very worker loop holding it.
+    public let processTag: String
+
+    public init(
+        database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil,
+        settings: ServiceSettings, media: MediaDefaults,
+        plans: PlanSettings = PlanSettings(), logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.database = database; self.layout = layout; self.settings = settings; self.media = media; self.plans = plans
+        self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
+        self.logger = logger; self.clock = clock
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        processTag = "\(String(cString: host))/\(getpid())/\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// The lease owner name of worker loop `index`.
+    func workerName(_ index: Int) -> String { "\(processTag)#\(index)" }
+
+    var sweeper: Sweeper {
+        Sweeper(
+            database: database, layout: layout, storage: mediaStorage, runningJobIDs: { self.runningJobIDs },
+            settings: settings, logger: logger, clock: clock)
+    }
+
+    /// Before the server takes requests: jobs a crash left `processing` go back to the queue (their
+    /// folders emptied of everything but the input) or fail after `maxAttempts`; partial uploads
+    /// are deleted (no upload can be in flight yet).
+    public func recoverAtStartup() throws {
+        // Only a store this process has to itself knows every processing job is orphaned; a shared
+        // one waits for leases to expire (other processes may be working on them right now).
+        guard database.isExclusive else { return }
+        let recovered = try database.recoverInterruptedJobs(maxAttempts: settings.maxAttempts, now: clock())
+        for id in recovered.failed { layout.removeJobFiles(id) }
+        for id in recovered.requeued { layout.removeJobFiles(id, keepingInput: true) }
+        JobMetrics.recovered(requeued: recovered.requeued.count, failed: recovered.failed.count)
+        if !recovered.requeued.isEmpty || !recovered.failed.isEmpty {
+            logger.notice(
+                "recovered interrupted jobs",
+                metadata: ["requeued": "\(recovered.requeued)", "failed": "\(recovered.failed)"])
+        }
+        sweeper.removeAbandonedUploads(olderThan: 0)
+    }
+
+    public func run() async throws {
+        let workerSlots = WorkerMetrics.started(settings.workers); defer { workerSlots.stopped() }
+        await withGracefulShutdownHandler {
+            // Worker loops and the sweeper end at shutdown; the helpers around them (poll, store
+            // events, lease renewal, rescuer) are cancelled once those have ended.
+            await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<settings.workers {
+                    let (stream, continuation) = AsyncStream.makeStream(
+                        of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                    doorbells.withLock { $0.append(continuation) }
+                    group.addTask {
+                        await self.workerLoop(index, wakeups: stream); return true
+                    }
+                }
+                group.addTask {
+                    await self.sweeper.run(until: { self.shuttingDown.load(ordering: .relaxed) || Task.isCancelled });
+                    return true
+                }
+                // Polls the queue every second too: a job whose retry backoff ran out, or whose news
+                // was missed, is never stranded.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        self.notifyNewJob()
+                    }
+                    return false
+                }
+                group.addTask {
+                    await self.listenToStore(); return false
+                }
+                group.addTask {
+                    await self.renewLeasesWhileRunning(); return false
+                }
+                group.addTask {
+                    await self.rescueWhileRunning(); return false
+                }
+                var essential = settings.workers + 1
+                while essential > 0, let wasEssential = await group.next() {
+                    if wasEssential { essential -= 1 }
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.beginShutdown()
+        }
+    }
+
+    /// Reacts to the store's events: a job queued wakes the workers; a job cancelled (by an API
+    /// process anywhere) stops the worker of this process running it.
+    func listenToStore() async {
+        for await event in database.events() {
+            switch event {
+            case .jobQueued: notifyNewJob()
+            case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
+            case .webhookQueued, .pushQueued: break  // the webhook and push dispatchers listen for these themselves
+            }
+        }
+    }
+
+    /// Renews the leases of the jobs this process runs every third of the lease. A job whose lease
+    /// is no longer held (cancelled, or rescued after this process stalled) is stopped.
+    func renewLeasesWhileRunning() async {
+        let interval = settings.leaseSeconds / 3
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(interval))
+            await renewLeases()
+        }
+    }
+
+    func renewLeases() async {
+        // Each attempt is known by its token: a job retried at once by the same worker is a new
+        // attempt under the same id, and must not pay for its previous attempt's lapsed lease.
+        let byWorker = running.withLock { jobs in
+            Dictionary(grouping: jobs, by: { $0.value.worker }).mapValues {
+                $0.map { (id: $0.key, token: $0.value.token) }
+            }
+        }
+        for (worker, attempts) in byWorker {
+            do {
+                let held = try await database.renewLeases(
+                    worker: worker, jobIDs: attempts.map(\.id), leaseSeconds: settings.leaseSeconds,
+                    now: clock())
+                for (id, token) in attempts where !held.contains(id) {
+                    // Cancelled by its owner: the usual cancel path (files removed, time charged).
+                    // Anything else (re-queued or held by another worker): the lease was lost.
+                    let current = try? await database.job(id: id)
+                    let lost = current.map { !$0.status.isFinished } ?? false
+                    let stopped = running.withLock { jobs -> Bool in
+                        guard let entry = jobs[id], entry.token === token else { return false }
+                        if lost { jobs[id]!.leaseLost = true }
+                        token.cancel()
+                        return true
+                    }
+                    guard stopped else { continue }
+                    if lost {
+                        logger.notice("job no longer held by this worker; stopping it", metadata: ["job": "\(id)"])
+                    }
+                }
+            } catch {
+                logger.warning("cannot renew job leases", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Re-queues jobs whose lease expired (their worker or host is gone), on every process: the
+    /// store makes concurrent rescues harmless.
+    func rescueWhileRunning() async {
+        let interval = max(1, settings.leaseSeconds / 2)
+        while !Task.isCancelled {
+            await rescueExpiredLeases()
+            try? await Task.sleep(for: .seconds(interval))
+        }
+    }
+
+    func rescueExpiredLeases() async {
+        // This process's own jobs first: after a stall longer than the lease (a starved machine),
+        // the rescuer may wake before the renewer and would take back jobs still running here.
+        await renewLeases()
+        do {
+            let rescued = try await database.rescueExpiredLeases(
+                maxAttempts: settings.maxAttempts,
+                backoffSeconds: settings.retryBackoffSeconds, now: clock())
+            JobMetrics.recovered(requeued: rescued.requeued.count, failed: rescued.failed.count)
+            if !rescued.requeued.isEmpty || !rescued.failed.isEmpty {
+                logger.warning(
+                    "rescued jobs whose worker is gone",
+                    metadata: ["requeued": "\(rescued.requeued)", "failed": "\(rescued.failed)"])
+            }
+            for id in rescued.failed { layout.removeJobFiles(id) }
+        } catch is CancellationError {
+        } catch {
+            logger.error("cannot rescue expired jobs", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Wakes the workers: a job was queued.
+    public func notifyNewJob() {
+        doorbells.withLock { bells in for bell in bells { bell.yield() } }
+    }
+
+    /// Stops the job if a worker runs it, and returns once the worker has removed its files, or
+    /// after `timeout` if the engine is slow to notice. False when no worker had it.
+    @discardableResult
+    public func stop(jobID: String, timeout: Duration = .seconds(3)) async -> Bool {
+        let token: CancellationToken? = running.withLock { $0[jobID]?.token }
+        guard let token else { return false }
+        token.cancel()
+        let waiter = Waiter()
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            waiter.resume()
+        }
+        await waiter.wait { waiter in
+            let registered = self.running.withLock { jobs -> Bool in
+                guard jobs[jobID] != nil else { return false }
+                jobs[jobID]!.waiters.append(waiter)
+                return true
+            }
+            if !registered { waiter.resume() }
+        }
+        timer.cancel()
+        return true
+    }
+
+    /// Jobs being processed right now.
+    public var runningJobIDs: [String] { running.withLock { Array($0.keys) } }
+
+    func beginShutdown() {
+        shuttingDown.store(true, ordering: .relaxed)
+        running.withLock { jobs in for job in jobs.values { job.token.cancel() } }
+        doorbells.withLock { bells in for bell in bells { bell.finish() } }
+    }
+
+    private func workerLoop(_ index: Int, wakeups: AsyncStream<Void>) async {
+        var iterator = wakeups.makeAsyncIterator()
+        let worker = workerName(index)
+        while !shuttingDown.load(ordering: .relaxed) {
+            do {
+                while !shuttingDown.load(ordering: .relaxed),
+                    let job = try await database.claimNextJob(
+                        worker: worker, leaseSeconds: settings.leaseSeconds, now: clock())
+                {
+                    await process(job, worker: worker)
+                }
+            } catch {
+                logger.error("cannot claim a job", metadata: ["error": "\(error)"])
+            }
+            guard await iterator.next() != nil else { return }
+        }
+    }
+
+    /// The settings of the isolated children this runner starts.
+    public var isolation: IsolationSettings {
+        IsolationSettings(
+            executable: settings.childExecutable.isEmpty
+                ? IsolationSettings.defaultExecutable() : settings.childExecutable,
+            memoryBytes: UInt64(max(0, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
+    }
+
+    /// A job's wall-clock budget: the base plus a share per second of video. The header's duration
+    /// is not trusted beyond the plan's limit (decoding stops there).
+    func timeBudget(_ job: Job) -> Double {
+        let claimed = max(1, job.input.duration)
+        let seconds = min(max(claimed, 1), job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        return settings.timeBudgetSeconds + settings.timeBudgetPerVideoSecond * seconds
+    }
+
+    private func process(_ job: Job, worker: String) async {
+        let token = await register(job, worker: worker)
+        let started = clock()
+        let stages = JobMetrics.started(attempt: job.attempts)
+        var log = logger
+        log[metadataKey: "job"] = "\(job.id)"
+        log.info("job started", metadata: ["worker": "\(worker)", "attempt": "\(job.attempts)"])
+
+        let reporter = ProgressReporter(
+            jobID: job.id, worker: worker, database: database, token: token,
+            interval: .milliseconds(settings.progressIntervalMs), clock: clock)
+        let progressTask = Task { await reporter.run() }
+        // The child sees local files only: the input is fetched to the job's workspace first.
+        stages.step("fetch input")
+        let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
+        let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
+        let request = highlightRequest(for: job, in: workspace)
+        let children = childLauncher(
+            for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
+        var outcome = Self.workspaceFailure
+        // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
+        var recognized: RecognizedReupload?
+        if prepared != nil {
+            (outcome, recognized) = await runChildren(
+                job, workspace: workspace, request: request, run: children, token: token,
+                stages: stages, log: log)
+            Self.removeRecognitionFiles(workspace)
+        }
+        progressTask.cancel()
+        stages.publishing()
+        let leaseLost = running.withLock { $0[job.id].map { $0.token === token && $0.leaseLost } ?? false }
+        if leaseLost {
+            // Another worker holds the job now: its media are that worker's; nothing to record.
+            log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
+        } else {
+            await finish(
+                job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
+                stages: stages, log: log)
+        }
+        // Scratch is this process's own, whoever holds the job now.
+        await mediaStorage.discardWorkspace(jobID: job.id)
+        stages.done()
+        let waiters = running.withLock { jobs -> [Waiter] in
+            guard jobs[job.id]?.token === token else { return [] }
+            return jobs.removeValue(forKey: job.id)?.waiters ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Registers the job as running here and returns its cancellation token (already cancelled
+    /// when a shutdown or a DELETE came between the claim and the registration).
+    private func register(_ job: Job, worker: String) async -> CancellationToken {
+        // An earlier attempt of this job may still be finishing here (a retry at once, claimed by
+        // another worker loop of this process): it ends first, so that neither its clean-up nor
+        // its lease renewal can touch this attempt.
+        while running.withLock({ $0[job.id] != nil }) {
+            let waiter = Waiter()
+            await waiter.wait { waiter in
+                let registered = running.withLock { jobs -> Bool in
+                    guard jobs[job.id] != nil else { return false }
+                    jobs[job.id]!.waiters.append(waiter)
+                    return true
+                }
+                if !registered { waiter.resume() }
+            }
+        }
+        let token = CancellationToken()
+        running.withLock { $0[job.id] = Running(token: token, worker: worker) }
+        // A failed read is not a cancellation (the job then runs).
+        if shuttingDown.load(ordering: .relaxed) {
+            token.cancel()
+        } else if let current = try? await database.job(id: job.id),
+            current.status != .processing || current.leaseOwner != worker
+        {
+            token.cancel()
+        }
+        return token
+    }
+
+    /// The engine's request for the job: its length, shape, pinned and excluded moments, the
+    /// workspace's files, the account's analysis cache and the plan's length limit.
+    private func highlightRequest(for job: Job, in workspace: JobWorkspace) -> HighlightRequest {
+        var quality = RenderQuality(rawValue: job.quality) ?? .high
+        if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
+        var request = media.request(source: workspace.inputPath, quality: quality)
+        request.output = workspace.resultPath
+        request.posterOutput = workspace.posterPath
+        request.analysisOutput = workspace.analysisPath
+        // The analysis cache is per account: an identical upload of another account is analysed
+        // again, so nothing (not even a shorter processing time) tells one account of another's videos.
+        request.cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        request.selection.targetDuration = Double(job.targetDuration)
+        request.analysisData = workspace.analysisDataPath
+        request.storyboardOutput = workspace.storyboardPath
+        if let edit = job.edit {
+            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
+            request.selection.include = edit.include
+            request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
+        }
+        // The plan's length limit holds on decoded timestamps, whatever the header claims.
+        request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
+        return request
+    }
+
+    /// Runs one isolated child of the job on a thread of its own, within what is left of the
+    /// job's time budget (which holds for its children together: the recognition look, then the highlight).
+    typealias ChildLauncher = @Sendable (ChildTask, (@Sendable (ChildMessage) -> ChildTask?)?) async -> ChildOutcome
+
+    private func childLauncher(
+        for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
+        stages: JobStageTimer, log: Logger
+    ) -> ChildLauncher {
+        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        let isolation = self.isolation
+        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
+        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let access = ChildAccess(writable: [workspace.directory, cacheDirectory])
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let niceness = settings.niceness
+        let deadline = ContinuousClock.now + .seconds(timeBudget(job))
+        return { task, followUp in
+            let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
+            return
+                (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
+                    IsolatedChild.run(
+                        task, settings: isolation, access: access, wallSeconds: left,
+                        cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
+                        cancellation: token, logger: log,
+                        onProgress: { stage, fraction in
+                            reporter.report(stage: stage, fraction: fraction)
+                            stages.enter(stage)
+                        }, followUp: followUp)
+                }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
+        }
+    }
+
+    /// The job's children: the keyframe look at earlier uploads when there are candidates, then
+    /// the highlight in the same child; or the highlight alone.
+    private func runChildren(
+        _ job: Job, workspace: JobWorkspace, request: HighlightRequest, run runChild: ChildLauncher,
+        token: CancellationToken, stages: JobStageTimer, log: Logger
+    ) async -> (ChildOutcome, RecognizedReupload?) {
+        stages.step("candidates")
+        let candidates = await reuploadCandidates(for: job, log: log)
+        let look =
+            candidates.isEmpty || token.isCancelled
+            ? nil
+            : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
+        guard let look else {
+            stages.step("highlight child start")
+            return (await runChild(ChildTask.highlight(request), nil), nil)
+        }
+        // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
+        stages.step("child start")
+        // Set once the look has answered: what the worker keeps of a recognised copy (nil when it is none).
+        let answered = Mutex<RecognizedReupload??>(nil)
+        var outcome = await runChild(look) { message in
+            guard let recognition = message.recognition else { return nil }
+            let (next, found) = Self.waitOnThisThread {
+                await self.afterRecognition(
+                    recognition, job: job, candidates: candidates, workspace: workspace,
+                    request: request, stages: stages, log: log)
+            }
+            answered.withLock { $0 = .some(found) }
+            stages.step("highlight")
+            return ChildTask.highlight(next)
+        }
+        if let found = answered.withLock({ $0 }) { return (outcome, found) }
+        if case .cancelled = outcome { return (outcome, nil) }  // stopped before the look answered
+        // No answer from the look (it failed or died before one): analysed in full, in a new child.
+        log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
+        stages.step("highlight child start")
+        outcome = await runChild(ChildTask.highlight(request), nil)
+        return (outcome, nil)
+    }
+
+    /// A child that died abnormally this many times fails the job for good.
+    static let abnormalExitLimit = 2
+
+    private func finish(
+        _ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
+        recognized: RecognizedReupload?, stages: JobStageTimer, log: Logger
+    ) async {
+        let now = clock()
+        let elapsed = now.timeIntervalSince(started)
+        // What a failure charges against the daily worker budget: the time spent, unless the job
+        // is a re-cut (its input already made a highlight, so the failure is not the input's).
+        let isRecut = job.edit?.recutOf != nil
+        let charge = isRecut ? 0 : elapsed
+        do {
+            switch outcome {
+            case .answered(let message):
+                guard let result = message.result else {
+                    try await failForGood(
+                        job, worker: worker, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
+                        reason: "the child answered without a result")
+                    return
+                }
+                // A re-upload given its earlier highlight: that highlight's files become this job's.
+                let duplicate = result.report.duplicateOf
+                var earlierOutput: JobOutput?
+                if let duplicate, duplicate.resultCopied {
+                    stages.step("copy earlier highlight")
+                    earlierOutput = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
+                    guard earlierOutput != nil,
+                        (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster]))
+                            != nil
+                    else {
+                        try await retryOrFail(
+                            job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false,
+                            charge: 0, finalCode: "io",
+                            finalMessage: Self.serviceFailureMessage, log: log,
+                            detail: "the earlier job's result is gone or could not be copied")
+                        return
+                    }
+                    // Best effort: without it the highlight has no storyboard (as when drawing fails).
+                    if result.report.storyboardReused == true,
+                        (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard]))
+                            == nil
+                    {
+                        log.info("the earlier storyboard could not be copied", metadata: ["of": "\(duplicate.jobId)"])
+                    }
+                }
+                // Stored (on disk, or in the bucket) before the database says completed.
+                stages.step("store results")
+                guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
+                    try await retryOrFail(
+                        job, worker: worker, reason: "the server could not store the result", abnormal: false,
+                        charge: 0, finalCode: "io",
+                        finalMessage: Self.serviceFailureMessage, log: log,
+                        detail: "the media storage refused the results")
+                    return
+                }
+                let render = result.render
+                let size = render?.fileSize ?? 0
+                let upright = (render?.rotation ?? 0) % 180 != 0
+                var output = JobOutput(
+                    duration: render?.duration ?? 0, size: size,
+                    width: upright ? render?.height ?? 0 : render?.width ?? 0,
+                    height: upright ? render?.width ?? 0 : render?.height ?? 0)
+                if let earlierOutput {
+                    output = JobOutput(
+                        duration: earlierOutput.duration, size: earlierOutput.size, width: earlierOutput.width,
+                        height: earlierOutput.height)
+                }
+                output.analysisReused = result.report.analysisReused ?? result.cached
+                output.duplicateOf = duplicate.map {
+                    JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
+                }
+                let finalOutput = output
+                let reframe = result.report.reframe
+                let segments = result.report.segments.enumerated().map { index, s in
+                    var segment = JobSegment(start: s.start, end: s.end, score: s.score, reason: s.reason)
+                    if let reframe, index < reframe.tracks.count {
+                        segment.crop = Self.meanWindow(reframe, track: reframe.tracks[index])
+                    }
+                    return segment
+                }
+                stages.step("record")
+                if try await retrying({
+                    try await self.database.complete(
+                        id: job.id, worker: worker, output: finalOutput, segments: segments, processingSeconds: elapsed,
+                        workerSeconds: elapsed, now: now)
+                }) {
+                    // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
+                    if !settings.keepUploads, job.edit?.keepsInput != true {
+                        await mediaStorage.removeInput(jobID: job.id)
+                    }
+                    await settleKeptInputs(job, recognized: recognized, log: log)
+                    await storeFingerprint(
+                        result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil),
+                        job: job, log: log)
+                    log.info(
+                        "job completed",
+                        metadata: [
+                            "seconds": "\(String(format: "%.1f", elapsed))", "output_bytes": "\(size)",
+                            "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"
+                        ])
+                    JobMetrics.finished(.completed)
+                } else {
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
+                    try? await database.chargeWorkerTime(
+                        jobId: job.id, seconds: elapsed, reason: "worker time: cancelled while finishing", now: now)
+                    log.info("job cancelled as it completed; result removed")
+                    JobMetrics.finished(.cancelled)
+                }
+            case .cancelled:
+                if shuttingDown.load(ordering: .relaxed), try await database.job(id: job.id)?.status == .processing {
+                    try await retrying { try await self.database.requeue(id: job.id, worker: worker, now: now) }
+                    log.notice("job stopped by shutdown; back in the queue")
+                    JobMetrics.finished(.handedBack)
+                } else {
+                    await mediaStorage.removeMedia(jobID: job.id, keepingInput: false)
+                    // A cancel after processing began still costs the worker time it used.
+                    try? await database.chargeWorkerTime(
+                        jobId: job.id, seconds: elapsed, reason: "worker time: cancelled during processing", now: now)
+                    log.info("job cancelled; files removed")
+                    JobMetrics.finished(.cancelled)
+                }
+            case .failed(let error) where Self.isTransient(error):
+                try await retryOrFail(
+                    job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
+                    finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
+                    detail: error.description)
+            case .failed(let error):
+                // The input's fault: its unit is released, the worker time stays charged. A re-cut's
+                // input already made a highlight: its failure is the service's, charged nothing.
+                let (code, message) = Self.failure(error)
+                try await failForGood(
+                    job, worker: worker, code: code, message: isRecut ? Self.recutFailureMessage : message,
+                    charge: charge,
+                    log: log, reason: error.description)
+            case .abnormal(let reason, let timedOut) where timedOut:
+                try await failForGood(
+                    job, worker: worker, code: "time_limit",
+                    message:
+                        "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
+                    charge: charge, log: log, reason: reason)
+            case .abnormal(let reason, _):
+                if job.abnormalExits + 1 >= Self.abnormalExitLimit {
+                    try await failForGood(
+                        job, worker: worker, code: "processing_failed",
+                        message: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                        charge: charge, log: log, reason: reason)
+                } else {
+                    try await retryOrFail(
+                        job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
+                        finalCode: "processing_failed",
+                        finalMessage: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                        log: log, detail: reason)
+                }
+            }
+        } catch {
+            log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A reframe track's mean window over its segment (for timelines: one transform per clip).
+    static func meanWindow(_ reframe: Reframe, track: CropTrack) -> JobCrop {
+        let n = Double(max(1, track.x.count))
+        let cx = track.x.isEmpty ? 0.5 : track.x.reduce(0, +) / n
+        let cy = track.y.isEmpty ? 0.5 : track.y.reduce(0, +) / n
+        return JobCrop(
+            x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width,
+            height: reframe.height)
+    }
+
+    static let unprocessableMessage =
+        "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
+    static let recutFailureMessage =
+        "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
+    static let serviceFailureMessage =
+        "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
+
+    /// The input could not be brought to the worker (the media storage failed): worth another attempt.
+    static let workspaceFailure = ChildOutcome.failed(
+        MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage")
+    )
+
+    /// Failures of the service, not of the video: worth another attempt.
+    static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
+
+    /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
+    private func failForGood(
+        _ job: Job, worker: String, code: String, message: String, charge: Double, log: Logger, reason: String
+    ) async throws {
+        _ = try await retrying {
+            try await self.database.fail(
+                id: job.id, worker: worker, code: code, message: message, chargeSeconds: charge, now: self.clock())
+        }
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: settings.keepUploads)
+        log.warning("job failed", metadata: ["code": "\(code)", "error": "\(reason)"])
+        JobMetrics.finished(.failed)
+    }
+
+    /// Another attempt later (exponential backoff), keeping the input; after `maxAttempts` the job fails.
+    private func retryOrFail(
+        _ job: Job, worker: String, reason: String, abnormal: Bool, charge: Double, finalCode: String,
+        finalMessage: String,
+        log: Logger, detail: String
+    ) async throws {
+        guard job.attempts < settings.maxAttempts else {
+            try await failForGood(
+                job, worker: worker, code: finalCode, message: finalMessage, charge: charge, log: log, reason: detail)
+            return
+        }
+        let delay = retryBackoff(base: settings.retryBackoffSeconds, attempts: job.attempts)
+        let now = clock()
+        await mediaStorage.removeMedia(jobID: job.id, keepingInput: true)
+        _ = try await retrying {
+            try await self.database.retryLater(
+                id: job.id, worker: worker, runAfter: now.addingTimeInterval(delay), abnormal: abnormal,
+                chargeSeconds: charge, reason: reason, now: now)
+        }
+        log.warning("job will be retried", metadata: ["in_seconds": "\(Int(delay))", "reason": "\(detail)"])
+        JobMetrics.finished(.retried)
+    }
+
+    /// Runs a job's final database write again (after 0.5, 1, 2, 4, 8 s) when it fails (a busy or
+    /// momentarily full database), so a finished job is not left looking `processing`. If every try
+    /// fails, the job's lease runs out and a rescuer re-queues it.
+    private func retrying<T: Sendable>(_ write: @Sendable () async throws -> T) async throws -> T {
+        var delay = 0.5
+        while true {
+            do { return try await write() } catch {
+                if delay > 8 { throw error }
+                logger.warning(
+                    "database write failed; retrying", metadata: ["error": "\(error)", "in_seconds": "\(delay)"])
+                try? await Task.sleep(for: .seconds(delay))
+                delay *= 2
+            }
+        }
+    }
+
+    /// The code and sentence a failed job shows to its owner: the user's terms, never a path or
+    /// FFmpeg's text (those go to the log).
+    static func failure(_ error: MediaError) -> (String, String) {
+        switch error.kind {
+        case .unusable:
+            return (
+                error.kind.rawValue,
+                "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight."
+            )
+        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge, .unsupportedContainer:
+            return (
+                error.kind.rawValue,
+                "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it."
+            )
+        case .tooLong, .tooManyFrames, .badTimestamps:
+            // Limits on decoded data: the detail names the limit in the user's terms.
+            return (
+                error.kind.rawValue,
+                "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it."
+            )
+        case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
+            return (error.kind.rawValue, unprocessableMessage)
+        }
+    }
+}
+
+/// A continuation resumed exactly once, by whichever comes first (the worker or a timer).
+final class Waiter: Sendable {
+    private let state = Mutex<(resumed: Bool, continuation: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func wait(registering register: (Waiter) -> Void) async {
+        await withCheckedContinuation { continuation in
+            let alreadyResumed = state.withLock { s -> Bool in
+                if s.resumed { return true }
+                s.continuation = continuation
+                return false
+            }
+            if alreadyResumed { continuation.resume() } else { register(self) }
+        }
+    }
+
+    func resume() {
+        let continuation = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard !s.resumed else { return nil }
+            s.resumed = true
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        continuation?.resume()
+    }
+}
