@@ -243,7 +243,8 @@ let package = Package(
                 "Store",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         .executableTarget(
@@ -295,6 +296,16 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Configuration", package: "swift-configuration")
+            ]
+        ),
+        // The router tier: controllers and domain services on a throw-away SQLite store, no socket,
+        // no child process (runs in seconds).
+        .testTarget(
+            name: "RouterTests",
+            dependencies: [
+                "MomentsServer", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .testTarget(

@@ -37,13 +37,15 @@ public struct MomentsServices: Sendable {
     let lock: StorageLock?
 
     /// Creates the storage folders, takes the storage lock when the store is exclusive (SQLite),
-    /// opens the media storage (`mediaStorage`, or the one `storage.backend` names), reads the APNs
+    /// opens the media storage (`mediaStorage`, or the one `storage.backend` names; `probe` replaces
+    /// the isolated probe of uploads, for router tests), reads the APNs
     /// key (a bad one stops the start: `APNsConfigurationError`), and recovers the jobs a crash
     /// interrupted.
     public init(
         settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
         appStore: AppStoreSettings = AppStoreSettings(), store: any MomentsStore,
-        mediaStorage: (any MediaStorage)? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+        mediaStorage: (any MediaStorage)? = nil, probe: (any UploadProbe)? = nil, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         let layout = StorageLayout(root: settings.storagePath)
         try layout.prepare()
@@ -62,7 +64,7 @@ public struct MomentsServices: Sendable {
             plans: plans, logger: logger, clock: clock)
         intake = UploadIntake(
             database: store, layout: layout, mediaStorage: mediaStorage, settings: settings, policy: policy,
-            isolation: runner.isolation, logger: logger, clock: clock)
+            isolation: runner.isolation, probe: probe, logger: logger, clock: clock)
         resumable = ResumableUploads(intake: intake, logger: logger)
         jobs = JobControl(database: store, mediaStorage: mediaStorage, runner: runner, clock: clock)
         links = MediaLinkSigner(database: store, clock: clock)

@@ -71,7 +71,7 @@ extension PostgresStore {
 
     /// Fire and forget: the request that used the key does not wait for this write.
     public func recordKeyUse(keyId: String, at date: Date) {
-        let client = self.client, logger = self.logger
+        let client = self.pool, logger = self.logger
         Task.detached {
             do {
                 _ = try await client.query(

@@ -2,19 +2,39 @@ import Foundation
 import Store
 import Logging
 import PostgresNIO
+import ServiceLifecycle
+import Synchronization
 
 /// The store on PostgreSQL: many API and worker processes on many hosts share one database.
 /// Same semantics as `AppDatabase` method by method; where SQLite relies on its single writer,
 /// this engine takes row locks (`SELECT … FOR UPDATE`, `FOR UPDATE SKIP LOCKED` for the claim) in
 /// the method's one transaction. Events travel by LISTEN/NOTIFY, sent inside the transactions that
 /// cause them (delivered only if they commit).
-public final class PostgresStore: MomentsStore {
-    public let client: PostgresClient
+///
+/// A Service: `run()` runs the connection pool, migrates the schema and listens for events, until
+/// graceful shutdown or `close()`; `moments serve` and `worker` run it first in their ServiceGroup
+/// (so it stops last). Calls made before it has started wait for it; if it could not start, they
+/// fail with the reason.
+public final class PostgresStore: MomentsStore, Service {
+    /// The pool, whether or not it runs yet (`client` waits until it does).
+    let pool: PostgresClient
     public let sandboxForAll: Bool
     let logger: Logger
     let hub: EventHub
-    private let runTask: Task<Void, Never>
-    private let listenerTask: Task<Void, Never>
+    /// Opened once the schema is migrated and LISTEN is in place (or with the reason it is not).
+    private let started = StartGate()
+    /// Opened when `run()` has ended.
+    private let ended = StartGate()
+    private let stopRequested = StartGate()
+    private let running = Atomic<Bool>(false)
+
+    /// The pool, once the store runs with its schema in place.
+    public var client: PostgresClient {
+        get async throws {
+            try await started.wait()
+            return pool
+        }
+    }
 
     public var engine: String { "postgresql" }
     public var isExclusive: Bool { false }
@@ -28,7 +48,7 @@ public final class PostgresStore: MomentsStore {
     public convenience init(url: String, sandboxForAll: Bool = false, logger: Logger) async throws {
         let parts = try PostgresURL.parse(url)
         try await Self.probe(parts, logger: logger)
-        try await self.init(configuration: parts.clientConfiguration, sandboxForAll: sandboxForAll, logger: logger)
+        self.init(configuration: parts.clientConfiguration, sandboxForAll: sandboxForAll, logger: logger)
     }
 
     /// One connection made and closed: a server that is down, a wrong password or a missing
@@ -60,38 +80,54 @@ public final class PostgresStore: MomentsStore {
         return String(describing: error)
     }
 
-    public init(configuration: PostgresClient.Configuration, sandboxForAll: Bool = false, logger: Logger) async throws {
+    public init(configuration: PostgresClient.Configuration, sandboxForAll: Bool = false, logger: Logger) {
         // The client's background log says little the store does not (a failed connection surfaces
         // as the error of the call that needed it), and warns when a call beats `run()` starting.
         var background = logger
         background.logLevel = max(logger.logLevel, .error)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: background)
-        let hub = EventHub()
-        self.client = client
-        self.hub = hub
+        pool = PostgresClient(configuration: configuration, backgroundLogger: background)
+        hub = EventHub()
         self.sandboxForAll = sandboxForAll
         self.logger = logger
-        runTask = Task { await client.run() }
-        do {
-            try await PostgresMigrations.migrate(client, logger: logger)
-        } catch {
-            runTask.cancel()
-            await runTask.value
-            throw PostgresStoreError.unavailable(
-                "could not prepare the PostgreSQL database (schema migration): \(Self.reason(error))")
+    }
+
+    /// Runs the pool, migrates the schema (once across processes: an advisory lock), listens for
+    /// the store's events, and opens the store to its callers; until graceful shutdown or `close()`.
+    public func run() async throws {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        defer {
+            hub.finish()
+            ended.open(.success(()))
         }
-        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        listenerTask = Task {
-            await Self.listen(client: client, hub: hub, logger: logger, ready: readyContinuation)
-        }
-        // Events are delivered from the moment init returns: wait (bounded) for LISTEN to be in place.
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await _ in ready { return } }
-            group.addTask { try? await Task.sleep(for: .seconds(10)) }
-            await group.next()
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await self.pool.run() }
+            do {
+                try await PostgresMigrations.migrate(pool, logger: logger)
+            } catch {
+                let failure = PostgresStoreError.unavailable(
+                    "could not prepare the PostgreSQL database (schema migration): \(Self.reason(error))")
+                started.open(.failure(failure))
+                throw failure
+            }
+            let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
+            group.addTask {
+                await Self.listen(client: self.pool, hub: self.hub, logger: self.logger, ready: readyContinuation)
+            }
+            // Events are delivered from the moment the store opens: wait (bounded) for LISTEN.
+            await withTaskGroup(of: Void.self) { wait in
+                wait.addTask { for await _ in ready { return } }
+                wait.addTask { try? await Task.sleep(for: .seconds(10)) }
+                await wait.next()
+                wait.cancelAll()
+            }
+            started.open(.success(()))
+            try? await cancelWhenGracefulShutdown { try await self.stopRequested.wait() }
             group.cancelAll()
         }
     }
+
+    /// Waits until the store runs with its schema in place; throws why it could not start.
+    public func ready() async throws { try await started.wait() }
 
     public func events() -> AsyncStream<StoreEvent> { hub.subscribe() }
 
@@ -100,13 +136,11 @@ public final class PostgresStore: MomentsStore {
             "INSERT INTO heartbeat (id, at) VALUES (1, \(now)) ON CONFLICT (id) DO UPDATE SET at = excluded.at")
     }
 
-    /// Stops listening and closes every connection. Further use throws.
+    /// Stops `run()` (listening, every connection) and waits for it to end. Further use throws.
     public func close() async throws {
-        listenerTask.cancel()
-        await listenerTask.value
-        runTask.cancel()
-        await runTask.value
-        hub.finish()
+        started.open(.failure(PostgresStoreError.unavailable("the store was closed")))
+        stopRequested.open(.success(()))
+        if running.load(ordering: .relaxed) { try? await ended.wait() }
     }
 
     // MARK: Running statements
@@ -153,5 +187,33 @@ extension PostgresConnection {
     @discardableResult
     func run(_ query: PostgresQuery, logger: Logger) async throws -> Int {
         try await self.query(query, logger: logger).collect().count
+    }
+}
+
+/// A one-time gate: callers wait until it is opened with a result, then all get that result.
+final class StartGate: Sendable {
+    private let state = Mutex<(result: Result<Void, any Error>?, waiters: [CheckedContinuation<Void, any Error>])>(
+        (nil, []))
+
+    func wait() async throws {
+        if let result = state.withLock({ $0.result }) { return try result.get() }
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+            let result = state.withLock { state -> Result<Void, any Error>? in
+                if state.result == nil { state.waiters.append(waiter) }
+                return state.result
+            }
+            if let result { waiter.resume(with: result) }
+        }
+    }
+
+    /// The first result wins; later ones are ignored.
+    func open(_ result: Result<Void, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard state.result == nil else { return [] }
+            state.result = result
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
     }
 }

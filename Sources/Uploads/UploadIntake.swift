@@ -8,7 +8,7 @@ import MomentsConfig
 import Requests
 import Store
 
-/// Turning a received file into a queued job: the disk floor, the probe in an isolated child, the
+/// Turning a received file into a queued job: the disk floor, the probe (in an isolated child), the
 /// plan's length and quota checks, storing the input and inserting the job in one transaction
 /// that reserves a unit of the month's quota. Plain and resumable uploads and re-cuts come here.
 public final class UploadIntake: Sendable {
@@ -17,7 +17,7 @@ public final class UploadIntake: Sendable {
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
     public let policy: PlanPolicy
-    let inspector: UploadInspector
+    let probe: any UploadProbe
     let estimator = TimeEstimator()
     let clock: @Sendable () -> Date
     /// Frees the plain uploads' places this host's dead processes left (started with the intake;
@@ -26,7 +26,7 @@ public final class UploadIntake: Sendable {
 
     public init(
         database: any MomentsStore, layout: StorageLayout, mediaStorage: any MediaStorage, settings: ServiceSettings,
-        policy: PlanPolicy, isolation: IsolationSettings, logger: Logger,
+        policy: PlanPolicy, isolation: IsolationSettings, probe: (any UploadProbe)? = nil, logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database
@@ -39,8 +39,9 @@ public final class UploadIntake: Sendable {
         // the API's priority, not the render's (`jobs.niceness`).
         var probeIsolation = isolation
         probeIsolation.niceness = 0
-        self.inspector = UploadInspector(
-            maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
+        self.probe =
+            probe
+            ?? UploadInspector(maxDurationSeconds: settings.maxDurationSeconds, isolation: probeIsolation, logger: logger)
         releasePlacesOfDeadProcesses = Task { [database] in await Self.releaseDeadHolders(database) }
     }
 
@@ -65,7 +66,7 @@ public final class UploadIntake: Sendable {
     ) async throws -> (Job, QuotaUsage) {
         let input: JobInput
         do {
-            input = try await inspector.inspect(path)
+            input = try await probe.inspect(path)
             try edit.check(duration: input.duration, targetDuration: targetDuration)
             try checkLength(input, plan: current)
         } catch {

@@ -46,11 +46,12 @@ struct ServeCommand: AsyncParsableCommand {
                 "database": "\(services.store.engine)", "workers": "\(settings.workers)"
             ])
         let (app, _) = buildApplication(services, logger: logger, operations: OperationsSettings(reader: context.config))
-        // The composition root: the background services and the HTTP application as siblings in one
-        // group, stopped in reverse order on SIGTERM or SIGINT (the app first, the workers next).
+        // The composition root: the store (PostgreSQL's pool and listener), the background services
+        // and the HTTP application as siblings in one group, stopped in reverse order on SIGTERM or
+        // SIGINT: the app first, the workers next, the store last.
         let group = ServiceGroup(
             configuration: .init(
-                services: (services.background + [app]).map { .init(service: $0) },
+                services: (storeServices(services.store) + services.background + [app]).map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try await services.store.close()

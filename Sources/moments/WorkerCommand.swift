@@ -8,6 +8,7 @@ import MomentsConfig
 import MomentsServer
 import Push
 import ServiceLifecycle
+import Store
 import Telemetry
 import Workers
 
@@ -50,12 +51,18 @@ struct WorkerCommand: AsyncParsableCommand {
         ) { await sampler.refresh() }
         let group = ServiceGroup(
             configuration: .init(
-                services: workerServices(services).map { .init(service: $0) } + (metrics.map { [$0] } ?? []),
+                services: (storeServices(services.store) + workerServices(services)).map { .init(service: $0) }
+                    + (metrics.map { [$0] } ?? []),
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try await services.store.close()
         logger.notice("Moments worker stopped; its jobs were finished or handed back")
     }
+}
+
+/// The store, when it is a service of its own (PostgreSQL: its pool and event listener).
+func storeServices(_ store: any MomentsStore) -> [any Service] {
+    (store as? any Service).map { [$0] } ?? []
 }
 
 /// A worker process's services: the dispatchers and the runner (no HTTP, no resumable uploads).

@@ -14,7 +14,7 @@ enum ProductionTestEngine {
     ) {
         let url = try await TestServers.freshDatabase()
         settings.databaseURL = url
-        let store = try await PostgresStore(url: url, sandboxForAll: sandboxForAll, logger: logger)
+        let store = try await PostgresStore.started(url: url, sandboxForAll: sandboxForAll, logger: logger)
         let s3 = try TestServers.s3
         settings.mediaStorage.backend = "s3"
         settings.mediaStorage.endpoint = s3.endpoint

@@ -28,7 +28,7 @@ struct ResumableUploadScaleOutTests {
         var logger = Logger(label: "moments-test-b")
         logger.logLevel = .warning
         let s3 = try TestServers.s3
-        let store = try await PostgresStore(url: settings.databaseURL, logger: logger)
+        let store = try await PostgresStore.started(url: settings.databaseURL, logger: logger)
         let media = try MediaStorageFactory.make(
             settings: settings, layout: StorageLayout(root: settings.storagePath),
             environment: ["AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey], logger: logger)

@@ -91,7 +91,7 @@ final class StoreHarness: @unchecked Sendable {
             return try await StoreHarness(
                 engine: engine,
                 open: {
-                    try await PostgresStore(url: databaseURL, logger: StoreHarness.logger)
+                    try await PostgresStore.started(url: databaseURL, logger: StoreHarness.logger)
                 },
                 cleanup: {
                     try await admin(url) { client in
