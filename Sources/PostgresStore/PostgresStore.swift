@@ -25,7 +25,9 @@ public final class PostgresStore: MomentsStore, Service {
     private let started = StartGate()
     /// Opened when `run()` has ended.
     private let ended = StartGate()
-    private let stopRequested = StartGate()
+    /// Finished by `close()`; `run()` waits on it (an AsyncStream's wait ends on cancellation too).
+    private let stopRequested: AsyncStream<Void>
+    private let stopRequest: AsyncStream<Void>.Continuation
     private let running = Atomic<Bool>(false)
 
     /// The pool, once the store runs with its schema in place.
@@ -87,6 +89,7 @@ public final class PostgresStore: MomentsStore, Service {
         background.logLevel = max(logger.logLevel, .error)
         pool = PostgresClient(configuration: configuration, backgroundLogger: background)
         hub = EventHub()
+        (stopRequested, stopRequest) = AsyncStream.makeStream()
         self.sandboxForAll = sandboxForAll
         self.logger = logger
     }
@@ -121,7 +124,7 @@ public final class PostgresStore: MomentsStore, Service {
                 wait.cancelAll()
             }
             started.open(.success(()))
-            try? await cancelWhenGracefulShutdown { try await self.stopRequested.wait() }
+            await cancelWhenGracefulShutdown { for await _ in self.stopRequested {} }
             group.cancelAll()
         }
     }
@@ -139,7 +142,7 @@ public final class PostgresStore: MomentsStore, Service {
     /// Stops `run()` (listening, every connection) and waits for it to end. Further use throws.
     public func close() async throws {
         started.open(.failure(PostgresStoreError.unavailable("the store was closed")))
-        stopRequested.open(.success(()))
+        stopRequest.finish()
         if running.load(ordering: .relaxed) { try? await ended.wait() }
     }
 
