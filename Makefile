@@ -28,17 +28,18 @@ release: setup
 run: release
 	.build/release/moments serve
 
-# The media tests run first on their own: they do long synchronous work on Swift's cooperative
-# threads (as many as cores), which would starve the live HTTP servers the service tests talk to.
+# The tests in tiers. The router tier (RouterTests: controllers and domain services on a
+# throw-away SQLite store, no socket, no child process) and the unit suites run first; the media
+# tests run on their own: they do long synchronous work on Swift's cooperative threads (as many as
+# cores), which would starve the live HTTP servers the service tests talk to.
 # The rest runs with a throw-away PostgreSQL cluster and moto's S3 server (installed when missing,
 # started on free loopback ports, stopped after; see scripts/with-test-servers): the service tests
-# on the embedded engines (SQLite + filesystem), the store and object-storage suites, and the
-# service tests again on the production engines (PostgreSQL + S3).
-# The service tests run in two halves, one after the other (each runs its tests in parallel): all
-# of them at once starve the live servers on a 2-core machine (timeouts in the streaming tests).
-TRANSPORT_SUITES := ^ServerTests\.(ResumableUpload|IETFResumable|Tuspy|Webhook|Push)
-SERVICE_TESTS := --filter "^ServerTests\." --skip "$(TRANSPORT_SUITES)"
-TRANSPORT_TESTS := --filter "$(TRANSPORT_SUITES)"
+# (live servers, real child processes and media) on the embedded engines (SQLite + filesystem), the
+# store and object-storage suites, and the service tests again on the production engines
+# (PostgreSQL + S3). Each service run holds at most SERVICE_WIDTH tests in flight at once, so a
+# 2-core machine is busy without starving the streaming tests' servers.
+SERVICE_WIDTH := 16
+SERVICE_TESTS := SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(SERVICE_WIDTH) scripts/swift-test --filter "^ServerTests\."
 # opentimelineio and xmllint check the timeline exports (OTIO read back, FCPXML against a DTD);
 # tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client;
 # curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests;
@@ -58,13 +59,12 @@ test-tools:
 
 test: setup test-tools
 	$(SWIFT) build --build-tests
-	scripts/swift-test --skip ServerTests --skip ObjectStorageTests --skip '^StoreTests\.'
+	scripts/swift-test --filter '^RouterTests\.'
+	scripts/swift-test --skip ServerTests --skip RouterTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\
-		scripts/swift-test $(SERVICE_TESTS) && \
-		scripts/swift-test $(TRANSPORT_TESTS) && \
+		$(SERVICE_TESTS) && \
 		scripts/swift-test --filter "^StoreTests\.|ObjectStorageTests" && \
-		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(SERVICE_TESTS) && \
-		MOMENTS_TEST_ENGINE=postgresql+s3 scripts/swift-test $(TRANSPORT_TESTS)'
+		MOMENTS_TEST_ENGINE=postgresql+s3 $(SERVICE_TESTS)'
 	$(MAKE) test-browser
 
 # The web studio in a browser (Tests/Browser, pytest): Playwright for Python driving Debian's
