@@ -100,6 +100,13 @@ public struct PlanPolicy: Sendable {
         }
     }
 
+    /// A file over `limit` bytes, naming the product that lifts the limit when one does.
+    public func fileTooLarge(limit: Int64, plan current: AccountPlan) -> Refusal {
+        var upgrade: (product: String, maxBytes: Int64)?
+        if let pro = current.upgrade, pro.maxUploadBytes > limit { upgrade = (plans.proProductId, pro.maxUploadBytes) }
+        return .fileTooLarge(.init(limit: limit, plan: current.plan.name, upgrade: upgrade))
+    }
+
     /// Refused until the next UTC day: the plan's daily worker time is spent.
     public func overBudget(limit: Double, used: Double, plan: Plan) -> Refusal {
         QuotaMetrics.refused(.dailyBudgetExceeded)

@@ -47,7 +47,7 @@ struct MultipartUpload {
     /// `checkSpace` is called with the bytes written so far before each write to disk. Every exit
     /// but success deletes the file at `path`.
     static func receive(
-        _ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Problem,
+        _ body: RequestBody, boundary: String, to path: String, maxFileBytes: Int64, tooLarge: Requests.Refusal,
         logger: Logger, checkSpace: (Int64) throws -> Void
     ) async throws -> Result {
         var state = ParseState()

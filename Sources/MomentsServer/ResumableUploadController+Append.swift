@@ -111,7 +111,7 @@ extension ResumableUploadController {
         return try await resumable.append(
             id: id, account: account, append, body: request.body,
             tooLarge: { plan in
-                UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, plans: intake.policy.plans)
+                intake.policy.fileTooLarge(limit: resumable.maxBytes(plan), plan: plan)
             }, stop: { channel.close(promise: nil) },
             wrote: { written in
                 uploads.wrote(ticket, bytes: written)

@@ -73,7 +73,7 @@ struct ResumableUploadController {
             filename: terms.filename, targetDuration: options.targetDuration,
             quality: options.quality.rawValue, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
-            UploadController.tooLarge(limit: resumable.maxBytes(plan), plan: plan, plans: intake.policy.plans)
+            intake.policy.fileTooLarge(limit: resumable.maxBytes(plan), plan: plan)
         }
         context.logger.info("resumable upload created", metadata: ["upload": "\(upload.id)", "protocol": "\(proto)"])
         // Relative (RFC 9110 §10.2.2): right behind any proxy or host name the client used.

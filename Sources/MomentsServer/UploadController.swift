@@ -85,7 +85,7 @@ struct UploadController {
         let boundary = try MultipartUpload.boundary(contentType: request.headers[.contentType])
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
         let maxBytes = min(settings.maxUploadBytes, current.plan.maxUploadBytes)
-        let tooLarge = Self.tooLarge(limit: maxBytes, plan: current, plans: intake.policy.plans)
+        let tooLarge = intake.policy.fileTooLarge(limit: maxBytes, plan: current)
         if let declared, declared > maxBytes + MultipartUpload.maxOverheadBytes { throw tooLarge }
         try uploads.startReceiving(ticket, declaredBytes: declared ?? 0, logger: context.logger)
         try intake.checkDiskSpace(expectedBytes: (declared ?? 0) + uploads.outstandingBytes(excluding: ticket))
@@ -128,23 +128,6 @@ struct UploadController {
 
     /// The containers and codecs the linked FFmpeg reads (computed once).
     static let catalog = FormatCatalog.current()
-
-    /// Retry-After of a 503 server_busy.
-    static let busyRetrySeconds = 30
-
-    /// 413 naming the limit and, on the free plan, the product that lifts it.
-    static func tooLarge(limit: Int64, plan: AccountPlan, plans: PlanSettings) -> Problem {
-        var detail = "The file is larger than the \(plan.plan.name) plan accepts (\(limit / 1_000_000) MB)."
-        var extensions: [String: ProblemValue] = ["limit_bytes": .int(Int(limit)), "plan": .string(plan.plan.name)]
-        if let upgrade = plan.upgrade, upgrade.maxUploadBytes > limit {
-            detail +=
-                " Upload a shorter or smaller video, or subscribe to \(plans.proProductId) for files up to \(upgrade.maxUploadBytes / 1_000_000) MB."
-            extensions["product_id"] = .string(plans.proProductId)
-        } else {
-            detail += " Upload a shorter or smaller video."
-        }
-        return Problem(.contentTooLarge, code: "file_too_large", detail: detail, extensions: extensions)
-    }
 
     static func megabytes(_ bytes: Int64) -> String {
         bytes >= 1_000_000 ? String(format: "%.1f MB", Double(bytes) / 1_000_000) : "\(bytes) bytes"

@@ -89,33 +89,21 @@ final class UploadRegistry: Sendable {
         return refusal
     }
 
-    /// `tryStartReceiving`, a refusal thrown as the problem the client reads: 503 when the server
-    /// is full, 429 when this account already sends its share of bodies at once.
+    /// `tryStartReceiving`, thrown as the refusal the client reads: 503 when the server is full,
+    /// 429 when this account already sends its share of bodies at once.
     func startReceiving(_ ticket: Ticket, declaredBytes: Int64, logger: Logger, resumable: Bool = false) throws {
         switch tryStartReceiving(ticket, declaredBytes: declaredBytes) {
         case nil:
             return
         case .serverBusy:
             logger.notice("upload refused: server-wide upload cap reached", metadata: ["limit": "\(maxConcurrent)"])
-            throw Problem(
-                .serviceUnavailable, code: "server_busy",
-                detail:
-                    "The server is receiving as many uploads as it can right now. Try again in a minute\(resumable ? "; the upload keeps what it has" : "").",
-                headers: [.retryAfter: String(UploadController.busyRetrySeconds)])
+            throw Requests.Refusal.serverBusy(resumable: resumable)
         case .accountBusy(let limit):
             logger.notice(
                 "upload refused: the account's share of upload slots is taken", metadata: ["limit": "\(limit)"])
-            throw Problem(
-                .tooManyRequests, code: "too_many_uploads",
-                detail:
-                    "Your account is already sending \(limit) upload\(limit == 1 ? "" : "s") at once. Wait for one to finish, then send this one\(resumable ? "; the upload keeps what it has" : "").",
-                extensions: ["limit": .int(limit)],
-                headers: [.retryAfter: String(Self.accountBusyRetrySeconds)])
+            throw Requests.Refusal.tooManyUploads(limit: limit, resumable: resumable)
         }
     }
-
-    /// Retry-After of a 429 too_many_uploads.
-    static let accountBusyRetrySeconds = 10
 
     /// The upload has written `bytes` of its file so far.
     func wrote(_ ticket: Ticket, bytes: Int64) {

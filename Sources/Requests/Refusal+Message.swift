@@ -16,6 +16,9 @@ extension Refusal {
         case .tooShort: "too_short"
         case .tooLongForServer, .tooLongForPlan, .originalBeyondPlan: "too_long"
         case .insufficientStorage: "insufficient_storage"
+        case .serverBusy: "server_busy"
+        case .tooManyUploads: "too_many_uploads"
+        case .fileTooLarge: "file_too_large"
         case .storageUnavailable: "storage_unavailable"
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange: "invalid_target_duration"
         case .invalidQuality, .qualityNotAString: "invalid_quality"
@@ -41,6 +44,8 @@ extension Refusal {
         case .tooManyJobs(let t): t.retryAfter
         case .dailyBudgetExceeded(let b): b.retryAfter
         case .storageUnavailable: MediaStorageError.retryAfterSeconds
+        case .serverBusy: Self.serverBusyRetrySeconds
+        case .tooManyUploads: Self.tooManyUploadsRetrySeconds
         case .uploadLocked(_, let retry): retry
         default: nil
         }
@@ -78,6 +83,12 @@ extension Refusal {
             return extras
         case .originalBeyondPlan(let o):
             return ["limit_seconds": .int(Int(o.limitSeconds)), "plan": .string(o.plan)]
+        case .tooManyUploads(let limit, _):
+            return ["limit": .int(limit)]
+        case .fileTooLarge(let f):
+            var extras: [String: Value] = ["limit_bytes": .int(Int(f.limit)), "plan": .string(f.plan)]
+            if let upgrade = f.upgrade { extras["product_id"] = .string(upgrade.product) }
+            return extras
         case .targetDurationOutOfRange(_, let minimum, let maximum, true):
             return ["minimum": .int(minimum), "maximum": .int(maximum)]
         case .invalidQuality(_, true):
@@ -102,6 +113,14 @@ extension Refusal {
             "The server is low on storage space and cannot take this upload now. Try again later."
         case .storageUnavailable:
             MediaStorageError.userMessage
+        case .serverBusy(let resumable):
+            "The server is receiving as many uploads as it can right now. Try again in a minute"
+                + (resumable ? Self.keepsWhatItHas : "") + "."
+        case .tooManyUploads(let limit, let resumable):
+            "Your account is already sending \(limit) upload\(limit == 1 ? "" : "s") at once. "
+                + "Wait for one to finish, then send this one" + (resumable ? Self.keepsWhatItHas : "") + "."
+        case .fileTooLarge(let f):
+            Self.message(f)
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality,
             .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidInclude, .invalidExclude:
             optionsMessage
@@ -109,6 +128,15 @@ extension Refusal {
             .lengthMismatch, .pastLength, .appendInterrupted, .checksumMismatch:
             uploadMessage
         }
+    }
+
+    static let keepsWhatItHas = "; the upload keeps what it has"
+
+    static func message(_ f: FileTooLarge) -> String {
+        let detail = "The file is larger than the \(f.plan) plan accepts (\(f.limit / 1_000_000) MB)."
+        guard let upgrade = f.upgrade else { return detail + " Upload a shorter or smaller video." }
+        return detail + " Upload a shorter or smaller video, or subscribe to \(upgrade.product) for files up to "
+            + "\(upgrade.maxBytes / 1_000_000) MB."
     }
 
     static func timestamp(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }

@@ -38,6 +38,12 @@ public enum Refusal: Error, Sendable, Equatable {
 
     /// The disk would fall below its floor.
     case insufficientStorage
+    /// The server receives as many upload bodies as it can (`resumable`: the upload keeps its bytes).
+    case serverBusy(resumable: Bool)
+    /// The account already sends its share of upload bodies at once.
+    case tooManyUploads(limit: Int, resumable: Bool)
+    /// Larger than the account's plan accepts.
+    case fileTooLarge(FileTooLarge)
     /// The media storage cannot take or copy the input right now.
     case storageUnavailable
 
@@ -84,6 +90,27 @@ public enum Refusal: Error, Sendable, Equatable {
 }
 
 extension Refusal {
+    /// Retry-After of a 503 server_busy and of a 429 too_many_uploads.
+    public static let serverBusyRetrySeconds = 30
+    public static let tooManyUploadsRetrySeconds = 10
+
+    public struct FileTooLarge: Sendable, Equatable {
+        public var limit: Int64, plan: String
+        /// The product that would accept the file, with its limit, when it lifts this one.
+        public var upgrade: (product: String, maxBytes: Int64)?
+
+        public init(limit: Int64, plan: String, upgrade: (product: String, maxBytes: Int64)?) {
+            self.limit = limit
+            self.plan = plan
+            self.upgrade = upgrade
+        }
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.limit == b.limit && a.plan == b.plan && a.upgrade?.product == b.upgrade?.product
+                && a.upgrade?.maxBytes == b.upgrade?.maxBytes
+        }
+    }
+
     public struct QuotaExceeded: Sendable, Equatable {
         public var limit: Int, used: Int, resetsAt: Date, plan: String
         /// The product that lifts the cap, on the free plan.

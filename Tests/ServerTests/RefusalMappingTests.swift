@@ -59,7 +59,10 @@ struct RefusalMappingTests {
         (.lengthMismatch(.changed(length: 10, to: 20)), 400),
         (.pastLength(limit: 10), 413),
         (.appendInterrupted, 400),
-        (.checksumMismatch(offset: 10), 460)
+        (.checksumMismatch(offset: 10), 460),
+        (.serverBusy(resumable: true), 503),
+        (.tooManyUploads(limit: 2, resumable: false), 429),
+        (.fileTooLarge(.init(limit: 500_000_000, plan: "free", upgrade: ("pro.monthly", 4_000_000_000))), 413)
     ]
 
     /// Which sample a case is: this switch stops compiling when a case is added without one.
@@ -95,11 +98,14 @@ struct RefusalMappingTests {
         case .pastLength: 27
         case .appendInterrupted: 28
         case .checksumMismatch: 29
+        case .serverBusy: 30
+        case .tooManyUploads: 31
+        case .fileTooLarge: 32
         }
     }
 
     @Test func everyCaseHasASample() {
-        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<30))
+        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<33))
     }
 
     @Test func everyCaseMapsToItsStatus() {
