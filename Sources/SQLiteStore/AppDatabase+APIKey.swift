@@ -6,8 +6,8 @@ extension AppDatabase {
     /// The key whose SHA-256 is `keyHash`, joined with its account: one indexed lookup with a
     /// cached statement on the caller's thread (no transaction: one SELECT is atomic), so every
     /// request sees revocations and disabled accounts at once without costing a write.
-    public func authenticate(keyHash: String) throws -> KeyLookup {
-        try lookup { db in
+    public func authenticate(keyHash: String) async throws -> KeyLookup {
+        try await lookup { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT api_key.id, api_key.revokedAt IS NOT NULL, account.disabledAt IS NOT NULL,

@@ -11,11 +11,6 @@ public final class AppDatabase: MomentsStore {
     public var isExclusive: Bool { true }
     /// This process's store events (SQLite has no other process to hear from).
     let broadcaster = StoreEventBroadcaster()
-    /// One read-only connection of its own for the synchronous lookups of the hot paths (API key,
-    /// job status), which run on the caller's thread. They must not wait for one of the pool's
-    /// readers: those are held across suspension points by async reads, which need the very
-    /// cooperative threads a synchronous caller would be blocking (a deadlock under load).
-    let lookups: DatabaseQueue
     /// `appStore.sandboxForAll`: App Store sandbox (TestFlight) subscriptions grant pro to every
     /// account, not only to testers. SQL sees it as `moments_sandbox_for_all()` (see `entitlement`).
     public let sandboxForAll: Bool
@@ -36,15 +31,12 @@ public final class AppDatabase: MomentsStore {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
-        var lookup = Configuration()
-        lookup.readonly = true
-        lookup.busyMode = .timeout(10)
-        lookups = try DatabaseQueue(path: path, configuration: lookup)
     }
 
-    /// A synchronous read on the lookup connection: one statement, no transaction around it.
-    func lookup<T>(_ body: (Database) throws -> T) throws -> T {
-        try lookups.unsafeRead(body)
+    /// A lookup of the hot paths (API key, job status): one cached statement on one of the pool's
+    /// readers, no transaction around it (a single SELECT is atomic on its own), awaited.
+    func lookup<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.unsafeRead(body)
     }
 
     public func events() -> AsyncStream<StoreEvent> { broadcaster.subscribe() }
@@ -52,7 +44,6 @@ public final class AppDatabase: MomentsStore {
     /// Closes the database (checkpointing the WAL). Further use throws.
     public func close() throws {
         broadcaster.finish()
-        try lookups.close()
         try pool.close()
     }
 

@@ -21,9 +21,8 @@ extension AppDatabase {
 
     /// The fields of GET …/status, read on the caller's thread with a cached statement: the most
     /// frequent request (apps poll it) costs one indexed lookup and no JSON decoding.
-    public func jobStatus(id: String, accountId: String) throws -> JobStatusRow? {
-        // One SELECT is atomic on its own: no transaction around it (unsafeRead).
-        try lookup { db in
+    public func jobStatus(id: String, accountId: String) async throws -> JobStatusRow? {
+        try await lookup { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT status, progress, message, mediaDeletedAt IS NOT NULL FROM job WHERE id = ? AND accountId = ?

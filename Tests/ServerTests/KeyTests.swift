@@ -199,7 +199,7 @@ struct KeyTests {
             try queue.close()
         }
         let db = try AppDatabase(path: path)
-        guard case .valid(let account, let keyId) = try db.authenticate(keyHash: Account.hash(apiKey: key)) else {
+        guard case .valid(let account, let keyId) = try await db.authenticate(keyHash: Account.hash(apiKey: key)) else {
             Issue.record("the migrated key does not authenticate")
             return
         }
