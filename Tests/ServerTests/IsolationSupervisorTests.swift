@@ -18,11 +18,17 @@ struct IsolationSupervisorTests {
         return logger
     }()
 
-    /// A script run as the child (`settings.executable`).
+    /// A script run as the child (`settings.executable`). Written through a close-on-exec
+    /// descriptor: one inherited by a process another test starts meanwhile would keep the file
+    /// open for writing, and its exec would fail (ETXTBSY).
     static func child(_ scratch: Scratch, _ body: String) throws -> IsolationSettings {
         let path = scratch.path("child-\(UUID().uuidString.prefix(8))")
-        try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, 0o755)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        try #require(fd >= 0)
+        let text = Array("#!/bin/sh\n\(body)\n".utf8)
+        let wrote = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try #require(wrote == text.count)
         return IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0)
     }
 

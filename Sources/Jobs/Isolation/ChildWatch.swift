@@ -144,7 +144,11 @@ final class ChildWatch: Sendable {
     /// watch goes on until the child is gone).
     private func pause(_ amount: TimeAmount) async {
         let promise = loop.makePromise(of: Void.self)
-        state.withLock { $0.wake = promise }
+        let closed = state.withLock { s -> Bool in
+            s.wake = promise
+            return !s.outputOpen && !s.errorsOpen
+        }
+        if closed { wakeUp() }
         let timer = loop.scheduleTask(in: amount) { self.wakeUp() }
         try? await promise.futureResult.get()
         timer.cancel()
