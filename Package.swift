@@ -144,7 +144,8 @@ let package = Package(
             dependencies: [
                 "CIsolation", "Store", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio")
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         // Accounts, API keys, plans and quota, and the App Store verifier's configuration.
@@ -165,7 +166,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio")
             ]
         ),
         // Push notifications to phones through APNs: provider tokens, the client and the outbox dispatcher.
@@ -202,6 +204,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto")
             ]
         ),

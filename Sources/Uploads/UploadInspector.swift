@@ -21,13 +21,9 @@ public struct UploadInspector: Sendable {
     /// The input description, or the reason this file cannot become a job.
     public func inspect(_ path: String) async throws(Refusal) -> JobInput {
         let (isolation, limit, logger) = (self.isolation, timeLimitSeconds, self.logger)
-        let outcome =
-            (try? await EngineThread.run(name: "moments-probe", niceness: 0) {
-                IsolatedChild.run(
-                    .probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit,
-                    cpuSeconds: UInt64(limit),
-                    cancellation: nil, logger: logger)
-            }) ?? .abnormal(reason: "the probe thread failed", timedOut: false)
+        let outcome = await IsolatedChild.run(
+            .probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit,
+            cpuSeconds: UInt64(limit), cancellation: nil, logger: logger)
         switch outcome {
         case .answered(let message):
             guard let info = message.probe else { throw .unreadable }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import Requests
 import Synchronization
 #if canImport(Glibc)
@@ -11,8 +12,8 @@ import Synchronization
 /// registry in production; tests put a resolver of their own here (and may count a stand-in
 /// address as public).
 public struct WebhookNetwork: Sendable {
-    /// The numeric addresses `host` resolves to. May block (it runs on a thread of its own, never
-    /// on the cooperative pool).
+    /// The numeric addresses `host` resolves to. May block (it runs on a thread of the lookup
+    /// budget's pool, never on the cooperative pool).
     public var resolve: @Sendable (_ host: String) throws -> [String]
     /// Nil for an address a webhook may go to; otherwise what it is (see SpecialPurposeAddresses).
     public var classify: @Sendable (_ address: String) -> String?
@@ -40,6 +41,7 @@ public final class WebhookLookupBudget: Sendable {
     }
 
     let state = Mutex(State())
+    private let pool = Mutex<NIOThreadPool?>(nil)
 
     /// The process's budget (registration and delivery share it).
     public static let shared = WebhookLookupBudget()
@@ -64,6 +66,22 @@ public final class WebhookLookupBudget: Sendable {
         if let refusal { throw refusal }
     }
 
+    /// The threads lookups block on, started at the first lookup: one per lookup the budget
+    /// admits, so an admitted lookup never waits for another (nor for NIO's shared blocking pool).
+    var threads: NIOThreadPool {
+        pool.withLock { pool in
+            if let pool { return pool }
+            let made = NIOThreadPool(numberOfThreads: total)
+            made.start()
+            pool = made
+            return made
+        }
+    }
+
+    deinit {
+        pool.withLock { $0 }?.shutdownGracefully { _ in }
+    }
+
     func release(_ account: String) {
         state.withLock { state in
             state.running -= 1
@@ -83,9 +101,9 @@ enum WebhookLookupError: Error {
 }
 
 extension WebhookNetwork {
-    /// Resolves `host` for `account` within `budget`: on a thread of its own; the caller's task
-    /// may be cancelled meanwhile (it stops waiting; the thread keeps its share of the budget
-    /// until getaddrinfo returns).
+    /// Resolves `host` for `account` within `budget`: on a thread of the budget's pool; the
+    /// caller's task may be cancelled meanwhile (it stops waiting; the lookup keeps its share of
+    /// the budget until getaddrinfo returns).
     func lookup(_ host: String, account: String, budget: WebhookLookupBudget) async throws(WebhookLookupError)
         -> [String]
     {
@@ -100,13 +118,15 @@ extension WebhookNetwork {
         }
         let waiter = LookupWaiter()
         let resolve = self.resolve
-        let thread = Thread {
+        budget.threads.submit { state in
             let result: Result<[String], WebhookLookupError>
-            do { result = .success(try resolve(host)) } catch { result = .failure(.failed) }
+            do {
+                guard state == .active else { throw SystemResolver.Failed() }
+                result = .success(try resolve(host))
+            } catch { result = .failure(.failed) }
             budget.release(account)
             waiter.finish(result)
         }
-        thread.start()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in waiter.install(continuation) }
         } onCancel: {
@@ -155,7 +175,7 @@ final class LookupWaiter: Sendable {
     }
 }
 
-/// getaddrinfo, blocking: call it from a thread of its own.
+/// getaddrinfo, blocking: call it off the cooperative pool (a lookup budget's threads).
 public enum SystemResolver {
     public static func addresses(of host: String) throws -> [String] {
         try query(host, hints: streamHints(flags: 0))

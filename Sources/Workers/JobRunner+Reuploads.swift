@@ -196,20 +196,6 @@ extension JobRunner {
         return (request, recognized)
     }
 
-    /// Waits on this thread for async work: for a child's follow-up, which is asked for on the
-    /// job's own thread (never call it from Swift's cooperative pool, whose threads it would hold).
-    static func waitOnThisThread<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
-        let box = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let value = await work()
-            box.withLock { $0 = value }
-            done.signal()
-        }
-        done.wait()
-        return box.withLock { $0! }
-    }
-
     /// The new video shows the earlier one's footage from the same start to the same end, to a frame.
     static func sameTimeline(match: ReuploadMatch, target: ReuseTarget, earlierDuration: Double) -> Bool {
         let frame = 1 / max(1, target.frameRate > 0 ? target.frameRate : 30)

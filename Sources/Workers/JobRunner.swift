@@ -307,14 +307,14 @@ public final class JobRunner: Service, Sendable {
         let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
         let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
         let request = highlightRequest(for: job, in: workspace)
-        let children = childLauncher(
+        let children = jobChildren(
             for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
         var outcome = Self.workspaceFailure
         // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
         var recognized: RecognizedReupload?
         if prepared != nil {
             (outcome, recognized) = await runChildren(
-                job, workspace: workspace, request: request, run: children, token: token,
+                job, workspace: workspace, request: request, children: children, token: token,
                 stages: stages, log: log)
             Self.removeRecognitionFiles(workspace)
         }
@@ -392,78 +392,6 @@ public final class JobRunner: Service, Sendable {
         // The plan's length limit holds on decoded timestamps, whatever the header claims.
         request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
         return request
-    }
-
-    /// Runs one isolated child of the job on a thread of its own, within what is left of the
-    /// job's time budget (which holds for its children together: the recognition look, then the highlight).
-    typealias ChildLauncher = @Sendable (ChildTask, (@Sendable (ChildMessage) -> ChildTask?)?) async -> ChildOutcome
-
-    private func childLauncher(
-        for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
-        stages: JobStageTimer, log: Logger
-    ) -> ChildLauncher {
-        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        let isolation = self.isolation
-        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
-        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let access = ChildAccess(writable: [workspace.directory, cacheDirectory])
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let niceness = settings.niceness
-        let deadline = ContinuousClock.now + .seconds(timeBudget(job))
-        return { task, followUp in
-            let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
-            return
-                (try? await EngineThread.run(name: "moments-job", niceness: niceness) {
-                    IsolatedChild.run(
-                        task, settings: isolation, access: access, wallSeconds: left,
-                        cpuSeconds: UInt64(left) * UInt64(max(1, cores)),
-                        cancellation: token, logger: log,
-                        onProgress: { stage, fraction in
-                            reporter.report(stage: stage, fraction: fraction)
-                            stages.enter(stage)
-                        }, followUp: followUp)
-                }) ?? .abnormal(reason: "the job thread failed", timedOut: false)
-        }
-    }
-
-    /// The job's children: the keyframe look at earlier uploads when there are candidates, then
-    /// the highlight in the same child; or the highlight alone.
-    private func runChildren(
-        _ job: Job, workspace: JobWorkspace, request: HighlightRequest, run runChild: ChildLauncher,
-        token: CancellationToken, stages: JobStageTimer, log: Logger
-    ) async -> (ChildOutcome, RecognizedReupload?) {
-        stages.step("candidates")
-        let candidates = await reuploadCandidates(for: job, log: log)
-        let look =
-            candidates.isEmpty || token.isCancelled
-            ? nil
-            : recognitionTask(candidates: candidates, workspace: workspace, request: request, log: log)
-        guard let look else {
-            stages.step("highlight child start")
-            return (await runChild(ChildTask.highlight(request), nil), nil)
-        }
-        // One child: the keyframe look, then (once this worker has prepared it from the answer) the highlight.
-        stages.step("child start")
-        // Set once the look has answered: what the worker keeps of a recognised copy (nil when it is none).
-        let answered = Mutex<RecognizedReupload??>(nil)
-        var outcome = await runChild(look) { message in
-            guard let recognition = message.recognition else { return nil }
-            let (next, found) = Self.waitOnThisThread {
-                await self.afterRecognition(
-                    recognition, job: job, candidates: candidates, workspace: workspace,
-                    request: request, stages: stages, log: log)
-            }
-            answered.withLock { $0 = .some(found) }
-            stages.step("highlight")
-            return ChildTask.highlight(next)
-        }
-        if let found = answered.withLock({ $0 }) { return (outcome, found) }
-        if case .cancelled = outcome { return (outcome, nil) }  // stopped before the look answered
-        // No answer from the look (it failed or died before one): analysed in full, in a new child.
-        log.info("re-upload recognition gave no answer; analysing in full", metadata: ["outcome": "\(outcome)"])
-        stages.step("highlight child start")
-        outcome = await runChild(ChildTask.highlight(request), nil)
-        return (outcome, nil)
     }
 
     /// A child that died abnormally this many times fails the job for good.

@@ -1,38 +1,27 @@
 import ArgumentParser
 import Configuration
-import Dispatch
 import Foundation
 import MomentsConfig
 
-/// Configuration for the synchronous media commands: Config/moments.json (or MOMENTS_CONFIG) and the
-/// environment, read once. A malformed file is a one-line error and exit status 1.
-enum CLIConfig {
-    private final class Box: @unchecked Sendable { var result: Result<ConfigReader, any Error>? }
+/// Configuration for the media commands: Config/moments.json (or MOMENTS_CONFIG) and the
+/// environment, read once at the start of a command. A malformed file is a one-line error and
+/// exit status 1.
+struct CLIConfig {
+    let reader: ConfigReader
 
-    static let reader: Result<ConfigReader, any Error> = {
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            do { box.result = .success(try await MomentsConfiguration.reader()) } catch { box.result = .failure(error) }
-            done.signal()
-        }
-        done.wait()
-        return box.result!
-    }()
-
-    static func get() throws -> ConfigReader {
-        switch reader {
-        case .success(let reader): return reader
-        case .failure(let error):
+    static func load() async throws -> CLIConfig {
+        do {
+            return CLIConfig(reader: try await MomentsConfiguration.reader())
+        } catch {
             FileHandle.standardError.write(Data("moments: \(error)\n".utf8))
             throw ExitCode.failure
         }
     }
 
-    static func mediaDefaults() throws -> MediaDefaults { MediaDefaults(reader: try get()) }
+    func mediaDefaults() -> MediaDefaults { MediaDefaults(reader: reader) }
 
     /// STORAGE_PATH (or storage.path) / cache / analysis.
-    static func analysisCacheDirectory() throws -> String {
-        (ServiceSettings(reader: try get()).storagePath as NSString).appendingPathComponent("cache/analysis")
+    func analysisCacheDirectory() -> String {
+        (ServiceSettings(reader: reader).storagePath as NSString).appendingPathComponent("cache/analysis")
     }
 }

@@ -5,7 +5,7 @@ import MomentsConfig
 import MediaSynth
 
 /// Runs the analysis decode alone and reports what it saw (used by the benchmark).
-struct DecodeCommand: ParsableCommand {
+struct DecodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode", abstract: "Run the analysis decode pass and print its summary.")
 
@@ -18,9 +18,10 @@ struct DecodeCommand: ParsableCommand {
     @Flag(help: "Do not decode audio.") var noAudio = false
     @Option(help: "Decoder threads (0: sized to the machine).") var threads = 0
 
-    func run() throws {
+    func run() async throws {
+        let config = try await CLIConfig.load()
         try runReportingErrors {
-            var options = try CLIConfig.mediaDefaults().template.analysis.decodeOptions
+            var options = config.mediaDefaults().template.analysis.decodeOptions
             if let maxSide { options.maxSide = maxSide }
             if let fps { options.maxFrameRate = fps }
             if skipNonref { options.skipNonReferenceFrames = true }

@@ -5,7 +5,7 @@ import Highlight
 import MediaEngine
 import MomentsConfig
 
-struct AnalyzeCommand: ParsableCommand {
+struct AnalyzeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
         abstract: "Analyse a video: shots, motion, audio, quality, candidates and the segments a highlight would use.")
@@ -15,14 +15,15 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: "Target highlight length in seconds, for the segments (5...180).") var targetDuration = 30.0
     @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
 
-    func run() throws {
+    func run() async throws {
+        let config = try await CLIConfig.load()
         try runReportingErrors {
-            let defaults = try CLIConfig.mediaDefaults()
+            let defaults = config.mediaDefaults()
             var request = HighlightRequest(source: file)
             request.analysis = defaults.template.analysis
             request.weights = defaults.template.weights
             request.selection.targetDuration = targetDuration
-            request.cacheDirectory = try noCache ? nil : CLIConfig.analysisCacheDirectory()
+            request.cacheDirectory = noCache ? nil : config.analysisCacheDirectory()
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("analysing")
@@ -64,7 +65,7 @@ struct AnalyzeCommand: ParsableCommand {
     }
 }
 
-struct HighlightCommand: ParsableCommand {
+struct HighlightCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "highlight", abstract: "Make a highlight of the best moments of a video.")
 
@@ -89,9 +90,10 @@ struct HighlightCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        let config = try await CLIConfig.load()
         try runReportingErrors {
-            let defaults = try CLIConfig.mediaDefaults()
+            let defaults = config.mediaDefaults()
             // validate() refused unknown names, so a given option always names a quality or style.
             var request = defaults.request(
                 source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
@@ -100,7 +102,7 @@ struct HighlightCommand: ParsableCommand {
             request.selection.targetDuration = targetDuration
             request.analysisOutput = analysis
             request.posterOutput = poster
-            request.cacheDirectory = try noCache ? nil : CLIConfig.analysisCacheDirectory()
+            request.cacheDirectory = noCache ? nil : config.analysisCacheDirectory()
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("highlight")

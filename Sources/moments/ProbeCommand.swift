@@ -5,7 +5,7 @@ import Logging
 import MediaEngine
 import MomentsServer
 
-struct ProbeCommand: ParsableCommand {
+struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "probe", abstract: "Describe a video file.")
 
     @Argument(help: "The video file.") var file: String
@@ -15,11 +15,17 @@ struct ProbeCommand: ParsableCommand {
     @Option(help: "Probe this many times and print the mean time per probe on stderr (measures the cost of isolation).")
     var `repeat` = 1
 
-    func run() throws {
+    func run() async throws {
+        var probed: Result<MediaInfo, MediaError>?
+        let started = DispatchTime.now()
+        for _ in 0..<max(1, `repeat`) {
+            do throws(MediaError) { probed = .success(try await probeOnce()) } catch {
+                probed = .failure(error)
+                break
+            }
+        }
         try runReportingErrors {
-            var info: MediaInfo?
-            let started = DispatchTime.now()
-            for _ in 0..<max(1, `repeat`) { info = try probeOnce() }
+            let info = try probed?.get()
             if `repeat` > 1 {
                 let ms =
                     Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6 / Double(`repeat`)
@@ -55,12 +61,12 @@ struct ProbeCommand: ParsableCommand {
 }
 
 extension ProbeCommand {
-    func probeOnce() throws(MediaError) -> MediaInfo {
+    func probeOnce() async throws(MediaError) -> MediaInfo {
         guard isolated else { return try Probe.probe(file) }
         let settings = IsolationSettings(
             executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
         let path = URL(fileURLWithPath: file).path
-        switch IsolatedChild.run(
+        switch await IsolatedChild.run(
             .probe(path), settings: settings, access: ChildAccess(readable: [path]), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil,
             logger: Logger(label: "moments"))

@@ -3,7 +3,7 @@ import Foundation
 import MediaEngine
 import MomentsConfig
 
-struct RenderCommand: ParsableCommand {
+struct RenderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "render", abstract: "Render source time ranges, in order, to an MP4 (H.264 + AAC).")
 
@@ -36,9 +36,10 @@ struct RenderCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        let config = try await CLIConfig.load()
         try runReportingErrors {
-            let media = try CLIConfig.mediaDefaults(), defaults = media.template
+            let media = config.mediaDefaults(), defaults = media.template
             var request = RenderRequest(source: file, segments: TimeRange.parseList(segments) ?? [], output: output)
             request.quality = quality.flatMap(RenderQuality.init(rawValue:)) ?? defaults.quality
             request.crossfade = crossfade ?? media.renderCrossfadeSeconds

@@ -113,7 +113,7 @@ struct HostileChildTests {
     /// The sandbox, from inside: the server's environment, UDP, abstract and path Unix sockets,
     /// signals to the server, tracing it, writing /dev/shm, fork (a `setsid` grandchild, or enough
     /// processes to pass RLIMIT_NPROC) and execve all fail; threads work.
-    @Test(.timeLimit(.minutes(3))) func everyWayOutIsBlocked() throws {
+    @Test(.timeLimit(.minutes(3))) func everyWayOutIsBlocked() async throws {
         let dumpable = IsolatedChild.isDumpable
         defer { IsolatedChild.isDumpable = dumpable }
         IsolatedChild.protectServerProcess(logger: Self.quiet)  // as `moments serve` does
@@ -123,7 +123,7 @@ struct HostileChildTests {
         let report = own + "/report.json"
         let script = try Self.probeScript(in: targets.scratch, report: report, targets: targets)
         let started = Date()
-        let outcome = IsolatedChild.run(
+        let outcome = await IsolatedChild.run(
             .probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 4 << 30, niceness: 0),
             access: ChildAccess(writable: [own]), wallSeconds: 60, cpuSeconds: 60, cancellation: nil, logger: Self.quiet
         )
@@ -139,7 +139,7 @@ struct HostileChildTests {
     /// Were a child to start something that keeps its pipes (a grandchild in its own session),
     /// the parent stops reading shortly after the child ends, and the grandchild ends with the job
     /// (its cgroup, where the machine has cgroup v2 for this process).
-    @Test(.timeLimit(.minutes(2))) func grandchildHoldingThePipesHoldsNothing() throws {
+    @Test(.timeLimit(.minutes(2))) func grandchildHoldingThePipesHoldsNothing() async throws {
         let scratch = Scratch()
         let own = scratch.path("job")
         try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
@@ -155,7 +155,7 @@ struct HostileChildTests {
             """.write(toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
             let started = Date()
-            let outcome = IsolatedChild.run(
+            let outcome = await IsolatedChild.run(
                 .probe("/nonexistent"),
                 settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
                 access: ChildAccess(writable: [own]), wallSeconds: budget, cpuSeconds: 60, cancellation: nil,
@@ -263,7 +263,7 @@ struct HostileChildTests {
     /// to others, a checkout under /root), the child still runs, as the server's user.
     /// (Reported as skipped, not passed, when this process is not root: there is no user to switch to.)
     @Test(.enabled(if: ChildUser.default != nil, "not root (or no CAP_SETUID): the child keeps this process's user"))
-    func childRunsAsNobodyWhereItCan() throws {
+    func childRunsAsNobodyWhereItCan() async throws {
         let user = try #require(ChildUser.default)
         let scratch = Scratch()
         let closed = scratch.path("closed")
@@ -275,7 +275,7 @@ struct HostileChildTests {
                 toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
             #expect(user.canRun(script) == (folder != closed))
-            let outcome = IsolatedChild.run(
+            let outcome = await IsolatedChild.run(
                 .probe("/nonexistent"),
                 settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
                 access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)

@@ -178,7 +178,7 @@ struct IsolationTests {
     }
 
     /// The limits are in force in the child before it runs a single instruction of its own.
-    @Test func childRunsUnderResourceLimits() throws {
+    @Test func childRunsUnderResourceLimits() async throws {
         let scratch = Scratch()
         let path = scratch.path("show-limits")
         try """
@@ -192,7 +192,7 @@ struct IsolationTests {
         settings.openFiles = 32
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = IsolatedChild.run(
+        let outcome = await IsolatedChild.run(
             .probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 7,
             cancellation: nil, logger: logger)
         guard case .abnormal(let reason, let timedOut) = outcome else {
@@ -222,16 +222,13 @@ struct IsolationTests {
         logger.logLevel = .critical
         let access = ChildAccess(readable: [request.source], writable: [scratch.path("")])
         let (task, quiet) = (ChildTask.highlight(request), logger)
-        let (outcome, busy) = try await RawConnection.offPool { () -> (ChildOutcome, [Int: Int]) in
-            // Clock ticks of CPU used per niceness, over the child's threads, at the last progress report.
-            var busy: [Int: Int] = [:]
-            let outcome = IsolatedChild.run(
-                task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
-                cancellation: nil, logger: quiet
-            ) { _, _ in
-                if let threads = Self.threadsOfChild(niceness: 11) { busy = threads }
-            }
-            return (outcome, busy)
+        // Clock ticks of CPU used per niceness, over the child's threads, at the last progress report.
+        var busy: [Int: Int] = [:]
+        let outcome = await IsolatedChild.run(
+            task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
+            cancellation: nil, logger: quiet
+        ) { _, _ in
+            if let threads = Self.threadsOfChild(niceness: 11) { busy = threads }
         }
         guard case .answered = outcome else {
             Issue.record("the highlight did not finish: \(outcome)")
@@ -288,35 +285,37 @@ struct IsolationTests {
             executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
         let access = ChildAccess(writable: [scratch.path("")])
         let look = ChildTask.recognize(video, candidates: candidates, analysis: request.analysis, continues: true)
-        func run(_ next: ChildTask?) -> (ChildOutcome, [String]) {
+        func run(_ next: ChildTask?) async -> (ChildOutcome, [String]) {
             var stages: [String] = []
             var asked = 0
-            let outcome = IsolatedChild.run(
+            let outcome = await IsolatedChild.withChild(
                 look, settings: settings, access: access, wallSeconds: 60, cpuSeconds: 120, cancellation: nil,
-                logger: logger,
-                onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } },
-                followUp: { message in
+                logger: logger, onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } }
+            ) { child in
+                for await message in child.messages where message.recognition != nil && child.isInputOpen {
                     asked += 1
                     #expect(message.recognition != nil && message.result == nil)
-                    return next
-                })
+                    if let next { try? await child.send(next) }
+                    await child.finishInput()
+                }
+            }
             #expect(asked == 1)
             return (outcome, stages)
         }
-        let (made, stages) = run(.highlight(request))
+        let (made, stages) = await run(.highlight(request))
         guard case .answered(let answer) = made, let result = answer.result else {
             Issue.record("expected the highlight's result, got \(made)")
             return
         }
         #expect(result.render != nil && FileManager.default.fileExists(atPath: scratch.path("result.mp4")))
         #expect(stages.first == "recognising" && stages.contains("rendering"), "\(stages)")
-        let (ended, _) = run(nil)
+        let (ended, _) = await run(nil)
         guard case .answered(let only) = ended else {
             Issue.record("expected the look's answer alone, got \(ended)")
             return
         }
         #expect(only.recognition != nil && only.result == nil)
-        let (refused, _) = run(.probe(video))
+        let (refused, _) = await run(.probe(video))
         guard case .abnormal(let reason, _) = refused else {
             Issue.record("expected a refusal, got \(refused)")
             return
@@ -402,7 +401,7 @@ struct IsolationTests {
 
     /// The child sees only its own files: it cannot read another account's video or write
     /// anywhere but its job's folder (Landlock), even if FFmpeg were made to try.
-    @Test func childIsConfinedToItsFiles() throws {
+    @Test func childIsConfinedToItsFiles() async throws {
         try #require(ChildAccess.isEnforced, "this kernel offers no Landlock: children would run unconfined")
         let scratch = Scratch()
         let secret = scratch.path("another-account.mp4")
@@ -421,7 +420,7 @@ struct IsolationTests {
         chmod(path, 0o755)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = IsolatedChild.run(
+        let outcome = await IsolatedChild.run(
             .probe(secret), settings: IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0),
             access: ChildAccess(writable: [own]), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: logger)
         guard case .abnormal(let reason, _) = outcome else {

@@ -1,0 +1,168 @@
+import CIsolation
+import Foundation
+import Logging
+import MediaEngine
+import NIOPosix
+
+/// How a child ended.
+public enum ChildOutcome: Sendable {
+    /// It answered (a probe or a highlight result).
+    case answered(ChildMessage)
+    /// It reported a media error: the input's fault (not a crash).
+    case failed(MediaError)
+    /// Stopped on request (cancel or shutdown).
+    case cancelled
+    /// It died or misbehaved: a signal (crash, out of memory, CPU limit), a time budget overrun, an
+    /// exit without an answer. `reason` is for the log.
+    case abnormal(reason: String, timedOut: Bool)
+}
+
+/// Runs tasks in `moments job-exec` children with resource limits, talking to them over
+/// non-blocking pipes: nothing here holds a thread while a child works.
+public enum IsolatedChild {
+    /// Runs one task in a child, reporting its progress; its answer, failure or end.
+    public static func run(
+        _ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
+        cancellation: CancellationToken?, logger: Logger,
+        onProgress: @escaping (String, Double) -> Void = { _, _ in }
+    ) async -> ChildOutcome {
+        await withChild(
+            task, settings: settings, access: access, wallSeconds: wallSeconds, cpuSeconds: cpuSeconds,
+            cancellation: cancellation, logger: logger, onProgress: onProgress
+        ) { child in
+            await child.finishInput()
+        }
+    }
+
+    /// Starts a child on `task` and hands it to `body`, which reads its messages and may `send` it
+    /// a second task (for a recognition that `continues`) before it finishes the input. Once `body`
+    /// returns, the input is closed, the rest of the output read, and the child's end awaited: the
+    /// outcome is the last task's (its answer, failure or end). The limits hold for both tasks
+    /// together; a cancelled task stops the child, and nothing it started outlives this call.
+    public static func withChild(
+        _ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
+        cancellation: CancellationToken?, logger: Logger,
+        onProgress: @escaping (String, Double) -> Void = { _, _ in },
+        _ body: (ChildSession) async -> Void
+    ) async -> ChildOutcome {
+        var line: Data
+        do { line = try JSONEncoder().encode(task) } catch {
+            return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false)
+        }
+        line.append(0x0A)
+        let spawned: SpawnedChild
+        switch await spawn(settings: settings, access: access, cpuSeconds: cpuSeconds, logger: logger) {
+        case .success(let child): spawned = child
+        case .failure(let failure): return .abnormal(reason: failure.reason, timedOut: false)
+        }
+        let watch = ChildWatch(
+            pid: spawned.pid, wallSeconds: wallSeconds, cancellation: cancellation, logger: logger)
+        let status: ChildExitStatus, session: (answer: ChildMessage?, failure: ChildFailure?, wrote: Bool)
+        do {
+            let pipes = try await ChildPipes.open(spawned, watch: watch)
+            (status, session) = try await pipes.output.executeThenClose { lines in
+                let child = ChildSession(
+                    pid: spawned.pid, lines: lines, input: pipes.input, watch: watch, logger: logger,
+                    onProgress: onProgress)
+                return await converse(child, first: line, watch: watch, body)
+            }
+        } catch {
+            logger.warning("cannot read a child's pipes", metadata: ["error": "\(error)"])
+            _ = moments_kill_group(spawned.pid, SIGKILL)
+            (status, session) = (await watch.run(), (nil, nil, false))
+        }
+        await endCgroup(spawned.cgroup)
+        let stderrText = watch.errorText
+        if !stderrText.isEmpty { logger.debug("child stderr", metadata: ["text": "\(stderrText.suffix(2000))"]) }
+        return outcome(
+            status, answer: session.answer, failure: session.failure, wrote: session.wrote, task: task,
+            watch: watch, wallSeconds: wallSeconds)
+    }
+
+    /// The first task, `body`, the rest of the output, while `watch` keeps the child in its limits.
+    private static func converse(
+        _ child: ChildSession, first line: Data, watch: ChildWatch, _ body: (ChildSession) async -> Void
+    ) async -> (ChildExitStatus, (answer: ChildMessage?, failure: ChildFailure?, wrote: Bool)) {
+        await withTaskGroup(of: ChildExitStatus.self) { group in
+            group.addTask { await watch.run() }
+            // The task is small (well under a pipe's buffer); the child reads it whole first.
+            let wrote = (try? await child.sendLine(line)) != nil
+            if wrote { await body(child) }
+            await child.finishInput()
+            while await child.next() != nil {}
+            let status = await group.next() ?? ChildExitStatus(raw: 0)
+            return (status, (child.answer, child.failure, wrote))
+        }
+    }
+
+    /// Ends the rest of the child's cgroup (off the cooperative pool: it waits for the cgroup to empty).
+    private static func endCgroup(_ cgroup: ChildCgroup?) async {
+        guard let cgroup else { return }
+        try? await NIOThreadPool.singleton.runIfActive { cgroup.end() }
+    }
+
+    static func outcome(
+        _ status: ChildExitStatus, answer: ChildMessage?, failure: ChildFailure?, wrote: Bool, task: ChildTask,
+        watch: ChildWatch, wallSeconds: Double
+    ) -> ChildOutcome {
+        let timedOut = watch.timedOut
+        let stderrText = watch.errorText
+        if watch.cancelled && answer == nil { return .cancelled }
+        if let code = status.code {
+            if code == 0, let answer { return .answered(answer) }
+            if code == ChildExit.mediaError, let failure { return .failed(failure.mediaError(path: task.source)) }
+            if code == ChildExit.cancelled { return .cancelled }
+            if code == 125 {
+                return .abnormal(reason: "the child could not be confined to its files (Landlock)", timedOut: false)
+            }
+            if code == 123 {
+                return .abnormal(reason: "the child could not switch to its unprivileged user", timedOut: false)
+            }
+            if code == 124 { return .abnormal(reason: "the child could not join its cgroup", timedOut: false) }
+            return .abnormal(
+                reason:
+                    "the child exited with status \(code) without an answer\(wrote ? "" : " (it did not take the task)")"
+                    + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"), timedOut: timedOut)
+        }
+        let signal = status.signal ?? 0
+        let name =
+            signal == SIGKILL
+            ? (timedOut
+                ? "SIGKILL (time budget of \(Int(wallSeconds)) s exceeded)" : "SIGKILL (out of memory or killed)")
+            : signal == SIGXCPU
+                ? "SIGXCPU (CPU limit)"
+                : signal == SIGSEGV ? "SIGSEGV (crash)" : signal == SIGABRT ? "SIGABRT (abort)" : "signal \(signal)"
+        return .abnormal(
+            reason: "the child died: \(name)" + (stderrText.isEmpty ? "" : ": \(stderrText.suffix(300))"),
+            timedOut: timedOut)
+    }
+
+    /// For the server and worker processes, at startup: not dumpable (PR_SET_DUMPABLE 0), so no
+    /// process of the same user without CAP_SYS_PTRACE (a child of a server that is not root, say)
+    /// reads this process's environment (its credentials) or memory from /proc, and no core dump
+    /// writes them to disk. A failure is logged, not fatal.
+    public static func protectServerProcess(logger: Logger) {
+        let rc = moments_set_dumpable(0)
+        if rc != 0 {
+            logger.warning(
+                "cannot make this process undumpable", metadata: ["error": "\(String(cString: strerror(-rc)))"])
+        }
+    }
+
+    /// Whether this process is dumpable (its /proc files open to processes of its user); settable
+    /// for tests.
+    public static var isDumpable: Bool {
+        get { moments_is_dumpable() != 0 }
+        set { _ = moments_set_dumpable(newValue ? 1 : 0) }
+    }
+
+    /// How long the pipes are still read once the child has ended or was killed.
+    static let drainSeconds = ChildWatch.drainSeconds
+}
+
+/// Exit statuses of `moments job-exec` besides 0 (answered).
+public enum ChildExit {
+    public static let mediaError: Int32 = 3
+    public static let badTask: Int32 = 4
+    public static let cancelled: Int32 = 5
+}

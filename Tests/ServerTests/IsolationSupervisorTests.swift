@@ -1,0 +1,161 @@
+import Foundation
+import Jobs
+import Logging
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The parent's side of a child (`IsolatedChild.withChild`), with shell scripts standing in for
+/// `moments job-exec`: a second task sent once the first message is read, a child stopped when
+/// the task waiting for it is cancelled, and a child flooding its output cut off.
+@Suite(.timeLimit(.minutes(2)))
+struct IsolationSupervisorTests {
+    static let quiet: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// A script run as the child (`settings.executable`). Written through a close-on-exec
+    /// descriptor: one inherited by a process another test starts meanwhile would keep the file
+    /// open for writing, and its exec would fail (ETXTBSY).
+    static func child(_ scratch: Scratch, _ body: String) throws -> IsolationSettings {
+        let path = scratch.path("child-\(UUID().uuidString.prefix(8))")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        try #require(fd >= 0)
+        let text = Array("#!/bin/sh\n\(body)\n".utf8)
+        let wrote = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try #require(wrote == text.count)
+        return IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0)
+    }
+
+    @Test func secondTaskIsSentAfterTheFirstMessage() async throws {
+        let scratch = Scratch()
+        let settings = try Self.child(
+            scratch,
+            """
+            read first
+            echo '{"progress":{"stage":"looked","fraction":0.5}}'
+            read second || exit 8
+            case "$second" in
+            *second-task*) echo '{"failure":{"kind":"invalidInput","operation":"test","detail":"took it"}}'; exit 3;;
+            esac
+            exit 7
+            """)
+        var seen: [String] = []
+        let outcome = await IsolatedChild.withChild(
+            .probe("first-task"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
+            cancellation: nil, logger: Self.quiet
+        ) { child in
+            for await message in child.messages {
+                if let stage = message.progress?.stage { seen.append(stage) }
+                guard child.isInputOpen else { continue }
+                #expect(seen == ["looked"])
+                try? await child.send(.probe("second-task"))
+                await child.finishInput()
+                #expect(!child.isInputOpen)
+            }
+        }
+        #expect(seen == ["looked"])
+        guard case .failed(let error) = outcome else {
+            Issue.record("expected the second task's failure, got \(outcome)")
+            return
+        }
+        #expect(error.detail == "took it" && error.path == "first-task")
+    }
+
+    /// Without a second task the input just ends: the child reads its end.
+    @Test func inputEndsWhenNothingMoreIsSent() async throws {
+        let scratch = Scratch()
+        let settings = try Self.child(
+            scratch,
+            """
+            read first
+            echo '{"progress":{"stage":"looked","fraction":0.5}}'
+            read second && exit 7
+            exit 9
+            """)
+        let outcome = await IsolatedChild.run(
+            .probe("only"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
+            cancellation: nil, logger: Self.quiet)
+        guard case .abnormal(let reason, false) = outcome else {
+            Issue.record("expected an abnormal end, got \(outcome)")
+            return
+        }
+        #expect(reason.contains("status 9"), "\(reason)")
+    }
+
+    /// The task waiting for a child is cancelled: the child is stopped at once, not at the end of
+    /// its budget, and the outcome says so.
+    @Test func cancelledTaskStopsTheChild() async throws {
+        let scratch = Scratch()
+        let settings = try Self.child(
+            scratch,
+            """
+            echo '{"progress":{"stage":"working","fraction":0}}'
+            exec /bin/sleep 300
+            """)
+        let pid = PIDBox()
+        let started = ContinuousClock.now
+        let waiting = Task {
+            await IsolatedChild.withChild(
+                .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 120, cpuSeconds: 120,
+                cancellation: nil, logger: Self.quiet
+            ) { child in
+                pid.value = child.pid
+                while await child.next() != nil {}
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        waiting.cancel()
+        let outcome = await waiting.value
+        let took = ContinuousClock.now - started
+        guard case .cancelled = outcome else {
+            Issue.record("expected a cancelled child, got \(outcome)")
+            return
+        }
+        #expect(took < .seconds(10), "\(took)")
+        #expect(pid.value > 0 && kill(pid.value, 0) != 0, "the child was reaped")
+    }
+
+    /// A child writing a line without end is killed once the line passes 32 MB, long before its
+    /// time budget, and its end is abnormal (not a time-out).
+    @Test func floodingChildIsCutOff() async throws {
+        let scratch = Scratch()
+        let settings = try Self.child(scratch, "/usr/bin/yes | /usr/bin/tr -d '\\n'")
+        let started = ContinuousClock.now
+        let outcome = await IsolatedChild.run(
+            .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 100, cpuSeconds: 100,
+            cancellation: nil, logger: Self.quiet)
+        let took = ContinuousClock.now - started
+        guard case .abnormal(let reason, let timedOut) = outcome else {
+            Issue.record("expected an abnormal end, got \(outcome)")
+            return
+        }
+        #expect(!timedOut && reason.contains("SIGKILL"), "\(reason)")
+        #expect(took < .seconds(60), "\(took)")
+    }
+
+    /// A child that outlives its wall-clock budget is killed and reported as timed out.
+    @Test func childOverItsBudgetIsKilled() async throws {
+        let scratch = Scratch()
+        let settings = try Self.child(scratch, "exec /bin/sleep 300")
+        let started = ContinuousClock.now
+        let outcome = await IsolatedChild.run(
+            .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 1, cpuSeconds: 10,
+            cancellation: nil, logger: Self.quiet)
+        guard case .abnormal(let reason, true) = outcome else {
+            Issue.record("expected a timed-out child, got \(outcome)")
+            return
+        }
+        #expect(reason.contains("time budget"), "\(reason)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
+
+private final class PIDBox: @unchecked Sendable {
+    var value: pid_t = 0
+}
