@@ -329,4 +329,31 @@ struct RenderReuseTests {
         #expect(try Renderer.render(request).copiedFrames == 75)
         #expect(try decodeFrames(dir.path("out.mp4")).frames.count == 75)
     }
+
+    @Test("two renders of different segments with the same settings have the same parameter sets (SPS/PPS)")
+    func sameSettingsSameParameterSets() throws {
+        let dir = Scratch()
+        let source = try dir.video {
+            $0.duration = 10; $0.cuts = [3, 6]; $0.preset = "veryfast"; $0.keyframeIntervalSeconds = 2
+        }
+        let one = dir.path("one.mp4"), two = dir.path("two.mp4")
+        _ = try Renderer.render(
+            RenderRequest(source: source, segments: [TimeRange(start: 0.5, end: 2.0)], output: one))
+        _ = try Renderer.render(
+            RenderRequest(
+                source: source, segments: [TimeRange(start: 6.2, end: 9.5), TimeRange(start: 3.1, end: 4.0)],
+                output: two))
+        let first = try sampleDescription(one), second = try sampleDescription(two)
+        #expect(!first.isEmpty)
+        #expect(first == second)
+    }
+
+    /// The `avcC` box of an MP4's video track: the extradata, SPS and PPS, its pictures decode with.
+    private func sampleDescription(_ path: String) throws -> [UInt8] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let tag: [UInt8] = Array("avcC".utf8)
+        guard let at = (4..<(bytes.count - 4)).first(where: { Array(bytes[$0..<($0 + 4)]) == tag }) else { return [] }
+        let size = bytes[(at - 4)..<at].reduce(0) { $0 << 8 | Int($1) }
+        return Array(bytes[at..<min(bytes.count, at - 4 + size)])
+    }
 }

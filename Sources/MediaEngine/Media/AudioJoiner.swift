@@ -2,16 +2,18 @@ import Foundation
 
 /// Lays each segment's audio onto the output timeline: exactly `segment.samples` samples per
 /// segment (so sound never drifts from picture), a short fade at every hard join (no clicks), an
-/// equal-power crossfade where segments overlap. Writes to the MediaWriter in blocks; all buffers
-/// are allocated once.
+/// equal-power crossfade where segments overlap. Hands the sound on in blocks taken from a pool of
+/// free ones; all buffers are allocated once.
 final class AudioJoiner {
-    private let writer: MediaWriter
+    /// Where the blocks come from and go to.
+    struct Sink {
+        let free: () throws(MediaError) -> AudioBlock
+        let send: (AudioBlock) throws(MediaError) -> Void
+    }
+
+    private let sink: Sink
     private let fadeSamples: Int
-    private let block = 4096
-    private let outLeft: UnsafeMutablePointer<Float>
-    private let outRight: UnsafeMutablePointer<Float>
-    private let planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    private var outCount = 0
+    private var out: AudioBlock?
     private var holdLeft: UnsafeMutablePointer<Float>
     private var holdRight: UnsafeMutablePointer<Float>
     private let holdCapacity: Int
@@ -19,14 +21,9 @@ final class AudioJoiner {
     /// Samples of the current segment already laid down.
     private(set) var position = 0
 
-    init(writer: MediaWriter, plan: EditPlan, fade: Double) {
-        self.writer = writer
+    init(sink: Sink, plan: EditPlan, fade: Double) {
+        self.sink = sink
         fadeSamples = max(1, Int(fade * Double(plan.sampleRate)))
-        outLeft = .allocate(capacity: block)
-        outRight = .allocate(capacity: block)
-        planes = .allocate(capacity: 2)
-        planes[0] = UnsafeMutableRawPointer(outLeft)
-        planes[1] = UnsafeMutableRawPointer(outRight)
         holdCapacity = max(1, plan.segments.map { max($0.overlapInSamples, $0.overlapOutSamples) }.max() ?? 1)
         holdLeft = .allocate(capacity: holdCapacity)
         holdRight = .allocate(capacity: holdCapacity)
@@ -35,7 +32,6 @@ final class AudioJoiner {
     }
 
     deinit {
-        outLeft.deallocate(); outRight.deallocate(); planes.deallocate()
         holdLeft.deallocate(); holdRight.deallocate()
     }
 
@@ -80,15 +76,17 @@ final class AudioJoiner {
             holdRight[j - tailStart] = right
             return
         }
-        outLeft[outCount] = left
-        outRight[outCount] = right
-        outCount += 1
-        if outCount == block { try flush() }
+        let block: AudioBlock
+        if let out { block = out } else { block = try sink.free(); block.count = 0; out = block }
+        block.left[block.count] = left
+        block.right[block.count] = right
+        block.count += 1
+        if block.count == AudioBlock.capacity { try flush() }
     }
 
     func flush() throws(MediaError) {
-        guard outCount > 0 else { return }
-        try writer.writeAudio(planes: planes, count: outCount)
-        outCount = 0
+        guard let block = out, block.count > 0 else { return }
+        out = nil
+        try sink.send(block)
     }
 }
