@@ -44,10 +44,16 @@ let package = Package(
         ),
         // FFmpeg's log callback, formatted in C (a va_list cannot cross into Swift).
         .target(name: "CFFmpegLog", dependencies: ["CFFmpeg"]),
-        // Swift media layer: owned wrappers over the C objects, probe, analysis decode, render, poster.
+        // The raw layer: one Swift owner per FFmpeg C object (input, codec, frame, packet, scaler,
+        // resampler, output, audio FIFO) and MediaError with FFmpeg's own text.
+        .target(
+            name: "FFmpeg",
+            dependencies: ["CFFmpeg", "CFFmpegLog"]
+        ),
+        // The media operations on the raw layer: probe, analysis decode, render, poster, storyboard.
         .target(
             name: "MediaEngine",
-            dependencies: ["CFFmpeg", "CFFmpegLog", "CMediaKernels"]
+            dependencies: ["FFmpeg", "CFFmpeg", "CFFmpegLog", "CMediaKernels"]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
@@ -59,7 +65,7 @@ let package = Package(
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",
-            dependencies: ["Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL); Foundation only.
         .target(name: "Timeline"),
@@ -68,7 +74,7 @@ let package = Package(
         // run beside them, and unoptimised pixel loops are several times slower.
         .target(
             name: "MediaSynth",
-            dependencies: ["MediaEngine"],
+            dependencies: ["FFmpeg", "MediaEngine"],
             swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // Configuration: Config/moments.json with every key overridable by environment variables.
@@ -134,15 +140,14 @@ let package = Package(
         .target(
             name: "Requests",
             dependencies: [
-                "Store", "JobMedia", "MediaEngine", "Highlight", "MomentsConfig"
-
+                "FFmpeg", "Store", "JobMedia", "MediaEngine", "Highlight", "MomentsConfig"
             ]
         ),
         // The isolated child processes that parse uploads: limits and sandbox (CIsolation), the parent's supervisor, the child's entry.
         .target(
             name: "Isolation",
             dependencies: [
-                "CIsolation", "Store", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                "FFmpeg", "CIsolation", "Store", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio")
@@ -200,7 +205,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Store", "JobMedia", "Isolation", "Webhooks", "Push", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                "FFmpeg", "Store", "JobMedia", "Isolation", "Webhooks", "Push", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -253,7 +258,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "MediaEngine",
+                "FFmpeg", "MediaEngine",
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig",
@@ -280,7 +285,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaEngineTests",
-            dependencies: ["MediaEngine", "MediaSynth"]
+            dependencies: ["FFmpeg", "MediaEngine", "MediaSynth"]
         ),
         .testTarget(
             name: "AnalysisTests",
@@ -339,7 +344,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HighlightTests",
-            dependencies: ["Highlight", "Analysis", "MediaEngine", "MediaSynth"]
+            dependencies: ["FFmpeg", "Highlight", "Analysis", "MediaEngine", "MediaSynth"]
         )
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Crypto
+import FFmpeg
 import Foundation
 import MediaEngine
 

@@ -1,4 +1,5 @@
 import Analysis
+import FFmpeg
 import MediaEngine
 
 /// Settings of the whole analysis: the decode pass and every analyser. Part of the cache key.

@@ -1,3 +1,4 @@
+import FFmpeg
 import CIsolation
 import Foundation
 #if canImport(Glibc)

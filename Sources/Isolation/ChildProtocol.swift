@@ -1,5 +1,6 @@
-import Foundation
 import Analysis
+import FFmpeg
+import Foundation
 import Highlight
 import MediaEngine
 

@@ -1,4 +1,5 @@
 import CIsolation
+import FFmpeg
 import Foundation
 import Logging
 import MediaEngine

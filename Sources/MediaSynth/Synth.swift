@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 import MediaEngine
 

@@ -3,7 +3,7 @@ import Store
 import Logging
 import PostgresNIO
 
-/// Rows of the store's tables as the JobStore types, and back.
+/// Rows of the store's tables as the Store types, and back.
 enum Rows {
     static let jsonEncoder = JSONEncoder()
     static let jsonDecoder = JSONDecoder()

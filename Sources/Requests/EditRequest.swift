@@ -1,6 +1,6 @@
 import Foundation
-import Store
 import MediaEngine
+import Store
 
 /// The creative parameters of an upload or a re-cut, as a client sends them: `aspect`, `include`
 /// (pinned times) and `exclude` (ranges), parsed from form fields, tus metadata, query parameters

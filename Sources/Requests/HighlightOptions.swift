@@ -1,6 +1,6 @@
 import Foundation
-import Store
 import MomentsConfig
+import Store
 
 /// How much care the render takes (the stored job keeps the raw value).
 public enum HighlightQuality: String, CaseIterable, Sendable {

@@ -1,6 +1,7 @@
+import FFmpeg
 import Foundation
-import Store
 import MediaEngine
+import Store
 
 /// Why the service refuses an upload, an append or a re-cut: each case names what was refused and
 /// carries the domain's figures (limits, usage, seconds to wait). The HTTP status of each is the

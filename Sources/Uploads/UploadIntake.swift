@@ -1,7 +1,7 @@
-import Foundation
-import JobMedia
 import Accounts
+import Foundation
 import Isolation
+import JobMedia
 import Logging
 import MediaEngine
 import MomentsConfig

@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import Foundation
-import Store
 import Logging
 import MomentsConfig
 import NIOCore
 import ServiceLifecycle
+import Store
 import Synchronization
 import Telemetry
 

@@ -1,8 +1,11 @@
+import FFmpeg
 import Foundation
 import Highlight
-import JobStore
+import Isolation
+import JobMedia
 import Logging
 import MediaEngine
+import Store
 import Telemetry
 
 /// The isolated children of one job: the keyframe look at earlier uploads and the highlight,

@@ -1,6 +1,7 @@
+import FFmpeg
 import Foundation
-import Store
 import MediaEngine
+import Store
 import Synchronization
 
 /// Carries progress from the engine thread to the database without slowing the engine: the engine

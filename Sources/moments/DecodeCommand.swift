@@ -1,8 +1,9 @@
 import ArgumentParser
+import FFmpeg
 import Foundation
 import MediaEngine
-import MomentsConfig
 import MediaSynth
+import MomentsConfig
 
 /// Runs the analysis decode alone and reports what it saw (used by the benchmark).
 struct DecodeCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Analysis
 import ArgumentParser
+import FFmpeg
 import Foundation
 import Highlight
 import MediaEngine

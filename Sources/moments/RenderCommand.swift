@@ -1,4 +1,5 @@
 import ArgumentParser
+import FFmpeg
 import Foundation
 import MediaEngine
 import MomentsConfig

@@ -1,4 +1,5 @@
 import CFFmpeg
+@testable import FFmpeg
 import Foundation
 @testable import MediaEngine
 import MediaSynth

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 import MediaEngine
 import MediaSynth

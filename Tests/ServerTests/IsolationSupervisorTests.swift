@@ -1,5 +1,5 @@
 import Foundation
-import Jobs
+import Isolation
 import Logging
 import Testing
 

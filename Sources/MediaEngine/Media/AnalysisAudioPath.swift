@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// The audio half of the analysis pass: decode, downmix and resample to mono float.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// The sampled plan's passes: a survey of the first keyframe groups, the sampled pass over the

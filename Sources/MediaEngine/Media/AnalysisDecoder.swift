@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// How the analysis pass decodes. Defaults favour speed: analysers look at small pictures.

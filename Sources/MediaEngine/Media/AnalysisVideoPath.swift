@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// The video half of an analysis pass: a decoder, and a scaler into one small picture that every

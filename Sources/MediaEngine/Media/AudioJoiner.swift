@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 
 /// Lays each segment's audio onto the output timeline: exactly `segment.samples` samples per

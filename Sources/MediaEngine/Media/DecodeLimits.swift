@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// Limits on the work one input may cause, enforced on what is actually decoded: a file's header
 /// (its duration, frame rate, frame count) is never trusted for length or work.
 public struct DecodeLimits: Sendable, Codable, Equatable {

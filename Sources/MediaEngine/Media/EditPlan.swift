@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// A range of source time, in seconds from the container's start.
 public struct TimeRange: Sendable, Codable, Equatable, CustomStringConvertible {
     public var start: Double

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 
 /// Decodes the thumbnails of a storyboard: one picture per cell of the filmstrip, upright, at one
 /// fixed size, drawn straight into a `Canvas`.

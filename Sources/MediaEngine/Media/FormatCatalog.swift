@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 
 /// What the server accepts: the containers of `ContainerPolicy` (those the linked FFmpeg has), and
 /// the codecs the linked FFmpeg decodes, asked of the libraries at run time.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// One keyframe group's share of the sampled pass: the packets of its burst (references, no

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 
 /// Encodes RGB24 pictures as PNG with libavcodec's PNG encoder (AV_CODEC_ID_PNG). The codec
 /// context, the input frame and the output packet each have one owner (`CodecContext`, `Frame`,

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// Writes a JPEG of one frame of a video, upright (the display rotation applied to the pixels,

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// Reads a file's header and index and says what it holds, refusing what Moments cannot use.

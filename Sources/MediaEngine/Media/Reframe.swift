@@ -1,3 +1,5 @@
+import FFmpeg
+
 /// The picture shapes a highlight can be rendered in.
 public enum AspectRatio: String, Sendable, Codable, CaseIterable {
     /// The source's own shape (no crop).
@@ -85,14 +87,6 @@ public struct Reframe: Sendable, Codable, Equatable {
         let scale = short / max(1, min(cropW, cropH))
         return (max(2, Int((cropW * scale / 2).rounded()) * 2), max(2, Int((cropH * scale / 2).rounded()) * 2))
     }
-}
-
-/// A window of the stored picture in pixels, aligned to the chroma subsampling.
-struct CropRect: Equatable {
-    var x: Int
-    var y: Int
-    var width: Int
-    var height: Int
 }
 
 /// Turns a reframe's displayed-picture fractions into stored-picture pixels (the output keeps the

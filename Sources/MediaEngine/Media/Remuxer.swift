@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 
 /// Copies a video's streams into another container without re-encoding (Matroska, MPEG-TS, ...):
 /// how test media and fuzzing seeds in other containers are made from Synth's MP4s.

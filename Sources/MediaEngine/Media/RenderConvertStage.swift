@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// The render's middle stage: turns source pictures into output pictures (tone map, scale, crop)

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// The render's first stage: seeks to each segment, demuxes and decodes it, and hands on, in

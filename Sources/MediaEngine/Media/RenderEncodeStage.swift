@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 
 /// The render's last stage: encodes the output pictures and sound in the order they come and

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// One output slot's picture on its way from the decode stage (a source picture) through the

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// An earlier render of the same footage (a re-upload's first highlight) whose encoded pictures a

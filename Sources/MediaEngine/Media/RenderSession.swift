@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// One render: opens the source and the output, then runs it as three stages on their own threads

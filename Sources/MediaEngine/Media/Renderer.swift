@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 import Foundation
 
 /// What to render: source ranges, in output order, to an MP4.

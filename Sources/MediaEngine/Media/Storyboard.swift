@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 
 /// One score curve of a storyboard (motion, loudness, quality, ...), drawn in its own lane.

@@ -1,4 +1,5 @@
 import CMediaKernels
+import FFmpeg
 import Foundation
 
 /// Converts HDR pictures (BT.2020 primaries, PQ or HLG transfer) to SDR BT.709 for 8-bit output.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import FFmpeg
 
 /// Turns decoded source pictures into output pictures: 8-bit yuv420p at the output size. A source
 /// already in that form passes through untouched; HDR goes through the tone mapper; anything else

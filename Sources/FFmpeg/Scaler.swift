@@ -2,15 +2,15 @@ import CFFmpeg
 
 /// Owns a SwsContext (sws_freeContext in deinit): converts pictures between sizes and pixel formats.
 /// The context is recreated only when the source geometry or format changes.
-final class Scaler {
+public final class Scaler {
     private var context: OpaquePointer?
     private var source = (width: 0, height: 0, format: AV_PIX_FMT_NONE)
-    let width: Int
-    let height: Int
-    let format: AVPixelFormat
-    let flags: Int32
+    public let width: Int
+    public let height: Int
+    public let format: AVPixelFormat
+    public let flags: Int32
 
-    init(width: Int, height: Int, format: AVPixelFormat, flags: Int32 = SWS_BICUBIC) {
+    public init(width: Int, height: Int, format: AVPixelFormat, flags: Int32 = SWS_BICUBIC) {
         self.width = width
         self.height = height
         self.format = format
@@ -21,7 +21,7 @@ final class Scaler {
 
     /// Scales `input` (or the `crop` window of it) into `output`, which must already have buffers
     /// of this scaler's size/format.
-    func scale(_ input: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
+    public func scale(_ input: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
         let w = crop?.width ?? input.width, h = crop?.height ?? input.height, f = input.pixelFormat
         if context == nil || source.width != w || source.height != h || source.format != f {
             sws_freeContext(context)

@@ -2,10 +2,10 @@ import CFFmpeg
 
 /// Owns one AVFrame (av_frame_free in deinit). Decoders fill it; `allocate` gives it its own buffers
 /// for frames the media layer writes (scaled pictures, encoder input).
-final class Frame {
-    let pointer: UnsafeMutablePointer<AVFrame>
+public final class Frame {
+    public let pointer: UnsafeMutablePointer<AVFrame>
 
-    init() throws(MediaError) {
+    public init() throws(MediaError) {
         guard let p = av_frame_alloc() else {
             throw MediaError(.ffmpeg, operation: "av_frame_alloc", detail: "out of memory")
         }
@@ -13,7 +13,7 @@ final class Frame {
     }
 
     /// A picture with its own buffers.
-    convenience init(width: Int, height: Int, format: AVPixelFormat) throws(MediaError) {
+    public convenience init(width: Int, height: Int, format: AVPixelFormat) throws(MediaError) {
         try self.init()
         pointer.pointee.width = Int32(width)
         pointer.pointee.height = Int32(height)
@@ -26,62 +26,62 @@ final class Frame {
         av_frame_free(&p)
     }
 
-    var width: Int { Int(pointer.pointee.width) }
-    var height: Int { Int(pointer.pointee.height) }
-    var pixelFormat: AVPixelFormat { AVPixelFormat(rawValue: pointer.pointee.format) }
-    var sampleFormat: AVSampleFormat { AVSampleFormat(rawValue: pointer.pointee.format) }
-    var sampleCount: Int { Int(pointer.pointee.nb_samples) }
+    public var width: Int { Int(pointer.pointee.width) }
+    public var height: Int { Int(pointer.pointee.height) }
+    public var pixelFormat: AVPixelFormat { AVPixelFormat(rawValue: pointer.pointee.format) }
+    public var sampleFormat: AVSampleFormat { AVSampleFormat(rawValue: pointer.pointee.format) }
+    public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
     /// Presentation time in stream time base; falls back to FFmpeg's best-effort estimate.
-    var bestEffortTimestamp: Int64 {
+    public var bestEffortTimestamp: Int64 {
         let t = pointer.pointee.best_effort_timestamp
         return t != MediaTime.noPTS ? t : pointer.pointee.pts
     }
     /// Set by decoders on frames that were concealed after a decoding error.
-    var isDamaged: Bool {
+    public var isDamaged: Bool {
         pointer.pointee.decode_error_flags != 0 || pointer.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0
     }
 
-    func data(_ plane: Int) -> UnsafeMutablePointer<UInt8>? {
+    public func data(_ plane: Int) -> UnsafeMutablePointer<UInt8>? {
         withUnsafePointer(to: pointer.pointee.data) { tuple in
             tuple.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { $0[plane] }
         }
     }
 
-    func linesize(_ plane: Int) -> Int {
+    public func linesize(_ plane: Int) -> Int {
         withUnsafePointer(to: pointer.pointee.linesize) { tuple in
             tuple.withMemoryRebound(to: Int32.self, capacity: 8) { Int($0[plane]) }
         }
     }
 
     /// The plane pointers as FFmpeg's scaler wants them.
-    var dataPointers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?> {
+    public var dataPointers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?> {
         UnsafeMutableRawPointer(pointer).advanced(by: MemoryLayout<AVFrame>.offset(of: \AVFrame.data)!)
             .assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)
     }
 
-    var linesizePointer: UnsafeMutablePointer<Int32> {
+    public var linesizePointer: UnsafeMutablePointer<Int32> {
         UnsafeMutableRawPointer(pointer).advanced(by: MemoryLayout<AVFrame>.offset(of: \AVFrame.linesize)!)
             .assumingMemoryBound(to: Int32.self)
     }
 
-    func makeWritable() throws(MediaError) {
+    public func makeWritable() throws(MediaError) {
         try check(av_frame_make_writable(pointer), "av_frame_make_writable")
     }
 
-    func unref() { av_frame_unref(pointer) }
+    public func unref() { av_frame_unref(pointer) }
 }
 
 /// Timestamp helpers.
 public enum MediaTime {
-    static let noPTS = moments_nopts_value()
-    static let microseconds = moments_time_base_q()
+    public static let noPTS = moments_nopts_value()
+    public static let microseconds = moments_time_base_q()
 
-    static func seconds(_ ts: Int64, _ timeBase: AVRational) -> Double {
+    public static func seconds(_ ts: Int64, _ timeBase: AVRational) -> Double {
         Double(ts) * Double(timeBase.num) / Double(timeBase.den)
     }
 
     /// Saturates (a time base from a file may be degenerate): never traps.
-    static func timestamp(_ seconds: Double, _ timeBase: AVRational) -> Int64 {
+    public static func timestamp(_ seconds: Double, _ timeBase: AVRational) -> Int64 {
         let ticks = (seconds * Double(timeBase.den) / Double(timeBase.num)).rounded()
         guard ticks.isFinite else { return ticks.isNaN ? 0 : (ticks > 0 ? Int64.max / 2 : Int64.min / 2) }
         return Int64(max(-9.0e18, min(9.0e18, ticks)))

@@ -1,3 +1,4 @@
+import FFmpeg
 import Synchronization
 
 /// Asks a long media operation (analysis decode, render) to stop. The operation checks it between

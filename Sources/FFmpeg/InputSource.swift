@@ -3,20 +3,20 @@ import Foundation
 
 /// The bytes of one input: an open file read through its descriptor, or bytes in memory. FFmpeg
 /// reads them through `InputIO` (a custom AVIOContext), so no demuxer can open anything else.
-final class InputSource {
+public final class InputSource {
     private enum Storage {
         case file(Int32)
         case memory([UInt8])
     }
 
     private let storage: Storage
-    let size: Int64
+    public let size: Int64
     /// What error messages name: the path, or a label for bytes in memory.
-    let name: String
-    private(set) var position: Int64 = 0
+    public let name: String
+    public private(set) var position: Int64 = 0
 
     /// Opens `path` read-only; it must be a regular file.
-    init(path: String) throws(MediaError) {
+    public init(path: String) throws(MediaError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let code = errno
@@ -36,7 +36,7 @@ final class InputSource {
     }
 
     /// Bytes in memory (the probe fuzzer; tests).
-    init(bytes: [UInt8], name: String = "memory") {
+    public init(bytes: [UInt8], name: String = "memory") {
         storage = .memory(bytes)
         size = Int64(bytes.count)
         self.name = name
@@ -47,7 +47,7 @@ final class InputSource {
     }
 
     /// Reads up to `count` bytes at `offset` without moving the position; the count read, or -1.
-    func read(at offset: Int64, into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+    public func read(at offset: Int64, into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
         guard offset >= 0, count >= 0 else { return -1 }
         switch storage {
         case .file(let fd):
@@ -65,7 +65,7 @@ final class InputSource {
     }
 
     /// FFmpeg's read_packet: sequential reads from the position.
-    func readNext(into buffer: UnsafeMutablePointer<UInt8>, count: Int32) -> Int32 {
+    public func readNext(into buffer: UnsafeMutablePointer<UInt8>, count: Int32) -> Int32 {
         let n = read(at: position, into: buffer, count: Int(max(0, count)))
         if n < 0 { return moments_averror(EIO) }
         if n == 0 { return FFmpegError.eof }
@@ -74,7 +74,7 @@ final class InputSource {
     }
 
     /// FFmpeg's seek: SEEK_SET/CUR/END, or AVSEEK_SIZE for the size.
-    func seek(offset: Int64, whence: Int32) -> Int64 {
+    public func seek(offset: Int64, whence: Int32) -> Int64 {
         let mode = whence & ~Int32(AVSEEK_FORCE)
         if mode == Int32(AVSEEK_SIZE) { return size }
         let target: Int64
@@ -91,12 +91,12 @@ final class InputSource {
 }
 
 /// An AVIOContext reading an InputSource (avio_context_free and its buffer freed in deinit).
-final class InputIO {
-    let pointer: UnsafeMutablePointer<AVIOContext>
-    let source: InputSource
-    static let bufferSize: Int32 = 64 * 1024
+public final class InputIO {
+    public let pointer: UnsafeMutablePointer<AVIOContext>
+    public let source: InputSource
+    public static let bufferSize: Int32 = 64 * 1024
 
-    init(source: InputSource) throws(MediaError) {
+    public init(source: InputSource) throws(MediaError) {
         self.source = source
         guard let buffer = av_malloc(Int(InputIO.bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
             throw MediaError(.ffmpeg, operation: "av_malloc", path: source.name, detail: "out of memory")

@@ -6,7 +6,7 @@ import Synchronization
 /// Routes FFmpeg's log into Moments: silent by default (set MOMENTS_FFMPEG_LOG=1 to see it on
 /// stderr), and the last error FFmpeg logged for a registered context is kept so that a MediaError
 /// can carry FFmpeg's own explanation ("moov atom not found") rather than only its error code.
-enum FFmpegLog {
+public enum FFmpegLog {
     private static let lastErrors = Mutex<[UInt: String]>([:])
     private static let echo: Bool = {
         if let value = getenv("MOMENTS_FFMPEG_LOG") { return String(cString: value) != "0" }
@@ -14,21 +14,21 @@ enum FFmpegLog {
     }()
 
     /// Installs the callback once; every entry point of the media layer calls this.
-    static let installed: Bool = {
+    public static let installed: Bool = {
         moments_log_install(sink, AV_LOG_WARNING)
         return true
     }()
 
-    static func register(_ context: UnsafeMutableRawPointer) {
+    public static func register(_ context: UnsafeMutableRawPointer) {
         _ = installed
         lastErrors.withLock { $0[UInt(bitPattern: context)] = "" }
     }
 
-    static func unregister(_ context: UnsafeMutableRawPointer) {
+    public static func unregister(_ context: UnsafeMutableRawPointer) {
         _ = lastErrors.withLock { $0.removeValue(forKey: UInt(bitPattern: context)) }
     }
 
-    static func lastError(for context: UnsafeMutableRawPointer) -> String? {
+    public static func lastError(for context: UnsafeMutableRawPointer) -> String? {
         lastErrors.withLock { $0[UInt(bitPattern: context)] }
     }
 
@@ -46,7 +46,7 @@ enum FFmpegLog {
 }
 
 extension String {
-    func trimming(_ set: String) -> String {
+    public func trimming(_ set: String) -> String {
         var s = Substring(self)
         while let c = s.first, set.contains(c) { s.removeFirst() }
         while let c = s.last, set.contains(c) { s.removeLast() }

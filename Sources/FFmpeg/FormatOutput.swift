@@ -1,15 +1,15 @@
 import CFFmpeg
 
 /// Owns an output AVFormatContext and its AVIOContext (closed and freed in deinit).
-final class FormatOutput {
-    let pointer: UnsafeMutablePointer<AVFormatContext>
-    let path: String
+public final class FormatOutput {
+    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    public let path: String
     private var ioOpen = false
     private var headerWritten = false
     private var trailerWritten = false
     private let cancellation: CancellationToken?
 
-    init(path: String, format: String, cancellation: CancellationToken?) throws(MediaError) {
+    public init(path: String, format: String, cancellation: CancellationToken?) throws(MediaError) {
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         let rc = avformat_alloc_output_context2(&context, nil, format, path)
         guard rc >= 0, let context else {
@@ -31,11 +31,11 @@ final class FormatOutput {
         avformat_free_context(pointer)
     }
 
-    var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
-    var needsGlobalHeader: Bool { pointer.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+    public var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+    public var needsGlobalHeader: Bool { pointer.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
 
     /// A new stream carrying `encoder`'s parameters.
-    func addStream(for encoder: CodecContext) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+    public func addStream(for encoder: CodecContext) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
         guard let stream = avformat_new_stream(pointer, nil) else {
             throw MediaError(.ffmpeg, operation: "avformat_new_stream", path: path, detail: "out of memory")
         }
@@ -47,7 +47,7 @@ final class FormatOutput {
     }
 
     /// A new stream carrying a copy of `parameters` (remuxing: no encoder).
-    func addStream(copying parameters: UnsafePointer<AVCodecParameters>, path: String) throws(MediaError)
+    public func addStream(copying parameters: UnsafePointer<AVCodecParameters>, path: String) throws(MediaError)
         -> UnsafeMutablePointer<AVStream>
     {
         guard let stream = avformat_new_stream(pointer, nil) else {
@@ -58,7 +58,7 @@ final class FormatOutput {
         return stream
     }
 
-    func writeHeader(options: [String: String]) throws(MediaError) {
+    public func writeHeader(options: [String: String]) throws(MediaError) {
         var io: UnsafeMutablePointer<AVIOContext>? = nil
         var callback = pointer.pointee.interrupt_callback
         // Outputs are local files only (the path is the server's own; a URL-like path stays a file).
@@ -77,7 +77,7 @@ final class FormatOutput {
     }
 
     /// Writes an encoded packet, rescaling its times from the encoder's time base to the stream's.
-    func write(_ packet: Packet, from timeBase: AVRational, to stream: UnsafeMutablePointer<AVStream>)
+    public func write(_ packet: Packet, from timeBase: AVRational, to stream: UnsafeMutablePointer<AVStream>)
         throws(MediaError)
     {
         av_packet_rescale_ts(packet.pointer, timeBase, stream.pointee.time_base)
@@ -91,7 +91,7 @@ final class FormatOutput {
         }
     }
 
-    func finish() throws(MediaError) {
+    public func finish() throws(MediaError) {
         guard headerWritten, !trailerWritten else { return }
         trailerWritten = true
         let rc = av_write_trailer(pointer)

@@ -2,13 +2,13 @@ import CFFmpeg
 
 /// Owns a SwrContext (swr_free in deinit): converts decoded audio to a fixed rate, channel count and
 /// sample format. Output goes to caller-owned planes; no allocation per call.
-final class Resampler {
+public final class Resampler {
     private var context: OpaquePointer?
-    let outputRate: Int
-    let outputChannels: Int
-    let outputFormat: AVSampleFormat
+    public let outputRate: Int
+    public let outputChannels: Int
+    public let outputFormat: AVSampleFormat
 
-    init(
+    public init(
         input decoder: UnsafeMutablePointer<AVCodecContext>, outputRate: Int, outputChannels: Int,
         outputFormat: AVSampleFormat
     ) throws(MediaError) {
@@ -38,18 +38,18 @@ final class Resampler {
     deinit { swr_free(&context) }
 
     /// Drops buffered samples and filter state (after a seek).
-    func reset() throws(MediaError) {
+    public func reset() throws(MediaError) {
         try check(swr_init(context), "swr_init")
     }
 
     /// An upper bound of the output samples for `inputSamples` more input samples.
-    func outputCapacity(forInput inputSamples: Int) -> Int {
+    public func outputCapacity(forInput inputSamples: Int) -> Int {
         Int(swr_get_out_samples(context, Int32(inputSamples)))
     }
 
     /// Converts one decoded frame (nil flushes) into `planes` (one pointer per output plane; one for
     /// packed formats). Returns the number of samples written per channel.
-    func convert(_ frame: Frame?, into planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, capacity: Int)
+    public func convert(_ frame: Frame?, into planes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, capacity: Int)
         throws(MediaError) -> Int
     {
         let written: Int32

@@ -61,7 +61,7 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     /// An error from an FFmpeg call that returned a negative code.
-    static func ffmpeg(
+    public static func ffmpeg(
         _ code: Int32, _ operation: String, path: String? = nil, kind: Kind = .ffmpeg,
         detail: String? = nil, context: UnsafeMutableRawPointer? = nil
     ) -> MediaError {
@@ -86,21 +86,21 @@ public struct MediaError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 }
 
-enum FFmpegError {
-    static let eof = moments_averror_eof()
-    static let again = moments_averror_eagain()
-    static let invalidData = moments_averror_invaliddata()
-    static let exit = moments_averror_exit()
-    static let outOfMemory = moments_averror(ENOMEM)
+public enum FFmpegError {
+    public static let eof = moments_averror_eof()
+    public static let again = moments_averror_eagain()
+    public static let invalidData = moments_averror_invaliddata()
+    public static let exit = moments_averror_exit()
+    public static let outOfMemory = moments_averror(ENOMEM)
 
     /// A decoder's complaint about one packet or frame (bad data, an unsupported feature in a
     /// damaged stretch): counted and skipped, never fatal. Running out of memory still is.
-    static func isDamage(_ code: Int32) -> Bool {
+    public static func isDamage(_ code: Int32) -> Bool {
         code < 0 && code != again && code != eof && code != outOfMemory && code != exit
     }
 
     /// av_strerror's text for a negative code.
-    static func string(_ code: Int32) -> String {
+    public static func string(_ code: Int32) -> String {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
             guard let base = buffer.baseAddress else { return "error \(code)" }
             if av_strerror(code, base, 256) < 0 { return "unknown FFmpeg error \(code)" }
@@ -111,7 +111,7 @@ enum FFmpegError {
 
 /// Throws a MediaError when an FFmpeg call returned a negative code.
 @discardableResult
-func check(
+public func check(
     _ code: Int32, _ operation: @autoclosure () -> String, path: String? = nil,
     context: UnsafeMutableRawPointer? = nil
 ) throws(MediaError) -> Int32 {

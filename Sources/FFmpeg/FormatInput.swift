@@ -6,23 +6,23 @@ import CFFmpeg
 /// Every input is read through Moments' own AVIOContext over one already-open source: FFmpeg is
 /// given no URL to open, any nested open a demuxer attempts (a playlist entry, a manifest's
 /// segment, an MP4 data reference) is refused, and only the demuxers of `ContainerPolicy` may run.
-final class FormatInput {
-    let pointer: UnsafeMutablePointer<AVFormatContext>
-    let path: String
+public final class FormatInput {
+    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    public let path: String
     /// Kept alive as long as FFmpeg may call the interrupt callback that points at it.
     private let cancellation: CancellationToken?
     /// The reader FFmpeg reads through (freed after the context is closed).
     private let io: InputIO
 
     /// Most streams a container may declare.
-    static let maxStreams: Int32 = 64
+    public static let maxStreams: Int32 = 64
 
     /// How sure the content sniffing was of the container (0...100; 100 when FFmpeg guessed).
-    let probeScore: Int32
+    public let probeScore: Int32
 
     /// Opens `source` with the demuxer `format` (chosen by `sniff`); `whitelist` is the comma
     /// separated list of demuxer names FFmpeg may use (it refuses `format` when not on it).
-    init(
+    public init(
         source: InputSource, format: UnsafePointer<AVInputFormat>, probeScore: Int32 = AVPROBE_SCORE_MAX,
         whitelist: String = ContainerPolicy.formatWhitelist, cancellation: CancellationToken? = nil
     ) throws(MediaError) {
@@ -65,16 +65,16 @@ final class FormatInput {
         avformat_close_input(&p)  // leaves `io` (AVFMT_FLAG_CUSTOM_IO) to its owner
     }
 
-    var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+    public var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
 
-    func findStreamInfo() throws(MediaError) {
+    public func findStreamInfo() throws(MediaError) {
         try check(avformat_find_stream_info(pointer, nil), "avformat_find_stream_info", path: path, context: logKey)
         collectStreams()
     }
 
     /// The streams, each with its codec parameters resolved once (a stream FFmpeg left without
     /// parameters is skipped rather than force-unwrapped).
-    private(set) var streams: [StreamHandle] = []
+    public private(set) var streams: [StreamHandle] = []
 
     private func collectStreams() {
         streams = (0..<Int(pointer.pointee.nb_streams)).compactMap { i in
@@ -83,17 +83,17 @@ final class FormatInput {
         }
     }
 
-    func stream(index: Int) -> StreamHandle? { streams.first { $0.index == index } }
+    public func stream(index: Int) -> StreamHandle? { streams.first { $0.index == index } }
 
-    var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
+    public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
 
-    var formatLongName: String {
+    public var formatLongName: String {
         pointer.pointee.iformat.pointee.long_name.map { String(cString: $0) } ?? formatName
     }
 
     /// Reads the next packet; false at the end of the file. A damaged stretch the demuxer cannot
     /// read past is treated as the end, after reporting through `onError`.
-    func read(into packet: Packet) throws(MediaError) -> Bool {
+    public func read(into packet: Packet) throws(MediaError) -> Bool {
         let rc = av_read_frame(pointer, packet.pointer)
         if rc >= 0 { return true }
         if rc == FFmpegError.eof { return false }
@@ -109,7 +109,7 @@ final class FormatInput {
     /// the keyframe after the target, which would start a range late. The landing is checked by
     /// reading up to the stream's first keyframe; when it lies after `timestamp` the seek is
     /// retried from further back (1, 2, 4 … 64 s), and finally from the start of the file.
-    func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
+    public func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
         guard let handle = stream(index: index) else {
             throw MediaError(.invalidRange, operation: "seek", path: path, detail: "no stream \(index)")
         }
@@ -128,10 +128,10 @@ final class FormatInput {
     }
 
     /// How many times `seek` steps further back before reading from the start (the last step: 64 s).
-    static let seekRetries = 7
+    public static let seekRetries = 7
     /// Packets `firstKeyframeTime` reads at most (a stream whose keyframes are further apart is
     /// taken as landed where the demuxer put it).
-    static let seekCheckPackets = 2048
+    public static let seekCheckPackets = 2048
 
     private func seekBackward(_ index: Int, _ timestamp: Int64) throws(MediaError) {
         try check(
@@ -158,7 +158,7 @@ final class FormatInput {
     private var seekProbe: Packet?
 
     /// The container's start time in seconds (0 when unknown); Moments' times count from here.
-    var startSeconds: Double {
+    public var startSeconds: Double {
         let t = pointer.pointee.start_time
         return t == MediaTime.noPTS ? 0 : Double(t) / Double(AV_TIME_BASE)
     }
@@ -166,7 +166,7 @@ final class FormatInput {
     /// Identifies the container from the first bytes alone (the file name's extension is not
     /// consulted, so a text file named .mp4 is not taken for an MP4). nil when nothing matches
     /// with confidence above `minimumScore`. Any demuxer may answer here: the caller decides.
-    static func sniff(_ source: InputSource, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (
+    public static func sniff(_ source: InputSource, bytes: Int = 1 << 20, minimumScore: Int32 = AVPROBE_SCORE_MAX / 4) -> (
         format: UnsafePointer<AVInputFormat>, score: Int32
     )? {
         let padded = bytes + Int(AVPROBE_PADDING_SIZE)
@@ -218,19 +218,19 @@ final class FormatInput {
 }
 
 /// One input stream and its codec parameters (both owned by the FormatInput).
-struct StreamHandle {
-    let stream: UnsafeMutablePointer<AVStream>
-    let parameters: UnsafeMutablePointer<AVCodecParameters>
-    var index: Int { Int(stream.pointee.index) }
-    var type: AVMediaType { parameters.pointee.codec_type }
-    var timeBase: AVRational { stream.pointee.time_base }
-    var isAttachedPicture: Bool { stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
+public struct StreamHandle {
+    public let stream: UnsafeMutablePointer<AVStream>
+    public let parameters: UnsafeMutablePointer<AVCodecParameters>
+    public var index: Int { Int(stream.pointee.index) }
+    public var type: AVMediaType { parameters.pointee.codec_type }
+    public var timeBase: AVRational { stream.pointee.time_base }
+    public var isAttachedPicture: Bool { stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
 }
 
 extension CancellationToken {
     /// FFmpeg's I/O interrupt callback for this token: blocking reads and writes give up once it
     /// is cancelled. The token must outlive the context it is installed in (its owner keeps it).
-    var interruptCallback: AVIOInterruptCB {
+    public var interruptCallback: AVIOInterruptCB {
         AVIOInterruptCB(
             callback: { opaque in
                 guard let opaque else { return 0 }

@@ -20,14 +20,14 @@ public enum ContainerPolicy {
     /// Protocols an input may use: none at all (its bytes come through Moments' own reader). The
     /// name matches no protocol, so even a nested context that escaped the I/O guard (FFmpeg does
     /// not hand it to every sub-demuxer) cannot open a file or a URL.
-    static let inputProtocolWhitelist = "none"
+    public static let inputProtocolWhitelist = "none"
 
     /// Protocols an output may use: a local file.
-    static let outputProtocolWhitelist = "file"
+    public static let outputProtocolWhitelist = "file"
 
     /// Demuxers of audio-only files: refused as "not a video" (with that reason) rather than as
     /// an unknown container.
-    static let audioOnly: Set<String> = [
+    public static let audioOnly: Set<String> = [
         "wav", "w64", "mp3", "aac", "flac", "aiff", "amr", "ac3", "eac3", "wv", "ape", "tta", "caf", "dts", "truehd",
         "mlp"
     ]
@@ -39,5 +39,5 @@ public enum ContainerPolicy {
     public static func accepts(_ demuxer: String) -> Bool { demuxers.contains(demuxer) }
 
     /// A single-picture demuxer (jpeg_pipe, png_pipe, ...): acceptable only when a still image is asked for.
-    static func isStillImage(_ demuxer: String) -> Bool { demuxer.hasSuffix("_pipe") }
+    public static func isStillImage(_ demuxer: String) -> Bool { demuxer.hasSuffix("_pipe") }
 }

@@ -1,9 +1,9 @@
 import CFFmpeg
 
 /// Owns an AVCodecContext (avcodec_free_context in deinit), opened as a decoder or an encoder.
-final class CodecContext {
-    let pointer: UnsafeMutablePointer<AVCodecContext>
-    let codec: UnsafePointer<AVCodec>
+public final class CodecContext {
+    public let pointer: UnsafeMutablePointer<AVCodecContext>
+    public let codec: UnsafePointer<AVCodec>
 
     private init(codec: UnsafePointer<AVCodec>, operation: String) throws(MediaError) {
         guard let context = avcodec_alloc_context3(codec) else {
@@ -20,11 +20,11 @@ final class CodecContext {
         avcodec_free_context(&p)
     }
 
-    var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
-    var name: String { String(cString: codec.pointee.name) }
+    public var logKey: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
+    public var name: String { String(cString: codec.pointee.name) }
 
     /// A decoder for `stream`, configured by `configure` before it is opened.
-    static func decoder(
+    public static func decoder(
         for handle: StreamHandle, path: String, threads: Int = 0,
         configure: (UnsafeMutablePointer<AVCodecContext>) -> Void = { _ in }
     ) throws(MediaError) -> CodecContext {
@@ -52,7 +52,7 @@ final class CodecContext {
 
     /// An encoder by name (e.g. "libx264", "aac", "mjpeg"), configured by `configure`, opened with
     /// the private `options` (e.g. preset, crf).
-    static func encoder(
+    public static func encoder(
         named name: String, options: [String: String] = [:],
         configure: (UnsafeMutablePointer<AVCodecContext>) -> Void
     ) throws(MediaError) -> CodecContext {
@@ -73,9 +73,9 @@ final class CodecContext {
     }
 
     /// avcodec_send_packet; nil flushes. Returns FFmpeg's code (EAGAIN and EOF are not errors).
-    func send(_ packet: Packet?) -> Int32 { avcodec_send_packet(pointer, packet?.pointer) }
-    func receive(_ frame: Frame) -> Int32 { avcodec_receive_frame(pointer, frame.pointer) }
-    func send(_ frame: Frame?) -> Int32 { avcodec_send_frame(pointer, frame?.pointer) }
-    func receive(_ packet: Packet) -> Int32 { avcodec_receive_packet(pointer, packet.pointer) }
-    func flushBuffers() { avcodec_flush_buffers(pointer) }
+    public func send(_ packet: Packet?) -> Int32 { avcodec_send_packet(pointer, packet?.pointer) }
+    public func receive(_ frame: Frame) -> Int32 { avcodec_receive_frame(pointer, frame.pointer) }
+    public func send(_ frame: Frame?) -> Int32 { avcodec_send_frame(pointer, frame?.pointer) }
+    public func receive(_ packet: Packet) -> Int32 { avcodec_receive_packet(pointer, packet.pointer) }
+    public func flushBuffers() { avcodec_flush_buffers(pointer) }
 }
