@@ -75,26 +75,7 @@ public enum AnalysisPipeline {
         let full = settings.plan.choice == .full
         let survey = full ? GOPSurvey() : try decoder.surveyGOPs()
         let plan = full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
-        // A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
-        let claimed = max(0, info.duration) * max(1, info.video.frameRate)
-        var expected =
-            claimed.isFinite && claimed < Double(Reservation.maxFrames) ? Int(claimed) + 16 : Reservation.maxFrames
-        if plan.mode == .sampled {
-            expected = min(expected, Int(max(0, info.duration).clamped(to: 0...86_400)) * (plan.burstFrames + 1) + 16)
-        }
-        let shots = ShotDetector(
-            settings: settings.shots, expectedFrames: plan.mode == .full ? expected : 0,
-            maxFrameRate: max(30, info.video.frameRate))
-        let motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
-        let quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
-        let focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
-        let fingerprints = FingerprintCollector(expectedFrames: expected)
-        let content = ContentFingerprinter(
-            rotation: info.video.rotation,
-            expectedSeconds: min(max(0, info.duration.isFinite ? info.duration : 0), 86_400))
-        let audio = AudioAnalyzer(settings: settings.audio)
-        let screen = BoundaryScreen(settings: settings.screen)
-        let samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
+        let a = Analysers(settings: settings, info: info, plan: plan)
         var features = FrameFeatures()
         features.measuresTexture = settings.shots.jumpCuts
         let duration = max(info.duration, 0.001)
@@ -105,60 +86,130 @@ public enum AnalysisPipeline {
             guard let view = frame.view else { return }
             features.measure(view)
             if plan.mode == .full {
-                shots.consume(features)
+                a.shots.consume(features)
             } else {
-                screen.consume(features, follows: frame.follows, group: frame.group)
-                samples.append(features, group: frame.group)
-                if !frame.follows { motion.restart() }
+                a.screen.consume(features, follows: frame.follows, group: frame.group)
+                a.samples.append(features, group: frame.group)
+                if !frame.follows { a.motion.restart() }
             }
-            quality.consume(features)
-            focus.consume(features)
-            fingerprints.consume(features)
-            content.consume(features)
-            motion.consume(view)
+            a.quality.consume(features)
+            a.focus.consume(features)
+            a.fingerprints.consume(features)
+            a.content.consume(features)
+            a.motion.consume(view)
             if let progress, frame.time / duration - lastReport >= 0.01 {
                 lastReport = frame.time / duration
                 progress(min(1, lastReport) * passShare)
             }
         }
         let onAudio: (borrowing AudioChunk) -> Void = { chunk in
-            audio.consume(chunk.samples, time: chunk.time, rate: chunk.sampleRate)
+            a.audio.consume(chunk.samples, time: chunk.time, rate: chunk.sampleRate)
         }
 
-        var summary: AnalysisSummary
-        var boundaries: [ShotBoundary]
+        let summary: AnalysisSummary
+        let boundaries: [ShotBoundary]
         switch plan.mode {
         case .full:
             summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
-            boundaries = shots.finish()
+            boundaries = a.shots.finish()
         case .sampled:
-            summary = try decoder.runSampled(
-                burstFrames: plan.burstFrames, reorders: survey.reorders, onFrame: onFrame, onAudio: onAudio
-            ) { group in
-                screen.addGroup(
-                    BoundaryScreen.GOPInfo(
-                        keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
-                        complete: group.complete))
-            }
-            let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
-            let ranges = screen.finish(
-                end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
-            let refined = try refine(
-                decoder, ranges: ranges, samples: samples, settings: settings.shots, screen: settings.screen,
-                frameRate: max(30, info.video.frameRate)
+            let sampled = try runSampledPlan(
+                decoder, plan: plan, survey: survey, settings: settings, analysers: a, onFrame: onFrame,
+                onAudio: onAudio
             ) { done in
                 progress?(passShare + (1 - passShare) * done)
             }
-            boundaries = refined.boundaries
-            summary.refinedRanges = ranges.count
-            summary.refinedSeconds = ranges.reduce(0) { $0 + ($1.end - $1.start) }
-            summary.refinedFrames = refined.frames
-            if let last = refined.lastFrameTime { summary.lastFrameTime = max(summary.lastFrameTime ?? last, last) }
+            summary = sampled.summary
+            boundaries = sampled.boundaries
+        }
+        let analysis = assemble(
+            summary: summary, boundaries: boundaries, info: info, plan: plan, analysers: a,
+            settings: settings.candidates)
+        progress?(1)
+        return analysis
+    }
+
+    /// The analysers one decode feeds, each sized for the input's expected frames.
+    struct Analysers {
+        let shots: ShotDetector
+        let motion: MotionAnalyzer
+        let quality: QualityAnalyzer
+        let focus: FocusAnalyzer
+        let fingerprints: FingerprintCollector
+        let content: ContentFingerprinter
+        let audio: AudioAnalyzer
+        let screen: BoundaryScreen
+        let samples: FeatureLog
+
+        init(settings: AnalysisSettings, info: MediaInfo, plan: DecodePlan) {
+            let expected = Self.expectedFrames(info: info, plan: plan)
+            shots = ShotDetector(
+                settings: settings.shots, expectedFrames: plan.mode == .full ? expected : 0,
+                maxFrameRate: max(30, info.video.frameRate))
+            motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
+            quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
+            focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
+            fingerprints = FingerprintCollector(expectedFrames: expected)
+            content = ContentFingerprinter(
+                rotation: info.video.rotation,
+                expectedSeconds: min(max(0, info.duration.isFinite ? info.duration : 0), 86_400))
+            audio = AudioAnalyzer(settings: settings.audio)
+            screen = BoundaryScreen(settings: settings.screen)
+            samples = FeatureLog(expected: plan.mode == .sampled ? expected : 0)
         }
 
-        let qualitySamples = quality.finish()
-        let motionSamples = motion.finish()
-        let audioResult = audio.finish()
+        /// A hint only (header values): the analysers clamp what they reserve and grow as frames arrive.
+        static func expectedFrames(info: MediaInfo, plan: DecodePlan) -> Int {
+            let claimed = max(0, info.duration) * max(1, info.video.frameRate)
+            var expected =
+                claimed.isFinite && claimed < Double(Reservation.maxFrames)
+                ? Int(claimed) + 16 : Reservation.maxFrames
+            if plan.mode == .sampled {
+                expected = min(
+                    expected, Int(max(0, info.duration).clamped(to: 0...86_400)) * (plan.burstFrames + 1) + 16)
+            }
+            return expected
+        }
+    }
+
+    /// The sampled plan's two steps: keyframes and their bursts (screened for possible boundaries),
+    /// then the screened ranges refined frame by frame. `progress` gets the refinement's share done.
+    static func runSampledPlan(
+        _ decoder: AnalysisDecoder, plan: DecodePlan, survey: GOPSurvey, settings: AnalysisSettings,
+        analysers a: Analysers, onFrame: (borrowing AnalysisFrame) -> Void,
+        onAudio: (borrowing AudioChunk) -> Void, progress: (Double) -> Void
+    ) throws(MediaError) -> (summary: AnalysisSummary, boundaries: [ShotBoundary]) {
+        let info = decoder.info
+        var summary = try decoder.runSampled(
+            burstFrames: plan.burstFrames, reorders: survey.reorders, onFrame: onFrame, onAudio: onAudio
+        ) { group in
+            a.screen.addGroup(
+                BoundaryScreen.GOPInfo(
+                    keyTime: group.keyTime, largestPacketRatio: group.largestPacketRatio,
+                    complete: group.complete))
+        }
+        let rate = info.video.frameRate > 0 ? info.video.frameRate : 30
+        let ranges = a.screen.finish(
+            end: max(summary.lastPacketTime ?? 0, summary.lastFrameTime ?? 0) + 0.001, frameRate: rate)
+        let refined = try refine(
+            decoder, ranges: ranges, samples: a.samples, settings: settings.shots, screen: settings.screen,
+            frameRate: max(30, info.video.frameRate), progress: progress)
+        summary.refinedRanges = ranges.count
+        summary.refinedSeconds = ranges.reduce(0) { $0 + ($1.end - $1.start) }
+        summary.refinedFrames = refined.frames
+        if let last = refined.lastFrameTime { summary.lastFrameTime = max(summary.lastFrameTime ?? last, last) }
+        return (summary, refined.boundaries)
+    }
+
+    /// The analysis from what the decode found: its length, the shots between the boundaries, every
+    /// analyser's result and the candidates.
+    static func assemble(
+        summary: AnalysisSummary, boundaries: [ShotBoundary], info: MediaInfo, plan: DecodePlan,
+        analysers a: Analysers, settings: CandidateSettings
+    ) -> VideoAnalysis {
+        let qualitySamples = a.quality.finish()
+        let motionSamples = a.motion.finish()
+        let audioResult = a.audio.finish()
         // The decoded length: the header's duration only stretches it by up to a frame or so (the
         // last frame's own duration), never by what a lying header claims.
         let decodedEnd = summary.lastFrameTime ?? 0
@@ -178,12 +229,11 @@ public enum AnalysisPipeline {
             duration: end, frameRate: info.video.frameRate, width: info.video.displayWidth,
             height: info.video.displayHeight,
             rotation: info.video.rotation, hasAudio: info.mainAudio != nil, boundaries: boundaries, shots: shotList,
-            motion: motionSamples, quality: qualitySamples, focus: focus.finish(), audio: audioResult, candidates: [],
+            motion: motionSamples, quality: qualitySamples, focus: a.focus.finish(), audio: audioResult, candidates: [],
             summary: summary)
-        analysis.fingerprint = content.finish(duration: end)
+        analysis.fingerprint = a.content.finish(duration: end)
         analysis.candidates = CandidateBuilder.build(
-            analysis, fingerprints: fingerprints, settings: settings.candidates)
-        progress?(1)
+            analysis, fingerprints: a.fingerprints, settings: settings)
         return analysis
     }
 
@@ -215,31 +265,10 @@ public enum AnalysisPipeline {
         var replays: [Range<Int>] = []
         var settleOn: [Int?] = []
         for range in ranges {
-            var stop = range.end
-            var replay = 0..<0
-            var target: Int?
-            // The last keyframe inside the range whose sampled burst reaches the range's end.
-            if let inside = samples.times.lastIndex(where: { $0 > range.start + 1e-6 && $0 <= range.end }) {
-                let group = samples.groups[inside]
-                var first = inside, last = inside
-                while first > 0 && samples.groups[first - 1] == group { first -= 1 }
-                while last + 1 < samples.count && samples.groups[last + 1] == group { last += 1 }
-                if samples.times[first] > range.start + 1e-6, samples.times[last] >= range.end - 1.5 * frame {
-                    stop = samples.times[first] - 1e-4
-                    replay = first..<(last + 1)
-                    // One group before it in the range (no other keyframe between the range's start
-                    // and this one): the frames may settle on this keyframe.
-                    var i = first - 1, otherKeyframe = false
-                    while i > 0, samples.times[i] > range.start + 1e-6, !otherKeyframe {
-                        otherKeyframe = samples.groups[i] != samples.groups[i - 1]
-                        i -= 1
-                    }
-                    if screen.settleFrames > 0, !otherKeyframe { target = first }
-                }
-            }
-            decodeRanges.append(TimeRange(start: range.start, end: max(range.start, stop)))
-            replays.append(replay)
-            settleOn.append(target)
+            let stop = decodeStop(range, samples: samples, screen: screen, frame: frame)
+            decodeRanges.append(stop.decode)
+            replays.append(stop.replay)
+            settleOn.append(stop.settleOn)
         }
         var found: [ShotBoundary] = []
         var detector: ShotDetector?
@@ -296,6 +325,37 @@ public enum AnalysisPipeline {
             ShotDetector.keepStrongest(found, minShotSeconds: settings.minShotSeconds), summary.framesDecoded,
             summary.lastFrameTime
         )
+    }
+
+    /// Where a range's decode stops: before the last keyframe inside it whose sampled burst reaches
+    /// the range's end (then that burst is replayed from `samples`), else at the range's end; and
+    /// the keyframe sample its frames may settle on.
+    static func decodeStop(
+        _ range: (start: Double, end: Double), samples: FeatureLog, screen: BoundaryScreen.Settings, frame: Double
+    ) -> (decode: TimeRange, replay: Range<Int>, settleOn: Int?) {
+        var stop = range.end
+        var replay = 0..<0
+        var target: Int?
+        // The last keyframe inside the range whose sampled burst reaches the range's end.
+        if let inside = samples.times.lastIndex(where: { $0 > range.start + 1e-6 && $0 <= range.end }) {
+            let group = samples.groups[inside]
+            var first = inside, last = inside
+            while first > 0 && samples.groups[first - 1] == group { first -= 1 }
+            while last + 1 < samples.count && samples.groups[last + 1] == group { last += 1 }
+            if samples.times[first] > range.start + 1e-6, samples.times[last] >= range.end - 1.5 * frame {
+                stop = samples.times[first] - 1e-4
+                replay = first..<(last + 1)
+                // One group before it in the range (no other keyframe between the range's start
+                // and this one): the frames may settle on this keyframe.
+                var i = first - 1, otherKeyframe = false
+                while i > 0, samples.times[i] > range.start + 1e-6, !otherKeyframe {
+                    otherKeyframe = samples.groups[i] != samples.groups[i - 1]
+                    i -= 1
+                }
+                if screen.settleFrames > 0, !otherKeyframe { target = first }
+            }
+        }
+        return (TimeRange(start: range.start, end: max(range.start, stop)), replay, target)
     }
 }
 

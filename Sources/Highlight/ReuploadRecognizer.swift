@@ -63,6 +63,15 @@ public struct Recognition: Sendable, Codable, Equatable {
     /// is not made: its own re-uploads are recognised by it).
     public var fingerprint: ContentFingerprint?
     public init() {}
+
+    /// Records the match, with the new video's own measures for the reused analysis.
+    mutating func recognised(_ match: ReuploadMatch, info: MediaInfo, duration: Double) {
+        self.match = match
+        target = ReuseTarget(
+            offset: match.offset, duration: duration, frameRate: info.video.frameRate,
+            width: info.video.displayWidth, height: info.video.displayHeight, rotation: info.video.rotation,
+            hasAudio: info.mainAudio != nil)
+    }
 }
 
 /// Recognises re-uploads: the new video's keyframes (and a short burst after each) are decoded at
@@ -111,13 +120,7 @@ public enum ReuploadRecognizer {
     ) throws(MediaError) -> Recognition {
         var result = Recognition()
         guard !candidates.isEmpty else { return result }
-        var options = AnalysisOptions()
-        options.maxSide = analysis.maxSide
-        options.skipNonReferenceFrames = true
-        options.skipLoopFilter = true
-        options.decodeAudio = false
-        options.limits = analysis.limits
-        let decoder = try AnalysisDecoder(path: path, options: options, cancellation: cancellation)
+        let decoder = try AnalysisDecoder(path: path, options: lookOptions(analysis), cancellation: cancellation)
         let info = decoder.info
         let survey = try decoder.surveyGOPs()
         guard let interval = survey.keyframeInterval, interval <= settings.maxSparseKeyframeInterval else {
@@ -129,24 +132,14 @@ public enum ReuploadRecognizer {
         func fingerprinter() -> ContentFingerprinter {
             ContentFingerprinter(rotation: info.video.rotation, expectedSeconds: expected)
         }
-        // Sparse keyframes: a longer burst after each (the header's rate only sizes it, clamped).
-        let sparse = interval > settings.maxKeyframeInterval
-        let clampedRate = min(max(rate, 1), 60)
-        let longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
-        let burst = sparse ? longest : settings.burstFrames
+        let bursts = Bursts(interval: interval, rate: rate, settings: settings)
+        let burst = bursts.burst
         var features = FrameFeatures()
-        func pass(burst: Int, decodesGroup: ((Double) -> Bool)? = nil, _ take: (FrameFeatures) -> Void)
-            throws(MediaError) -> AnalysisSummary
-        {
-            try sampledPass(
-                decoder, survey: survey, burst: burst, decodesGroup: decodesGroup, features: &features, take)
-        }
         let spacing = settings.quickLookSpacing
         let quickPrint = fingerprinter()
         var quick = ThumbnailLog(expectedFrames: spacing > 0 ? Int(expected / max(spacing, 1)) * (burst + 1) : 0)
         let (summary, decodedKeys, skippedKeys) = try quickPass(
-            decoder, survey: survey, spacing: spacing, burst: burst,
-            features: &features
+            decoder, survey: survey, spacing: spacing, burst: burst, features: &features
         ) { thumbnail in
             quickPrint.consume(thumbnail)
             if spacing > 0 { quick.append(thumbnail) }
@@ -158,15 +151,16 @@ public enum ReuploadRecognizer {
         var fingerprint = quickPrint.finish(duration: duration)
         var judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
 
-        if judged.match == nil, judged.undersampled, burst < longest {
+        if judged.match == nil, judged.undersampled, burst < bursts.longest {
             // Too few entries to judge (few groups: a short video), but some vote for an offset:
             // every group again, each burst long enough for `lookEntries` entries in all.
             try cancellation?.check("recognise", path: path)
-            let groups = Double(max(1, decodedKeys.count + skippedKeys))
-            let steps = (Double(settings.lookEntries) / groups).rounded(.up)
-            let longer = min(longest, max(burst + 1, Int((steps * quickPrint.step * clampedRate).rounded())))
+            let longer = bursts.closer(
+                groups: decodedKeys.count + skippedKeys, step: quickPrint.step, entries: settings.lookEntries)
             let closer = fingerprinter()
-            result.framesDecoded += try pass(burst: longer) { closer.consume($0) }.framesDecoded
+            result.framesDecoded += try sampledPass(
+                decoder, survey: survey, burst: longer, decodesGroup: nil, features: &features
+            ) { closer.consume($0) }.framesDecoded
             result.keyframePasses = 2
             fingerprint = closer.finish(duration: duration)
             judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
@@ -174,7 +168,9 @@ public enum ReuploadRecognizer {
             // The groups the quick pass skipped, fingerprinted with the kept ones in time order.
             try cancellation?.check("recognise", path: path)
             let whole = fingerprinter()
-            result.framesDecoded += try pass(burst: burst, decodesGroup: { !decodedKeys.contains($0) }) { thumbnail in
+            result.framesDecoded += try sampledPass(
+                decoder, survey: survey, burst: burst, decodesGroup: { !decodedKeys.contains($0) }, features: &features
+            ) { thumbnail in
                 quick.replay(before: thumbnail.time, into: whole)
                 whole.consume(thumbnail)
             }.framesDecoded
@@ -183,9 +179,6 @@ public enum ReuploadRecognizer {
             fingerprint = whole.finish(duration: duration)
             judged = judge(fingerprint, candidates: candidates, duration: duration, settings: settings)
         }
-        let target = ReuseTarget(
-            offset: 0, duration: duration, frameRate: info.video.frameRate, width: info.video.displayWidth,
-            height: info.video.displayHeight, rotation: info.video.rotation, hasAudio: info.mainAudio != nil)
 
         if judged.match == nil {
             result.firstLook = judged.verifications.first.map { "\($0.1)" } ?? "no candidate asked for verification"
@@ -197,14 +190,43 @@ public enum ReuploadRecognizer {
         result.fingerprint = fingerprint
         // A sparse or inconclusive look that found nothing is not the last word: the analysis
         // (which fingerprints every frame it decodes) judges as well.
-        if judged.match == nil && (sparse || judged.inconclusive) { result.deferred = true }
-        if let match = judged.match {
-            result.match = match
-            var t = target
-            t.offset = match.offset
-            result.target = t
-        }
+        if judged.match == nil && (bursts.sparse || judged.inconclusive) { result.deferred = true }
+        if let match = judged.match { result.recognised(match, info: info, duration: duration) }
         return result
+    }
+
+    /// The look's decode: analysis size and limits, video only, the cheapest frames.
+    static func lookOptions(_ analysis: AnalysisSettings) -> AnalysisOptions {
+        var options = AnalysisOptions()
+        options.maxSide = analysis.maxSide
+        options.skipNonReferenceFrames = true
+        options.skipLoopFilter = true
+        options.decodeAudio = false
+        options.limits = analysis.limits
+        return options
+    }
+
+    /// The burst decoded after each keyframe. Sparse keyframes get a longer one (the header's
+    /// rate only sizes it, clamped); `longest` is that longer burst, whatever the keyframes.
+    struct Bursts {
+        let sparse: Bool
+        let clampedRate: Double
+        let longest: Int
+        let burst: Int
+
+        init(interval: Double, rate: Double, settings: Settings) {
+            sparse = interval > settings.maxKeyframeInterval
+            clampedRate = min(max(rate, 1), 60)
+            longest = max(settings.burstFrames, Int((clampedRate * settings.sparseBurstSeconds).rounded()))
+            burst = sparse ? longest : settings.burstFrames
+        }
+
+        /// A burst long enough for `entries` fingerprint entries over `groups` keyframe groups (at
+        /// fingerprint steps of `step` seconds): longer than `burst`, at most `longest`.
+        func closer(groups: Int, step: Double, entries: Int) -> Int {
+            let steps = (Double(entries) / Double(max(1, groups))).rounded(.up)
+            return min(longest, max(burst + 1, Int((steps * step * clampedRate).rounded())))
+        }
     }
 
     /// One sampled pass: each decoded frame's thumbnail measured and handed to `take`.

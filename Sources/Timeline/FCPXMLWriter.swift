@@ -34,54 +34,31 @@ struct FCPXMLWriter {
         return d == 1 ? "\(n)s" : "\(n)/\(d)s"
     }
 
-    func render() -> String {
-        let rate = plan.rate
-        func t(_ frames: Int) -> String { Self.time(frames, rate: rate) }
-        let tcFormat = rate.isDropFrame ? "DF" : "NDF"
-        let sameSize = document.sourceWidth == document.outputWidth && document.sourceHeight == document.outputHeight
-        // Resource ids, in document order.
+    /// Resource ids, in document order: the source's own format comes only when its size differs.
+    struct ResourceIDs {
         let sequenceFormat = "r1"
-        let sourceFormat = sameSize ? "r1" : "r2"
-        let assetID = sameSize ? "r2" : "r3"
-        let dissolveID = sameSize ? "r3" : "r4"
-        let audioFadeID = sameSize ? "r4" : "r5"
-        let url = document.sourceURL ?? TextEscaping.fileURL(forName: document.sourceName)
-        let audio: [(String, String)] =
-            document.hasAudio ? [("hasAudio", "1"), ("audioSources", "1")] : [("hasAudio", "0")]
+        let sourceFormat, asset, dissolve, audioFade: String
 
+        init(sameSize: Bool) {
+            sourceFormat = sameSize ? "r1" : "r2"
+            asset = sameSize ? "r2" : "r3"
+            dissolve = sameSize ? "r3" : "r4"
+            audioFade = sameSize ? "r4" : "r5"
+        }
+    }
+
+    private func t(_ frames: Int) -> String { Self.time(frames, rate: plan.rate) }
+    private var tcFormat: String { plan.rate.isDropFrame ? "DF" : "NDF" }
+    private var sameSize: Bool {
+        document.sourceWidth == document.outputWidth && document.sourceHeight == document.outputHeight
+    }
+
+    func render() -> String {
+        let ids = ResourceIDs(sameSize: sameSize)
         var x = XMLText()
         x.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE fcpxml>\n\n")
         x.open("fcpxml", [("version", "1.10")])
-        x.open("resources")
-        x.empty(
-            "format",
-            [
-                ("id", sequenceFormat), ("frameDuration", t(1)),
-                ("width", "\(max(1, document.outputWidth))"), ("height", "\(max(1, document.outputHeight))")
-            ])
-        if !sameSize {
-            x.empty(
-                "format",
-                [
-                    ("id", sourceFormat), ("frameDuration", t(1)),
-                    ("width", "\(max(1, document.sourceWidth))"), ("height", "\(max(1, document.sourceHeight))")
-                ])
-        }
-        x.open(
-            "asset",
-            [
-                ("id", assetID), ("name", document.sourceName), ("start", "0s"), ("duration", t(plan.sourceFrames)),
-                ("hasVideo", "1"), ("format", sourceFormat), ("videoSources", "1")
-            ] + audio)
-        x.empty("media-rep", [("kind", "original-media"), ("src", url)])
-        x.close("asset")
-        if plan.transitionFrames > 0 {
-            x.empty("effect", [("id", dissolveID), ("name", "Cross Dissolve"), ("uid", Self.crossDissolveUID)])
-            if document.hasAudio {
-                x.empty("effect", [("id", audioFadeID), ("name", "Audio Crossfade"), ("uid", Self.audioCrossfadeUID)])
-            }
-        }
-        x.close("resources")
+        writeResources(into: &x, ids)
         x.open("library")
         x.open("event", [("name", "Moments")])
         x.open("project", [("name", document.title)])
@@ -89,48 +66,88 @@ struct FCPXMLWriter {
         x.open(
             "sequence",
             [
-                ("format", sequenceFormat), ("duration", t(plan.totalFrames)), ("tcStart", "0s"),
+                ("format", ids.sequenceFormat), ("duration", t(plan.totalFrames)), ("tcStart", "0s"),
                 ("tcFormat", tcFormat)
             ] + sequenceAudio)
         x.open("spine")
-        for (i, clip) in plan.clips.enumerated() {
-            if clip.transitionIn > 0 {
-                x.open(
-                    "transition",
-                    [("name", "Cross Dissolve"), ("offset", t(clip.recordIn)), ("duration", t(clip.transitionIn))])
-                x.empty("filter-video", [("ref", dissolveID), ("name", "Cross Dissolve")])
-                if document.hasAudio { x.empty("filter-audio", [("ref", audioFadeID), ("name", "Audio Crossfade")]) }
-                x.close("transition")
-            }
-            let cut = plan.trimmed(i)
-            let attributes = [
-                ("ref", assetID), ("offset", t(cut.recordIn)), ("name", document.sourceName),
-                ("start", t(cut.sourceIn)), ("duration", t(cut.sourceOut - cut.sourceIn)),
-                ("format", sourceFormat), ("tcFormat", tcFormat)
-            ]
-            guard let crop = clip.crop else {
-                x.empty("asset-clip", attributes)
-                continue
-            }
-            let reframe = Reframe(
-                crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
-                outputWidth: document.outputWidth, outputHeight: document.outputHeight)
-            let scale = TextEscaping.decimal(reframe.scale, digits: 6)
-            x.open("asset-clip", attributes)
-            x.empty("adjust-conform", [("type", "fit")])
-            x.empty(
-                "adjust-transform",
-                [
-                    (
-                        "position",
-                        "\(TextEscaping.decimal(reframe.positionX)) \(TextEscaping.decimal(reframe.positionY))"
-                    ),
-                    ("scale", "\(scale) \(scale)")
-                ])
-            x.close("asset-clip")
-        }
+        for (i, clip) in plan.clips.enumerated() { writeClip(i, clip, into: &x, ids) }
         for name in ["spine", "sequence", "project", "event", "library", "fcpxml"] { x.close(name) }
         return x.text
+    }
+
+    /// The formats, the asset (the original upload) and the transitions' effects.
+    private func writeResources(into x: inout XMLText, _ ids: ResourceIDs) {
+        let url = document.sourceURL ?? TextEscaping.fileURL(forName: document.sourceName)
+        let audio: [(String, String)] =
+            document.hasAudio ? [("hasAudio", "1"), ("audioSources", "1")] : [("hasAudio", "0")]
+        x.open("resources")
+        x.empty(
+            "format",
+            [
+                ("id", ids.sequenceFormat), ("frameDuration", t(1)),
+                ("width", "\(max(1, document.outputWidth))"), ("height", "\(max(1, document.outputHeight))")
+            ])
+        if !sameSize {
+            x.empty(
+                "format",
+                [
+                    ("id", ids.sourceFormat), ("frameDuration", t(1)),
+                    ("width", "\(max(1, document.sourceWidth))"), ("height", "\(max(1, document.sourceHeight))")
+                ])
+        }
+        x.open(
+            "asset",
+            [
+                ("id", ids.asset), ("name", document.sourceName), ("start", "0s"), ("duration", t(plan.sourceFrames)),
+                ("hasVideo", "1"), ("format", ids.sourceFormat), ("videoSources", "1")
+            ] + audio)
+        x.empty("media-rep", [("kind", "original-media"), ("src", url)])
+        x.close("asset")
+        if plan.transitionFrames > 0 {
+            x.empty("effect", [("id", ids.dissolve), ("name", "Cross Dissolve"), ("uid", Self.crossDissolveUID)])
+            if document.hasAudio {
+                x.empty("effect", [("id", ids.audioFade), ("name", "Audio Crossfade"), ("uid", Self.audioCrossfadeUID)])
+            }
+        }
+        x.close("resources")
+    }
+
+    /// One spine clip: the dissolve into it (if any), then the clip with its reframe.
+    private func writeClip(_ i: Int, _ clip: TimelinePlan.Clip, into x: inout XMLText, _ ids: ResourceIDs) {
+        if clip.transitionIn > 0 {
+            x.open(
+                "transition",
+                [("name", "Cross Dissolve"), ("offset", t(clip.recordIn)), ("duration", t(clip.transitionIn))])
+            x.empty("filter-video", [("ref", ids.dissolve), ("name", "Cross Dissolve")])
+            if document.hasAudio { x.empty("filter-audio", [("ref", ids.audioFade), ("name", "Audio Crossfade")]) }
+            x.close("transition")
+        }
+        let cut = plan.trimmed(i)
+        let attributes = [
+            ("ref", ids.asset), ("offset", t(cut.recordIn)), ("name", document.sourceName),
+            ("start", t(cut.sourceIn)), ("duration", t(cut.sourceOut - cut.sourceIn)),
+            ("format", ids.sourceFormat), ("tcFormat", tcFormat)
+        ]
+        guard let crop = clip.crop else {
+            x.empty("asset-clip", attributes)
+            return
+        }
+        let reframe = Reframe(
+            crop: crop, sourceWidth: document.sourceWidth, sourceHeight: document.sourceHeight,
+            outputWidth: document.outputWidth, outputHeight: document.outputHeight)
+        let scale = TextEscaping.decimal(reframe.scale, digits: 6)
+        x.open("asset-clip", attributes)
+        x.empty("adjust-conform", [("type", "fit")])
+        x.empty(
+            "adjust-transform",
+            [
+                (
+                    "position",
+                    "\(TextEscaping.decimal(reframe.positionX)) \(TextEscaping.decimal(reframe.positionY))"
+                ),
+                ("scale", "\(scale) \(scale)")
+            ])
+        x.close("asset-clip")
     }
 }
 

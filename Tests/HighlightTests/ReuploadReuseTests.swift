@@ -38,6 +38,16 @@ struct ReuploadReuseTests {
             recognition.framesDecoded < frames / 3,
             "a cheap look: \(recognition.framesDecoded) of \(frames) frames decoded")
 
+        try Self.reusedAnalysisMatchesTheCopysOwn(analysis, recognition: recognition, copy: copy)
+        try Self.unrelatedOrNoCandidatesIsNoMatch(dir, copy: copy, candidates: candidates)
+        try Self.sparseKeyframesLookLongerOrDefer(dir, candidates: candidates)
+    }
+
+    /// The earlier analysis in the copy's seconds: the copy's own cuts, shots and length, and a
+    /// selection of the copy's footage.
+    static func reusedAnalysisMatchesTheCopysOwn(
+        _ analysis: VideoAnalysis, recognition: Recognition, copy: String
+    ) throws {
         // The earlier analysis in the copy's seconds against the copy's own analysis.
         let target = try #require(recognition.target)
         let reused = analysis.reused(for: target)
@@ -65,7 +75,12 @@ struct ReuploadReuseTests {
         selection.targetDuration = 10
         let segments = Selector.select(reused, scored: scored, settings: selection)
         #expect(!segments.isEmpty && segments.allSatisfy { $0.start >= 0 && $0.end <= reused.duration + 1e-6 })
+    }
 
+    /// Unrelated footage matches no candidate, and nothing matches without candidates.
+    static func unrelatedOrNoCandidatesIsNoMatch(
+        _ dir: Scratch, copy: String, candidates: [ReuploadCandidate]
+    ) throws {
         // Unrelated footage is not recognised; nor is anything without candidates.
         let other = try ReuploadMedia.write(
             ReuploadMedia.spec(parts: [
@@ -75,7 +90,11 @@ struct ReuploadReuseTests {
         #expect(
             try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings()).match == nil)
         #expect(try ReuploadRecognizer.recognize(copy, candidates: [], analysis: AnalysisSettings()).match == nil)
+    }
 
+    /// Sparse keyframes: 6 s apart, longer bursts still recognise the copy; 15 s apart, the look
+    /// defers to the analysis, whose own fingerprint recognises it.
+    static func sparseKeyframesLookLongerOrDefer(_ dir: Scratch, candidates: [ReuploadCandidate]) throws {
         // Keyframes 6 s apart: a second's burst after each, and the look still recognises it.
         let sparseKeys = try ReuploadMedia.write(
             ReuploadMedia.spec(duration: 30) { $0.keyframeIntervalSeconds = 6 }, dir, "keys-6s.mp4")
@@ -124,6 +143,12 @@ struct ReuploadReuseTests {
         #expect(
             Double(quick.framesDecoded) <= 0.6 * Double(whole.framesDecoded),
             "\(quick.framesDecoded) vs \(whole.framesDecoded) frames")
+        try Self.unrelatedIsNoMatchAfterEitherPass(dir, candidates: candidates)
+        try Self.twoPassesFingerprintAsOne(copy)
+    }
+
+    /// Unrelated 1 s-keyframe footage: no match, though an alignment sends the look to its second pass.
+    static func unrelatedIsNoMatchAfterEitherPass(_ dir: Scratch, candidates: [ReuploadCandidate]) throws {
         // Unrelated footage is not recognised (the synthetic scenes share textures, so an
         // alignment is found and the rest decoded too: both passes still say no).
         let other = try ReuploadMedia.write(
@@ -136,7 +161,10 @@ struct ReuploadReuseTests {
         let unrelated = try ReuploadRecognizer.recognize(other, candidates: candidates, analysis: AnalysisSettings())
         #expect(unrelated.match == nil)
         print("unrelated: \(unrelated.framesDecoded) frames, \(unrelated.keyframePasses ?? 0) pass(es)")
+    }
 
+    /// The quick pass's groups and the rest, fingerprinted in time order, give the one-pass fingerprint.
+    static func twoPassesFingerprintAsOne(_ copy: String) throws {
         // The two passes together: every group's frames, fingerprinted in time order with the kept ones.
         var options = AnalysisOptions()
         options.maxSide = AnalysisSettings().maxSide

@@ -54,21 +54,8 @@ struct PushTests {
                     let (accountId, key) = try await client.createAccount()
                     #expect(try await WebhookTests.register(client, key: key, url: webhookURL).status == .ok)
                     let (_, otherKey) = try await client.createAccount()
-                    let good = APNsStandIn.token("600d", 1), sandbox = APNsStandIn.token("600d", 2),
-                        flaky = APNsStandIn.token("f1a", 3)
-                    let dead = APNsStandIn.token("dead", 4), bad = APNsStandIn.token("bad0", 5),
-                        stalled = APNsStandIn.token("57a1", 6)
-                    let others = APNsStandIn.token("600d", 7)
-                    for token in [good, flaky, dead, bad, stalled] {
-                        #expect(try await Self.register(client, key: key, token: token).status == .created)
-                    }
-                    // Upper case is the same token; PUT again answers 200.
-                    #expect(
-                        try await Self.register(client, key: key, token: sandbox.uppercased(), environment: "sandbox")
-                            .status == .created)
-                    #expect(
-                        try await Self.register(client, key: key, token: sandbox, environment: "sandbox").status == .ok)
-                    #expect(try await Self.register(client, key: otherKey, token: others).status == .created)
+                    let d = Devices()
+                    try await Self.registerDevices(d, client, key: key, otherKey: otherKey)
 
                     let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
                     let job = try #require(try accepted.json()["job_id"] as? String, "\(accepted.text)")
@@ -82,39 +69,8 @@ struct PushTests {
                     let webhookSeen = Date()
                     #expect(receiver.received.count == 1, "the job's webhook arrived")
 
-                    let hits = try await standIn.hits { hits in
-                        let answered = { (token: String, status: Int) in
-                            hits.contains { $0.token == token && $0.status == status }
-                        }
-                        return answered(good, 200) && answered(sandbox, 200) && answered(flaky, 200)
-                            && answered(dead, 410) && answered(bad, 400)
-                            && hits.contains { $0.token == stalled }
-                    }
-                    for hit in hits { Self.expectLikeApple(hit, job: job) }
-                    let byToken = Dictionary(grouping: hits, by: \.token)
-                    #expect(byToken[good]?.count == 1 && byToken[sandbox]?.count == 1, "each good device once")
-                    #expect(byToken[good]?.first?.authority == "127.0.0.1:\(standIn.port)")
-                    #expect(
-                        byToken[sandbox]?.first?.authority == "localhost:\(standIn.port)",
-                        "sandbox devices go to the sandbox endpoint")
-                    let flakyHits = try #require(byToken[flaky])
-                    #expect(flakyHits.map(\.status) == [503, 200], "\(flakyHits.map(\.status))")
-                    if flakyHits.count == 2 {
-                        #expect(
-                            flakyHits[1].received - flakyHits[0].received >= 0.25,
-                            "the retry waits apns.retryBackoffSeconds")
-                    }
-                    #expect(
-                        byToken[dead]?.count == 1 && byToken[bad]?.count == 1,
-                        "a device APNs refuses for good is not tried again")
-                    #expect(byToken[others] == nil, "another account's device gets nothing")
-                    #expect(Set(hits.compactMap(\.authorization)).count == 1, "one provider token serves every push")
-
-                    let payload = try #require(byToken[good]?.first?.payload)
-                    #expect(payload.job_id == job && payload.status == "completed" && payload.aps.sound == "default")
-                    #expect(
-                        payload.aps.alert.title == "Your highlight is ready"
-                            && payload.aps.alert.body.contains("ready to watch"))
+                    let byToken = try await Self.expectEachGoodDeviceOnce(d, standIn: standIn, job: job)
+                    let good = d.good, sandbox = d.sandbox, flaky = d.flaky, stalled = d.stalled
 
                     // Within a second of the job's end (the store's finishedAt; both clocks are this machine's).
                     let finished = try #require(try await server.service.database.job(id: job)?.finishedAt)
@@ -136,6 +92,80 @@ struct PushTests {
                 }
             }
         }
+    }
+
+    /// The test's devices: two good ones (production, sandbox), one APNs answers 503 first, one it
+    /// no longer knows, a bad token, one it never answers, and another account's.
+    struct Devices {
+        let good = APNsStandIn.token("600d", 1), sandbox = APNsStandIn.token("600d", 2),
+            flaky = APNsStandIn.token("f1a", 3)
+        let dead = APNsStandIn.token("dead", 4), bad = APNsStandIn.token("bad0", 5),
+            stalled = APNsStandIn.token("57a1", 6)
+        let others = APNsStandIn.token("600d", 7)
+    }
+
+    /// Registers the account's devices (the sandbox one twice, in upper case first) and the other
+    /// account's.
+    static func registerDevices(
+        _ d: Devices, _ client: any TestClientProtocol, key: String, otherKey: String
+    ) async throws {
+        let good = d.good, sandbox = d.sandbox, flaky = d.flaky, dead = d.dead, bad = d.bad, stalled = d.stalled
+        let others = d.others
+        for token in [good, flaky, dead, bad, stalled] {
+            #expect(try await Self.register(client, key: key, token: token).status == .created)
+        }
+        // Upper case is the same token; PUT again answers 200.
+        #expect(
+            try await Self.register(client, key: key, token: sandbox.uppercased(), environment: "sandbox")
+                .status == .created)
+        #expect(
+            try await Self.register(client, key: key, token: sandbox, environment: "sandbox").status == .ok)
+        #expect(try await Self.register(client, key: otherKey, token: others).status == .created)
+    }
+
+    /// What the stand-in received once every device was answered: each good device once at its
+    /// endpoint, the flaky one after a retry, the refused ones once, the other account's never, one
+    /// provider token, the payload. The hits by token.
+    static func expectEachGoodDeviceOnce(
+        _ d: Devices, standIn: APNsStandIn, job: String
+    ) async throws -> [String: [Hit]] {
+        let good = d.good, sandbox = d.sandbox, flaky = d.flaky, dead = d.dead, bad = d.bad, stalled = d.stalled
+        let others = d.others
+        let hits = try await standIn.hits { hits in
+            let answered = { (token: String, status: Int) in
+                hits.contains { $0.token == token && $0.status == status }
+            }
+            return answered(good, 200) && answered(sandbox, 200) && answered(flaky, 200)
+                && answered(dead, 410) && answered(bad, 400)
+                && hits.contains { $0.token == stalled }
+        }
+        for hit in hits { Self.expectLikeApple(hit, job: job) }
+        let byToken = Dictionary(grouping: hits, by: \.token)
+        #expect(byToken[good]?.count == 1 && byToken[sandbox]?.count == 1, "each good device once")
+        #expect(byToken[good]?.first?.authority == "127.0.0.1:\(standIn.port)")
+        #expect(
+            byToken[sandbox]?.first?.authority == "localhost:\(standIn.port)",
+            "sandbox devices go to the sandbox endpoint")
+        let flakyHits = try #require(byToken[flaky])
+        #expect(flakyHits.map(\.status) == [503, 200], "\(flakyHits.map(\.status))")
+        if flakyHits.count == 2 {
+            #expect(
+                flakyHits[1].received - flakyHits[0].received >= 0.25,
+                "the retry waits apns.retryBackoffSeconds")
+        }
+        #expect(
+            byToken[dead]?.count == 1 && byToken[bad]?.count == 1,
+            "a device APNs refuses for good is not tried again")
+        #expect(byToken[others] == nil, "another account's device gets nothing")
+        #expect(Set(hits.compactMap(\.authorization)).count == 1, "one provider token serves every push")
+
+        let payload = try #require(byToken[good]?.first?.payload)
+        #expect(payload.job_id == job && payload.status == "completed" && payload.aps.sound == "default")
+        #expect(
+            payload.aps.alert.title == "Your highlight is ready"
+                && payload.aps.alert.body.contains("ready to watch"))
+
+        return byToken
     }
 
     /// The account's devices are `tokens`, and its pushes are on.

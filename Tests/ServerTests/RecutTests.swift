@@ -39,87 +39,115 @@ struct RecutTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
-            let upload = try await client.upload(
-                key: key, file: video, fields: [("target_duration", "6"), ("quality", "low"), ("exclude", "0-2.5")])
-            #expect(upload.status == .ok, "\(upload.text)")
-            let original = try #require(try upload.json()["job_id"] as? String)
-            let first = try await Self.completed(client, original, key: key)
-            let parameters = try #require(first["parameters"] as? [String: Any])
-            #expect(parameters["aspect"] as? String == "source")
-            #expect((parameters["exclude"] as? [[String: Any]])?.first?["end"] as? Double == 2.5)
-            #expect(
-                Self.segments(first).allSatisfy { $0.start >= 2.5 },
-                "nothing from the excluded range: \(Self.segments(first))")
-            #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
-            // The sweeper leaves a completed job's kept input alone.
-            await server.service.sweepNow(orphanGraceSeconds: 0)
-            #expect(try await server.service.mediaStorage.mediaExists(jobID: original, file: .input))
-            let links = try #require(first["links"] as? [String: Any])
-            #expect((links["recuts"] as? String)?.hasSuffix("/api/v1/jobs/\(original)/recuts") == true)
-
-            // A 5 s vertical re-cut with a pinned moment.
-            let response = try await Self.post(
-                client, "/api/v1/jobs/\(original)/recuts", key: key,
-                json: #"{"target_duration": 5, "aspect": "9:16", "include": [1.0], "exclude": []}"#)
-            #expect(response.status == .created, "\(response.text)")
-            let accepted = try response.json()
-            let recut = try #require(accepted["job_id"] as? String)
-            #expect(response.headers[.location]?.hasSuffix("/api/v1/jobs/\(recut)") == true)
-            let detail = try await Self.completed(client, recut, key: key)
-            #expect(detail["recut_of"] as? String == original)
-            let output = try #require(detail["output"] as? [String: Any])
-            #expect(output["analysis_reused"] as? Bool == true, "the re-cut ran no analysis decode: \(output)")
-            let width = try #require(output["width"] as? Int), height = try #require(output["height"] as? Int)
-            #expect(height > width && abs(Double(width) / Double(height) - 9.0 / 16) < 0.02, "\(width)x\(height)")
-            let segments = Self.segments(detail)
-            #expect(segments.contains { $0.start <= 1.0 && $0.end >= 1.0 }, "the pinned moment is in: \(segments)")
-            #expect(segments.allSatisfy { $0.crop != nil }, "each segment carries its reframe window")
-            let total = segments.reduce(0) { $0 + $1.end - $1.start }
-            #expect(abs(total - 5) < 0.6, "\(total) s for a 5 s re-cut")
-            let download = try await client.get("/api/v1/jobs/\(recut)/download", key: key)
-            let file = server.scratch.path("recut.mp4")
-            try Data(download.body.readableBytesView).write(to: URL(fileURLWithPath: file))
-            let info = try Probe.probe(file)
-            #expect(info.video.displayWidth == width && info.video.displayHeight == height)
-
-            // Timelines of the re-cut parse back to its segments, to the frame.
-            let rate = TimelineRate.nearest(to: 30)
-            let frames = segments.map {
-                (
-                    Int(($0.start * Double(rate.numerator) / Double(rate.denominator)).rounded()),
-                    Int(($0.end * Double(rate.numerator) / Double(rate.denominator)).rounded())
-                )
-            }
-            let fcpxml = try await client.get("/api/v1/jobs/\(recut)/timeline?format=fcpxml", key: key)
-            #expect(fcpxml.status == .ok && fcpxml.headers[.contentDisposition]?.contains(".fcpxml") == true)
-            #expect(
-                fcpxml.text.contains("passwd.mp4") && !fcpxml.text.contains("etc/passwd"),
-                "the upload's file name, without its path")
-            let fromXML = try TimelineParse.fcpxml(fcpxml.text)
-            #expect(
-                fromXML.map(\.sourceIn) == frames.map(\.0) && fromXML.map(\.sourceOut) == frames.map(\.1),
-                "\(fromXML) vs \(frames)")
-            let edl = try await client.get("/api/v1/jobs/\(recut)/timeline?format=edl", key: key)
-            let fromEDL = try TimelineParse.edl(edl.text)
-            #expect(fromEDL.map(\.sourceIn) == frames.map(\.0) && fromEDL.map(\.sourceOut) == frames.map(\.1))
-            let otio = try await client.get("/api/v1/jobs/\(recut)/timeline?format=otio", key: key).json()
-            #expect(otio["OTIO_SCHEMA"] as? String == "Timeline.1")
-            let bad = try await client.get("/api/v1/jobs/\(recut)/timeline?format=aaf", key: key)
-            _ = try bad.expectProblem(.badRequest, code: "invalid_format")
-
-            // The storyboard.
-            let storyboard = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: key)
-            #expect(storyboard.status == .ok && storyboard.headers[.contentType] == "image/png")
-            #expect(
-                Array(storyboard.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
-
-            // Another account sees none of it.
-            let (_, other) = try await client.createAccount()
-            _ = try await Self.post(client, "/api/v1/jobs/\(original)/recuts", key: other, json: "{}").expectProblem(
-                .notFound)
-            _ = try await client.get("/api/v1/jobs/\(recut)/timeline", key: other).expectProblem(.notFound)
-            _ = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: other).expectProblem(.notFound)
+            let original = try await Self.uploadWithAnExcludedRange(client, server, video, key: key)
+            let (recut, segments) = try await Self.verticalRecutWithAPin(client, server, original: original, key: key)
+            try await Self.expectTimelines(client, recut: recut, segments: segments, key: key)
+            try await Self.expectStoryboardAndPrivacy(client, original: original, recut: recut, key: key)
         }
+    }
+
+    /// The first highlight, nothing from its excluded range; its input is kept for re-cuts. Its job id.
+    static func uploadWithAnExcludedRange(
+        _ client: any TestClientProtocol, _ server: TestServer, _ video: Data, key: String
+    ) async throws -> String {
+        let upload = try await client.upload(
+            key: key, file: video, fields: [("target_duration", "6"), ("quality", "low"), ("exclude", "0-2.5")])
+        #expect(upload.status == .ok, "\(upload.text)")
+        let original = try #require(try upload.json()["job_id"] as? String)
+        let first = try await Self.completed(client, original, key: key)
+        let parameters = try #require(first["parameters"] as? [String: Any])
+        #expect(parameters["aspect"] as? String == "source")
+        #expect((parameters["exclude"] as? [[String: Any]])?.first?["end"] as? Double == 2.5)
+        #expect(
+            Self.segments(first).allSatisfy { $0.start >= 2.5 },
+            "nothing from the excluded range: \(Self.segments(first))")
+        #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+        // The sweeper leaves a completed job's kept input alone.
+        await server.service.sweepNow(orphanGraceSeconds: 0)
+        #expect(try await server.service.mediaStorage.mediaExists(jobID: original, file: .input))
+        let links = try #require(first["links"] as? [String: Any])
+        #expect((links["recuts"] as? String)?.hasSuffix("/api/v1/jobs/\(original)/recuts") == true)
+        return original
+    }
+
+    /// A 5 s vertical re-cut with a pinned moment, from the stored analysis. Its job id and segments.
+    static func verticalRecutWithAPin(
+        _ client: any TestClientProtocol, _ server: TestServer, original: String, key: String
+    ) async throws -> (String, [(start: Double, end: Double, crop: [String: Any]?)]) {
+        // A 5 s vertical re-cut with a pinned moment.
+        let response = try await Self.post(
+            client, "/api/v1/jobs/\(original)/recuts", key: key,
+            json: #"{"target_duration": 5, "aspect": "9:16", "include": [1.0], "exclude": []}"#)
+        #expect(response.status == .created, "\(response.text)")
+        let accepted = try response.json()
+        let recut = try #require(accepted["job_id"] as? String)
+        #expect(response.headers[.location]?.hasSuffix("/api/v1/jobs/\(recut)") == true)
+        let detail = try await Self.completed(client, recut, key: key)
+        #expect(detail["recut_of"] as? String == original)
+        let output = try #require(detail["output"] as? [String: Any])
+        #expect(output["analysis_reused"] as? Bool == true, "the re-cut ran no analysis decode: \(output)")
+        let width = try #require(output["width"] as? Int), height = try #require(output["height"] as? Int)
+        #expect(height > width && abs(Double(width) / Double(height) - 9.0 / 16) < 0.02, "\(width)x\(height)")
+        let segments = Self.segments(detail)
+        #expect(segments.contains { $0.start <= 1.0 && $0.end >= 1.0 }, "the pinned moment is in: \(segments)")
+        #expect(segments.allSatisfy { $0.crop != nil }, "each segment carries its reframe window")
+        let total = segments.reduce(0) { $0 + $1.end - $1.start }
+        #expect(abs(total - 5) < 0.6, "\(total) s for a 5 s re-cut")
+        let download = try await client.get("/api/v1/jobs/\(recut)/download", key: key)
+        let file = server.scratch.path("recut.mp4")
+        try Data(download.body.readableBytesView).write(to: URL(fileURLWithPath: file))
+        let info = try Probe.probe(file)
+        #expect(info.video.displayWidth == width && info.video.displayHeight == height)
+        return (recut, segments)
+    }
+
+    /// The re-cut's timelines (FCPXML, EDL, OTIO) parse back to its segments, to the frame.
+    static func expectTimelines(
+        _ client: any TestClientProtocol, recut: String, segments: [(start: Double, end: Double, crop: [String: Any]?)],
+        key: String
+    ) async throws {
+        // Timelines of the re-cut parse back to its segments, to the frame.
+        let rate = TimelineRate.nearest(to: 30)
+        let frames = segments.map {
+            (
+                Int(($0.start * Double(rate.numerator) / Double(rate.denominator)).rounded()),
+                Int(($0.end * Double(rate.numerator) / Double(rate.denominator)).rounded())
+            )
+        }
+        let fcpxml = try await client.get("/api/v1/jobs/\(recut)/timeline?format=fcpxml", key: key)
+        #expect(fcpxml.status == .ok && fcpxml.headers[.contentDisposition]?.contains(".fcpxml") == true)
+        #expect(
+            fcpxml.text.contains("passwd.mp4") && !fcpxml.text.contains("etc/passwd"),
+            "the upload's file name, without its path")
+        let fromXML = try TimelineParse.fcpxml(fcpxml.text)
+        #expect(
+            fromXML.map(\.sourceIn) == frames.map(\.0) && fromXML.map(\.sourceOut) == frames.map(\.1),
+            "\(fromXML) vs \(frames)")
+        let edl = try await client.get("/api/v1/jobs/\(recut)/timeline?format=edl", key: key)
+        let fromEDL = try TimelineParse.edl(edl.text)
+        #expect(fromEDL.map(\.sourceIn) == frames.map(\.0) && fromEDL.map(\.sourceOut) == frames.map(\.1))
+        let otio = try await client.get("/api/v1/jobs/\(recut)/timeline?format=otio", key: key).json()
+        #expect(otio["OTIO_SCHEMA"] as? String == "Timeline.1")
+        let bad = try await client.get("/api/v1/jobs/\(recut)/timeline?format=aaf", key: key)
+        _ = try bad.expectProblem(.badRequest, code: "invalid_format")
+    }
+
+    /// The storyboard is a PNG; another account sees none of the jobs.
+    static func expectStoryboardAndPrivacy(
+        _ client: any TestClientProtocol, original: String, recut: String, key: String
+    ) async throws {
+        // The storyboard.
+        let storyboard = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: key)
+        #expect(storyboard.status == .ok && storyboard.headers[.contentType] == "image/png")
+        #expect(
+            Array(storyboard.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+
+        // Another account sees none of it.
+        let (_, other) = try await client.createAccount()
+        _ = try await Self.post(client, "/api/v1/jobs/\(original)/recuts", key: other, json: "{}").expectProblem(
+            .notFound)
+        _ = try await client.get("/api/v1/jobs/\(recut)/timeline", key: other).expectProblem(.notFound)
+        _ = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: other).expectProblem(.notFound)
     }
 
     @Test func badEditsAreRefusedWithAReason() async throws {

@@ -79,73 +79,101 @@ struct ReuploadTests {
             #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
             #expect(try await Self.used(client, key: key) == 1)
 
-            // The same highlight asked of a trimmed, re-encoded copy: the earlier highlight, not charged.
-            let second = try await Self.upload(client, key: key, copy)
-            let secondID = try #require(second["job_id"] as? String)
-            let duplicate = try #require(second["duplicate_of"] as? [String: Any], "recognised: \(second)")
-            #expect(duplicate["job_id"] as? String == firstID)
-            let offset = try #require(duplicate["offset_seconds"] as? Double)
-            #expect(abs(offset - Self.trim) <= 1.0 / 30 + 0.001, "offset \(offset), expected \(Self.trim)")
-            #expect(duplicate["result_reused"] as? Bool == true)
-            #expect((second["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
-            #expect(
-                try await Self.used(client, key: key) == 1,
-                "a re-upload given its earlier highlight is not charged again")
-            // The same highlight, its moments in the copy's seconds.
-            let a = RecutTests.segments(first), b = RecutTests.segments(second)
-            #expect(
-                a.count == b.count
-                    && zip(a, b).allSatisfy {
-                        abs($0.start - offset - $1.start) < 0.002 && abs($0.end - offset - $1.end) < 0.002
-                    },
-                "\(a) vs \(b)")
-            let firstFile = try await client.get("/api/v1/jobs/\(firstID)/download", key: key)
-            let secondFile = try await client.get("/api/v1/jobs/\(secondID)/download", key: key)
-            #expect(secondFile.status == .ok && firstFile.body == secondFile.body, "the earlier highlight's file")
-            #expect(try await client.get("/api/v1/jobs/\(secondID)/poster", key: key).status == .ok)
-            // Its storyboard is its own: the filmstrip of another timeline.
-            let firstBoard = try await client.get("/api/v1/jobs/\(firstID)/storyboard.png", key: key)
-            let secondBoard = try await client.get("/api/v1/jobs/\(secondID)/storyboard.png", key: key)
-            #expect(firstBoard.status == .ok && secondBoard.status == .ok && firstBoard.body != secondBoard.body)
-
-            // A re-encode of the whole video (same start, same length): the earlier highlight, and its
-            // storyboard too (not drawn again), not charged.
-            let whole = try await Self.upload(client, key: key, try await Self.video("reencoded", crf: 30))
-            let wholeID = try #require(whole["job_id"] as? String)
-            let wholeDuplicate = try #require(whole["duplicate_of"] as? [String: Any], "recognised: \(whole)")
-            #expect(wholeDuplicate["job_id"] as? String == firstID && wholeDuplicate["result_reused"] as? Bool == true)
-            #expect(abs(try #require(wholeDuplicate["offset_seconds"] as? Double)) <= 1.0 / 30 + 0.001)
-            let wholeBoard = try await client.get("/api/v1/jobs/\(wholeID)/storyboard.png", key: key)
-            #expect(wholeBoard.status == .ok && wholeBoard.body == firstBoard.body, "the earlier storyboard")
-            #expect(try await client.get("/api/v1/jobs/\(wholeID)/download", key: key).body == firstFile.body)
-            #expect(try await Self.used(client, key: key) == 1)
-            // Deleting the earlier job's media leaves the copy's own.
-            _ = try await client.get("/api/v1/jobs/\(firstID)", key: key, method: .delete)
-            #expect(try await client.get("/api/v1/jobs/\(secondID)/download", key: key).body == secondFile.body)
-
-            // Another highlight of a copy: the analysis is reused (no decode), the render made and charged.
-            let third = try await Self.upload(client, key: key, copy, target: "5")
-            let thirdDuplicate = try #require(third["duplicate_of"] as? [String: Any], "\(third)")
-            #expect(thirdDuplicate["result_reused"] as? Bool == false)
-            #expect((third["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
-            #expect(try await Self.used(client, key: key) == 2)
-            let total = RecutTests.segments(third).reduce(0) { $0 + $1.end - $1.start }
-            #expect(abs(total - 5) < 0.8)
-
-            // Unrelated footage of the same kinds is no copy.
-            let fourth = try await Self.upload(client, key: key, unrelated)
-            #expect(fourth["duplicate_of"] == nil, "\(String(describing: fourth["duplicate_of"]))")
-            #expect((fourth["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
-
-            // Another account's identical upload: not recognised, not served from the first account's cache.
-            let (_, other) = try await client.createAccount()
-            let theirs = try await Self.upload(client, key: other, original)
-            #expect(theirs["duplicate_of"] == nil)
-            #expect(
-                (theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false,
-                "nothing of another account's analysis")
-            #expect(try await Self.used(client, key: other) == 1)
+            let (secondID, firstFile, secondFile, firstBoard) = try await Self.copyGetsTheEarlierHighlight(
+                client, key: key, copy: copy, first: first, firstID: firstID)
+            try await Self.wholeReencodeGetsTheEarlierStoryboardToo(
+                client, key: key, firstID: firstID, secondID: secondID, firstFile: firstFile, secondFile: secondFile,
+                firstBoard: firstBoard)
+            try await Self.otherHighlightsFootageAndAccounts(
+                client, key: key, copy: copy, unrelated: unrelated, original: original)
         }
+    }
+
+    /// The same highlight asked of a trimmed, re-encoded copy: the earlier one, in the copy's seconds,
+    /// not charged; its storyboard its own. The copy's job id, and the files compared later.
+    static func copyGetsTheEarlierHighlight(
+        _ client: any TestClientProtocol, key: String, copy: Data, first: [String: Any], firstID: String
+    ) async throws -> (String, TestResponse, TestResponse, TestResponse) {
+        // The same highlight asked of a trimmed, re-encoded copy: the earlier highlight, not charged.
+        let second = try await Self.upload(client, key: key, copy)
+        let secondID = try #require(second["job_id"] as? String)
+        let duplicate = try #require(second["duplicate_of"] as? [String: Any], "recognised: \(second)")
+        #expect(duplicate["job_id"] as? String == firstID)
+        let offset = try #require(duplicate["offset_seconds"] as? Double)
+        #expect(abs(offset - Self.trim) <= 1.0 / 30 + 0.001, "offset \(offset), expected \(Self.trim)")
+        #expect(duplicate["result_reused"] as? Bool == true)
+        #expect((second["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
+        #expect(
+            try await Self.used(client, key: key) == 1,
+            "a re-upload given its earlier highlight is not charged again")
+        // The same highlight, its moments in the copy's seconds.
+        let a = RecutTests.segments(first), b = RecutTests.segments(second)
+        #expect(
+            a.count == b.count
+                && zip(a, b).allSatisfy {
+                    abs($0.start - offset - $1.start) < 0.002 && abs($0.end - offset - $1.end) < 0.002
+                },
+            "\(a) vs \(b)")
+        let firstFile = try await client.get("/api/v1/jobs/\(firstID)/download", key: key)
+        let secondFile = try await client.get("/api/v1/jobs/\(secondID)/download", key: key)
+        #expect(secondFile.status == .ok && firstFile.body == secondFile.body, "the earlier highlight's file")
+        #expect(try await client.get("/api/v1/jobs/\(secondID)/poster", key: key).status == .ok)
+        // Its storyboard is its own: the filmstrip of another timeline.
+        let firstBoard = try await client.get("/api/v1/jobs/\(firstID)/storyboard.png", key: key)
+        let secondBoard = try await client.get("/api/v1/jobs/\(secondID)/storyboard.png", key: key)
+        #expect(firstBoard.status == .ok && secondBoard.status == .ok && firstBoard.body != secondBoard.body)
+        return (secondID, firstFile, secondFile, firstBoard)
+    }
+
+    /// A re-encode of the whole video gets the earlier highlight and storyboard; deleting the earlier
+    /// job's media leaves the copy's own.
+    static func wholeReencodeGetsTheEarlierStoryboardToo(
+        _ client: any TestClientProtocol, key: String, firstID: String, secondID: String, firstFile: TestResponse,
+        secondFile: TestResponse, firstBoard: TestResponse
+    ) async throws {
+        // A re-encode of the whole video (same start, same length): the earlier highlight, and its
+        // storyboard too (not drawn again), not charged.
+        let whole = try await Self.upload(client, key: key, try await Self.video("reencoded", crf: 30))
+        let wholeID = try #require(whole["job_id"] as? String)
+        let wholeDuplicate = try #require(whole["duplicate_of"] as? [String: Any], "recognised: \(whole)")
+        #expect(wholeDuplicate["job_id"] as? String == firstID && wholeDuplicate["result_reused"] as? Bool == true)
+        #expect(abs(try #require(wholeDuplicate["offset_seconds"] as? Double)) <= 1.0 / 30 + 0.001)
+        let wholeBoard = try await client.get("/api/v1/jobs/\(wholeID)/storyboard.png", key: key)
+        #expect(wholeBoard.status == .ok && wholeBoard.body == firstBoard.body, "the earlier storyboard")
+        #expect(try await client.get("/api/v1/jobs/\(wholeID)/download", key: key).body == firstFile.body)
+        #expect(try await Self.used(client, key: key) == 1)
+        // Deleting the earlier job's media leaves the copy's own.
+        _ = try await client.get("/api/v1/jobs/\(firstID)", key: key, method: .delete)
+        #expect(try await client.get("/api/v1/jobs/\(secondID)/download", key: key).body == secondFile.body)
+    }
+
+    /// Another highlight of a copy reuses the analysis and is charged; unrelated footage and another
+    /// account's identical upload are no copies.
+    static func otherHighlightsFootageAndAccounts(
+        _ client: any TestClientProtocol, key: String, copy: Data, unrelated: Data, original: Data
+    ) async throws {
+        // Another highlight of a copy: the analysis is reused (no decode), the render made and charged.
+        let third = try await Self.upload(client, key: key, copy, target: "5")
+        let thirdDuplicate = try #require(third["duplicate_of"] as? [String: Any], "\(third)")
+        #expect(thirdDuplicate["result_reused"] as? Bool == false)
+        #expect((third["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
+        #expect(try await Self.used(client, key: key) == 2)
+        let total = RecutTests.segments(third).reduce(0) { $0 + $1.end - $1.start }
+        #expect(abs(total - 5) < 0.8)
+
+        // Unrelated footage of the same kinds is no copy.
+        let fourth = try await Self.upload(client, key: key, unrelated)
+        #expect(fourth["duplicate_of"] == nil, "\(String(describing: fourth["duplicate_of"]))")
+        #expect((fourth["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+
+        // Another account's identical upload: not recognised, not served from the first account's cache.
+        let (_, other) = try await client.createAccount()
+        let theirs = try await Self.upload(client, key: other, original)
+        #expect(theirs["duplicate_of"] == nil)
+        #expect(
+            (theirs["output"] as? [String: Any])?["analysis_reused"] as? Bool == false,
+            "nothing of another account's analysis")
+        #expect(try await Self.used(client, key: other) == 1)
     }
 }
 

@@ -44,95 +44,119 @@ struct StoreBehaviourTests {
     func keysAuthenticateRevokeAndRotate(engine: Engine) async throws {
         try await StoreHarness.with(engine) { h in
             let store = h.store
-            let (account, secret) = try await store.createAccount(label: "app", plan: "free", now: Self.t0)
-            guard
-                case .valid(let found, let firstKeyId) = try await store.authenticate(
-                    keyHash: Account.hash(apiKey: secret))
-            else {
-                Issue.record("the new key does not authenticate"); return
-            }
-            #expect(found == account)
-            #expect(try await store.account(apiKey: secret) == account)
-            #expect(try await store.authenticate(keyHash: Account.hash(apiKey: "mk_unknown")) == .unknown)
-
-            // The last active key cannot be revoked.
-            #expect(
-                try await store.revokeKey(id: firstKeyId, accountId: account.id, now: Self.t0)
-                    == .failure(.lastActiveKey))
-            guard
-                case .success((let second, let secondSecret)) = try await store.createKey(
-                    accountId: account.id, label: "ci", now: Self.t0 + 1)
-            else { Issue.record("createKey refused"); return }
-            #expect(
-                try await store.createKey(accountId: "nobody", label: nil, now: Self.t0).map { $0.0 }
-                    == .failure(.noSuchAccount))
-            // Another account's key looks like no key.
-            let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            #expect(try await store.revokeKey(id: second.id, accountId: other.id, now: Self.t0) == .failure(.notFound))
-
-            guard
-                case .success(let revoked) = try await store.revokeKey(
-                    id: firstKeyId, accountId: account.id, now: Self.t0 + 2)
-            else {
-                Issue.record("revoke refused"); return
-            }
-            #expect(revoked.revokedAt == Self.t0 + 2)
-            #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secret)) == .revoked)
-            #expect(try await store.account(apiKey: secret) == nil)
-            #expect(try await store.keys(accountId: account.id).map(\.id) == [firstKeyId, second.id])
-
-            // Disabled: every key refused at once, enabled again: valid.
-            try await store.setDisabled(accountId: account.id, true, now: Self.t0 + 3)
-            #expect(
-                try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret))
-                    == .disabled(accountId: account.id))
-            try await store.setDisabled(accountId: account.id, false, now: Self.t0 + 4)
-            guard case .valid = try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) else {
-                Issue.record("enabled again but refused"); return
-            }
-            #expect(try await store.setDisabled(accountId: "nobody", true, now: Self.t0) == nil)
-
-            // Rotation: one new key, every other active key revoked.
-            _ = try await store.createKey(accountId: account.id, label: "third", now: Self.t0 + 5)
-            guard let rotated = try await store.rotateKey(accountId: account.id, label: "rotated", now: Self.t0 + 6)
-            else {
-                Issue.record("rotate found no account"); return
-            }
-            #expect(rotated.revoked == 2)
-            #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) == .revoked)
-            guard
-                case .valid(_, let keyId) = try await store.authenticate(keyHash: Account.hash(apiKey: rotated.secret))
-            else {
-                Issue.record("the rotated key does not authenticate"); return
-            }
-            #expect(keyId == rotated.key.id)
-            #expect(try await store.rotateKey(accountId: "nobody", label: nil, now: Self.t0) == nil)
-
-            // Key use is recorded in the background.
-            store.recordKeyUse(keyId: keyId, at: Self.t0 + 7)
-            var used: Date?
-            for _ in 0..<50 {
-                used = try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt
-                if used != nil { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(used == Self.t0 + 7)
-            // An older use never moves it back.
-            store.recordKeyUse(keyId: keyId, at: Self.t0 + 1)
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt == Self.t0 + 7)
-
-            // At most maxActivePerAccount active keys.
-            for _ in 1..<APIKey.maxActivePerAccount {
-                _ = try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 8)
-            }
-            #expect(
-                try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 9).map { $0.0 }
-                    == .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)))
-            #expect(try await store.setTester(accountId: account.id, true)?.tester == true)
-            #expect(try await store.account(id: account.id)?.tester == true)
-            #expect(try await store.setTester(accountId: "nobody", true) == nil)
+            guard let first = try await Self.secondKeyRevokesTheFirst(store),
+                let keyId = try await Self.disableThenRotate(
+                    store, account: first.account, secondSecret: first.secondSecret)
+            else { return }
+            try await Self.keyUseAndTheActiveKeyLimit(store, account: first.account, keyId: keyId)
         }
+    }
+
+    /// A new account's key authenticates and cannot be revoked alone; a second key lets it go.
+    /// Returns the account and the second key's secret; nil (an issue recorded) when a step is refused.
+    static func secondKeyRevokesTheFirst(
+        _ store: any MomentsStore
+    ) async throws -> (account: Account, secondSecret: String)? {
+        let (account, secret) = try await store.createAccount(label: "app", plan: "free", now: Self.t0)
+        guard
+            case .valid(let found, let firstKeyId) = try await store.authenticate(
+                keyHash: Account.hash(apiKey: secret))
+        else {
+            Issue.record("the new key does not authenticate"); return nil
+        }
+        #expect(found == account)
+        #expect(try await store.account(apiKey: secret) == account)
+        #expect(try await store.authenticate(keyHash: Account.hash(apiKey: "mk_unknown")) == .unknown)
+
+        // The last active key cannot be revoked.
+        #expect(
+            try await store.revokeKey(id: firstKeyId, accountId: account.id, now: Self.t0)
+                == .failure(.lastActiveKey))
+        guard
+            case .success((let second, let secondSecret)) = try await store.createKey(
+                accountId: account.id, label: "ci", now: Self.t0 + 1)
+        else { Issue.record("createKey refused"); return nil }
+        #expect(
+            try await store.createKey(accountId: "nobody", label: nil, now: Self.t0).map { $0.0 }
+                == .failure(.noSuchAccount))
+        // Another account's key looks like no key.
+        let (other, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+        #expect(try await store.revokeKey(id: second.id, accountId: other.id, now: Self.t0) == .failure(.notFound))
+
+        guard
+            case .success(let revoked) = try await store.revokeKey(
+                id: firstKeyId, accountId: account.id, now: Self.t0 + 2)
+        else {
+            Issue.record("revoke refused"); return nil
+        }
+        #expect(revoked.revokedAt == Self.t0 + 2)
+        #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secret)) == .revoked)
+        #expect(try await store.account(apiKey: secret) == nil)
+        #expect(try await store.keys(accountId: account.id).map(\.id) == [firstKeyId, second.id])
+        return (account, secondSecret)
+    }
+
+    /// Disabling refuses every key, enabling restores them; rotation leaves one new key. Returns
+    /// the rotated key's id; nil (an issue recorded) when a step is refused.
+    static func disableThenRotate(
+        _ store: any MomentsStore, account: Account, secondSecret: String
+    ) async throws -> String? {
+        // Disabled: every key refused at once, enabled again: valid.
+        try await store.setDisabled(accountId: account.id, true, now: Self.t0 + 3)
+        #expect(
+            try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret))
+                == .disabled(accountId: account.id))
+        try await store.setDisabled(accountId: account.id, false, now: Self.t0 + 4)
+        guard case .valid = try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) else {
+            Issue.record("enabled again but refused"); return nil
+        }
+        #expect(try await store.setDisabled(accountId: "nobody", true, now: Self.t0) == nil)
+
+        // Rotation: one new key, every other active key revoked.
+        _ = try await store.createKey(accountId: account.id, label: "third", now: Self.t0 + 5)
+        guard let rotated = try await store.rotateKey(accountId: account.id, label: "rotated", now: Self.t0 + 6)
+        else {
+            Issue.record("rotate found no account"); return nil
+        }
+        #expect(rotated.revoked == 2)
+        #expect(try await store.authenticate(keyHash: Account.hash(apiKey: secondSecret)) == .revoked)
+        guard
+            case .valid(_, let keyId) = try await store.authenticate(keyHash: Account.hash(apiKey: rotated.secret))
+        else {
+            Issue.record("the rotated key does not authenticate"); return nil
+        }
+        #expect(keyId == rotated.key.id)
+        #expect(try await store.rotateKey(accountId: "nobody", label: nil, now: Self.t0) == nil)
+        return keyId
+    }
+
+    /// Key use is recorded in the background and never moves back; at most
+    /// `maxActivePerAccount` active keys; the tester flag.
+    static func keyUseAndTheActiveKeyLimit(_ store: any MomentsStore, account: Account, keyId: String) async throws {
+        // Key use is recorded in the background.
+        store.recordKeyUse(keyId: keyId, at: Self.t0 + 7)
+        var used: Date?
+        for _ in 0..<50 {
+            used = try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt
+            if used != nil { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(used == Self.t0 + 7)
+        // An older use never moves it back.
+        store.recordKeyUse(keyId: keyId, at: Self.t0 + 1)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await store.keys(accountId: account.id).first { $0.id == keyId }?.lastUsedAt == Self.t0 + 7)
+
+        // At most maxActivePerAccount active keys.
+        for _ in 1..<APIKey.maxActivePerAccount {
+            _ = try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 8)
+        }
+        #expect(
+            try await store.createKey(accountId: account.id, label: nil, now: Self.t0 + 9).map { $0.0 }
+                == .failure(.tooManyKeys(limit: APIKey.maxActivePerAccount)))
+        #expect(try await store.setTester(accountId: account.id, true)?.tester == true)
+        #expect(try await store.account(id: account.id)?.tester == true)
+        #expect(try await store.setTester(accountId: "nobody", true) == nil)
     }
 
     // MARK: Jobs
@@ -313,251 +337,5 @@ struct StoreBehaviourTests {
             #expect(try await first.usedUnits(accountId: account.id, period: UsagePeriod.month(of: Self.t0).name) == 3)
             #expect(try await second.activeJobs(accountId: account.id).count == 3)
         }
-    }
-
-    // MARK: Queue
-
-    @Test(arguments: Engine.allCases)
-    func claimIsFairAcrossAccounts(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            let (busy, _) = try await store.createAccount(label: "busy", plan: "free", now: Self.t0)
-            let (quiet, _) = try await store.createAccount(label: "quiet", plan: "free", now: Self.t0)
-            let b1 = try await Self.accept(store, Self.job(busy.id, at: Self.t0))
-            let b2 = try await Self.accept(store, Self.job(busy.id, at: Self.t0 + 1))
-            let b3 = try await Self.accept(store, Self.job(busy.id, at: Self.t0 + 2))
-            let q1 = try await Self.accept(store, Self.job(quiet.id, at: Self.t0 + 3))
-            // A job waiting out a retry backoff is not runnable yet.
-            var order: [String] = []
-            for i in 0..<4 {
-                let job = try #require(
-                    try await store.claimNextJob(worker: "w\(i)", leaseSeconds: 60, now: Self.t0 + 10 + Double(i)))
-                #expect(
-                    job.status == .processing && job.attempts == 1 && job.leaseOwner == "w\(i)"
-                        && job.message == "Starting")
-                #expect(job.leaseExpiresAt == Self.t0 + 70 + Double(i))
-                order.append(job.id)
-            }
-            // Busy's oldest, then quiet (no job running), then busy's others.
-            #expect(order == [b1.id, q1.id, b2.id, b3.id])
-            #expect(try await store.claimNextJob(worker: "w9", leaseSeconds: 60, now: Self.t0 + 20) == nil)
-            let stats = try await store.queueStatistics(now: Self.t0 + 20)
-            #expect(stats.pending == 0 && stats.processing == 4 && stats.oldestPendingSeconds == nil)
-        }
-    }
-
-    @Test(arguments: Engine.allCases)
-    func concurrentClaimersNeverShareAJob(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            let second = try await h.secondInstance()
-            var ids = Set<String>()
-            for a in 0..<3 {
-                let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-                for i in 0..<10 {
-                    ids.insert(try await Self.accept(store, Self.job(account.id, at: Self.t0 + Double(a * 10 + i))).id)
-                }
-            }
-            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
-                for worker in 0..<10 {
-                    let claimer = worker % 2 == 0 ? store : second
-                    group.addTask {
-                        var mine: [String] = []
-                        while let job = try await claimer.claimNextJob(
-                            worker: "w\(worker)", leaseSeconds: 60, now: Self.t0 + 100)
-                        {
-                            mine.append(job.id)
-                        }
-                        return mine
-                    }
-                }
-                return try await group.reduce(into: [String]()) { $0 += $1 }
-            }
-            #expect(claimed.count == 30)
-            #expect(Set(claimed) == ids)
-        }
-    }
-
-    @Test(arguments: Engine.allCases)
-    func leasesGuardEveryWorkerWriteAndRescueRequeuesThenFails(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            let job = try await Self.accept(store, Self.job(account.id))
-            let other = try await Self.accept(store, Self.job(account.id, at: Self.t0 + 1))
-            let period = UsagePeriod.month(of: Self.t0).name
-
-            _ = try #require(try await store.claimNextJob(worker: "w1", leaseSeconds: 30, now: Self.t0 + 10))
-            #expect(
-                try await store.renewLeases(
-                    worker: "w1", jobIDs: [job.id, other.id], leaseSeconds: 30, now: Self.t0 + 20) == [job.id])
-            #expect(
-                try await store.renewLeases(worker: "w2", jobIDs: [job.id], leaseSeconds: 30, now: Self.t0 + 20) == [])
-            #expect(try await store.job(id: job.id)?.leaseExpiresAt == Self.t0 + 50)
-            #expect(
-                try await store.updateProgress(
-                    id: job.id, worker: "w1", progress: 40, stage: "analysing", message: "Analysing", now: Self.t0 + 21)
-            )
-            #expect(
-                try await store.updateProgress(
-                    id: job.id, worker: "w1", progress: 10, stage: "analysing", message: "Analysing", now: Self.t0 + 22)
-            )
-            #expect(try await store.job(id: job.id)?.progress == 40)
-
-            // Not expired yet: nothing rescued.
-            let early = try await store.rescueExpiredLeases(maxAttempts: 2, backoffSeconds: 10, now: Self.t0 + 49)
-            #expect(early.requeued.isEmpty && early.failed.isEmpty)
-            // Expired: back in the queue, attempt counted, backoff 10·2^0.
-            let rescued = try await store.rescueExpiredLeases(maxAttempts: 2, backoffSeconds: 10, now: Self.t0 + 60)
-            #expect(rescued.requeued == [job.id] && rescued.failed.isEmpty)
-            let waiting = try #require(try await store.job(id: job.id))
-            #expect(waiting.status == .pending && waiting.attempts == 1 && waiting.runAfter == Self.t0 + 70)
-            #expect(waiting.message == "Waiting in the queue (processing was interrupted; attempt 2 of 2 next)")
-
-            // The stale owner can do nothing about it any more.
-            let output = JobOutput(duration: 30, size: 1, width: 2, height: 2)
-            #expect(
-                try await !store.complete(
-                    id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1,
-                    now: Self.t0 + 61))
-            #expect(
-                try await !store.fail(
-                    id: job.id, worker: "w1", code: "x", message: "x", chargeSeconds: 0, now: Self.t0 + 61))
-            #expect(
-                try await !store.updateProgress(
-                    id: job.id, worker: "w1", progress: 90, stage: "rendering", message: "x", now: Self.t0 + 61))
-            #expect(
-                try await !store.retryLater(
-                    id: job.id, worker: "w1", runAfter: Self.t0 + 62, abnormal: false, chargeSeconds: 0, reason: "x",
-                    now: Self.t0 + 61))
-
-            // Backoff: the other job goes first; ours once runAfter has passed.
-            let next = try #require(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 65))
-            #expect(next.id == other.id)
-            #expect(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 66) == nil)
-            let again = try #require(try await store.claimNextJob(worker: "w2", leaseSeconds: 30, now: Self.t0 + 70))
-            #expect(again.id == job.id && again.attempts == 2 && again.message == "Restarting after an interruption")
-            #expect(
-                try await !store.complete(
-                    id: job.id, worker: "w1", output: output, segments: [], processingSeconds: 1, workerSeconds: 1,
-                    now: Self.t0 + 71))
-
-            // Started maxAttempts times: failed for good, unit released with AppDatabase's words.
-            try await store.requeue(id: other.id, worker: "w2", now: Self.t0 + 90)
-            let last = try await store.rescueExpiredLeases(maxAttempts: 2, backoffSeconds: 10, now: Self.t0 + 200)
-            #expect(last.failed == [job.id] && last.requeued.isEmpty)
-            let failed = try #require(try await store.job(id: job.id))
-            #expect(failed.status == .failed && failed.errorCode == "interrupted" && failed.quotaState == "released")
-            #expect(
-                failed.message
-                    == "Processing was interrupted 2 times (the server stopped while working on it); giving up. Please upload the video again."
-            )
-            #expect(
-                try await store.ledger(accountId: account.id, limit: 1).first?.reason
-                    == "released: processing was interrupted too often")
-            // The handed-back job kept its attempt uncounted and waits again.
-            let handedBack = try #require(try await store.job(id: other.id))
-            #expect(
-                handedBack.status == .pending && handedBack.attempts == 0
-                    && handedBack.message == "Waiting in the queue (the server restarted)")
-            #expect(try await store.usedUnits(accountId: account.id, period: period) == 1)
-
-            // A held job retried later: pending until runAfter, worker time on the ledger.
-            let held = try #require(try await store.claimNextJob(worker: "w3", leaseSeconds: 30, now: Self.t0 + 300))
-            #expect(
-                try await store.retryLater(
-                    id: held.id, worker: "w3", runAfter: Self.t0 + 400, abnormal: true, chargeSeconds: 4,
-                    reason: "the engine crashed", now: Self.t0 + 301))
-            let retrying = try #require(try await store.job(id: held.id))
-            #expect(retrying.status == .pending && retrying.abnormalExits == 1 && retrying.workerSeconds == 4)
-            #expect(retrying.message == "Waiting to try again (the engine crashed)")
-            #expect(
-                try await store.ledger(accountId: account.id, limit: 1).first?.reason
-                    == "worker time: attempt 1 ended (the engine crashed)")
-            let stats = try await store.queueStatistics(now: Self.t0 + 500)
-            #expect(stats.pending == 1 && stats.processing == 0 && stats.oldestPendingSeconds == 100)
-        }
-    }
-
-    @Test(arguments: Engine.allCases)
-    func concurrentRescuersRescueEachJobOnce(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            let second = try await h.secondInstance()
-            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            var ids = Set<String>()
-            for i in 0..<12 {
-                let job = try await Self.accept(
-                    store, Self.job(account.id, at: Self.t0 + Double(i)),
-                    limits: Self.limits(monthly: nil, concurrent: 100))
-                _ = try #require(try await store.claimNextJob(worker: "gone", leaseSeconds: 10, now: Self.t0 + 20))
-                ids.insert(job.id)
-            }
-            let results = try await withThrowingTaskGroup(of: [String].self) { group in
-                for rescuer in [store, second, store, second] {
-                    group.addTask {
-                        try await rescuer.rescueExpiredLeases(maxAttempts: 3, backoffSeconds: 5, now: Self.t0 + 60)
-                            .requeued
-                    }
-                }
-                return try await group.reduce(into: [String]()) { $0 += $1 }
-            }
-            #expect(results.count == 12 && Set(results) == ids)
-            let jobs = try await store.unfinishedJobs()
-            #expect(
-                jobs.allSatisfy {
-                    $0.status == .pending && $0.attempts == 1 && $0.leaseOwner == nil && $0.runAfter == Self.t0 + 65
-                })
-        }
-    }
-
-    // MARK: Events
-
-    @Test(arguments: Engine.allCases)
-    func insertAnnouncesAQueuedJob(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            let events = store.events()
-            let waiter = Task {
-                for await event in events where event == .jobQueued { return true }; return false
-            }
-            _ = try await Self.accept(store, Self.job(account.id))
-            #expect(await Self.within(seconds: 1, waiter), "no jobQueued event within a second of the insert")
-        }
-    }
-
-    @Test(arguments: Engine.allCases)
-    func cancelReachesTheWorkersStore(engine: Engine) async throws {
-        try await StoreHarness.with(engine) { h in
-            let store = h.store
-            // PostgreSQL: another process's store. SQLite: events come from this process only.
-            let workerSide = engine == .postgresql ? try await h.secondInstance() : store
-            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
-            let job = try await Self.accept(store, Self.job(account.id))
-            _ = try #require(try await workerSide.claimNextJob(worker: "w1", leaseSeconds: 60, now: Self.t0 + 1))
-            let events = workerSide.events()
-            let id = job.id
-            let waiter = Task {
-                for await event in events where event == .jobCancelled(id: id) { return true }; return false
-            }
-            let result = try #require(try await store.cancel(id: job.id, accountId: account.id, now: Self.t0 + 2))
-            #expect(result.previous == .processing)
-            #expect(
-                await Self.within(seconds: 1, waiter), "the cancel did not reach the worker's store within a second")
-            #expect(
-                try await workerSide.renewLeases(worker: "w1", jobIDs: [job.id], leaseSeconds: 60, now: Self.t0 + 3)
-                    == [])
-        }
-    }
-
-    /// True when `task` returned true within `seconds` (it is cancelled otherwise).
-    static func within(seconds: Double, _ task: Task<Bool, Never>) async -> Bool {
-        let timer = Task {
-            try? await Task.sleep(for: .seconds(seconds)); task.cancel()
-        }
-        let value = await task.value
-        timer.cancel()
-        return value
     }
 }

@@ -12,6 +12,15 @@ public enum Poster {
         from video: String, at time: Double, to output: String, maxSide: Int = 1280,
         quality: Int = 3, limits: DecodeLimits = DecodeLimits()
     ) throws(MediaError) {
+        let (chosen, rotation) = try decodeFrame(of: video, at: time, limits: limits)
+        try encodeJPEG(chosen, rotation: rotation, maxSide: maxSide, quality: quality, to: output)
+    }
+
+    /// The frame on screen at `time` (the last one decoded at or before it, or the first after a
+    /// seek that lands past it), and the video's display rotation.
+    static func decodeFrame(
+        of video: String, at time: Double, limits: DecodeLimits
+    ) throws(MediaError) -> (frame: Frame, rotation: Int) {
         // One open: the probe's packet scan is undone by the seek below.
         let size = try Probe.fileSize(video)
         let input = try Probe.open(video, size: size, cancellation: nil)
@@ -60,8 +69,13 @@ public enum Poster {
             throw MediaError(
                 .notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(format(time)) s")
         }
+        return (chosen, info.video.rotation)
+    }
 
-        let rotation = info.video.rotation
+    /// The frame scaled to at most `maxSide`, turned upright and written as a JPEG to `output`.
+    static func encodeJPEG(
+        _ chosen: Frame, rotation: Int, maxSide: Int, quality: Int, to output: String
+    ) throws(MediaError) {
         let scale = min(1, Double(maxSide) / Double(max(chosen.width, chosen.height)))
         let w = max(2, Int(Double(chosen.width) * scale / 2) * 2),
             h = max(2, Int(Double(chosen.height) * scale / 2) * 2)
