@@ -1,4 +1,5 @@
 import Analysis
+import FFmpeg
 import Foundation
 import MediaEngine
 
