@@ -119,26 +119,14 @@ extension JobRunner {
     ) async -> (HighlightRequest, RecognizedReupload?) {
         var request = request
         if recognition.deferred {
-            log.info(
-                "re-upload look undecided; the analysis judges",
-                metadata: [
-                    "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
-                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
-                    "verification_frames": "\(recognition.verificationFrames)"
-                ])
+            log.info("re-upload look undecided; the analysis judges", metadata: Self.look(recognition, candidates))
             request.reuploadCandidates = workspace.directory + "/" + Self.candidatesFileName
             return (request, nil)
         }
         guard let match = recognition.match, let target = recognition.target,
             let candidate = candidates.first(where: { $0.jobId == match.jobId })
         else {
-            log.info(
-                "not a re-upload",
-                metadata: [
-                    "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
-                    "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
-                    "verification_frames": "\(recognition.verificationFrames)"
-                ])
+            log.info("not a re-upload", metadata: Self.look(recognition, candidates))
             return (request, nil)
         }
         stages.step("fetch earlier analysis")
@@ -194,6 +182,15 @@ extension JobRunner {
                 "first_look": "\(recognition.firstLook ?? "matched")"
             ])
         return (request, recognized)
+    }
+
+    /// What the look cost, for the log of a video that was not (or not yet) recognised.
+    static func look(_ recognition: Recognition, _ candidates: [ReuploadCandidate]) -> Logger.Metadata {
+        [
+            "candidates": "\(candidates.count)", "frames": "\(recognition.framesDecoded)",
+            "keyframe_passes": "\(recognition.keyframePasses ?? 0)",
+            "verification_frames": "\(recognition.verificationFrames)"
+        ]
     }
 
     /// The new video shows the earlier one's footage from the same start to the same end, to a frame.
