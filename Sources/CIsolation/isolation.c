@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <grp.h>
+#include <malloc.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -408,6 +409,16 @@ int moments_set_dumpable(int dumpable) {
 
 int moments_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+}
+
+int moments_map_large_allocations(size_t threshold) {
+    // Setting the threshold turns off glibc's dynamic one, which after the first large free rises
+    // to 32 MB and then serves frame-sized buffers from arenas that never shrink.
+    return mallopt(M_MMAP_THRESHOLD, (int)threshold) == 1 ? 0 : -1;
+}
+
+size_t moments_mapped_allocation_bytes(void) {
+    return mallinfo2().hblkhd;
 }
 
 // MARK: - The job's cgroup

@@ -12,6 +12,7 @@ import MediaEngine
 /// process only ever sees the one file the task names (and the outputs it writes).
 public enum ChildMain {
     public static func run() -> Int32 {
+        ProcessMemory.mapLargeAllocations()
         adoptProcessNiceness()
         enterSandbox()
         let token = CancellationToken()

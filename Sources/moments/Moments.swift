@@ -1,6 +1,7 @@
 import ArgumentParser
 import FFmpeg
 import Foundation
+import Isolation
 import MediaEngine
 
 @main
@@ -15,8 +16,9 @@ struct Moments: AsyncParsableCommand {
         ])
 }
 
-/// Runs `body`; a MediaError becomes one line on stderr and exit status 1.
+/// Runs `body` (a media command); a MediaError becomes one line on stderr and exit status 1.
 func runReportingErrors(_ body: () throws -> Void) throws {
+    ProcessMemory.mapLargeAllocations()
     do {
         try body()
     } catch let error as MediaError {

@@ -349,6 +349,37 @@ struct RenderReuseTests {
         #expect(first == second)
     }
 
+    @Test("the encoder's thread count (sized to each machine) leaves the parameter sets alone")
+    func threadCountKeepsParameterSets() throws {
+        // A re-upload's render copies pieces of a highlight another worker made, perhaps on a
+        // machine with another core count: the pieces decode only with the same SPS/PPS.
+        let dir = Scratch()
+        var descriptions: [[UInt8]] = []
+        for threads in [1, 2, 5] {
+            var video = VideoEncoding(width: 320, height: 240, frameRate: Rational(30, 1))
+            video.preset = "veryfast"
+            video.threads = threads
+            let path = dir.path("threads-\(threads).mp4")
+            let writer = try MediaWriter(path: path, video: video, audio: nil)
+            for i in 0..<40 {
+                try writer.writePicture { p in
+                    for y in 0..<p.height {
+                        memset(p.y.advanced(by: y * p.yStride), Int32((y + 3 * i) & 0xFF), p.width)
+                    }
+                    for y in 0..<(p.height / 2) {
+                        memset(p.u.advanced(by: y * p.uStride), 128, p.width / 2)
+                        memset(p.v.advanced(by: y * p.vStride), Int32(100 + i), p.width / 2)
+                    }
+                }
+            }
+            try writer.finish()
+            descriptions.append(try sampleDescription(path))
+        }
+        #expect(!descriptions[0].isEmpty)
+        #expect(descriptions[1] == descriptions[0])
+        #expect(descriptions[2] == descriptions[0])
+    }
+
     /// The `avcC` box of an MP4's video track: the extradata, SPS and PPS, its pictures decode with.
     private func sampleDescription(_ path: String) throws -> [UInt8] {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

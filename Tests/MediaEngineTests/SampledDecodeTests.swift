@@ -92,7 +92,7 @@ struct SampledDecodeTests {
         }
     }
 
-    @Test("the plan: full for cheap inputs and far-apart keyframes, sampled for costly ones with short groups")
+    @Test("the plan: full for short cheap inputs and far-apart keyframes, sampled for costly or long ones with short groups")
     func planChoice() throws {
         let dir = Scratch()
         var info = try Probe.probe(try groupedVideo(dir, preset: "ultrafast"))
@@ -119,5 +119,22 @@ struct SampledDecodeTests {
         info.video.codedHeight = 240
         forced.choice = .sampled
         #expect(forced.plan(for: info, survey: short).mode == .sampled)
+
+        // Length: 1080p30 H.264 (cost 62) without B-frames is decoded in full for a minute, sampled for two.
+        info.video.codedWidth = 1920
+        info.video.codedHeight = 1080
+        info.video.bitDepth = 8
+        info.duration = 60
+        #expect(settings.plan(for: info, survey: short).mode == .full, "a minute of 1080p30 H.264")
+        info.duration = 120
+        let long = settings.plan(for: info, survey: short)
+        #expect(long.mode == .sampled, "two minutes of 1080p30 H.264")
+        #expect(long.reason.hasPrefix("long"))
+        #expect(
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 8, seconds: 12)).mode == .full,
+            "long, but its keyframes too far apart to sample")
+        #expect(
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true, seconds: 12)).mode == .full,
+            "long, but with B-frames (sampling them costs more than it saves)")
     }
 }

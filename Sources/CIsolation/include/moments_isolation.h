@@ -71,6 +71,15 @@ int moments_set_dumpable(int dumpable);
 /// prctl(PR_GET_DUMPABLE).
 int moments_is_dumpable(void);
 
+/// mallopt(M_MMAP_THRESHOLD, threshold): allocations of at least `threshold` bytes get pages of
+/// their own, given back to the system when freed. A media process allocates picture buffers of
+/// many sizes one pass after another (4K decode, then 1080p encode); without this glibc keeps the
+/// freed buffers of one pass in its arenas while the next allocates anew, and the peak RSS is the
+/// sum. 0, or -1 when glibc refused the value.
+int moments_map_large_allocations(size_t threshold);
+/// Bytes glibc holds in allocations mapped on their own (mallinfo2's hblkhd).
+size_t moments_mapped_allocation_bytes(void);
+
 /// open(path, O_WRONLY | O_CLOEXEC): the descriptor or -errno.
 int moments_open_write(const char *path);
 /// Writes the whole of `text` with one write(2). 0 or -errno.

@@ -1,12 +1,14 @@
 /// How the analysis decodes an input, chosen per input from what it costs to decode and how its
 /// keyframes are spaced.
 ///
-/// - `full`: every frame (less those `AnalysisOptions` skips). Cheap inputs: 1080p30 H.264 and below.
+/// - `full`: every frame (less those `AnalysisOptions` skips). Cheap inputs: 1080p30 H.264 with
+///   B-frames, and a minute or two of it without.
 /// - `sampled`: each keyframe and a short burst of frames after it (motion and flashes are measured
 ///   on the burst); shot boundaries are screened coarsely on these samples and only the keyframe
 ///   groups around a possible boundary are decoded again in full, which places each boundary on its
-///   exact frame. For expensive inputs (4K, HEVC, 10-bit, 60 fps) with short keyframe groups — what
-///   phones record.
+///   exact frame. For inputs with short keyframe groups that are expensive per second (4K, HEVC,
+///   10-bit, 60 fps: what phones record) or, without B-frames, long enough that decoding every frame
+///   costs more than sampling and refining.
 public struct DecodePlan: Sendable, Codable, Equatable {
     public enum Mode: String, Sendable, Codable { case full, sampled }
 
@@ -36,6 +38,16 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
     /// (H.264 1, VP9 1.6, HEVC 2, AV1 2.5) and by 1.25 above 8 bits. 1080p30 H.264 costs 62,
     /// 1080p60 H.264 124, 1080p30 HEVC 10-bit 156, 4K30 HEVC 10-bit 622.
     public var sampleFromCost = 120.0
+    /// Total decode work from which `auto` samples a stream without B-frames whatever its cost per
+    /// second: cost times the input's seconds. 6,000 is about 100 s of 1080p30 H.264 (62 a
+    /// second): two minutes of it are sampled, a one-minute clip is not. Measured on 2 minutes of
+    /// 1080p30 H.264 with a 1 s GOP (`scripts/bench-analysis` and `bench-phone` inputs): P-frames
+    /// only, the sampled plan takes 0.66 of the full plan's time; with B-frames 1.12 (and 1.2-1.3 on
+    /// the shot set), as a refined range decodes its B-frames too and a burst waits for reordered
+    /// frames, so a stream that reorders is sampled only when it is costly per second.
+    /// The header's duration only chooses between two plans that both bound their work on the
+    /// decoded data.
+    public var sampleFromWork = 6_000.0
     /// Frames decoded after each keyframe in the sampled plan.
     public var burstFrames = 3
     /// The sampled plan needs keyframes at least this often (seconds, median of the first groups).
@@ -71,12 +83,17 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
         if choice == .sampled {
             return DecodePlan(mode: .sampled, burstFrames: burst, reason: "sampling asked for")
         }
-        guard cost >= sampleFromCost else {
-            return DecodePlan(mode: .full, burstFrames: 0, reason: String(format: "cheap to decode (cost %.0f)", cost))
+        let seconds = info.duration.isFinite ? min(max(info.duration, 0), 86_400) : 0
+        let work = cost * seconds
+        guard cost >= sampleFromCost || (work >= sampleFromWork && !survey.reorders) else {
+            return DecodePlan(
+                mode: .full, burstFrames: 0,
+                reason: String(format: "cheap to decode (cost %.0f, work %.0f)", cost, work))
         }
+        let why = cost >= sampleFromCost ? "costly to decode" : "long"
         return DecodePlan(
             mode: .sampled, burstFrames: burst,
-            reason: String(format: "costly to decode (cost %.0f), keyframes every %.2f s", cost, interval))
+            reason: why + String(format: " (cost %.0f, work %.0f), keyframes every %.2f s", cost, work, interval))
     }
 }
 

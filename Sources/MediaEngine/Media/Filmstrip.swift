@@ -55,7 +55,9 @@ final class FilmstripReader {
         input = try Probe.open(path, size: size, cancellation: cancellation)
         info = try Probe.describe(input, fileSize: size)
         stream = try Probe.videoStream(input)
-        decoder = try CodecContext.decoder(for: stream, path: path) { c in
+        // One thread: the strip is drawn beside the render, which keeps every core busy, and each
+        // frame thread would hold pictures of its own (25 MB apiece at 4K 10-bit).
+        decoder = try CodecContext.decoder(for: stream, path: path, threads: 1) { c in
             c.pointee.flags2 |= AV_CODEC_FLAG2_FAST
         }
         packet = try Packet()
