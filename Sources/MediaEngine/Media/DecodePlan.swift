@@ -41,10 +41,11 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
     /// Total decode work from which `auto` samples a stream without B-frames whatever its cost per
     /// second: cost times the input's seconds. 6,000 is about 100 s of 1080p30 H.264 (62 a
     /// second): two minutes of it are sampled, a one-minute clip is not. Measured on 2 minutes of
-    /// 1080p30 H.264 with a 1 s GOP (`scripts/bench-analysis` and `bench-phone` inputs): P-frames
-    /// only, the sampled plan takes 0.66 of the full plan's time; with B-frames 1.12 (and 1.2-1.3 on
-    /// the shot set), as a refined range decodes its B-frames too and a burst waits for reordered
-    /// frames, so a stream that reorders is sampled only when it is costly per second.
+    /// 1080p30 H.264 (bench-media's footage): P-frames only with 1 s groups, the sampled plan takes
+    /// 0.66 of the full plan's time; with B-frames and 2 s groups 1.12 (1.29 on the cut set of
+    /// `scripts/bench-analysis --variant h264gop`), as a refined range decodes its B-frames too and
+    /// a burst waits for reordered frames, so a stream that reorders is sampled only when it is
+    /// costly per second.
     /// The header's duration only chooses between two plans that both bound their work on the
     /// decoded data.
     public var sampleFromWork = 6_000.0
