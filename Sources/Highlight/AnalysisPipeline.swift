@@ -59,7 +59,9 @@ public struct CandidateSettings: Sendable, Codable, Equatable {
 
 /// The decode passes feeding every analyser; returns the analysis with its candidates.
 ///
-/// Full plan: one pass, every frame to every analyser. Sampled plan: one pass over keyframes and
+/// Full plan: one pass, every frame to every analyser. Anchors plan: one pass over the I- and
+/// P-frames, every analyser; then the B-frames of each step a cut was found on, to place it
+/// exactly (`CutPlacement`). Sampled plan: one pass over keyframes and
 /// the bursts after them (motion, quality, fingerprints and the boundary screen), audio complete;
 /// then the screened ranges frame by frame, where `ShotDetector` places the boundaries.
 public enum AnalysisPipeline {
@@ -75,19 +77,41 @@ public enum AnalysisPipeline {
         let full = settings.plan.choice == .full
         let survey = full ? GOPSurvey() : try decoder.surveyGOPs()
         let plan = full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
+        if let analysis = try run(decoder, plan: plan, survey: survey, settings: settings, progress: progress) {
+            return analysis
+        }
+        // A keyframe group too long for the anchors pass to hold: every frame instead.
+        let fallback = DecodePlan(mode: .full, burstFrames: 0, reason: "a keyframe group too long to hold")
+        guard let analysis = try run(decoder, plan: fallback, survey: survey, settings: settings, progress: progress)
+        else { preconditionFailure("the full plan always finishes") }
+        return analysis
+    }
+
+    /// One analysis on `plan`, with fresh analysers; nil when the anchors pass gave up on a group.
+    static func run(
+        _ decoder: AnalysisDecoder, plan: DecodePlan, survey: GOPSurvey, settings: AnalysisSettings,
+        progress: ((Double) -> Void)?
+    ) throws(MediaError) -> VideoAnalysis? {
+        let info = decoder.info
         let a = Analysers(settings: settings, info: info, plan: plan)
         var features = FrameFeatures()
         features.measuresTexture = settings.shots.jumpCuts
         let duration = max(info.duration, 0.001)
-        let passShare = plan.mode == .full ? 1.0 : 0.8
+        let passShare = plan.mode == .sampled ? 0.8 : plan.mode == .anchors ? 0.95 : 1.0
         var lastReport = -1.0
+        // Anchors plan: the steps over skipped frames, where a cut may sit on a frame not seen.
+        var steps = SkippedSteps()
 
         func onFrame(_ frame: borrowing AnalysisFrame) {
             guard let view = frame.view else { return }
             features.measure(view)
-            if plan.mode == .full {
+            switch plan.mode {
+            case .full:
                 a.shots.consume(features)
-            } else {
+            case .anchors:
+                steps.record(time: frame.time, follows: frame.follows)
+                a.shots.consume(features)
+            case .sampled:
                 a.screen.consume(features, follows: frame.follows, group: frame.group)
                 a.samples.append(features, group: frame.group)
                 if !frame.follows { a.motion.restart() }
@@ -106,12 +130,19 @@ public enum AnalysisPipeline {
             a.audio.consume(chunk.samples, time: chunk.time, rate: chunk.sampleRate)
         }
 
-        let summary: AnalysisSummary
+        var summary: AnalysisSummary
         let boundaries: [ShotBoundary]
         switch plan.mode {
         case .full:
             summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
             boundaries = a.shots.finish()
+        case .anchors:
+            guard let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio) else { return nil }
+            summary = pass
+            let placed = try CutPlacement.place(a.shots.finish(), steps: steps, decoder: decoder)
+            boundaries = placed.boundaries
+            summary.refinedRanges = placed.steps
+            summary.refinedFrames = placed.frames
         case .sampled:
             let sampled = try runSampledPlan(
                 decoder, plan: plan, survey: survey, settings: settings, analysers: a, onFrame: onFrame,

@@ -14,6 +14,7 @@ public enum Synth {
         video.tenBit = spec.hdr || spec.tenBit
         video.codec = spec.codec
         video.fixedGOPWithoutBFrames = spec.fixedGOPWithoutBFrames
+        video.fixedBFrames = spec.fixedBFrames
         switch spec.hdrTransfer {
         case .pq: video.color = .hdr10
         case .hlg: video.color = .hlg

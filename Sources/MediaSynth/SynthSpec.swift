@@ -48,6 +48,9 @@ public struct SynthSpec: Sendable {
     /// P-frames only, a keyframe exactly every `keyframeIntervalSeconds`, no scene-cut keyframes
     /// (the GOP structure of a phone recording).
     public var fixedGOPWithoutBFrames = false
+    /// H.264 with exactly this many B-frames between anchors, a keyframe exactly every
+    /// `keyframeIntervalSeconds`, no scene-cut keyframes (0: the preset's own choice).
+    public var fixedBFrames = 0
     public var preset = "ultrafast"
     public var crf = 18
     /// Draw the frame-index barcode (off for content that must not change, such as frozen parts).

@@ -47,7 +47,7 @@ public struct MediaDefaults: Sendable, Equatable {
         r.read("skipLoopFilter", into: &analysis.skipLoopFilter)
         r.read("maxFrameRate", into: &analysis.maxFrameRate)
         r.read("audioSampleRate", into: &analysis.audioSampleRate)
-        // auto | full | sampled (see DecodePlanSettings); another name is auto.
+        // auto | full | anchors | sampled (see DecodePlanSettings); another name is auto.
         let plan = r.string(forKey: "decodePlan", default: analysis.plan.choice.rawValue)
         analysis.plan.choice = DecodePlanSettings.Choice(rawValue: plan) ?? .auto
         // Jump cuts (two moments of one scene joined by a cut): see `ShotDetector.Settings.jumpCuts`.

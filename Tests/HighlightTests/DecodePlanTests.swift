@@ -55,6 +55,81 @@ struct DecodePlanTests {
         #expect(sampled.shots.count == 4 && sampled.shots.last!.end >= 23.9)
     }
 
+    /// 24 s of 480x270 H.264 with three B-frames between anchors in a fixed pattern and a keyframe
+    /// every 2 s (no scene-cut keyframes: a cut lands on a B-frame as often as not), cuts at
+    /// `cuts` and 2-frame flashes at `flashes`.
+    private func bFrameVideo(_ dir: Scratch, cuts: [Double], flashes: [Double]) throws -> String {
+        var spec = SynthSpec()
+        spec.width = 480
+        spec.height = 270
+        spec.duration = 24
+        spec.keyframeIntervalSeconds = 2
+        spec.preset = "veryfast"
+        spec.fixedBFrames = 3
+        spec.cuts = cuts
+        spec.flashes = flashes
+        spec.flashFrames = 2
+        let path = dir.path("bframes.mp4")
+        try Synth.write(spec, to: path)
+        return path
+    }
+
+    @Test(
+        "the anchors plan (chosen for B-frames) finds the full decode's boundaries, each cut on its frame, from a third of the frames"
+    )
+    func anchorsPlan() throws {
+        let dir = Scratch()
+        // Frames 102, 210, 273, 475 and 541: B-frames and anchors of the IBBBP pattern.
+        let cuts = [3.4, 7.0, 9.1, 15.83, 18.03]
+        let path = try bFrameVideo(dir, cuts: cuts, flashes: [5.2, 11.5, 20.1])
+        var fullSettings = settings(.full), autoSettings = settings(.auto)
+        fullSettings.shots.jumpCuts = false
+        autoSettings.shots.jumpCuts = false
+        let full = try AnalysisPipeline.analyze(path, settings: fullSettings)
+        let anchors = try AnalysisPipeline.analyze(path, settings: autoSettings)
+        #expect(anchors.summary.plan == "anchors")
+        let frame = 1.0 / 30
+        for cut in cuts {
+            #expect(
+                anchors.boundaries.contains { $0.kind == .cut && abs($0.time - cut) < frame / 2 },
+                "cut at \(cut): \(anchors.boundaries.map(\.time))")
+        }
+        // The full plan skips non-reference B-frames, so it puts a cut on one a frame late; the
+        // anchors plan decodes the step's B-frames and puts each on its own.
+        #expect(anchors.boundaries.count == full.boundaries.count)
+        for (a, b) in zip(anchors.boundaries, full.boundaries) { #expect(abs(a.time - b.time) < frame * 1.5) }
+        // Some cuts sat on B-frames: their steps were decoded again, a few frames each.
+        let placed = anchors.summary.refinedRanges ?? 0
+        #expect(placed >= 1 && placed <= cuts.count)
+        let decoded = anchors.summary.framesDecoded + (anchors.summary.refinedFrames ?? 0)
+        #expect(decoded < 720 * 4 / 10, "decoded \(decoded) of 720")
+        #expect(anchors.motion.contains { $0.time > 23 } && anchors.quality.contains { $0.time > 23 })
+        #expect(abs(anchors.duration - full.duration) < 2 * frame)
+        #expect(anchors.shots.count == cuts.count + 1)
+    }
+
+    @Test("a keyframe group longer than the anchors pass holds sends the analysis to the full plan, same result")
+    func anchorsFallBack() throws {
+        let dir = Scratch()
+        let path = try bFrameVideo(dir, cuts: [3.4, 9.1], flashes: [])
+        var small = settings(.anchors)
+        small.shots.jumpCuts = false
+        small.plan.anchorLimits.packets = 40  // a group is 60 frames
+        let fallen = try AnalysisPipeline.analyze(path, settings: small)
+        #expect(fallen.summary.plan == "full")
+        var anchors = small
+        anchors.plan.anchorLimits = .init()
+        let whole = try AnalysisPipeline.analyze(path, settings: anchors)
+        #expect(whole.summary.plan == "anchors")
+        #expect(fallen.boundaries.count == 2 && whole.boundaries.count == 2)
+        for (a, b) in zip(fallen.boundaries, whole.boundaries) { #expect(abs(a.time - b.time) < 1.5 / 30) }
+        // The bytes bound too.
+        let decoder = try AnalysisDecoder(path: path)
+        var limits = AnalysisDecoder.AnchorLimits()
+        limits.bytes = 4_000
+        #expect(try decoder.runAnchors(limits: limits, onFrame: { _ in }) == nil)
+    }
+
     /// A small calm recording with a keyframe every second and hard cuts at `cuts`.
     private func calmVideo(_ dir: Scratch, _ name: String, duration: Double, cuts: [Double]) throws -> String {
         var spec = SynthSpec()

@@ -133,8 +133,24 @@ struct SampledDecodeTests {
         #expect(
             settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 8, seconds: 12)).mode == .full,
             "long, but its keyframes too far apart to sample")
+        let bFrames = settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true, seconds: 12))
+        #expect(bFrames.mode == .anchors, "long, but with B-frames (sampling them costs more than it saves)")
+
+        // B-frames: skipped by the anchors plan when the input is not sampled and a group fits.
+        info.duration = 30
+        #expect(settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 5, reorders: true)).mode == .anchors)
         #expect(
-            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true, seconds: 12)).mode == .full,
-            "long, but with B-frames (sampling them costs more than it saves)")
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 12, reorders: true)).mode == .full,
+            "keyframes further apart than maxAnchorKeyframeInterval")
+        #expect(
+            settings.plan(for: info, survey: GOPSurvey(keyframeInterval: nil, reorders: true)).mode == .full,
+            "one keyframe in the survey")
+        forced.choice = .anchors
+        #expect(forced.plan(for: info, survey: short).mode == .full, "no B-frames to skip")
+        #expect(forced.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true)).mode == .anchors)
+        // Costly B-frame streams stay sampled.
+        info.video.frameRate = 60
+        info.video.codec = "hevc"
+        #expect(settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true)).mode == .sampled)
     }
 }

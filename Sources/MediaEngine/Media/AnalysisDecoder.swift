@@ -78,7 +78,7 @@ public struct AnalysisSummary: Sendable, Codable, Equatable {
     public var endedEarly = false
     public var width = 0
     public var height = 0
-    /// The decode plan the pass followed ("full" or "sampled").
+    /// The decode plan the pass followed ("full", "anchors" or "sampled").
     public var plan: String?
     /// The decoder skipped the deblocking filter.
     public var skippedLoopFilter: Bool?

@@ -1,8 +1,12 @@
 /// How the analysis decodes an input, chosen per input from what it costs to decode and how its
 /// keyframes are spaced.
 ///
-/// - `full`: every frame (less those `AnalysisOptions` skips). Cheap inputs: 1080p30 H.264 with
-///   B-frames, and a minute or two of it without.
+/// - `full`: every frame (less those `AnalysisOptions` skips). Cheap inputs without B-frames: a
+///   minute or two of 1080p30 H.264; and any input the other plans cannot take.
+/// - `anchors`: every I- and P-frame, B-frames skipped, keyframe groups decoded side by side (one
+///   single-threaded decoder per core); a cut found on a step over skipped frames is placed on its
+///   exact frame by decoding that step's B-frames. Cheap inputs with B-frames (1080p30 H.264 as
+///   cameras, editors and ffmpeg write it).
 /// - `sampled`: each keyframe and a short burst of frames after it (motion and flashes are measured
 ///   on the burst); shot boundaries are screened coarsely on these samples and only the keyframe
 ///   groups around a possible boundary are decoded again in full, which places each boundary on its
@@ -10,7 +14,7 @@
 ///   10-bit, 60 fps: what phones record) or, without B-frames, long enough that decoding every frame
 ///   costs more than sampling and refining.
 public struct DecodePlan: Sendable, Codable, Equatable {
-    public enum Mode: String, Sendable, Codable { case full, sampled }
+    public enum Mode: String, Sendable, Codable { case full, anchors, sampled }
 
     public var mode: Mode
     /// Sampled plan: frames decoded after each keyframe.
@@ -29,10 +33,11 @@ public struct DecodePlan: Sendable, Codable, Equatable {
 
 /// The settings the plan is chosen with. Part of the analysis settings (and so of the cache key).
 public struct DecodePlanSettings: Sendable, Codable, Equatable {
-    public enum Choice: String, Sendable, Codable, CaseIterable { case auto, full, sampled }
+    public enum Choice: String, Sendable, Codable, CaseIterable { case auto, full, anchors, sampled }
 
-    /// `auto` chooses per input; `full` and `sampled` force a plan (`sampled` still decodes in
-    /// full an input whose keyframes are too far apart to sample).
+    /// `auto` chooses per input; `full`, `anchors` and `sampled` force a plan (`sampled` still
+    /// decodes in full an input whose keyframes are too far apart to sample, `anchors` one without
+    /// B-frames or whose keyframes are further apart than `maxAnchorKeyframeInterval`).
     public var choice = Choice.auto
     /// Decode cost from which `auto` samples: megapixels per second of video, weighted by codec
     /// (H.264 1, VP9 1.6, HEVC 2, AV1 2.5) and by 1.25 above 8 bits. 1080p30 H.264 costs 62,
@@ -53,6 +58,13 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
     public var burstFrames = 3
     /// The sampled plan needs keyframes at least this often (seconds, median of the first groups).
     public var maxKeyframeInterval = 2.5
+    /// The anchors plan holds a whole keyframe group before decoding it: it needs keyframes at
+    /// least this often (median of the first groups; x264's default is at most 250 frames, 8.3 s
+    /// at 30 fps). A longer group met later sends the analysis back to the full plan
+    /// (`AnalysisDecoder.AnchorLimits`).
+    public var maxAnchorKeyframeInterval = 10.0
+    /// What the anchors pass holds of one group before it gives up for the full plan.
+    public var anchorLimits = AnalysisDecoder.AnchorLimits()
 
     public init() {}
 
@@ -75,10 +87,20 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
     public func plan(for info: MediaInfo, survey: GOPSurvey) -> DecodePlan {
         let burst = max(1, min(burstFrames, 30))
         if choice == .full { return DecodePlan(mode: .full, burstFrames: 0, reason: "full decode asked for") }
+        let seen = survey.keyframeInterval.map { String(format: "keyframes every %.1f s", $0) } ?? "too few keyframes"
+        let anchors: DecodePlan
+        if !survey.reorders {
+            anchors = DecodePlan(mode: .full, burstFrames: 0, reason: "no B-frames to skip")
+        } else if let interval = survey.keyframeInterval, interval <= maxAnchorKeyframeInterval {
+            let why = choice == .anchors ? "anchors asked for" : "B-frames skipped"
+            anchors = DecodePlan(mode: .anchors, burstFrames: 0, reason: why + ", " + seen)
+        } else {
+            anchors = DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot hold a group")
+        }
+        if choice == .anchors { return anchors }
         guard let interval = survey.keyframeInterval, interval <= maxKeyframeInterval else {
-            let seen =
-                survey.keyframeInterval.map { String(format: "keyframes every %.1f s", $0) } ?? "too few keyframes"
-            return DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot sample")
+            return anchors.mode == .anchors
+                ? anchors : DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot sample")
         }
         let cost = DecodePlanSettings.cost(info)
         if choice == .sampled {
@@ -87,6 +109,7 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
         let seconds = info.duration.isFinite ? min(max(info.duration, 0), 86_400) : 0
         let work = cost * seconds
         guard cost >= sampleFromCost || (work >= sampleFromWork && !survey.reorders) else {
+            if anchors.mode == .anchors { return anchors }
             return DecodePlan(
                 mode: .full, burstFrames: 0,
                 reason: String(format: "cheap to decode (cost %.0f, work %.0f)", cost, work))

@@ -2,15 +2,24 @@ import CFFmpeg
 import FFmpeg
 import Foundation
 
-/// One keyframe group's share of the sampled pass: the packets of its burst (references, no
-/// copy of the data), and the small pictures they decode to. Slots are reused from group to group;
-/// a slot belongs to the demuxing thread until submitted and to one worker until done.
+/// One keyframe group's share of a group-parallel pass: its packets (references, no copy of the
+/// data) and the small pictures they decode to. The sampled pass takes a fixed burst per group; the
+/// anchors pass every packet of the group, so its slots grow (up to the pass's bound on a group)
+/// and are kept for the next group. A slot belongs to the demuxing thread until submitted and to
+/// one worker until done.
 final class GroupJob: @unchecked Sendable {
-    let packets: [Packet]
-    let pictures: [Frame]
+    private(set) var packets: [Packet]
+    private(set) var pictures: [Frame]
+    /// Take every packet and picture of the group (the anchors pass), growing the slots.
+    let grows: Bool
+    let width: Int
+    let height: Int
     var index = 0
     var keyTime = 0.0
     var count = 0
+    /// Anchors pass: the presentation time of each packet held, and their bytes.
+    var packetTimes: [Double] = []
+    var bytes = 0
     // Filled by the worker.
     var times: [Double]
     var produced = 0
@@ -23,14 +32,35 @@ final class GroupJob: @unchecked Sendable {
     // Filled by the demuxing thread at the group's end, for onGroup.
     var record: GOPRecord?
 
-    init(packets: Int, pictures: Int, width: Int, height: Int) throws(MediaError) {
+    init(packets: Int, pictures: Int, width: Int, height: Int, grows: Bool = false) throws(MediaError) {
         var p: [Packet] = []
         for _ in 0..<packets { p.append(try Packet()) }
         self.packets = p
         var f: [Frame] = []
         for _ in 0..<pictures { f.append(try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P)) }
         self.pictures = f
+        self.width = width
+        self.height = height
+        self.grows = grows
         times = [Double](repeating: 0, count: pictures)
+    }
+
+    /// The slot for the group's next packet; nil when the job is full (a job that `grows` only
+    /// grows: its caller bounds the group).
+    func nextPacket() throws(MediaError) -> Packet? {
+        if count < packets.count { return packets[count] }
+        guard grows else { return nil }
+        packets.append(try Packet())
+        return packets[count]
+    }
+
+    /// The picture slot for the next decoded frame (worker side); nil when the job holds no more.
+    func nextPicture() throws(MediaError) -> Frame? {
+        if produced < pictures.count { return pictures[produced] }
+        guard grows else { return nil }
+        pictures.append(try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P))
+        times.append(0)
+        return pictures[produced]
     }
 
     /// Ready for another group (the packets' data references are dropped).
@@ -47,6 +77,8 @@ final class GroupJob: @unchecked Sendable {
         error = nil
         done = false
         record = nil
+        packetTimes.removeAll(keepingCapacity: true)
+        bytes = 0
     }
 }
 
@@ -68,13 +100,14 @@ final class GroupDecodeWorkers: @unchecked Sendable {
 
     init(
         stream: StreamHandle, path: String, start: Double, width: Int, height: Int, options: AnalysisOptions,
-        workers: Int
+        workers: Int, skipFrame: AVDiscard = AVDISCARD_DEFAULT
     ) throws(MediaError) {
         var list: [CodecContext] = []
         for _ in 0..<max(1, workers) {
             list.append(
                 try CodecContext.decoder(for: stream, path: path, threads: 1) { c in
                     if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }
+                    c.pointee.skip_frame = skipFrame
                     c.pointee.flags2 |= AV_CODEC_FLAG2_FAST
                 })
         }
@@ -177,13 +210,14 @@ final class GroupDecodeWorkers: @unchecked Sendable {
                     )
                 }
                 let ts = decoded.bestEffortTimestamp
-                guard ts != MediaTime.noPTS, job.produced < job.pictures.count else { continue }
+                guard ts != MediaTime.noPTS else { continue }
                 let time = MediaTime.seconds(ts, timeBase) - start
                 guard time >= job.keyTime - 1e-6, job.produced == 0 || time > job.times[job.produced - 1] else {
                     continue
                 }
-                try job.pictures[job.produced].makeWritable()
-                try scaler.scale(decoded, into: job.pictures[job.produced])
+                guard let picture = try job.nextPicture() else { continue }
+                try picture.makeWritable()
+                try scaler.scale(decoded, into: picture)
                 job.times[job.produced] = time
                 job.decodedWidth = decoded.width
                 job.decodedHeight = decoded.height

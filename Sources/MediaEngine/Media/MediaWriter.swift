@@ -58,6 +58,10 @@ public struct VideoEncoding: Sendable {
     /// P-frames only (no B-frames) with a keyframe exactly every `keyframeIntervalSeconds` and no
     /// scene-cut keyframes in between: the GOP structure of a phone recording.
     public var fixedGOPWithoutBFrames = false
+    /// When above 0: exactly this many B-frames between anchors, a keyframe exactly every
+    /// `keyframeIntervalSeconds` and no scene-cut keyframes (a camcorder's or an editor's export),
+    /// so a cut lands on whichever frame type the pattern puts there.
+    public var fixedBFrames = 0
     public var color = ColorTags()
     /// Clockwise degrees a player must rotate the picture (written as the display matrix).
     public var rotation = 0
@@ -199,6 +203,9 @@ public final class MediaWriter {
                 if settings.fixedGOPWithoutBFrames {
                     c.pointee.max_b_frames = 0
                     c.pointee.keyint_min = Int32(gop)
+                } else if settings.fixedBFrames > 0 {
+                    c.pointee.max_b_frames = Int32(min(settings.fixedBFrames, 16))
+                    c.pointee.keyint_min = Int32(gop)
                 }
                 c.pointee.color_primaries = AVColorPrimaries(rawValue: settings.color.primaries)
                 c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: settings.color.transfer)
@@ -267,6 +274,9 @@ public final class MediaWriter {
             options["forced-idr"] = "1"
             if settings.fixedGOPWithoutBFrames {
                 options["x264-params"] = "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=0"
+            } else if settings.fixedBFrames > 0 {
+                let b = min(settings.fixedBFrames, 16)
+                options["x264-params"] = "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=\(b):b-adapt=0"
             }
         case .hevc:
             var params = ["log-level=error"]

@@ -1,0 +1,232 @@
+import CFFmpeg
+import FFmpeg
+import Foundation
+
+/// The anchors plan's passes: every I- and P-frame (B-frames skipped), keyframe groups decoded side
+/// by side; then the frames skipped inside chosen steps, decoded to place a cut on its exact frame.
+///
+/// A B-frame stream spends most of its decode on B-frames, and what is left, a chain of predicted
+/// frames, keeps one core busy however many frame threads a decoder has. Keyframe groups decode
+/// independently, so one single-threaded decoder per core, each on its own group, keeps every
+/// core on the chain.
+extension AnalysisDecoder {
+    /// Bounds on one keyframe group held by the anchors pass: every packet of a group is read before
+    /// it is decoded, so a stream whose keyframes are further apart than this is analysed on the
+    /// full plan instead (`runAnchors` returns nil).
+    public struct AnchorLimits: Sendable, Codable, Equatable {
+        /// Video packets (600: 20 s at 30 fps, 10 s at 60).
+        public var packets = 600
+        /// Compressed bytes (48 MB: 10 s at 38 Mbit/s).
+        public var bytes = 48 << 20
+        /// Groups read ahead of the one being analysed, at most (groups differ in length: a long
+        /// one decodes on one core while the other takes the shorter ones after it), and their
+        /// compressed bytes together, at most.
+        public var groupsAhead = 8
+        public var bytesAhead = 64 << 20
+        public init() {}
+    }
+
+    /// The anchors pass: every frame but B-frames, each keyframe group decoded on a worker thread
+    /// (one per core, each a single-threaded decoder); `onFrame` and `onAudio` are called on the
+    /// calling thread, in time order. A frame's `follows` is false when frames were skipped between
+    /// it and the frame before (so `ShotDetector` saw a step of several frames there). Audio is
+    /// decoded completely. Returns nil, having stopped, when a keyframe group exceeds `limits`: the
+    /// caller starts over on the full plan, with fresh analysers.
+    public func runAnchors(
+        limits: AnchorLimits = AnchorLimits(), workers: Int = 0,
+        onFrame: (borrowing AnalysisFrame) -> Void,
+        onAudio: (borrowing AudioChunk) -> Void = { _ in }
+    ) throws(MediaError) -> AnalysisSummary? {
+        let (input, videoStream) = try openInput()
+        let audio = try audioPath(input, video: videoStream)
+        let start = input.startSeconds
+        let cores = workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let pool = try GroupDecodeWorkers(
+            stream: videoStream, path: path, start: start, width: width, height: height,
+            options: options, workers: cores, skipFrame: AVDISCARD_BIDIR)
+        defer { pool.stop() }
+        var summary = AnalysisSummary()
+        summary.width = width
+        summary.height = height
+        summary.plan = DecodePlan.Mode.anchors.rawValue
+        summary.skippedLoopFilter = options.skipLoopFilter
+        summary.groups = 0
+        var limiter = DecodeGuard(options.limits, path: path)
+        let packet = try Packet()
+        var free: [GroupJob] = []
+        for _ in 0..<max(cores + 1, limits.groupsAhead) {
+            free.append(try GroupJob(packets: 0, pictures: 0, width: width, height: height, grows: true))
+        }
+        var bytesAhead = 0
+        var pending: [GroupJob] = []
+        var current: GroupJob?
+        var group = -1
+        var keyTime: Double?
+        let timeBase = videoStream.timeBase
+        let interval = options.maxFrameRate.map { 1 / max($0, 0.001) }
+        var nextTick = -Double.infinity
+        var last: Double?
+        // A frame of the group before was left out after the last one delivered.
+        var skippedAfterLast = false
+
+        func deliver(_ job: GroupJob) throws(MediaError) {
+            pool.wait(job)
+            if let error = job.error { throw error }
+            summary.framesDecoded += job.framesDecoded
+            summary.damagedPackets += job.damaged
+            job.packetTimes.sort()
+            var skippedUpTo = 0  // packet times before this index are at or before `last`
+            for i in 0..<job.produced {
+                let time = job.times[i]
+                try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
+                if let last, time <= last { continue }
+                if let interval {
+                    if nextTick == -Double.infinity { nextTick = time }
+                    if time + 1e-6 < nextTick { continue }
+                    while nextTick <= time + 1e-6 { nextTick += interval }
+                }
+                // Packets of this group shown between the last frame delivered and this one.
+                var skipped = skippedAfterLast
+                while skippedUpTo < job.packetTimes.count && job.packetTimes[skippedUpTo] < time - 1e-6 {
+                    if last.map({ job.packetTimes[skippedUpTo] > $0 + 1e-6 }) ?? true { skipped = true }
+                    skippedUpTo += 1
+                }
+                while skippedUpTo < job.packetTimes.count && job.packetTimes[skippedUpTo] <= time + 1e-6 {
+                    skippedUpTo += 1
+                }
+                skippedAfterLast = false
+                last = time
+                onFrame(
+                    AnalysisFrame(
+                        picture: job.pictures[i], index: summary.framesAnalysed, time: time,
+                        follows: !skipped || summary.framesAnalysed == 0, group: job.index))
+                if summary.firstFrameTime == nil { summary.firstFrameTime = time }
+                summary.lastFrameTime = time
+                summary.framesAnalysed += 1
+            }
+            if let last, job.packetTimes.last.map({ $0 > last + 1e-6 }) ?? false { skippedAfterLast = true }
+            summary.groups = job.index + 1
+            bytesAhead -= job.bytes
+            free.append(job)
+        }
+
+        func endGroup() {
+            guard let job = current else { return }
+            pool.submit(job)
+            pending.append(job)
+            bytesAhead += job.bytes
+            current = nil
+        }
+
+        while true {
+            try cancellation?.check("analysis decode", path: path)
+            let more: Bool
+            do { more = try input.read(into: packet) } catch {
+                if error.kind == .cancelled || group < 0 { throw error }
+                summary.endedEarly = true
+                break
+            }
+            if !more { break }
+            defer { packet.unref() }
+            if packet.isCorrupt { summary.damagedPackets += 1 }
+            if packet.streamIndex == videoStream.index {
+                let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+                let time = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, timeBase) - start
+                try limiter.videoPacket(time: time)
+                if packet.isKeyframe, let time, keyTime.map({ time > $0 }) ?? true {
+                    endGroup()
+                    keyTime = time
+                    while !pending.isEmpty && (free.isEmpty || bytesAhead > limits.bytesAhead) {
+                        try deliver(pending.removeFirst())
+                    }
+                    group += 1
+                    let job = free.removeLast()
+                    job.reset(index: group, keyTime: time)
+                    current = job
+                }
+                guard let job = current else { continue }  // before the first keyframe: nothing decodable
+                let size = Int(max(0, packet.pointer.pointee.size))
+                guard job.count < limits.packets, job.bytes + size <= limits.bytes,
+                    let slot = try job.nextPacket()
+                else { return nil }  // a group too long to hold: the full plan instead
+                try slot.ref(packet)
+                job.count += 1
+                job.bytes += size
+                if let time, time.isFinite { job.packetTimes.append(time) }
+            } else if let audio, packet.streamIndex == audio.streamIndex {
+                try audio.decode(packet, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
+            }
+        }
+        endGroup()
+        while !pending.isEmpty { try deliver(pending.removeFirst()) }
+        try audio?.decode(nil, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
+        try cancellation?.check("analysis decode", path: path)
+        return summary
+    }
+
+    /// Decodes the frames of each step (`from` and `to` are frames the anchors pass delivered with
+    /// frames skipped between them): from the keyframe before `from`, I- and P-frames only up to
+    /// `to`, then the B-frames shown between the two. Delivers the frames from `from` to `to`, in
+    /// time order, with the step's index as `group`.
+    @discardableResult
+    public func runSteps(
+        _ steps: [(from: Double, to: Double)], onFrame: (borrowing AnalysisFrame) -> Void
+    ) throws(MediaError) -> AnalysisSummary {
+        var summary = AnalysisSummary()
+        summary.width = width
+        summary.height = height
+        guard !steps.isEmpty else { return summary }
+        var stepOptions = options
+        stepOptions.skipNonReferenceFrames = false
+        stepOptions.skipBidirectionalFrames = true
+        let (input, videoStream) = try openInput()
+        // One thread: the decode switches from skipping B-frames to taking them at a chosen packet.
+        let video = try AnalysisVideoPath(
+            stream: videoStream, path: path, start: input.startSeconds, width: width, height: height,
+            options: stepOptions, threads: 1)
+        let packet = try Packet()
+        for (index, step) in steps.enumerated() {
+            var limiter = DecodeGuard(options.limits, path: path)
+            try input.seek(
+                stream: videoStream.index,
+                to: MediaTime.timestamp(step.from + video.start + 0.0005, videoStream.timeBase))
+            video.decoder.flushBuffers()
+            video.decoder.pointer.pointee.skip_frame = AVDISCARD_BIDIR
+            var last: Double?
+            var takesAll = false
+            func accept(_ time: Double) -> AnalysisVideoPath.Mark? {
+                guard time >= step.from - 1e-6, time <= step.to + 1e-6, last.map({ time > $0 }) ?? true else {
+                    return nil
+                }
+                defer { last = time }
+                return AnalysisVideoPath.Mark(follows: last != nil, group: index)
+            }
+            while true {
+                try cancellation?.check("analysis refine", path: path)
+                let more: Bool
+                do { more = try input.read(into: packet) } catch {
+                    if error.kind == .cancelled { throw error }
+                    break
+                }
+                if !more { break }
+                defer { packet.unref() }
+                guard packet.streamIndex == videoStream.index else { continue }
+                let time = video.packetTime(packet)
+                try limiter.videoPacket(time: time)
+                // Past the step: the frames shown inside it were all sent (B-frames come right
+                // after the frame they lead up to).
+                if takesAll, let time, time > step.to + 1e-6 { break }
+                if let time, time > step.to + 5 { break }
+                try video.decode(packet, summary: &summary, limiter: &limiter, accept: accept, deliver: onFrame)
+                if !takesAll, let time, abs(time - step.to) < 1e-4 {
+                    takesAll = true
+                    video.decoder.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
+                }
+            }
+            // The decoder holds reordered frames back: drain it, then start clean for the next step.
+            try video.decode(nil, summary: &summary, limiter: &limiter, accept: accept, deliver: onFrame)
+            video.decoder.flushBuffers()
+        }
+        return summary
+    }
+}
