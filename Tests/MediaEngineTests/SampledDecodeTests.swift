@@ -153,4 +153,42 @@ struct SampledDecodeTests {
         info.video.codec = "hevc"
         #expect(settings.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true)).mode == .sampled)
     }
+
+    @Test("the anchors pass decodes the I- and P-frames only, in order, marking each step over skipped frames; a step decodes again whole")
+    func anchorsPass() throws {
+        let dir = Scratch()
+        let path = try dir.video("anchors.mp4") {
+            $0.duration = 6
+            $0.keyframeIntervalSeconds = 1
+            $0.preset = "veryfast"
+            $0.fixedBFrames = 3  // I B B B P B B B P …: one frame in four is an anchor
+        }
+        var options = AnalysisOptions()
+        options.skipNonReferenceFrames = false
+        let decoder = try AnalysisDecoder(path: path, options: options)
+        var times: [Double] = []
+        var steps: [(Double, Double)] = []
+        var groups = Set<Int>()
+        let summary = try decoder.runAnchors(onFrame: { frame in
+            if !frame.follows, let last = times.last { steps.append((last, frame.time)) }
+            times.append(frame.time)
+            groups.insert(frame.group)
+        })
+        let frame = 1.0 / 30
+        #expect(summary?.plan == "anchors")
+        #expect(groups.count == 6)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
+        // 6 groups of 30 frames: the keyframe, 7 P-frames and the last frame of each group as
+        // an anchor before the next keyframe; never a B-frame.
+        #expect(times.count >= 6 * 7 && times.count <= 6 * 10, "\(times.count) frames")
+        #expect(summary?.framesDecoded == times.count)
+        #expect(!steps.isEmpty && steps.allSatisfy { $0.1 - $0.0 > 1.5 * frame })
+        // A step decodes again with its B-frames: every frame from its start to its end.
+        let (from, to) = steps[3]
+        var stepTimes: [Double] = []
+        try decoder.runSteps([(from: from, to: to)]) { stepTimes.append($0.time) }
+        let expected = Int(((to - from) / frame).rounded()) + 1
+        #expect(stepTimes.count == expected, "\(stepTimes) for \(from)...\(to)")
+        #expect(abs(stepTimes.first! - from) < 1e-6 && abs(stepTimes.last! - to) < 1e-6)
+    }
 }
