@@ -206,8 +206,9 @@ extension FingerprintMatcher {
         let rateA = new.trackRate, rateB = old.trackRate
         let minCells = Int(settings.minRefineSeconds * rateA)
         // The old track's present cells at or before / after each cell, within `maxGap` cells
-        // (decodes of reference frames only leave every other cell empty).
-        let maxGap = 3
+        // (decodes of reference frames only leave every other cell empty; the anchors plan, which
+        // skips B-frames, leaves 3 in 4 empty with x264's usual 3 B-frames between anchors).
+        let maxGap = 4
         var previous = [Int](repeating: -1, count: nb), next = [Int](repeating: -1, count: nb)
         var last = -1
         for c in 0..<nb {

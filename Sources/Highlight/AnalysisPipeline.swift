@@ -80,8 +80,10 @@ public enum AnalysisPipeline {
         if let analysis = try run(decoder, plan: plan, survey: survey, settings: settings, progress: progress) {
             return analysis
         }
-        // A keyframe group too long for the anchors pass to hold: every frame instead.
-        let fallback = DecodePlan(mode: .full, burstFrames: 0, reason: "a keyframe group too long to hold")
+        // A keyframe group too long for the anchors pass to hold, or P-frames that refer to
+        // B-frames: every frame instead.
+        let fallback = DecodePlan(
+            mode: .full, burstFrames: 0, reason: "B-frames cannot be skipped, or a keyframe group too long to hold")
         guard let analysis = try run(decoder, plan: fallback, survey: survey, settings: settings, progress: progress)
         else { preconditionFailure("the full plan always finishes") }
         return analysis
@@ -137,7 +139,10 @@ public enum AnalysisPipeline {
             summary = try decoder.run(onFrame: onFrame, onAudio: onAudio)
             boundaries = a.shots.finish()
         case .anchors:
-            guard let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio) else { return nil }
+            // P-frames that lean on B-frames (x265, and any encoder that does so) need the full plan.
+            guard try decoder.anchorsDecodeExactly(limits: settings.plan.anchorLimits),
+                let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio)
+            else { return nil }
             summary = pass
             let placed = try CutPlacement.place(a.shots.finish(), steps: steps, decoder: decoder)
             boundaries = placed.boundaries

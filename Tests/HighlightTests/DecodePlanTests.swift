@@ -123,6 +123,20 @@ struct DecodePlanTests {
         #expect(whole.summary.plan == "anchors")
         #expect(fallen.boundaries.count == 2 && whole.boundaries.count == 2)
         for (a, b) in zip(fallen.boundaries, whole.boundaries) { #expect(abs(a.time - b.time) < 1.5 / 30) }
+        // P-frames that refer to B-frames (x265): the full plan, whatever the choice.
+        var spec = SynthSpec()
+        spec.width = 320
+        spec.height = 180
+        spec.duration = 4
+        spec.keyframeIntervalSeconds = 1
+        spec.codec = .hevc
+        spec.preset = "veryfast"
+        spec.cuts = [2.1]
+        let hevc = dir.path("x265.mp4")
+        try Synth.write(spec, to: hevc)
+        let x265 = try AnalysisPipeline.analyze(hevc, settings: settings(.anchors))
+        #expect(x265.summary.plan == "full")
+        #expect(x265.boundaries.count == 1)
         // The bytes bound too.
         let decoder = try AnalysisDecoder(path: path)
         var limits = AnalysisDecoder.AnchorLimits()

@@ -1,6 +1,7 @@
 import Analysis
 import FFmpeg
 import Foundation
+import Highlight
 import MediaEngine
 import MediaSynth
 import Testing
@@ -330,5 +331,33 @@ struct ReuploadFingerprintCostTests {
         let perUnrelated = (ContinuousClock.now - start) / unrelated.count
         print("10-minute videos: a match \(matched), an unrelated comparison \(perUnrelated)")
         #expect(falseMatches == 0)
+    }
+}
+
+@Suite("Re-upload fingerprints: an original analysed on its I- and P-frames", .serialized)
+struct ReuploadAnchorsOriginalTests {
+    /// The anchors plan fingerprints a B-frame original from one frame in four; a copy's look
+    /// (keyframe bursts of a re-encode) must still be placed on it to the frame.
+    @Test("an original fingerprinted by the anchors plan (B-frames skipped) recognises a re-encoded copy, to the frame")
+    func anchorsOriginal() throws {
+        let dir = Scratch()
+        let original = try ReuploadMedia.write(
+            ReuploadMedia.spec {
+                $0.preset = "veryfast"
+                $0.fixedBFrames = 3
+                $0.keyframeIntervalSeconds = 1
+            }, dir, "original.mp4")
+        var settings = AnalysisSettings()
+        settings.shots.jumpCuts = false
+        let analysis = try AnalysisPipeline.analyze(original, settings: settings)
+        #expect(analysis.summary.plan == "anchors")
+        let stored = try #require(analysis.fingerprint)
+        let copy = try ReuploadMedia.write(ReuploadMedia.spec { $0.crf = 32 }, dir, "copy.mp4")
+        for phase in [0, 13] {
+            let look = try ReuploadMedia.fingerprint(copy, sparse: SparseSampling(phase: phase))
+            let verdict = FingerprintMatcher.judge(look, stored)
+            let match = try #require(verdict.match, "phase \(phase): \(verdict)")
+            #expect(abs(match.offset) <= 1.0 / 30 + 1e-6, "phase \(phase): offset \(match.offset)")
+        }
     }
 }

@@ -191,4 +191,31 @@ struct SampledDecodeTests {
         #expect(stepTimes.count == expected, "\(stepTimes) for \(from)...\(to)")
         #expect(abs(stepTimes.first! - from) < 1e-6 && abs(stepTimes.last! - to) < 1e-6)
     }
+
+    @Test("B-frames are skipped only where no P-frame refers to one: x264's streams, not x265's")
+    func anchorsExactness() throws {
+        let dir = Scratch()
+        let h264 = try dir.video("x264.mp4") {
+            $0.duration = 3
+            $0.keyframeIntervalSeconds = 1
+            $0.preset = "veryfast"
+            $0.fixedBFrames = 3
+        }
+        #expect(try AnalysisDecoder(path: h264).anchorsDecodeExactly())
+        // x265's P-frames refer to its B-frames: skipping them would build on missing pictures.
+        let hevc = try dir.video("x265.mp4") {
+            $0.duration = 3
+            $0.keyframeIntervalSeconds = 1
+            $0.codec = .hevc
+            $0.preset = "veryfast"
+        }
+        #expect(try AnalysisDecoder(path: hevc).surveyGOPs().reorders)
+        #expect(try !AnalysisDecoder(path: hevc).anchorsDecodeExactly())
+        // Nothing to skip.
+        let pOnly = try dir.video("p-only.mp4") {
+            $0.duration = 3
+            $0.keyframeIntervalSeconds = 1
+        }
+        #expect(try !AnalysisDecoder(path: pOnly).anchorsDecodeExactly())
+    }
 }

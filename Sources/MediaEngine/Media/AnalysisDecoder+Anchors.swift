@@ -229,4 +229,95 @@ extension AnalysisDecoder {
         }
         return summary
     }
+
+    /// Whether skipping B-frames leaves the I- and P-frames exactly as a full decode makes them.
+    /// An encoder may let a P-frame refer to a B-frame (x265 does; x264 never does), and then
+    /// every frame after a skipped one is built on a missing picture. Decodes the first keyframe
+    /// group that has B-frames (at most `limits.packets` packets) twice, single-threaded, with
+    /// and without them, and compares every picture the anchors decode makes with the full
+    /// decode's, sample for sample (luma). False when they differ or nothing was skipped.
+    public func anchorsDecodeExactly(limits: AnchorLimits = AnchorLimits()) throws(MediaError) -> Bool {
+        let (input, videoStream) = try openInput()
+        var held: [Packet] = []
+        var keyframes = 0
+        var reordered = false
+        var maxPTS = Int64.min
+        let packet = try Packet()
+        while held.count < limits.packets {
+            try cancellation?.check("analysis decode", path: path)
+            let more: Bool
+            do { more = try input.read(into: packet) } catch {
+                if error.kind == .cancelled { throw error }
+                break
+            }
+            if !more { break }
+            defer { packet.unref() }
+            guard packet.streamIndex == videoStream.index else { continue }
+            if packet.isKeyframe {
+                if keyframes > 0 && reordered { break }  // a whole group with B-frames is held
+                if keyframes > 0 { held.removeAll() }  // that group had none: the next one
+                keyframes += 1
+            }
+            guard keyframes > 0 else { continue }
+            if packet.pts != MediaTime.noPTS {
+                if packet.pts < maxPTS { reordered = true }
+                maxPTS = max(maxPTS, packet.pts)
+            }
+            let copy = try Packet()
+            try copy.ref(packet)
+            held.append(copy)
+        }
+        guard reordered else { return false }
+        func pictures(_ skip: AVDiscard) throws(MediaError) -> [Int64: UInt64] {
+            let decoder = try CodecContext.decoder(for: videoStream, path: path, threads: 1) { c in
+                c.pointee.skip_frame = skip
+            }
+            let frame = try Frame()
+            var out: [Int64: UInt64] = [:]
+            func receive() throws(MediaError) {
+                while true {
+                    let r = decoder.receive(frame)
+                    if r == FFmpegError.again || r == FFmpegError.eof { return }
+                    if FFmpegError.isDamage(r) { continue }
+                    try check(r, "avcodec_receive_frame (\(decoder.name))", path: path, context: decoder.logKey)
+                    defer { frame.unref() }
+                    out[frame.bestEffortTimestamp] = Self.lumaHash(frame)
+                }
+            }
+            for p in held {
+                _ = decoder.send(p)
+                try receive()
+            }
+            _ = decoder.send(nil as Packet?)
+            try receive()
+            return out
+        }
+        let full = try pictures(AVDISCARD_DEFAULT)
+        let anchors = try pictures(AVDISCARD_BIDIR)
+        guard !anchors.isEmpty, anchors.count < full.count else { return false }
+        return anchors.allSatisfy { full[$0.key] == $0.value }
+    }
+
+    /// A hash of every luma sample of a decoded picture (8 or 16 bits a sample).
+    private static func lumaHash(_ frame: Frame) -> UInt64 {
+        guard let base = frame.data(0) else { return 0 }
+        let stride = frame.linesize(0)
+        let depth = av_pix_fmt_desc_get(frame.pixelFormat).map { Int($0.pointee.comp.0.depth) } ?? 8
+        let bytes = min(stride, frame.width * (depth > 8 ? 2 : 1))
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for y in 0..<frame.height {
+            let row = base + y * stride
+            var x = 0
+            while x + 8 <= bytes {
+                let word = UnsafeRawPointer(row + x).loadUnaligned(as: UInt64.self)
+                hash = (hash ^ word) &* 0x100_0000_01b3
+                x += 8
+            }
+            while x < bytes {
+                hash = (hash ^ UInt64(row[x])) &* 0x100_0000_01b3
+                x += 1
+            }
+        }
+        return hash
+    }
 }
