@@ -140,7 +140,7 @@ public enum AnalysisPipeline {
             boundaries = a.shots.finish()
         case .anchors:
             // P-frames that lean on B-frames (x265, and any encoder that does so) need the full plan.
-            guard try decoder.anchorsDecodeExactly(limits: settings.plan.anchorLimits),
+            guard try decoder.anchorsDecodeExactly(),
                 let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio)
             else { return nil }
             summary = pass

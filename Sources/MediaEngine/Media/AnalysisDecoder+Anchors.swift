@@ -232,18 +232,22 @@ extension AnalysisDecoder {
 
     /// Whether skipping B-frames leaves the I- and P-frames exactly as a full decode makes them.
     /// An encoder may let a P-frame refer to a B-frame (x265 does; x264 never does), and then
-    /// every frame after a skipped one is built on a missing picture. Decodes the first keyframe
-    /// group that has B-frames (at most `limits.packets` packets) twice, single-threaded, with
-    /// and without them, and compares every picture the anchors decode makes with the full
-    /// decode's, sample for sample (luma). False when they differ or nothing was skipped.
-    public func anchorsDecodeExactly(limits: AnchorLimits = AnchorLimits()) throws(MediaError) -> Bool {
+    /// every frame after a skipped one is built on a missing picture. Decodes the start of the
+    /// first keyframe group that has B-frames (its first `packets` packets: a dozen runs of
+    /// B-frames between anchors) twice, single-threaded, with and without them, and compares every
+    /// picture the anchors decode makes with the full decode's, sample for sample (luma). False
+    /// when they differ or nothing was skipped. About 0.1 s on 1080p H.264.
+    public func anchorsDecodeExactly(packets: Int = 48) throws(MediaError) -> Bool {
         let (input, videoStream) = try openInput()
         var held: [Packet] = []
         var keyframes = 0
         var reordered = false
         var maxPTS = Int64.min
         let packet = try Packet()
-        while held.count < limits.packets {
+        let limit = max(8, min(packets, 1_000))
+        var scanned = 0
+        while scanned < 20 * limit {
+            scanned += 1
             try cancellation?.check("analysis decode", path: path)
             let more: Bool
             do { more = try input.read(into: packet) } catch {
@@ -254,11 +258,16 @@ extension AnalysisDecoder {
             defer { packet.unref() }
             guard packet.streamIndex == videoStream.index else { continue }
             if packet.isKeyframe {
-                if keyframes > 0 && reordered { break }  // a whole group with B-frames is held
-                if keyframes > 0 { held.removeAll() }  // that group had none: the next one
+                if keyframes > 0 && reordered { break }  // the held start of a group has B-frames
+                // The start held so far had none: the next group's instead.
+                held.removeAll()
+                maxPTS = Int64.min
                 keyframes += 1
             }
-            guard keyframes > 0 else { continue }
+            guard keyframes > 0, held.count < limit else {
+                if reordered { break }
+                continue
+            }
             if packet.pts != MediaTime.noPTS {
                 if packet.pts < maxPTS { reordered = true }
                 maxPTS = max(maxPTS, packet.pts)
