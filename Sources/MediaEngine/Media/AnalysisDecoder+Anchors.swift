@@ -118,15 +118,13 @@ extension AnalysisDecoder {
             current = nil
         }
 
-        while true {
-            try cancellation?.check("analysis decode", path: path)
-            let more: Bool
-            do { more = try input.read(into: packet) } catch {
-                if error.kind == .cancelled || group < 0 { throw error }
-                summary.endedEarly = true
-                break
-            }
-            if !more { break }
+        // A read error once a group has started ends the pass early: what was read is analysed.
+        let survives = { (_: MediaError) -> Bool in
+            guard group >= 0 else { return false }
+            summary.endedEarly = true
+            return true
+        }
+        while try nextPacket(input, into: packet, stage: "analysis decode", survives: survives) {
             defer { packet.unref() }
             if packet.isCorrupt { summary.damagedPackets += 1 }
             if packet.streamIndex == videoStream.index {
@@ -201,14 +199,7 @@ extension AnalysisDecoder {
                 defer { last = time }
                 return AnalysisVideoPath.Mark(follows: last != nil, group: index)
             }
-            while true {
-                try cancellation?.check("analysis refine", path: path)
-                let more: Bool
-                do { more = try input.read(into: packet) } catch {
-                    if error.kind == .cancelled { throw error }
-                    break
-                }
-                if !more { break }
+            while try nextPacket(input, into: packet, stage: "analysis refine") {
                 defer { packet.unref() }
                 guard packet.streamIndex == videoStream.index else { continue }
                 let time = video.packetTime(packet)
@@ -246,15 +237,8 @@ extension AnalysisDecoder {
         let packet = try Packet()
         let limit = max(8, min(packets, 1_000))
         var scanned = 0
-        while scanned < 20 * limit {
+        while scanned < 20 * limit, try nextPacket(input, into: packet, stage: "analysis decode") {
             scanned += 1
-            try cancellation?.check("analysis decode", path: path)
-            let more: Bool
-            do { more = try input.read(into: packet) } catch {
-                if error.kind == .cancelled { throw error }
-                break
-            }
-            if !more { break }
             defer { packet.unref() }
             guard packet.streamIndex == videoStream.index else { continue }
             if packet.isKeyframe {

@@ -135,15 +135,13 @@ extension AnalysisDecoder {
             current = nil
         }
 
-        while true {
-            try cancellation?.check("analysis decode", path: path)
-            let more: Bool
-            do { more = try input.read(into: packet) } catch {
-                if error.kind == .cancelled || group < 0 { throw error }
-                summary.endedEarly = true
-                break
-            }
-            if !more { break }
+        // A read error once a group has started ends the pass early: what was read is analysed.
+        let survives = { (_: MediaError) -> Bool in
+            guard group >= 0 else { return false }
+            summary.endedEarly = true
+            return true
+        }
+        while try nextPacket(input, into: packet, stage: "analysis decode", survives: survives) {
             defer { packet.unref() }
             if packet.isCorrupt { summary.damagedPackets += 1 }
             if packet.streamIndex == videoStream.index {

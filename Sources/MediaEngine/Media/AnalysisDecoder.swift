@@ -212,6 +212,20 @@ public final class AnalysisDecoder {
         return (input, video, audio)
     }
 
+    /// Reads a pass's next packet into `packet`, after checking for cancellation (`stage` names
+    /// the pass). False at the end of the input, and at a demuxing error the pass survives
+    /// (`survives` is asked: a truncated file, whose packets read so far are still analysed); a
+    /// cancellation, or an error the pass does not survive, is thrown.
+    func nextPacket(
+        _ input: FormatInput, into packet: Packet, stage: String, survives: (MediaError) -> Bool = { _ in true }
+    ) throws(MediaError) -> Bool {
+        try cancellation?.check(stage, path: path)
+        do { return try input.read(into: packet) } catch {
+            if error.kind == .cancelled || !survives(error) { throw error }
+            return false
+        }
+    }
+
     /// The input, opened, and its video stream.
     func openInput() throws(MediaError) -> (FormatInput, StreamHandle) {
         let input: FormatInput
