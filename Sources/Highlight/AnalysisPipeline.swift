@@ -77,6 +77,15 @@ public enum AnalysisPipeline {
         let full = settings.plan.choice == .full
         let survey = full ? GOPSurvey() : try decoder.surveyGOPs()
         let plan = full ? DecodePlan.full : settings.plan.plan(for: info, survey: survey)
+        // Progress only moves forward, also when a fallback starts the decode over.
+        var reported = -1.0
+        let progress = progress.map { report in
+            { (share: Double) in
+                guard share > reported else { return }
+                reported = share
+                report(share)
+            }
+        }
         if let analysis = try run(decoder, plan: plan, survey: survey, settings: settings, progress: progress) {
             return analysis
         }

@@ -145,6 +145,10 @@ struct SampledDecodeTests {
         #expect(
             settings.plan(for: info, survey: GOPSurvey(keyframeInterval: nil, reorders: true)).mode == .full,
             "one keyframe in the survey")
+        forced.choice = .sampled
+        #expect(
+            forced.plan(for: info, survey: GOPSurvey(keyframeInterval: 5, reorders: true)).mode == .full,
+            "sampling asked for and impossible: the full plan")
         forced.choice = .anchors
         #expect(forced.plan(for: info, survey: short).mode == .full, "no B-frames to skip")
         #expect(forced.plan(for: info, survey: GOPSurvey(keyframeInterval: 1, reorders: true)).mode == .anchors)

@@ -99,7 +99,8 @@ public struct DecodePlanSettings: Sendable, Codable, Equatable {
         }
         if choice == .anchors { return anchors }
         guard let interval = survey.keyframeInterval, interval <= maxKeyframeInterval else {
-            return anchors.mode == .anchors
+            // `sampled` asked for and impossible: the full plan, as documented (not another plan).
+            return anchors.mode == .anchors && choice == .auto
                 ? anchors : DecodePlan(mode: .full, burstFrames: 0, reason: "\(seen): cannot sample")
         }
         let cost = DecodePlanSettings.cost(info)
