@@ -2,8 +2,8 @@ import CFFmpeg
 import FFmpeg
 import Foundation
 
-/// The video half of an analysis pass: a decoder, and a scaler into one small picture that every
-/// analysed frame is handed over in. Shared by the full pass, the sampled pass and the refinement
+/// The video half of an analysis pass: a decoder, and a converter into one small picture that every
+/// analysed frame is handed over in (HDR tone-mapped to SDR, as `VideoConverter` does for the render). Shared by the full pass, the sampled pass and the refinement
 /// of chosen ranges; allocates nothing per frame.
 final class AnalysisVideoPath {
     let stream: StreamHandle
@@ -12,7 +12,7 @@ final class AnalysisVideoPath {
     let height: Int
     let path: String
     let start: Double
-    private let scaler: Scaler
+    private let converter: VideoConverter
     private let picture: Frame
     private let decoded: Frame
 
@@ -31,8 +31,7 @@ final class AnalysisVideoPath {
             if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }
             c.pointee.flags2 |= AV_CODEC_FLAG2_FAST
         }
-        // Area averaging: the right filter for a large reduction, and as cheap as point sampling.
-        scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_AREA)
+        converter = try VideoConverter.analysis(width: width, height: height, stream: stream)
         picture = try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P)
         decoded = try Frame()
     }
@@ -85,7 +84,7 @@ final class AnalysisVideoPath {
             let stamped = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, stream.timeBase) - start
             try limiter.videoFrame(time: stamped, width: decoded.width, height: decoded.height)
             guard let time = stamped, let mark = accept(time) else { continue }
-            try scaler.scale(decoded, into: picture)
+            try converter.convert(decoded, into: picture)
             deliver(
                 AnalysisFrame(
                     picture: picture, index: summary.framesAnalysed, time: time, follows: mark.follows,

@@ -63,8 +63,7 @@ final class FilmstripReader {
         packet = try Packet()
         frame = try Frame()
         fallback = try Frame()
-        let transfer = stream.parameters.pointee.color_trc
-        hdrTransfer = transfer == AVCOL_TRC_SMPTE2084 ? .pq : transfer == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
+        hdrTransfer = ToneMapper.Transfer(of: stream)
         limiter = DecodeGuard(limits, path: path)
         framesLeft = limits.totalFrames
         packetsLeft = limits.totalFrames

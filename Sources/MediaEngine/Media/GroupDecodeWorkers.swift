@@ -92,6 +92,8 @@ final class GroupDecodeWorkers: @unchecked Sendable {
     private var stopping = false
     private var running = 0
     private let decoders: [CodecContext]
+    /// One per decoder, used only on its worker's thread.
+    private let converters: [VideoConverter]
     private let timeBase: AVRational
     private let start: Double
     private let width: Int
@@ -103,7 +105,9 @@ final class GroupDecodeWorkers: @unchecked Sendable {
         workers: Int, skipFrame: AVDiscard = AVDISCARD_DEFAULT
     ) throws(MediaError) {
         var list: [CodecContext] = []
+        var converting: [VideoConverter] = []
         for _ in 0..<max(1, workers) {
+            converting.append(try VideoConverter.analysis(width: width, height: height, stream: stream))
             list.append(
                 try CodecContext.decoder(for: stream, path: path, threads: 1) { c in
                     if options.skipLoopFilter { c.pointee.skip_loop_filter = AVDISCARD_ALL }
@@ -112,6 +116,7 @@ final class GroupDecodeWorkers: @unchecked Sendable {
                 })
         }
         decoders = list
+        converters = converting
         timeBase = stream.timeBase
         self.start = start
         self.width = width
@@ -119,7 +124,7 @@ final class GroupDecodeWorkers: @unchecked Sendable {
         self.path = path
         for index in decoders.indices {
             running += 1
-            let thread = Thread { [self] in work(decoders[index]) }
+            let thread = Thread { [self] in work(decoders[index], converter: converters[index]) }
             thread.name = "moments-group-decode"
             thread.start()
         }
@@ -158,13 +163,12 @@ final class GroupDecodeWorkers: @unchecked Sendable {
         return queue.removeFirst()
     }
 
-    private func work(_ decoder: CodecContext) {
-        let scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_AREA)
+    private func work(_ decoder: CodecContext, converter: VideoConverter) {
         let decoded = try? Frame()
         while let job = next() {
             if let decoded {
                 do throws(MediaError) {
-                    try decode(job, decoder: decoder, scaler: scaler, decoded: decoded)
+                    try decode(job, decoder: decoder, converter: converter, decoded: decoded)
                 } catch {
                     job.error = error
                 }
@@ -182,7 +186,7 @@ final class GroupDecodeWorkers: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func decode(_ job: GroupJob, decoder: CodecContext, scaler: Scaler, decoded: Frame) throws(MediaError) {
+    private func decode(_ job: GroupJob, decoder: CodecContext, converter: VideoConverter, decoded: Frame) throws(MediaError) {
         decoder.flushBuffers()
         defer { decoder.flushBuffers() }
         func receive() throws(MediaError) {
@@ -217,7 +221,7 @@ final class GroupDecodeWorkers: @unchecked Sendable {
                 }
                 guard let picture = try job.nextPicture() else { continue }
                 try picture.makeWritable()
-                try scaler.scale(decoded, into: picture)
+                try converter.convert(decoded, into: picture)
                 job.times[job.produced] = time
                 job.decodedWidth = decoded.width
                 job.decodedHeight = decoded.height

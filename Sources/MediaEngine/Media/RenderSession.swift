@@ -29,8 +29,7 @@ final class RenderSession {
         self.rotation = rotation
         let (geometry, crop) = RenderSession.outputGeometry(source.info.video, request: request)
         let par = source.videoStream.parameters.pointee
-        let hdr: ToneMapper.Transfer? =
-            par.color_trc == AVCOL_TRC_SMPTE2084 ? .pq : par.color_trc == AVCOL_TRC_ARIB_STD_B67 ? .hlg : nil
+        let hdr = ToneMapper.Transfer(of: source.videoStream)
         let converter = try VideoConverter(width: geometry.width, height: geometry.height, hdrTransfer: hdr)
 
         let settings = RenderSession.videoEncoding(

@@ -1,3 +1,4 @@
+import CFFmpeg
 import CMediaKernels
 import FFmpeg
 import Foundation
@@ -7,7 +8,18 @@ import Foundation
 /// that reaches white at the content's peak; diffuse white (203 nits, ITU-R BT.2408) lands near
 /// SDR white. Lookup tables are built once; the per-pixel work is a few multiplies.
 final class ToneMapper {
-    enum Transfer { case pq, hlg }
+    enum Transfer {
+        case pq, hlg
+
+        /// The HDR transfer a stream is tagged with; nil for SDR (and untagged) video.
+        init?(of stream: StreamHandle) {
+            switch stream.parameters.pointee.color_trc {
+            case AVCOL_TRC_SMPTE2084: self = .pq
+            case AVCOL_TRC_ARIB_STD_B67: self = .hlg
+            default: return nil
+            }
+        }
+    }
 
     /// Reference (diffuse) white in nits: 1.0 in the linear domain below.
     static let referenceWhite = 203.0

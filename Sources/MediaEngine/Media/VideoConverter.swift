@@ -11,19 +11,30 @@ final class VideoConverter {
     /// HDR: scaled to the output size first, staying in 10 bits, then tone-mapped there.
     private let hdr: (toOutputSize: Scaler, scaled: Frame, mapper: ToneMapper)?
 
-    init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?) throws(MediaError) {
+    /// `filter`: the sws scaling filter (bicubic for output pictures; the analysis's large
+    /// reductions take area averaging).
+    init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?, filter: Int32 = SWS_BICUBIC) throws(MediaError) {
         self.width = width
         self.height = height
-        scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: SWS_BICUBIC)
+        scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: filter)
         if let hdrTransfer {
             hdr = (
-                Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: SWS_BICUBIC),
+                Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE, flags: filter),
                 try Frame(width: width, height: height, format: AV_PIX_FMT_YUV420P10LE),
                 ToneMapper(transfer: hdrTransfer)
             )
         } else {
             hdr = nil
         }
+    }
+
+    /// The converter of the analysis passes: to their small picture by area averaging (the right
+    /// filter for a large reduction, and as cheap as point sampling), HDR tone-mapped to SDR
+    /// BT.709 so that the analysers, their thresholds (measured on SDR footage) and the look-alike
+    /// colours see an HDR recording as they see the same scene in SDR (HLG's BT.2020 code values
+    /// crowd colours together: distinct moments looked alike).
+    static func analysis(width: Int, height: Int, stream: StreamHandle) throws(MediaError) -> VideoConverter {
+        try VideoConverter(width: width, height: height, hdrTransfer: ToneMapper.Transfer(of: stream), filter: SWS_AREA)
     }
 
     /// True when `frame` can go to the encoder as it is.

@@ -1,0 +1,68 @@
+import Foundation
+import Highlight
+import MediaEngine
+import MediaSynth
+import Testing
+
+/// An HDR recording is analysed as the same scene in SDR: its pictures are tone-mapped to BT.709
+/// before any analyser sees them. In HLG's BT.2020 code values colours crowd together, and the
+/// selection's look-alike rule (similar picture in the same colours) took distinct moments for one
+/// scene, so a dull part filled the highlight in place of a lively one.
+@Suite("HDR selection")
+struct HDRSelectionTests {
+    /// The SDR file as a phone records HDR: HEVC Main10, HLG transfer, BT.2020 primaries and
+    /// matrix, the colours converted by the ffmpeg CLI's zscale (which `make test` installs).
+    static func hlgRecording(of source: String, to output: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", source, "-vf",
+            "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:m=bt2020nc:p=bt2020:r=tv,format=yuv420p10le",
+            "-c:v", "libx265", "-preset", "ultrafast", "-crf", "18", "-x265-params",
+            "log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc",
+            "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc",
+            "-tag:v", "hvc1", "-an", output,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        #expect(
+            process.terminationStatus == 0,
+            "the ffmpeg CLI (Debian package ffmpeg, with zscale and libx265) must be installed: it writes the HLG recording")
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    @Test("an HLG recording of the planted layout gets the lively moments its SDR original gets, none twice")
+    func hlgPickedAsSDR() throws {
+        let dir = Scratch()
+        let (sdr, spec) = try plantedVideo(dir)
+        let hlg = dir.path("planted-hlg.mp4")
+        try HDRSelectionTests.hlgRecording(of: sdr, to: hlg)
+        #expect(try Probe.probe(hlg).video.isHDR)
+
+        func highlight(_ path: String) throws -> [SelectedSegment] {
+            var request = HighlightRequest(source: path)
+            request.selection.targetDuration = 12
+            return try HighlightEngine.make(request).report.segments
+        }
+        let expected = try highlight(sdr)
+        let segments = try highlight(hlg)
+        let total = segments.reduce(0) { $0 + $1.duration }
+        var lively = 0.0, defect = 0.0
+        for s in segments {
+            for step in 0..<100 {
+                let kind = spec.part(at: s.start + s.duration * (Double(step) + 0.5) / 100)!.0.kind
+                if kind == .lively { lively += s.duration / 100 }
+                if kind == .black || kind == .frozen || kind == .blurred { defect += s.duration / 100 }
+            }
+        }
+        #expect(abs(total - 12) <= 0.5, "total \(total)")
+        #expect(lively / total >= 0.85, "lively share \(lively / total): \(segments.map { ($0.start, $0.end) })")
+        #expect(defect == 0, "defect seconds \(defect)")
+        // The same moments as the SDR original (each start within a few frames).
+        #expect(segments.count == expected.count, "\(segments.map(\.start)) against \(expected.map(\.start))")
+        for (a, b) in zip(segments, expected) { #expect(abs(a.start - b.start) <= 0.2, "\(a.start) against \(b.start)") }
+        let original = segments.contains { $0.start < 11 && $0.end > 6 }
+        let repeated = segments.contains { $0.start < 51 && $0.end > 46 }
+        #expect(!(original && repeated), "the repeated footage appears twice")
+    }
+}
