@@ -46,15 +46,7 @@ struct HDRSelectionTests {
         }
         let expected = try highlight(sdr)
         let segments = try highlight(hlg)
-        let total = segments.reduce(0) { $0 + $1.duration }
-        var lively = 0.0, defect = 0.0
-        for s in segments {
-            for step in 0..<100 {
-                let kind = spec.part(at: s.start + s.duration * (Double(step) + 0.5) / 100)!.0.kind
-                if kind == .lively { lively += s.duration / 100 }
-                if kind == .black || kind == .frozen || kind == .blurred { defect += s.duration / 100 }
-            }
-        }
+        let (total, lively, defect) = plantedShares(segments, spec)
         #expect(abs(total - 12) <= 0.5, "total \(total)")
         #expect(lively / total >= 0.85, "lively share \(lively / total): \(segments.map { ($0.start, $0.end) })")
         #expect(defect == 0, "defect seconds \(defect)")

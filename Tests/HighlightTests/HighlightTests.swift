@@ -39,6 +39,20 @@ func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ i
     return (path, spec)
 }
 
+/// What a highlight of the planted layout shows: its length, and the seconds of it on lively parts
+/// and on defects (black, frozen, blurred), sampled at 100 points per segment.
+func plantedShares(_ segments: [SelectedSegment], _ spec: SynthSpec) -> (total: Double, lively: Double, defect: Double) {
+    var lively = 0.0, defect = 0.0
+    for s in segments {
+        for step in 0..<100 {
+            let kind = spec.part(at: s.start + s.duration * (Double(step) + 0.5) / 100)!.0.kind
+            if kind == .lively { lively += s.duration / 100 }
+            if kind == .black || kind == .frozen || kind == .blurred { defect += s.duration / 100 }
+        }
+    }
+    return (segments.reduce(0) { $0 + $1.duration }, lively, defect)
+}
+
 @Suite("Highlight", .serialized)
 struct HighlightTests {
     @Test("picks the lively parts, once each, never defects, at the asked length, in order")
@@ -52,21 +66,10 @@ struct HighlightTests {
         request.posterOutput = dir.path("poster.jpg")
         let result = try HighlightEngine.make(request)
         let segments = result.report.segments
-        let total = segments.reduce(0) { $0 + $1.duration }
+        let (total, lively, defect) = plantedShares(segments, spec)
         #expect(abs(total - 12) <= 0.5, "total \(total)")
         #expect(zip(segments, segments.dropFirst()).allSatisfy { $0.end <= $1.start }, "chronological, no overlap")
         #expect(segments.allSatisfy { $0.duration >= 1.5 })
-
-        func kind(at t: Double) -> SynthPart.Kind { spec.part(at: t)!.0.kind }
-        var lively = 0.0, defect = 0.0
-        for s in segments {
-            for step in 0..<100 {
-                let t = s.start + s.duration * (Double(step) + 0.5) / 100
-                let k = kind(at: t)
-                if k == .lively { lively += s.duration / 100 }
-                if k == .black || k == .frozen || k == .blurred { defect += s.duration / 100 }
-            }
-        }
         #expect(lively / total >= 0.85, "lively share \(lively / total)")
         #expect(defect == 0, "defect seconds \(defect)")
         let original = segments.contains { $0.start < 11 && $0.end > 6 }

@@ -181,10 +181,9 @@ extension AnalysisDecoder {
 
     /// Decodes every frame of each range (in order; each range should start at a keyframe time),
     /// video only. Frames carry the range's index as `group`; the first of each range does not
-    /// `follow`.
+    /// `follow`. `isFinished(i)` is asked before each frame of range `i` is decoded for delivery:
+    /// true ends that range there (its caller has seen all it needs of it).
     @discardableResult
-    /// `isFinished(i)` is asked before each frame of range `i` is decoded for delivery: true ends
-    /// that range there (its caller has seen all it needs of it).
     public func runRanges(
         _ ranges: [TimeRange], isFinished: (Int) -> Bool = { _ in false },
         onFrame: (borrowing AnalysisFrame) -> Void
