@@ -27,6 +27,34 @@ struct PosterAndCLITests {
         #expect(codes == [45])
     }
 
+    @Test("a poster of a phone HLG video is tone-mapped to SDR: black stays black, diffuse white is near white")
+    func posterHDR() throws {
+        let dir = Scratch()
+        let source = dir.path("phone.mp4")
+        let phone = SynthSpec.phone(width: 640, height: 360, frameRate: 30, duration: 1, rotation: 0)
+        try Synth.write(phone, to: source)
+        let poster = dir.path("poster.jpg")
+        try Poster.write(from: source, at: 0.5, to: poster)
+        // Read back as the analysis sees a JPEG: 8-bit, limited range (SDR white 235).
+        var options = AnalysisOptions()
+        options.maxSide = 4096
+        options.allowStillImage = true
+        var levels: [Int] = []
+        let side = phone.hlgPatches[0].size
+        try AnalysisDecoder(path: poster, options: options).run(onFrame: { f in
+            #expect(f.width == 640 && f.height == 360)
+            levels = SynthPatch.Level.allCases.indices.map { i in
+                Int(f.luma[(side / 2) * f.lumaStride + i * side + side / 2])
+            }
+        })
+        #expect(levels.count == 4)
+        guard levels.count == 4 else { return }
+        #expect(levels[0] < 30, "black \(levels)")
+        #expect(levels[0] < levels[1] && levels[1] < levels[2] && levels[2] <= levels[3], "\(levels)")
+        // HLG's diffuse white (signal 0.75) is code 180 when its values are copied as they are.
+        #expect(levels[2] > 195, "diffuse white \(levels)")
+    }
+
     /// The built `moments` executable, beside the test bundle.
     var moments: URL {
         var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

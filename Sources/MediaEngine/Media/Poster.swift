@@ -3,7 +3,7 @@ import FFmpeg
 import Foundation
 
 /// Writes a JPEG of one frame of a video, upright (the display rotation applied to the pixels,
-/// as a JPEG has no display matrix).
+/// as a JPEG has no display matrix), HDR tone-mapped to SDR as the render and the storyboard do.
 public enum Poster {
     /// Encodes the frame on screen at `time` (seconds) of `video` to `output`, at most `maxSide`
     /// pixels on its longest side. Written to a temporary file and moved into place.
@@ -12,15 +12,16 @@ public enum Poster {
         from video: String, at time: Double, to output: String, maxSide: Int = 1280,
         quality: Int = 3, limits: DecodeLimits = DecodeLimits()
     ) throws(MediaError) {
-        let (chosen, rotation) = try decodeFrame(of: video, at: time, limits: limits)
-        try encodeJPEG(chosen, rotation: rotation, maxSide: maxSide, quality: quality, to: output)
+        let (chosen, rotation, transfer) = try decodeFrame(of: video, at: time, limits: limits)
+        try encodeJPEG(
+            chosen, rotation: rotation, hdrTransfer: transfer, maxSide: maxSide, quality: quality, to: output)
     }
 
     /// The frame on screen at `time` (the last one decoded at or before it, or the first after a
-    /// seek that lands past it), and the video's display rotation.
+    /// seek that lands past it), the video's display rotation and its HDR transfer (nil for SDR).
     static func decodeFrame(
         of video: String, at time: Double, limits: DecodeLimits
-    ) throws(MediaError) -> (frame: Frame, rotation: Int) {
+    ) throws(MediaError) -> (frame: Frame, rotation: Int, hdrTransfer: ToneMapper.Transfer?) {
         // One open: the probe's packet scan is undone by the seek below.
         let size = try Probe.fileSize(video)
         let input = try Probe.open(video, size: size, cancellation: nil)
@@ -69,18 +70,29 @@ public enum Poster {
             throw MediaError(
                 .notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(format(time)) s")
         }
-        return (chosen, info.video.rotation)
+        return (chosen, info.video.rotation, ToneMapper.Transfer(of: stream))
     }
 
-    /// The frame scaled to at most `maxSide`, turned upright and written as a JPEG to `output`.
+    /// The frame scaled to at most `maxSide` (HDR tone-mapped to SDR BT.709 on the way), turned
+    /// upright and written as a JPEG to `output`.
     static func encodeJPEG(
-        _ chosen: Frame, rotation: Int, maxSide: Int, quality: Int, to output: String
+        _ chosen: Frame, rotation: Int, hdrTransfer: ToneMapper.Transfer?, maxSide: Int, quality: Int,
+        to output: String
     ) throws(MediaError) {
         let scale = min(1, Double(maxSide) / Double(max(chosen.width, chosen.height)))
         let w = max(2, Int(Double(chosen.width) * scale / 2) * 2),
             h = max(2, Int(Double(chosen.height) * scale / 2) * 2)
+        var source = chosen
+        if let hdrTransfer {
+            let sdr = try Frame(width: w, height: h, format: AV_PIX_FMT_YUV420P)
+            // What the tone mapper writes: BT.709, limited range (the JPEG conversion reads these tags).
+            sdr.pointer.pointee.colorspace = AVCOL_SPC_BT709
+            sdr.pointer.pointee.color_range = AVCOL_RANGE_MPEG
+            try VideoConverter(width: w, height: h, hdrTransfer: hdrTransfer).convert(chosen, into: sdr)
+            source = sdr
+        }
         let scaled = try Frame(width: w, height: h, format: AV_PIX_FMT_YUVJ420P)
-        try Scaler(width: w, height: h, format: AV_PIX_FMT_YUVJ420P).scale(chosen, into: scaled)
+        try Scaler(width: w, height: h, format: AV_PIX_FMT_YUVJ420P).scale(source, into: scaled)
         let upright = rotation == 0 ? scaled : try rotate(scaled, by: rotation)
 
         let encoder = try CodecContext.encoder(named: "mjpeg") { c in
