@@ -3,8 +3,8 @@ import FFmpeg
 import Foundation
 
 /// The video half of an analysis pass: a decoder, and a converter into one small picture that every
-/// analysed frame is handed over in (HDR tone-mapped to SDR, as `VideoConverter` does for the render). Shared by the full pass, the sampled pass and the refinement
-/// of chosen ranges; allocates nothing per frame.
+/// analysed frame is handed over in (HDR tone-mapped to SDR, as for the render). Shared by the full
+/// pass, the sampled pass and the refinement of chosen ranges; allocates nothing per frame.
 final class AnalysisVideoPath {
     let stream: StreamHandle
     let decoder: CodecContext

@@ -107,9 +107,6 @@ final class FilmstripReader {
         var hdr: (converter: VideoConverter, sdr: Frame)? = nil
         if let hdrTransfer {
             let sdr = try Frame(width: w, height: h, format: AV_PIX_FMT_YUV420P)
-            // What the tone mapper writes: BT.709, limited range (the RGB conversion reads these tags).
-            sdr.pointer.pointee.colorspace = AVCOL_SPC_BT709
-            sdr.pointer.pointee.color_range = AVCOL_RANGE_MPEG
             hdr = (try VideoConverter(width: w, height: h, hdrTransfer: hdrTransfer), sdr)
         }
         let made = (

@@ -186,7 +186,9 @@ final class GroupDecodeWorkers: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func decode(_ job: GroupJob, decoder: CodecContext, converter: VideoConverter, decoded: Frame) throws(MediaError) {
+    private func decode(
+        _ job: GroupJob, decoder: CodecContext, converter: VideoConverter, decoded: Frame
+    ) throws(MediaError) {
         decoder.flushBuffers()
         defer { decoder.flushBuffers() }
         func receive() throws(MediaError) {

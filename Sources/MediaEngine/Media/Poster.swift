@@ -85,9 +85,6 @@ public enum Poster {
         var source = chosen
         if let hdrTransfer {
             let sdr = try Frame(width: w, height: h, format: AV_PIX_FMT_YUV420P)
-            // What the tone mapper writes: BT.709, limited range (the JPEG conversion reads these tags).
-            sdr.pointer.pointee.colorspace = AVCOL_SPC_BT709
-            sdr.pointer.pointee.color_range = AVCOL_RANGE_MPEG
             try VideoConverter(width: w, height: h, hdrTransfer: hdrTransfer).convert(chosen, into: sdr)
             source = sdr
         }

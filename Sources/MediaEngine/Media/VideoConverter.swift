@@ -43,9 +43,15 @@ final class VideoConverter {
             && frame.pointer.pointee.color_range != AVCOL_RANGE_JPEG
     }
 
-    /// Converts `source` (or its `crop` window) into `output` (a writable yuv420p frame of the output size).
+    /// Converts `source` (or its `crop` window) into `output` (a writable yuv420p frame of the output
+    /// size). A tone-mapped picture is tagged as what the tone mapper writes (BT.709, limited range),
+    /// for a conversion that reads the tags after it (the storyboard's RGB, the poster's JPEG).
     func convert(_ source: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
         try output.makeWritable()
+        if hdr != nil {
+            output.pointer.pointee.colorspace = AVCOL_SPC_BT709
+            output.pointer.pointee.color_range = AVCOL_RANGE_MPEG
+        }
         if let crop {
             if let hdr {
                 try hdr.toOutputSize.scale(source, into: hdr.scaled, crop: crop)
