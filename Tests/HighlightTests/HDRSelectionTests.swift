@@ -1,3 +1,4 @@
+import Analysis
 import Foundation
 import Highlight
 import MediaEngine
@@ -56,5 +57,24 @@ struct HDRSelectionTests {
         let original = segments.contains { $0.start < 11 && $0.end > 6 }
         let repeated = segments.contains { $0.start < 51 && $0.end > 46 }
         #expect(!(original && repeated), "the repeated footage appears twice")
+    }
+
+    /// A phone's HDR original shared again in SDR (as messaging apps convert it): the same moments,
+    /// so the re-upload is recognised and placed on the original's frames.
+    @Test("an HLG original recognises its SDR version as a re-upload, to the frame")
+    func hlgOriginalSDRCopy() throws {
+        let dir = Scratch()
+        let sdr = try ReuploadMedia.write(ReuploadMedia.spec(), dir, "sdr.mp4")
+        let hlg = dir.path("hlg.mp4")
+        try HDRSelectionTests.hlgRecording(of: sdr, to: hlg)
+        var settings = AnalysisSettings()
+        settings.shots.jumpCuts = false
+        let stored = try #require(try AnalysisPipeline.analyze(hlg, settings: settings).fingerprint)
+        for phase in [0, 13] {
+            let look = try ReuploadMedia.fingerprint(sdr, sparse: SparseSampling(phase: phase))
+            let verdict = FingerprintMatcher.judge(look, stored)
+            let match = try #require(verdict.match, "phase \(phase): \(verdict)")
+            #expect(abs(match.offset) <= 1.0 / 30 + 1e-6, "phase \(phase): offset \(match.offset)")
+        }
     }
 }
