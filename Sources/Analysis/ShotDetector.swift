@@ -13,6 +13,14 @@ public struct ShotBoundary: Sendable, Codable, Equatable {
     public var windowEnd: Double
     /// The detector's confidence-like score (0...1).
     public var score: Float
+
+    public init(kind: Kind, time: Double, windowStart: Double, windowEnd: Double, score: Float) {
+        self.kind = kind
+        self.time = time
+        self.windowStart = windowStart
+        self.windowEnd = windowEnd
+        self.score = score
+    }
 }
 
 /// Finds shot boundaries: hard cuts; dissolves and fades to/from black, each reported once; no

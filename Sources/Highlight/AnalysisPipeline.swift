@@ -61,7 +61,8 @@ public struct CandidateSettings: Sendable, Codable, Equatable {
 ///
 /// Full plan: one pass, every frame to every analyser. Anchors plan: one pass over the I- and
 /// P-frames, every analyser; then the B-frames of each step a cut was found on, to place it
-/// exactly (`CutPlacement`). Sampled plan: one pass over keyframes and
+/// exactly (`CutPlacement`), and every frame around each jump cut, judged again
+/// (`JumpConfirmation`). Sampled plan: one pass over keyframes and
 /// the bursts after them (motion, quality, fingerprints and the boundary screen), audio complete;
 /// then the screened ranges frame by frame, where `ShotDetector` places the boundaries.
 public enum AnalysisPipeline {
@@ -154,9 +155,11 @@ public enum AnalysisPipeline {
             else { return nil }
             summary = pass
             let placed = try CutPlacement.place(a.shots.finish(), steps: steps, decoder: decoder)
-            boundaries = placed.boundaries
-            summary.refinedRanges = placed.steps
-            summary.refinedFrames = placed.frames
+            let confirmed = try JumpConfirmation.confirm(
+                placed.boundaries, decoder: decoder, settings: settings.shots, frameRate: info.video.frameRate)
+            boundaries = confirmed.boundaries
+            summary.refinedRanges = placed.steps + confirmed.ranges
+            summary.refinedFrames = placed.frames + confirmed.frames
         case .sampled:
             let sampled = try runSampledPlan(
                 decoder, plan: plan, survey: survey, settings: settings, analysers: a, onFrame: onFrame,

@@ -108,6 +108,46 @@ struct DecodePlanTests {
         #expect(anchors.shots.count == cuts.count + 1)
     }
 
+    @Test(
+        "with jump cuts on, the anchors plan reports the full decode's jumps, each on its frame, and none in fast motion"
+    )
+    func anchorsJumps() throws {
+        let dir = Scratch()
+        var spec = SynthSpec()
+        spec.width = 480
+        spec.height = 270
+        spec.duration = 16
+        spec.keyframeIntervalSeconds = 2
+        spec.preset = "veryfast"
+        spec.fixedBFrames = 3
+        spec.barcode = false
+        // Two jumps (the subject elsewhere in the same still scene): one on a B-frame (frame 93),
+        // one on a P-frame (frame 392); between them a lively part, a large object moving fast.
+        spec.parts = [
+            SynthPart(start: 0, kind: .posed, seed: 5, subjectX: 0.2),
+            SynthPart(start: 3.1, kind: .posed, seed: 5, subjectX: 0.7),
+            SynthPart(start: 6, kind: .lively, seed: 31),
+            SynthPart(start: 10, kind: .posed, seed: 7, subjectX: 0.25),
+            SynthPart(start: 392.0 / 30, kind: .posed, seed: 7, subjectX: 0.75)
+        ]
+        let path = dir.path("jumps.mp4")
+        try Synth.write(spec, to: path)
+        var full = settings(.full), auto = settings(.auto)
+        full.shots.jumpCuts = true
+        auto.shots.jumpCuts = true
+        let every = try AnalysisPipeline.analyze(path, settings: full)
+        let anchors = try AnalysisPipeline.analyze(path, settings: auto)
+        #expect(anchors.summary.plan == "anchors")
+        let frame = 1.0 / 30
+        let jumps = anchors.boundaries.filter { $0.kind == .jump }.map(\.time)
+        #expect(
+            jumps.count == 2 && abs(jumps[0] - 3.1) < frame / 2 && abs(jumps[1] - 392.0 / 30) < frame / 2,
+            "\(anchors.boundaries)")
+        // The full plan skips non-reference B-frames, so it sees the first jump a frame late.
+        #expect(anchors.boundaries.map(\.kind) == every.boundaries.map(\.kind), "\(every.boundaries)")
+        for (a, b) in zip(anchors.boundaries, every.boundaries) { #expect(abs(a.time - b.time) < frame * 1.5) }
+    }
+
     @Test("a keyframe group longer than the anchors pass holds sends the analysis to the full plan, same result")
     func anchorsFallBack() throws {
         let dir = Scratch()

@@ -1,0 +1,65 @@
+import Analysis
+import FFmpeg
+import MediaEngine
+
+/// Judges each jump cut the anchors pass found again, on every frame around it.
+///
+/// The anchors pass sees I- and P-frames only, so its jump measures compare pictures two to four
+/// frames apart: a subject's own motion over that step, a whip pan's blur or fire's flicker then
+/// spikes like a jump (on the held-out half of `scripts/bench-analysis`' hard set, two false jumps
+/// that every-frame analysis does not make: a rocket launch's smoke and a screen recording's
+/// whip pan). Each jump's surroundings are decoded in full, a fresh `ShotDetector` with the same
+/// settings decides on them, and the jump stays only where it finds one too, on the frame it finds.
+/// Jumps are rare (a handful a video at most) and each costs about two seconds of frames.
+enum JumpConfirmation {
+    /// Seconds decoded on each side of a jump, at least: the detector's decision at a frame needs
+    /// `adaptiveWindow` frames on each side for its neighbours' mean, `jumpHistoryFrames` on each
+    /// side for the change history and `burstFrames` after it for the return test.
+    static let marginSeconds = 1.0
+    /// How far (frames) the every-frame jump may lie from where the anchors pass put it: a step
+    /// spans up to three skipped B-frames.
+    static let toleranceFrames = 4.0
+
+    static func confirm(
+        _ boundaries: [ShotBoundary], decoder: AnalysisDecoder, settings: ShotDetector.Settings,
+        frameRate: Double
+    ) throws(MediaError) -> (boundaries: [ShotBoundary], ranges: Int, frames: Int) {
+        let jumps = boundaries.indices.filter { boundaries[$0].kind == .jump }
+        guard !jumps.isEmpty else { return (boundaries, 0, 0) }
+        let rate = frameRate.isFinite ? min(max(frameRate, 1), ShotDetector.maxRingFrameRate) : 30
+        let frame = 1 / rate
+        let needed = Double(settings.adaptiveWindow + settings.jumpHistoryFrames + settings.burstFrames + 2) * frame
+        let margin = max(marginSeconds, needed)
+        let ranges = jumps.map {
+            TimeRange(start: max(0, boundaries[$0].time - margin), end: boundaries[$0].time + margin)
+        }
+        var found = [ShotBoundary?](repeating: nil, count: jumps.count)
+        var detector: ShotDetector?
+        var current = -1
+        var features = FrameFeatures()
+        features.measuresTexture = true
+        func close() {
+            guard let d = detector, current >= 0 else { return }
+            let at = boundaries[jumps[current]].time
+            found[current] =
+                d.finish()
+                .filter { ($0.kind == .jump || $0.kind == .cut) && abs($0.time - at) <= toleranceFrames * frame + 1e-6 }
+                .min { abs($0.time - at) < abs($1.time - at) }
+            detector = nil
+        }
+        let summary = try decoder.runRanges(ranges) { f in
+            if f.group != current {
+                close()
+                current = f.group
+                detector = ShotDetector(settings: settings, maxFrameRate: rate)
+            }
+            guard let view = f.view else { return }
+            features.measure(view)
+            detector?.consume(features)
+        }
+        close()
+        var kept = boundaries.enumerated().filter { $0.element.kind != .jump }.map(\.element)
+        kept += found.compactMap { $0 }
+        return (ShotDetector.keepStrongest(kept, minShotSeconds: settings.minShotSeconds), ranges.count, summary.framesDecoded)
+    }
+}
