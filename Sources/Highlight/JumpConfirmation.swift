@@ -10,7 +10,8 @@ import MediaEngine
 /// that every-frame analysis does not make: a rocket launch's smoke and a screen recording's
 /// whip pan). Each jump's surroundings are decoded in full, a fresh `ShotDetector` with the same
 /// settings decides on them, and the jump stays only where it finds one too, on the frame it finds.
-/// Jumps are rare (a handful a video at most) and each costs about two seconds of frames.
+/// Surroundings that overlap are decoded once, as one range, so however many jumps a video has,
+/// no frame is decoded twice here.
 enum JumpConfirmation {
     /// Seconds decoded on each side of a jump, at least: the detector's decision at a frame needs
     /// `adaptiveWindow` frames on each side for its neighbours' mean, `jumpHistoryFrames` on each
@@ -24,27 +25,36 @@ enum JumpConfirmation {
         _ boundaries: [ShotBoundary], decoder: AnalysisDecoder, settings: ShotDetector.Settings,
         frameRate: Double
     ) throws(MediaError) -> (boundaries: [ShotBoundary], ranges: Int, frames: Int) {
-        let jumps = boundaries.indices.filter { boundaries[$0].kind == .jump }
+        let jumps = boundaries.filter { $0.kind == .jump }.map(\.time).sorted()
         guard !jumps.isEmpty else { return (boundaries, 0, 0) }
         let rate = frameRate.isFinite ? min(max(frameRate, 1), ShotDetector.maxRingFrameRate) : 30
         let frame = 1 / rate
         let needed = Double(settings.adaptiveWindow + settings.jumpHistoryFrames + settings.burstFrames + 2) * frame
         let margin = max(marginSeconds, needed)
-        let ranges = jumps.map {
-            TimeRange(start: max(0, boundaries[$0].time - margin), end: boundaries[$0].time + margin)
+        // Each range: its span and the jumps inside it.
+        var ranges: [TimeRange] = []
+        var members: [[Double]] = []
+        for t in jumps {
+            if let last = ranges.last, t - margin <= last.end {
+                ranges[ranges.count - 1].end = t + margin
+                members[members.count - 1].append(t)
+            } else {
+                ranges.append(TimeRange(start: max(0, t - margin), end: t + margin))
+                members.append([t])
+            }
         }
-        var found = [ShotBoundary?](repeating: nil, count: jumps.count)
+        var confirmed: [ShotBoundary] = []
         var detector: ShotDetector?
         var current = -1
         var features = FrameFeatures()
         features.measuresTexture = true
         func close() {
             guard let d = detector, current >= 0 else { return }
-            let at = boundaries[jumps[current]].time
-            found[current] =
-                d.finish()
-                .filter { ($0.kind == .jump || $0.kind == .cut) && abs($0.time - at) <= toleranceFrames * frame + 1e-6 }
-                .min { abs($0.time - at) < abs($1.time - at) }
+            let found = d.finish().filter { $0.kind == .jump || $0.kind == .cut }
+            for t in members[current] {
+                let near = found.filter { abs($0.time - t) <= toleranceFrames * frame + 1e-6 }
+                if let b = near.min(by: { abs($0.time - t) < abs($1.time - t) }) { confirmed.append(b) }
+            }
             detector = nil
         }
         let summary = try decoder.runRanges(ranges) { f in
@@ -58,8 +68,7 @@ enum JumpConfirmation {
             detector?.consume(features)
         }
         close()
-        var kept = boundaries.enumerated().filter { $0.element.kind != .jump }.map(\.element)
-        kept += found.compactMap { $0 }
+        let kept = boundaries.filter { $0.kind != .jump } + confirmed
         return (ShotDetector.keepStrongest(kept, minShotSeconds: settings.minShotSeconds), ranges.count, summary.framesDecoded)
     }
 }
