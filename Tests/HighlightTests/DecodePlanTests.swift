@@ -113,25 +113,17 @@ struct DecodePlanTests {
     )
     func anchorsJumps() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.width = 480
-        spec.height = 270
-        spec.duration = 16
-        spec.keyframeIntervalSeconds = 2
-        spec.preset = "veryfast"
-        spec.fixedBFrames = 3
-        spec.barcode = false
         // Two jumps (the subject elsewhere in the same still scene): one on a B-frame (frame 93),
         // one on a P-frame (frame 392); between them a lively part, a large object moving fast.
-        spec.parts = [
-            SynthPart(start: 0, kind: .posed, seed: 5, subjectX: 0.2),
-            SynthPart(start: 3.1, kind: .posed, seed: 5, subjectX: 0.7),
-            SynthPart(start: 6, kind: .lively, seed: 31),
-            SynthPart(start: 10, kind: .posed, seed: 7, subjectX: 0.25),
-            SynthPart(start: 392.0 / 30, kind: .posed, seed: 7, subjectX: 0.75)
-        ]
-        let path = dir.path("jumps.mp4")
-        try Synth.write(spec, to: path)
+        let path = try bFramePartsVideo(
+            dir, "jumps.mp4", duration: 16,
+            [
+                SynthPart(start: 0, kind: .posed, seed: 5, subjectX: 0.2),
+                SynthPart(start: 3.1, kind: .posed, seed: 5, subjectX: 0.7),
+                SynthPart(start: 6, kind: .lively, seed: 31),
+                SynthPart(start: 10, kind: .posed, seed: 7, subjectX: 0.25),
+                SynthPart(start: 392.0 / 30, kind: .posed, seed: 7, subjectX: 0.75)
+            ])
         var full = settings(.full), auto = settings(.auto)
         full.shots.jumpCuts = true
         auto.shots.jumpCuts = true

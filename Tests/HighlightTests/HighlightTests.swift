@@ -28,6 +28,24 @@ func partsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [Synt
     return (path, spec)
 }
 
+/// `duration` s of 480x270 H.264 made of `parts`, with three B-frames between anchors in a fixed
+/// pattern and a keyframe every 2 s (the anchors plan's input), no frame-number barcode (redrawn on
+/// every frame, it is what the jump measures' fine grid calls a jump).
+func bFramePartsVideo(_ dir: Scratch, _ name: String, duration: Double, _ parts: [SynthPart]) throws -> String {
+    var spec = SynthSpec()
+    spec.width = 480
+    spec.height = 270
+    spec.duration = duration
+    spec.keyframeIntervalSeconds = 2
+    spec.preset = "veryfast"
+    spec.fixedBFrames = 3
+    spec.barcode = false
+    spec.parts = parts
+    let path = dir.path(name)
+    try Synth.write(spec, to: path)
+    return path
+}
+
 /// 60 s: lively parts among dull, black, frozen and blurred ones, and a repeat of the first lively part.
 func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ in }) throws -> (
     path: String, spec: SynthSpec

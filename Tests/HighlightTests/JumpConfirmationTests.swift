@@ -12,21 +12,13 @@ struct JumpConfirmationTests {
     @Test("a jump the anchors pass reports where every frame shows none is dropped; one beside a real jump lands on its frame")
     func judgedOnEveryFrame() throws {
         let dir = Scratch()
-        var spec = SynthSpec()
-        spec.width = 480
-        spec.height = 270
-        spec.duration = 10
-        spec.keyframeIntervalSeconds = 2
-        spec.preset = "veryfast"
-        spec.fixedBFrames = 3
-        spec.barcode = false
-        spec.parts = [
-            SynthPart(start: 0, kind: .posed, seed: 5, subjectX: 0.2),
-            SynthPart(start: 3.1, kind: .posed, seed: 5, subjectX: 0.7),  // a jump on frame 93
-            SynthPart(start: 6, kind: .lively, seed: 31)
-        ]
-        let path = dir.path("jump.mp4")
-        try Synth.write(spec, to: path)
+        let path = try bFramePartsVideo(
+            dir, "jump.mp4", duration: 10,
+            [
+                SynthPart(start: 0, kind: .posed, seed: 5, subjectX: 0.2),
+                SynthPart(start: 3.1, kind: .posed, seed: 5, subjectX: 0.7),  // a jump on frame 93
+                SynthPart(start: 6, kind: .lively, seed: 31)
+            ])
         var settings = AnalysisSettings()
         settings.shots.jumpCuts = true
         let decoder = try AnalysisDecoder(path: path, options: settings.decodeOptions)
