@@ -69,6 +69,7 @@ enum JumpConfirmation {
         }
         close()
         let kept = boundaries.filter { $0.kind != .jump } + confirmed
-        return (ShotDetector.keepStrongest(kept, minShotSeconds: settings.minShotSeconds), ranges.count, summary.framesDecoded)
+        let judged = ShotDetector.keepStrongest(kept, minShotSeconds: settings.minShotSeconds)
+        return (judged, ranges.count, summary.framesDecoded)
     }
 }
