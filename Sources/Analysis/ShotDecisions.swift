@@ -98,21 +98,50 @@ extension ShotDetector {
 
     /// Adds the jump cuts, first on the 32x32 cells, then on the fine grid.
     private func addJumpCuts(to result: inout [ShotBoundary], nearBlack: (Double, Double) -> Bool) {
-        let n = scores.count
-        func addJump(at i: Int, score: Float) {
-            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], 0) { return }
-            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { return }
+        for (i, score) in jumpFrames(localRatio: settings.jumpAdaptiveRatio, fineRatio: settings.jumpFineRatio) {
+            if isBlack[i] || isBlack[i - 1] || nearBlack(times[i], 0) { continue }
+            if result.contains(where: { abs($0.time - times[i]) < settings.minShotSeconds }) { continue }
             result.append(
                 ShotBoundary(
                     kind: .jump, time: times[i], windowStart: times[i], windowEnd: times[i], score: min(1, score)))
         }
+    }
+
+    /// Where the jump rules would put a jump with the spike ratios lowered to `localRatio` and
+    /// `fineRatio` (the evidence and every other rule as set), away from `boundaries` and fades:
+    /// candidates for a second look on every frame (`JumpConfirmation` in the anchors plan, whose
+    /// pass compares pictures several frames apart, so a subject's own motion raises the
+    /// neighbours' mean a jump must stand above), never boundaries of their own. Empty with jump
+    /// cuts off.
+    public func jumpCandidates(localRatio: Float, fineRatio: Float, besides boundaries: [ShotBoundary])
+        -> [ShotBoundary]
+    {
+        guard settings.jumpCuts else { return [] }
+        let windows = fadeBoundaries().windows
+        var found: [ShotBoundary] = []
+        for (i, score) in jumpFrames(localRatio: localRatio, fineRatio: fineRatio) {
+            if isBlack[i] || isBlack[i - 1] || windows.contains(where: { times[i] >= $0.0 && times[i] <= $0.1 }) {
+                continue
+            }
+            let t = times[i]
+            if (boundaries + found).contains(where: { abs($0.time - t) < settings.minShotSeconds }) { continue }
+            found.append(ShotBoundary(kind: .jump, time: t, windowStart: t, windowEnd: t, score: min(1, score)))
+        }
+        return found
+    }
+
+    /// The frames that pass the jump rules with these spike ratios, and their scores: first on
+    /// the 32x32 cells, then on the fine grid (a frame may come twice).
+    private func jumpFrames(localRatio: Float, fineRatio: Float) -> [(index: Int, score: Float)] {
+        let n = scores.count
+        var frames: [(index: Int, score: Float)] = []
         func hasEvidence(_ i: Int) -> Bool {
             fineEvidence[i] >= settings.jumpHistoryRatio && residuals[i] >= settings.jumpMinResidual
         }
         for i in 1..<max(1, n) {
             guard
                 spikes(
-                    localScores, at: i, threshold: settings.jumpThreshold, ratio: settings.jumpAdaptiveRatio,
+                    localScores, at: i, threshold: settings.jumpThreshold, ratio: localRatio,
                     repeatBelow: settings.jumpRepeatBelow, needsNeighbours: false)
             else { continue }
             // The cells come back (a flash, something passing for a frame or two), or the last
@@ -120,13 +149,13 @@ extension ShotDetector {
             guard localReturns[i] > settings.jumpReturnSimilarity, !localEndsBurst[i], i + settings.burstFrames < n
             else { continue }
             guard hasEvidence(i) else { continue }
-            addJump(at: i, score: localScores[i])
+            frames.append((i, localScores[i]))
         }
         // Where small subjects move everywhere, some of them find nothing like them nearby.
         for i in 1..<max(1, n) where i < fineScores.count {
             guard
                 spikes(
-                    fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: settings.jumpFineRatio,
+                    fineScores, at: i, threshold: settings.jumpFineThreshold, ratio: fineRatio,
                     repeatBelow: settings.jumpFineRepeatBelow, needsNeighbours: true)
             else { continue }
             // The picture, or its subjects, come back (a flash, something passing), or the last
@@ -136,8 +165,9 @@ extension ShotDetector {
                 continue
             }
             guard hasEvidence(i) else { continue }
-            addJump(at: i, score: fineScores[i])
+            frames.append((i, fineScores[i]))
         }
+        return frames
     }
 
     /// Dissolves not explained by a fade or a cut; of overlapping candidates, the strongest.

@@ -61,7 +61,7 @@ public struct CandidateSettings: Sendable, Codable, Equatable {
 ///
 /// Full plan: one pass, every frame to every analyser. Anchors plan: one pass over the I- and
 /// P-frames, every analyser; then the B-frames of each step a cut was found on, to place it
-/// exactly (`CutPlacement`), and every frame around each jump cut, judged again
+/// exactly (`CutPlacement`), and every frame around each jump cut or near-jump, judged again
 /// (`JumpConfirmation`). Sampled plan: one pass over keyframes and
 /// the bursts after them (motion, quality, fingerprints and the boundary screen), audio complete;
 /// then the screened ranges frame by frame, where `ShotDetector` places the boundaries.
@@ -154,9 +154,14 @@ public enum AnalysisPipeline {
                 let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio)
             else { return nil }
             summary = pass
-            let placed = try CutPlacement.place(a.shots.finish(), steps: steps, decoder: decoder)
+            let found = a.shots.finish()
+            let placed = try CutPlacement.place(found, steps: steps, decoder: decoder)
+            let jumpCandidates = a.shots.jumpCandidates(
+                localRatio: JumpConfirmation.candidateLocalRatio, fineRatio: settings.shots.jumpFineRatio,
+                besides: found)
             let confirmed = try JumpConfirmation.confirm(
-                placed.boundaries, decoder: decoder, settings: settings.shots, frameRate: info.video.frameRate)
+                placed.boundaries + jumpCandidates, decoder: decoder, settings: settings.shots,
+                frameRate: info.video.frameRate)
             boundaries = confirmed.boundaries
             summary.refinedRanges = placed.steps + confirmed.ranges
             summary.refinedFrames = placed.frames + confirmed.frames

@@ -101,6 +101,20 @@ struct ShotDetectorTests {
         var coarseOnly = jumps
         coarseOnly.jumpFineRatio = 1e9
         #expect(detect(tank(jumpAt: 45), settings: coarseOnly).isEmpty)
+        // Candidates for a second look (the anchors plan's): the same rules at the ratios given.
+        func candidates(_ settings: ShotDetector.Settings, besides: Bool = false) -> [Int] {
+            let detector = ShotDetector(settings: settings)
+            Scenes.features(tank(jumpAt: 45)) { f, _ in detector.consume(f) }
+            let found = detector.finish()
+            return detector.jumpCandidates(localRatio: 3.5, fineRatio: 4.2, besides: besides ? found : [])
+                .map { Int(($0.time * 30).rounded()) }
+        }
+        #expect(candidates(jumps) == [45])
+        #expect(candidates(jumps, besides: true).isEmpty, "a boundary already found is no candidate")
+        #expect(candidates(coarseOnly) == [45], "the ratios given, not the settings'")
+        var off = jumps
+        off.jumpCuts = false
+        #expect(candidates(off).isEmpty)
     }
 
     @Test("a dissolve is one boundary inside its window")
