@@ -108,11 +108,11 @@ extension ShotDetector {
     }
 
     /// Where the jump rules would put a jump with the spike ratios lowered to `localRatio` and
-    /// `fineRatio` (the evidence and every other rule as set), away from `boundaries` and fades:
-    /// candidates for a second look on every frame (`JumpConfirmation` in the anchors plan, whose
-    /// pass compares pictures several frames apart, so a subject's own motion raises the
-    /// neighbours' mean a jump must stand above), never boundaries of their own. Empty with jump
-    /// cuts off.
+    /// `fineRatio` (the evidence and every other rule as set), away from `boundaries` (their
+    /// windows too) and fades: candidates for a second look on every frame (`JumpConfirmation` in
+    /// the anchors plan, whose pass compares pictures several frames apart, so a subject's own
+    /// motion raises the neighbours' mean a jump must stand above), never boundaries of their own.
+    /// Empty with jump cuts off.
     public func jumpCandidates(localRatio: Float, fineRatio: Float, besides boundaries: [ShotBoundary])
         -> [ShotBoundary]
     {
@@ -124,7 +124,11 @@ extension ShotDetector {
                 continue
             }
             let t = times[i]
-            if (boundaries + found).contains(where: { abs($0.time - t) < settings.minShotSeconds }) { continue }
+            // Near a boundary, or inside a dissolve's window (where `finish` keeps the dissolve).
+            let taken = (boundaries + found).contains {
+                abs($0.time - t) < settings.minShotSeconds || (t >= $0.windowStart && t <= $0.windowEnd)
+            }
+            if taken { continue }
             found.append(ShotBoundary(kind: .jump, time: t, windowStart: t, windowEnd: t, score: min(1, score)))
         }
         return found
