@@ -16,6 +16,7 @@ setup:
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
 	fi
+	@scripts/install-facedetect
 	@command -v ffmpeg >/dev/null 2>&1 || echo "note: the ffmpeg CLI is not installed; only scripts/bench-media needs it (apt-get install ffmpeg)"
 
 build: setup
@@ -58,6 +59,7 @@ test-tools:
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg >/dev/null; }
 
 test: setup test-tools
+	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests
 	scripts/swift-test --filter '^RouterTests\.'
 	scripts/swift-test --skip ServerTests --skip RouterTests --skip ObjectStorageTests --skip '^StoreTests\.'

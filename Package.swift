@@ -60,8 +60,12 @@ let package = Package(
         // loops (the jump-cut grids most) beside live servers, and unoptimised they starve.
         .target(
             name: "Analysis",
+            dependencies: ["CFaceDetect"],
             swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
+        // The face detector's binding: libfacedetection (YuNet) loaded with dlopen at run time, so the
+        // service runs (without faces) where it is not installed; see scripts/install-facedetect.
+        .target(name: "CFaceDetect"),
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",
@@ -258,7 +262,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "FFmpeg", "MediaEngine",
+                "FFmpeg", "MediaEngine", "Analysis",
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig",

@@ -9,7 +9,7 @@ import MediaEngine
 public struct AnalysisCache: Sendable {
     public let directory: String
     /// Bumped when the analysis output changes meaning, so old entries are not reused.
-    public static let formatVersion = 3
+    public static let formatVersion = 4
 
     public init(directory: String) { self.directory = directory }
 

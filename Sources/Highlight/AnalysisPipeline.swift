@@ -22,6 +22,8 @@ public struct AnalysisSettings: Sendable, Codable, Equatable {
     public var audio = AudioAnalyzer.Settings()
     public var quality = QualityAnalyzer.Settings()
     public var focus = FocusAnalyzer.Settings()
+    public var faces = FaceAnalyzer.Settings()
+    public var tracking = FaceTracks.Settings()
     public var candidates = CandidateSettings()
     /// Bounds on the decoded media (the plan's duration cap goes in `maxDecodedSeconds`); the
     /// header's duration and frame rate are never trusted for length or work. Part of the cache
@@ -130,6 +132,7 @@ public enum AnalysisPipeline {
             }
             a.quality.consume(features)
             a.focus.consume(features)
+            a.faces.consume(view, features: features)
             a.fingerprints.consume(features)
             a.content.consume(features)
             a.motion.consume(view)
@@ -177,7 +180,7 @@ public enum AnalysisPipeline {
         }
         let analysis = assemble(
             summary: summary, boundaries: boundaries, info: info, plan: plan, analysers: a,
-            settings: settings.candidates)
+            settings: settings.candidates, tracking: settings.tracking)
         progress?(1)
         return analysis
     }
@@ -188,6 +191,7 @@ public enum AnalysisPipeline {
         let motion: MotionAnalyzer
         let quality: QualityAnalyzer
         let focus: FocusAnalyzer
+        let faces: FaceAnalyzer
         let fingerprints: FingerprintCollector
         let content: ContentFingerprinter
         let audio: AudioAnalyzer
@@ -202,6 +206,7 @@ public enum AnalysisPipeline {
             motion = MotionAnalyzer(settings: settings.motion, expectedFrames: expected)
             quality = QualityAnalyzer(settings: settings.quality, expectedFrames: expected)
             focus = FocusAnalyzer(settings: settings.focus, expectedFrames: expected)
+            faces = FaceAnalyzer(settings: settings.faces, rotation: info.video.rotation)
             fingerprints = FingerprintCollector(expectedFrames: expected)
             content = ContentFingerprinter(
                 rotation: info.video.rotation,
@@ -258,7 +263,7 @@ public enum AnalysisPipeline {
     /// analyser's result and the candidates.
     static func assemble(
         summary: AnalysisSummary, boundaries: [ShotBoundary], info: MediaInfo, plan: DecodePlan,
-        analysers a: Analysers, settings: CandidateSettings
+        analysers a: Analysers, settings: CandidateSettings, tracking: FaceTracks.Settings
     ) -> VideoAnalysis {
         let qualitySamples = a.quality.finish()
         let motionSamples = a.motion.finish()
@@ -285,6 +290,7 @@ public enum AnalysisPipeline {
             motion: motionSamples, quality: qualitySamples, focus: a.focus.finish(), audio: audioResult, candidates: [],
             summary: summary)
         analysis.fingerprint = a.content.finish(duration: end)
+        analysis.faces = a.faces.finish(boundaries: boundaries.map(\.time), settings: tracking)
         analysis.candidates = CandidateBuilder.build(
             analysis, fingerprints: a.fingerprints, settings: settings)
         return analysis

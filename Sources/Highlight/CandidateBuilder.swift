@@ -16,7 +16,8 @@ enum CandidateBuilder {
                         Candidate(
                             start: window.0, end: window.1, shot: index,
                             raw: measure(analysis, window.0, window.1),
-                            fingerprint: fingerprints.fingerprint(start: window.0, end: window.1)))
+                            fingerprint: fingerprints.fingerprint(start: window.0, end: window.1),
+                            people: people(analysis.faces, window.0, window.1)))
                 }
             }
         }
@@ -53,6 +54,27 @@ enum CandidateBuilder {
         }
         result.append((max(start, end - settings.windowSeconds), end))
         return result
+    }
+
+    /// The faces of [start, end): how often one was seen, and how the largest looked.
+    static func people(_ faces: FaceTracks?, _ start: Double, _ end: Double) -> Candidate.People? {
+        guard let faces, faces.unavailable == nil else { return nil }
+        let presence = faces.presence(from: start, to: end)
+        guard presence.looks > 0 else { return Candidate.People(presence: 0, size: 0, frontal: 0, score: 0, most: 0) }
+        // The largest face of each look, and how many faces each look saw.
+        var largest: [Double: FaceAnalyzer.Detection] = [:]
+        var counts: [Double: Int] = [:]
+        for box in faces.boxes(from: start, to: end) {
+            counts[box.time, default: 0] += 1
+            if box.height > largest[box.time]?.height ?? 0 { largest[box.time] = box }
+        }
+        let n = Float(max(1, largest.count))
+        return Candidate.People(
+            presence: Float(presence.withFaces) / Float(presence.looks),
+            size: largest.values.reduce(0) { $0 + $1.height } / n,
+            frontal: largest.values.reduce(0) { $0 + $1.frontal } / n,
+            score: largest.values.reduce(0) { $0 + $1.score } / n,
+            most: counts.values.max() ?? 0)
     }
 
     static func measure(_ a: VideoAnalysis, _ start: Double, _ end: Double) -> Candidate.Raw {

@@ -9,7 +9,7 @@ extension HighlightEngine {
     public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment])
         -> HighlightReport
     {
-        HighlightReport(
+        var report = HighlightReport(
             duration: a.duration, fps: a.frameRate, cuts: a.cutFrames, boundaries: a.boundaries,
             shots: a.shots.map { HighlightReport.Span(start: $0.start, end: $0.end) },
             signals: HighlightReport.Signals(
@@ -21,6 +21,21 @@ extension HighlightEngine {
                     start: $0.candidate.start, end: $0.candidate.end, score: $0.score, components: $0.components)
             },
             segments: segments, posterTime: nil, decode: a.summary)
+        report.faces = a.faces
+        report.peopleMoments = a.faces.map { _ in segments.filter { $0.people == true }.count }
+        return report
+    }
+
+    /// The storyboard's people lane: per second, the share of the looks that saw a face (none
+    /// when faces were not looked for).
+    static func peopleLane(_ a: VideoAnalysis) -> [StoryboardCurve] {
+        guard let faces = a.faces, faces.unavailable == nil else { return [] }
+        let seconds = max(1, Int(a.duration.rounded(.up)))
+        let values = (0..<seconds).map { k -> Float in
+            let p = faces.presence(from: Double(k), to: Double(k + 1))
+            return p.looks > 0 ? Float(p.withFaces) / Float(p.looks) : 0
+        }
+        return [StoryboardCurve(label: "people", color: .people, values: values)]
     }
 
     static func loudnessPerSecond(_ a: VideoAnalysis) -> [Float] {
@@ -64,7 +79,7 @@ extension HighlightEngine {
                     values: report.signals.loudness.map { (min(0, max(-60, $0)) + 60) / 60 }),
                 StoryboardCurve(
                     label: "quality", color: .quality, values: report.signals.sharpness.map { min(1, max(0, $0)) })
-            ],
+            ] + peopleLane(a),
             cuts: a.boundaries.map(\.time),
             segments: report.segments.map { TimeRange(start: $0.start, end: $0.end) })
         do {

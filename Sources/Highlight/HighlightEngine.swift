@@ -44,6 +44,10 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var analysisReused: Bool?
     /// The earlier upload of the account this video was recognised as.
     public var duplicateOf: ReuploadMatch?
+    /// The faces found (times, boxes, sizes, scores; nothing that identifies anyone), and how many
+    /// of the chosen segments are people moments.
+    public var faces: FaceTracks?
+    public var peopleMoments: Int?
 }
 
 /// A re-upload's analysis taken from the earlier upload it was recognised as (no analysis decode).
@@ -114,6 +118,8 @@ public struct HighlightRequest: Sendable, Codable, Equatable {
     /// The shape of the highlight, and how the crop window follows the picture.
     public var aspect: AspectRatio = .source
     public var reframe = ReframeSettings()
+    /// What the highlight favours: people first (`auto`), people above all, or action.
+    public var focus: HighlightFocus = .auto
     public var analysis = AnalysisSettings()
     public var weights = ScoreWeights()
     public var selection = SelectionSettings()
@@ -175,8 +181,10 @@ public enum HighlightEngine {
         let analysis = obtained.analysis
         try cancellation?.check("highlight", path: request.source)
         progress?("selecting", 0.6)
-        let scored = Scoring.score(analysis.candidates, weights: request.weights, hasAudio: analysis.hasAudio)
+        let scored = Scoring.score(
+            analysis.candidates, weights: request.weights.focused(request.focus), hasAudio: analysis.hasAudio)
         var selection = request.selection
+        if request.focus == .action { selection.peopleScenesFirst = false }
         selection.crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
         // The same highlight of the same footage: the earlier one is returned (its file is copied by the caller).
         let segments = obtained.copied ?? Selector.select(analysis, scored: scored, settings: selection)
@@ -362,9 +370,13 @@ public enum HighlightEngine {
     static func posterFrame(_ a: VideoAnalysis, segments: [SelectedSegment]) -> (segment: Int, time: Double)? {
         var best: (segment: Int, time: Double, value: Float)?
         for (i, s) in segments.enumerated() {
+            // The largest face of each look in the segment: a sharp frame with a large frontal face wins.
+            let faces = a.faces?.boxes(from: s.start, to: s.end) ?? []
             for q in a.quality where q.time >= s.start + 0.2 && q.time < s.end - 0.2 && !q.isDefect {
                 let motion = a.motion.first { $0.time >= q.time }?.subject ?? 0
-                let value = min(1, q.sharpness) * q.exposure * (1 + min(1, motion))
+                let face = faces.filter { abs($0.time - q.time) <= 0.26 }.max { $0.height < $1.height }
+                let facing = face.map { $0.frontal * min(1, $0.height / 0.15) } ?? 0
+                let value = min(1, q.sharpness) * q.exposure * (1 + min(1, motion) + 3 * facing)
                 if best == nil || value > best!.value { best = (i, q.time, value) }
             }
         }

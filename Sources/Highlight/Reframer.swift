@@ -21,6 +21,11 @@ public struct ReframeSettings: Sendable, Codable, Equatable {
     /// displayed picture widths or heights per second).
     public var smoothingSeconds = 0.5
     public var maxSpeed = 0.45
+    /// Faces come first (AutoFlip's rule): where a face track is in view the window centres on
+    /// all the faces when they fit in `faceFit` of its width, else on the largest face; the
+    /// subject's motion and the salient detail lead only where nobody is seen.
+    public var facesFirst = true
+    public var faceFit = 0.9
     public init() {}
 }
 
@@ -35,6 +40,7 @@ public enum Reframer {
     ) -> Reframe? {
         guard let window = aspect.window(displayWidth: analysis.width, height: analysis.height) else { return nil }
         let targets = Targets(analysis, settings: settings)
+        let faces = settings.facesFirst ? analysis.faces.map { FaceTargets($0) } : nil
         let cuts = analysis.boundaries.map(\.time)
         let tracks = segments.map { segment -> CropTrack in
             // Pieces between the shot boundaries inside the segment.
@@ -43,7 +49,8 @@ public enum Reframer {
             edges.append(segment.end)
             var track = CropTrack(times: [], x: [], y: [])
             for i in 0..<(edges.count - 1) {
-                let piece = path(targets, from: edges[i], to: edges[i + 1], window: window, settings: settings)
+                let piece = path(
+                    targets, faces: faces, from: edges[i], to: edges[i + 1], window: window, settings: settings)
                 if let last = track.times.last, let first = piece.times.first, first <= last {
                     // The cut: the new window from the boundary on (a hair later than the old one's end).
                     track.times.append(last + 1e-4)
@@ -114,10 +121,19 @@ public enum Reframer {
     }
 
     static func path(
-        _ targets: Targets, from: Double, to: Double, window: (width: Double, height: Double),
+        _ targets: Targets, faces: FaceTargets?, from: Double, to: Double, window: (width: Double, height: Double),
         settings: ReframeSettings
     ) -> CropTrack {
-        let grid = targets.grid(from: from, to: to, step: settings.step)
+        var grid = targets.grid(from: from, to: to, step: settings.step)
+        if let faces {
+            // Only the tracks of this piece: a face of the shot before a cut does not pull this one.
+            let piece = faces.within(from: from, to: to)
+            for k in grid.times.indices {
+                if let p = piece.target(at: grid.times[k], window: window, fit: settings.faceFit) {
+                    (grid.x[k], grid.y[k]) = p
+                }
+            }
+        }
         let radius = max(0, Int((settings.medianSeconds / settings.step / 2).rounded()))
         let x = axis(median(grid.x, radius: radius), size: window.width, settings: settings)
         let y = axis(median(grid.y, radius: radius), size: window.height, settings: settings)
@@ -158,6 +174,45 @@ public enum Reframer {
             smooth[i] = min(smooth[i + 1] + limit, max(smooth[i + 1] - limit, smooth[i]))
         }
         return smooth
+    }
+
+    /// Where the faces in view put the window: the middle of all of them when they fit, else the largest.
+    struct FaceTargets {
+        let tracks: [FaceTracks.Track]
+
+        init(_ faces: FaceTracks) { tracks = faces.tracks }
+        init(tracks: [FaceTracks.Track]) { self.tracks = tracks }
+
+        func within(from: Double, to: Double) -> FaceTargets {
+            FaceTargets(tracks: tracks.filter { $0.end >= from - 1e-6 && $0.start <= to + 1e-6 })
+        }
+
+        /// The window centre the faces at `t` ask for (displayed-picture fractions); nil when none is in view.
+        func target(at t: Double, window: (width: Double, height: Double), fit: Double) -> (Double, Double)? {
+            var boxes: [(x0: Double, y0: Double, x1: Double, y1: Double)] = []
+            for track in tracks where t >= track.start - 0.25 && t <= track.end + 0.25 {
+                boxes.append(Self.box(of: track, at: t))
+            }
+            guard !boxes.isEmpty else { return nil }
+            let x0 = boxes.map(\.x0).min()!, x1 = boxes.map(\.x1).max()!
+            let y0 = boxes.map(\.y0).min()!, y1 = boxes.map(\.y1).max()!
+            if x1 - x0 <= fit * window.width && y1 - y0 <= fit * window.height { return ((x0 + x1) / 2, (y0 + y1) / 2) }
+            let largest = boxes.max { ($0.x1 - $0.x0) * ($0.y1 - $0.y0) < ($1.x1 - $1.x0) * ($1.y1 - $1.y0) }!
+            return ((largest.x0 + largest.x1) / 2, (largest.y0 + largest.y1) / 2)
+        }
+
+        /// The track's box at `t`, between the looks around it (held past its ends).
+        static func box(of track: FaceTracks.Track, at t: Double) -> (x0: Double, y0: Double, x1: Double, y1: Double) {
+            let boxes = track.boxes
+            let after = boxes.firstIndex { $0.time >= t } ?? boxes.count - 1
+            let before = max(0, boxes[after].time > t ? after - 1 : after)
+            let a = boxes[before], b = boxes[after]
+            let span = b.time - a.time
+            let w = span > 1e-6 ? min(1, max(0, (t - a.time) / span)) : 0
+            func mix(_ p: Float, _ q: Float) -> Double { Double(p) + (Double(q) - Double(p)) * w }
+            let x = mix(a.x, b.x), y = mix(a.y, b.y), width = mix(a.width, b.width), height = mix(a.height, b.height)
+            return (x, y, x + width, y + height)
+        }
     }
 
     static func median(_ values: [Double], radius: Int) -> [Double] {

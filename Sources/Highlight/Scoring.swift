@@ -7,13 +7,42 @@ import Analysis
 /// - motion: subject motion (what moves against the camera), a little camera motion;
 /// - audio: loudness and onset strength (something starts: a hit, a cheer, a shout);
 /// - quality: sharpness and exposure, less shake;
-/// - novelty: how unlike the rest of the video the candidate looks (1 - mean similarity).
+/// - novelty: how unlike the rest of the video the candidate looks (1 - mean similarity);
+/// - people: faces in view, more for a large, frontal, clearly seen face (not normalised: a
+///   video of people only scores each moment by its own faces). Counted only in videos where a
+///   face was found, so a video with no one in it is scored exactly as without it.
 public struct ScoreWeights: Sendable, Codable, Equatable {
     public var motion = 0.35
     public var audio = 0.30
     public var quality = 0.20
     public var novelty = 0.15
+    /// `focus=auto`. At 0.8 a talking face (motion and sound at the video's 20th percentile)
+    /// outscores a ball or a launch with no one in it (motion and sound at the 90th):
+    /// scripts/bench-people's tune half, people seconds 0.32 -> 0.6+ (see the README's figures).
+    public var people = 0.8
+    /// `focus=people` multiplies `people` by this; `focus=action` sets it to 0 (today's blend).
+    public var peopleFocusBoost = 2.5
     public init() {}
+}
+
+/// What the highlight favours. `auto`: people first where there are any, the lively moments
+/// otherwise; `people`: faces above all; `action`: motion and sound, faces not preferred (the
+/// crop still keeps them in frame).
+public enum HighlightFocus: String, Sendable, Codable, CaseIterable {
+    case auto, people, action
+}
+
+extension ScoreWeights {
+    /// These weights as `focus` asks.
+    public func focused(_ focus: HighlightFocus) -> ScoreWeights {
+        var weights = self
+        switch focus {
+        case .auto: break
+        case .people: weights.people *= peopleFocusBoost
+        case .action: weights.people = 0
+        }
+        return weights
+    }
 }
 
 public struct ScoredCandidate: Sendable, Codable, Equatable {
@@ -26,6 +55,7 @@ public struct ScoredCandidate: Sendable, Codable, Equatable {
         public var audio: Double
         public var quality: Double
         public var novelty: Double
+        public var people: Double = 0
     }
 }
 
@@ -48,19 +78,33 @@ public enum Scoring {
             return count > 0 ? Double(1 - total / Float(count)) : 0.5
         }
         let noveltyNorm = normaliser(novelty)
-        let totalWeight = max(1e-9, weights.motion + (hasAudio ? weights.audio : 0) + weights.quality + weights.novelty)
+        let hasPeople = weights.people > 0 && candidates.contains { ($0.people?.presence ?? 0) > 0 }
+        let peopleWeight = hasPeople ? weights.people : 0
+        let totalWeight = max(
+            1e-9, weights.motion + (hasAudio ? weights.audio : 0) + weights.quality + weights.novelty + peopleWeight)
         return candidates.enumerated().map { i, c in
             let components = ScoredCandidate.Components(
                 motion: motion(Double(c.raw.motion + 0.25 * c.raw.camera)),
                 audio: hasAudio ? 0.6 * loud(Double(c.raw.loudness)) + 0.4 * onset(Double(c.raw.onsets)) : 0,
                 quality: max(
                     0, 0.6 * Double(c.raw.sharpness) + 0.4 * Double(c.raw.exposure) - 0.3 * shake(Double(c.raw.shake))),
-                novelty: noveltyNorm(novelty[i]))
+                novelty: noveltyNorm(novelty[i]), people: hasPeople ? people(c.people) : 0)
             let score =
                 (weights.motion * components.motion + (hasAudio ? weights.audio * components.audio : 0)
-                    + weights.quality * components.quality + weights.novelty * components.novelty) / totalWeight
+                    + weights.quality * components.quality + weights.novelty * components.novelty
+                    + peopleWeight * components.people) / totalWeight
             return ScoredCandidate(candidate: c, score: score, components: components)
         }
+    }
+
+    /// How much a candidate shows people (0...1): the share of its looks with a face, valued
+    /// 0.55 for a face at all, up to 0.25 more for a large one (a fifth of the picture's height
+    /// or more), 0.1 for one facing the camera and 0.1 for one clearly seen (detector score).
+    static func people(_ p: Candidate.People?) -> Double {
+        guard let p, p.presence > 0 else { return 0 }
+        let size = min(1, Double(p.size) / 0.2)
+        let clear = min(1, max(0, (Double(p.score) - 0.6) / 0.3))
+        return Double(p.presence) * (0.55 + 0.25 * size + 0.1 * Double(p.frontal) + 0.1 * clear)
     }
 
     /// Maps values to 0...1 by their 10th and 90th percentiles.

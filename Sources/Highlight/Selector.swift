@@ -25,6 +25,18 @@ public struct SelectionSettings: Sendable, Codable, Equatable {
     public var lookAlikeColour = 0.85
     /// Segment boundaries move to a shot cut or to the quietest audio point within this radius.
     public var snapRadius = 0.3
+    /// Each distinct people scene (consecutive shots with faces in view) is represented before a
+    /// second moment of one already shown (off with `focus=action`).
+    public var peopleScenesFirst = true
+    /// A candidate is a people moment when a face is seen in at least this share of its looks.
+    public var peoplePresence: Float = 0.5
+    /// A people moment's boundaries move to a pause in the speech within this radius when no shot
+    /// cut is near: a run of `pauseSeconds` at least `pauseDepth` dB below the speech around it
+    /// (its median 20 ms loudness over 2 s). Words last 0.2-0.5 s and pauses between phrases
+    /// 0.1-0.5 s, so within 0.8 s of any point there is usually one.
+    public var speechSnapRadius = 0.8
+    public var pauseSeconds = 0.06
+    public var pauseDepth: Float = 10
     /// Seconds of crossfade the render will put at each join (the selection adds them back).
     public var crossfade = 0.0
     /// Source times that must be in the highlight: each becomes a segment of `pinnedSeconds`
@@ -42,6 +54,8 @@ public struct SelectedSegment: Sendable, Codable, Equatable {
     public var end: Double
     public var score: Double
     public var reason: String
+    /// A people moment: a face in view in most of it (nil in highlights made before faces).
+    public var people: Bool?
     public var duration: Double { end - start }
 
     public init(start: Double, end: Double, score: Double, reason: String) {
@@ -61,8 +75,12 @@ public enum Selector {
         var lowest: Double
         var highest: Double
         let scored: ScoredCandidate
+        /// Its candidate among the scored ones (nil for a pinned segment).
+        var index: Int? = nil
         /// The pinned times this segment must keep showing (the first and the last).
         var pin: ClosedRange<Double>? = nil
+        /// Its ends sit at a pause in speech: the final fit trims other segments first.
+        var atPause = false
         var duration: Double { end - start }
         var center: Double { (start + end) / 2 }
     }
@@ -82,6 +100,25 @@ public enum Selector {
         var used = [Bool](repeating: false, count: scored.count)
         func target(_ count: Int) -> Double { settings.targetDuration + Double(max(0, count - 1)) * settings.crossfade }
         let expectedCount = max(2.0, settings.targetDuration / 4)
+        let scenes = settings.peopleScenesFirst ? peopleScenes(analysis, scored: scored, settings: settings) : []
+
+        /// What choosing `c` next is worth: its score, less its likeness to what is chosen, plus its
+        /// distance on the timeline; nil when it overlaps or repeats what is chosen.
+        func value(_ c: ScoredCandidate, picks: [Pick], allowLookAlikes: Bool) -> Double? {
+            let cand = c.candidate
+            if picks.contains(where: { cand.start < $0.end + 0.05 && cand.end > $0.start - 0.05 }) { return nil }
+            let similarity =
+                picks.map { Double(cand.fingerprint.similarity(to: $0.scored.candidate.fingerprint)) }.max() ?? 0
+            if similarity >= Double(SegmentFingerprint.duplicateSimilarity) { return nil }  // the same footage again
+            if !allowLookAlikes,
+                picks.contains(where: { lookAlike(cand.fingerprint, $0.scored.candidate.fingerprint, settings) })
+            {
+                return nil
+            }
+            let distance = picks.map { abs((cand.start + cand.end) / 2 - $0.center) }.min() ?? analysis.duration
+            let spread = min(1, distance / max(1, analysis.duration / expectedCount))
+            return settings.relevance * c.score - (1 - settings.relevance) * similarity + settings.spread * spread
+        }
 
         // Look-alike moments (anywhere in the video) are left out until nothing else fills the target.
         var allowLookAlikes = false
@@ -89,23 +126,15 @@ public enum Selector {
             let total = picks.reduce(0) { $0 + $1.duration }
             let remaining = target(picks.count + 1) - total
             if remaining < settings.minSegment * 0.5 { break }
+            // A people scene not yet shown comes before anything else.
+            let shown = Set(picks.compactMap { pick in scenes.isEmpty ? nil : pick.index.flatMap { scenes[$0] } })
             var best: (index: Int, value: Double)?
-            for (i, c) in scored.enumerated() where !used[i] {
-                let cand = c.candidate
-                if picks.contains(where: { cand.start < $0.end + 0.05 && cand.end > $0.start - 0.05 }) { continue }
-                let similarity =
-                    picks.map { Double(cand.fingerprint.similarity(to: $0.scored.candidate.fingerprint)) }.max() ?? 0
-                if similarity >= Double(SegmentFingerprint.duplicateSimilarity) { continue }  // the same footage again
-                if !allowLookAlikes,
-                    picks.contains(where: { lookAlike(cand.fingerprint, $0.scored.candidate.fingerprint, settings) })
-                {
-                    continue
+            for onlyScenes in scenes.isEmpty ? [false] : [true, false] where best == nil {
+                for (i, c) in scored.enumerated() where !used[i] {
+                    if onlyScenes { guard let scene = scenes[i], !shown.contains(scene) else { continue } }
+                    guard let value = value(c, picks: picks, allowLookAlikes: allowLookAlikes) else { continue }
+                    if best == nil || value > best!.value { best = (i, value) }
                 }
-                let distance = picks.map { abs((cand.start + cand.end) / 2 - $0.center) }.min() ?? analysis.duration
-                let spread = min(1, distance / max(1, analysis.duration / expectedCount))
-                let value =
-                    settings.relevance * c.score - (1 - settings.relevance) * similarity + settings.spread * spread
-                if best == nil || value > best!.value { best = (i, value) }
             }
             guard let chosen = best else {
                 if allowLookAlikes { break }
@@ -115,7 +144,9 @@ public enum Selector {
             used[chosen.index] = true
             let c = scored[chosen.index]
             let run = runs[chosen.index]
-            var pick = Pick(start: c.candidate.start, end: c.candidate.end, lowest: run.0, highest: run.1, scored: c)
+            var pick = Pick(
+                start: c.candidate.start, end: c.candidate.end, lowest: run.0, highest: run.1, scored: c,
+                index: chosen.index)
             if pick.duration > remaining + settings.tolerance * 0.5 {
                 let length = max(settings.minSegment, remaining)
                 if length > pick.duration { continue }
@@ -130,10 +161,30 @@ public enum Selector {
         snap(&picks, analysis: analysis, settings: settings)
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8)
         return picks.map {
-            SelectedSegment(
+            var segment = SelectedSegment(
                 start: $0.start, end: $0.end, score: $0.scored.score,
                 reason: $0.pin != nil ? "pinned moment" : reason($0.scored))
+            segment.people = ($0.scored.candidate.people?.presence ?? 0) >= settings.peoplePresence
+            return segment
         }
+    }
+
+    /// The people scene of each candidate (nil: not a people moment): consecutive shots that hold
+    /// people moments are one scene (a dialogue cut between two faces), a shot without one ends it.
+    static func peopleScenes(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings)
+        -> [Int?]
+    {
+        let isPeople = scored.map { ($0.candidate.people?.presence ?? 0) >= settings.peoplePresence }
+        let shots = Set(zip(scored, isPeople).filter(\.1).map(\.0.candidate.shot))
+        guard !shots.isEmpty else { return [] }
+        var sceneOfShot: [Int: Int] = [:]
+        var scene = -1, previous = Int.min
+        for shot in shots.sorted() {
+            if shot != previous + 1 { scene += 1 }
+            sceneOfShot[shot] = scene
+            previous = shot
+        }
+        return zip(scored, isPeople).map { $0.1 ? sceneOfShot[$0.0.candidate.shot] : nil }
     }
 
     /// The same scene at another moment: a similar picture in the same colours.
@@ -219,7 +270,7 @@ public enum Selector {
             candidate.end = end
             let pick = ScoredCandidate(
                 candidate: candidate, score: base?.score ?? 0,
-                components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0))
+                components: base?.components ?? ScoredCandidate.Components(motion: 0, audio: 0, quality: 0, novelty: 0, people: 0))
             picks.append(Pick(start: start, end: end, lowest: lo, highest: hi, scored: pick, pin: t...t))
         }
         return picks
@@ -257,7 +308,8 @@ public enum Selector {
         var difference = target - picks.reduce(0) { $0 + $1.duration }
         guard abs(difference) > tolerance else { return }
         let order = picks.indices.sorted {
-            difference > 0
+            if picks[$0].atPause != picks[$1].atPause { return !picks[$0].atPause }
+            return difference > 0
                 ? picks[$0].scored.score > picks[$1].scored.score : picks[$0].scored.score < picks[$1].scored.score
         }
         for i in order where abs(difference) > tolerance {
@@ -288,8 +340,13 @@ public enum Selector {
             for isStart in [true, false] {
                 let t = isStart ? picks[i].start : picks[i].end
                 var options: [Double] = cuts.filter { abs($0 - t) <= settings.snapRadius }
+                var pauses = false
                 if options.isEmpty, analysis.hasAudio {
-                    options = analysis.audio.quietPoints(near: t, radius: settings.snapRadius)
+                    if (picks[i].scored.candidate.people?.presence ?? 0) >= settings.peoplePresence {
+                        options = speechPauses(analysis.audio, near: t, settings: settings)
+                        pauses = !options.isEmpty
+                    }
+                    options += analysis.audio.quietPoints(near: t, radius: settings.snapRadius)
                 }
                 for o in options {
                     let keepsPin =
@@ -301,6 +358,7 @@ public enum Selector {
                             : o <= picks[i].highest + 1e-6 && o - picks[i].start >= settings.minSegment)
                     if ok {
                         if isStart { picks[i].start = o } else { picks[i].end = o }
+                        if pauses { picks[i].atPause = true }
                         break
                     }
                 }
@@ -308,9 +366,33 @@ public enum Selector {
         }
     }
 
+    /// The middles of the pauses in speech within `speechSnapRadius` of `time`, nearest first.
+    static func speechPauses(_ audio: AudioAnalyzer.Result, near time: Double, settings: SelectionSettings)
+        -> [Double]
+    {
+        let loud = audio.fineLoudness, tick = audio.fineTick
+        guard tick > 0, !loud.isEmpty else { return [] }
+        let around = max(0, Int((time - 1) / tick))..<min(loud.count, Int((time + 1) / tick) + 1)
+        guard around.count > 4 else { return [] }
+        let speech = loud[around].sorted()[around.count / 2]
+        let level = speech - settings.pauseDepth
+        let lo = max(0, Int((time - settings.speechSnapRadius) / tick))
+        let hi = min(loud.count, Int((time + settings.speechSnapRadius) / tick) + 1)
+        let need = max(1, Int((settings.pauseSeconds / tick).rounded()))
+        var pauses: [Double] = []
+        var run = 0
+        for i in lo..<hi {
+            run = loud[i] <= level ? run + 1 : 0
+            // The middle of each run long enough (once, when it reaches the length).
+            if run == need { pauses.append((Double(i) + 1 - Double(need) / 2) * tick) }
+        }
+        return pauses.sorted { abs($0 - time) < abs($1 - time) }
+    }
+
     static func reason(_ s: ScoredCandidate) -> String {
         let c = s.components
         var parts: [String] = []
+        if c.people >= 0.5 { parts.append("people in view") }
         if c.motion >= 0.6 { parts.append("lively motion") }
         if c.audio >= 0.6 { parts.append("loud or eventful sound") }
         if c.quality >= 0.7 { parts.append("sharp, well exposed") }

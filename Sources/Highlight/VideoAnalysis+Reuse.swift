@@ -77,6 +77,8 @@ extension VideoAnalysis {
             (f.x, f.y) = turn.point(f.x, f.y)
             return f
         }
+        // Faces are kept in displayed-picture fractions: only their times move.
+        a.faces = faces.map { $0.shifted(by: -shift, within: end) }
         a.quality = quality.compactMap { q in
             var q = q
             q.time -= shift

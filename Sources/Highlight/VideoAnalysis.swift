@@ -25,6 +25,8 @@ public struct VideoAnalysis: Sendable, Codable, Equatable {
     /// The content fingerprint re-uploads are recognised by (nil in analyses made before it, and in
     /// a reused one: a re-upload keeps pointing at its original).
     public var fingerprint: ContentFingerprint? = nil
+    /// The faces found, linked into tracks (nil in analyses made before faces were looked for).
+    public var faces: FaceTracks? = nil
 
     public struct Shot: Sendable, Codable, Equatable {
         public var start: Double
@@ -68,6 +70,8 @@ public struct Candidate: Sendable, Codable, Equatable {
     public var shot: Int
     public var raw: Raw
     public var fingerprint: SegmentFingerprint
+    /// The people in it (nil when no face was looked for, or in analyses made before).
+    public var people: People? = nil
 
     public var duration: Double { end - start }
 
@@ -83,5 +87,18 @@ public struct Candidate: Sendable, Codable, Equatable {
         /// Mean normalised sharpness and exposure (0...1).
         public var sharpness: Float
         public var exposure: Float
+    }
+
+    /// The faces of a candidate, over the looks inside it.
+    public struct People: Sendable, Codable, Equatable {
+        /// Share of the looks that saw a tracked face (0...1).
+        public var presence: Float
+        /// Mean height of the largest face (fraction of the picture's height), over looks with a face.
+        public var size: Float
+        /// Mean frontality and detector score of the largest face (0...1).
+        public var frontal: Float
+        public var score: Float
+        /// The most faces seen in one look.
+        public var most: Int
     }
 }

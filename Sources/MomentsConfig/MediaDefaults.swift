@@ -38,6 +38,7 @@ public struct MediaDefaults: Sendable, Equatable {
         weights.read("audio", into: &template.weights.audio)
         weights.read("quality", into: &template.weights.quality)
         weights.read("novelty", into: &template.weights.novelty)
+        weights.read("people", into: &template.weights.people)
     }
 
     /// The `media.analysis.*` keys; thresholds not named here keep their documented defaults.
@@ -52,6 +53,9 @@ public struct MediaDefaults: Sendable, Equatable {
         analysis.plan.choice = DecodePlanSettings.Choice(rawValue: plan) ?? .auto
         // Jump cuts (two moments of one scene joined by a cut): see `ShotDetector.Settings.jumpCuts`.
         r.read("jumpCuts", into: &analysis.shots.jumpCuts)
+        // Faces (FaceAnalyzer): looked for unless switched off; the detector's shared library.
+        r.read("faces", into: &analysis.faces.enabled)
+        r.read("faceLibrary", into: &analysis.faces.library)
     }
 
     /// Reads Config/moments.json (or MOMENTS_CONFIG) and the environment.

@@ -56,20 +56,20 @@ struct JobEditsController {
         }
     }
 
-    /// The JSON body: any of target_duration, quality, aspect, include, exclude (an empty body
+    /// The JSON body: any of target_duration, quality, aspect, focus, include, exclude (an empty body
     /// re-cuts with the original's choices).
     static func parse(_ body: ByteBuffer) throws -> RecutRequest {
         guard body.readableBytes > 0 else { return RecutRequest() }
         let invalid = Problem.badRequest(
             "invalid_json",
-            "The body must be a JSON object with any of target_duration, quality, aspect, include and exclude.")
+            "The body must be a JSON object with any of target_duration, quality, aspect, focus, include and exclude.")
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
         else { throw invalid }
-        let known: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
+        let known: Set<String> = ["target_duration", "quality", "aspect", "focus", "include", "exclude"]
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
             throw Problem.badRequest(
                 "unknown_field",
-                "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, include and exclude."
+                "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, focus, include and exclude."
             )
         }
         var recut = RecutRequest()
@@ -87,6 +87,10 @@ struct JobEditsController {
             if let value = object["aspect"] {
                 guard let text = value as? String else { throw Refusal.aspectNotAString }
                 recut.aspect = try EditRequest.parseAspect(text).rawValue
+            }
+            if let value = object["focus"] {
+                guard let text = value as? String else { throw Refusal.invalidFocus("\(value)") }
+                recut.focus = try EditRequest.parseFocus(text).rawValue
             }
             // include and exclude take the same shapes as the upload's fields, as JSON.
             if let value = object["include"] {

@@ -135,9 +135,10 @@ struct JobLinks: Codable, Sendable {
 /// GET /api/v1/jobs/{id}: everything about a job.
 struct JobDetailResponse: ResponseEncodable {
     struct Parameters: Codable {
-        var targetDuration: Int; var quality: String; var aspect: String; var include: [Double]; var exclude: [JobRange]
+        var targetDuration: Int; var quality: String; var aspect: String; var focus: String; var include: [Double]
+        var exclude: [JobRange]
         enum CodingKeys: String, CodingKey {
-            case targetDuration = "target_duration", quality, aspect, include, exclude
+            case targetDuration = "target_duration", quality, aspect, focus, include, exclude
         }
     }
     struct Output: Codable {
@@ -163,6 +164,8 @@ struct JobDetailResponse: ResponseEncodable {
     }
     struct Segment: Codable {
         var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop?
+        /// A face is in view in most of it.
+        var people: Bool
     }
 
     var jobId: String
@@ -181,6 +184,8 @@ struct JobDetailResponse: ResponseEncodable {
     var error: Failure?
     var output: Output?
     var segments: [Segment]
+    /// How many of the segments are people moments (nil before the highlight is made).
+    var peopleMoments: Int?
     /// The job this one re-cuts.
     var recutOf: String?
     var duplicateOf: Duplicate?
@@ -193,13 +198,14 @@ struct JobDetailResponse: ResponseEncodable {
         case startedAt = "started_at", finishedAt = "finished_at", attempts, estimatedTime = "estimated_time"
         case processingSeconds = "processing_seconds", error, output, segments, resultUrl = "result_url"
         case mediaDeletedAt = "media_deleted_at", links, recutOf = "recut_of", duplicateOf = "duplicate_of"
+        case peopleMoments = "people_moments"
     }
 
     init(_ job: Job, baseURL: String) {
         jobId = job.id; status = job.status; progress = job.progress; stage = job.stage; message = job.message
         let edit = job.edit ?? JobEdit()
         parameters = Parameters(
-            targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect,
+            targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect, focus: edit.focus ?? "auto",
             include: edit.include, exclude: edit.exclude)
         recutOf = edit.recutOf
         duplicateOf = job.output?.duplicateOf.map {
@@ -223,8 +229,10 @@ struct JobDetailResponse: ResponseEncodable {
                 start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start),
                 score: (($0.score * 1000).rounded()) / 1000,
                 reason: $0.reason,
-                crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) })
+                crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) },
+                people: $0.people ?? false)
         }
+        peopleMoments = job.segments.map { $0.filter { $0.people == true }.count }
         resultUrl = resultURL(job, baseURL: baseURL)
         mediaDeletedAt = job.mediaDeletedAt
         links = JobLinks(job, baseURL: baseURL)

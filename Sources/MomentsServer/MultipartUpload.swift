@@ -11,7 +11,7 @@ import _NIOFileSystem
 /// enforced while streaming. Any refusal deletes the partial file.
 struct MultipartUpload {
     /// The text fields the upload accepts besides `file`.
-    static let textFields: Set<String> = ["target_duration", "quality", "aspect", "include", "exclude"]
+    static let textFields: Set<String> = ["target_duration", "quality", "aspect", "focus", "include", "exclude"]
     static let maxFieldBytes = 2048
     /// Bytes gathered before one write to disk.
     static let batchBytes = 1 << 20
@@ -72,7 +72,7 @@ struct MultipartUpload {
                     if total - state.fileBytes > maxOverheadBytes {
                         throw Problem.badRequest(
                             "malformed_multipart",
-                            "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, include and exclude."
+                            "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, focus, include and exclude."
                         )
                     }
                     if state.pending.readableBytes >= batchBytes {
@@ -173,7 +173,7 @@ struct MultipartUpload {
                 fail(
                     .badRequest(
                         "unknown_field",
-                        "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, include, exclude.",
+                        "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, focus, include, exclude.",
                         extensions: ["field": .string(name)]))
             }
         }

@@ -27,7 +27,7 @@ extension Refusal {
         // A form field's target_duration that is no number is malformed; the other options are out of range.
         case .targetDurationNotANumber: 400
         case .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality, .qualityNotAString, .invalidAspect,
-            .aspectNotAString, .invalidInclude, .invalidExclude:
+            .aspectNotAString, .invalidFocus, .invalidInclude, .invalidExclude:
             422
         case .uploadNotFound: 404
         case .uploadGone, .uploadFailed: 410

@@ -354,10 +354,10 @@ struct ResumableUploadController {
         return value
     }
 
-    /// target_duration, quality, aspect, include and exclude from the query (IETF and plain creation).
+    /// target_duration, quality, aspect, focus, include and exclude from the query (IETF and plain creation).
     static func queryFields(_ request: Request) -> [String: String] {
         var fields: [String: String] = [:]
-        for name in ["target_duration", "quality", "aspect", "include", "exclude"] {
+        for name in ["target_duration", "quality", "aspect", "focus", "include", "exclude"] {
             if let value = request.uri.queryParameters.get(name) { fields[name] = value }
         }
         return fields

@@ -1,4 +1,5 @@
 import Foundation
+import Highlight
 import MediaEngine
 import Store
 
@@ -9,6 +10,8 @@ public struct EditRequest: Sendable, Equatable {
     public var aspect: AspectRatio = .source
     public var include: [Double] = []
     public var exclude: [JobRange] = []
+    /// What the highlight favours: people first (auto), people, or action.
+    public var focus: HighlightFocus = .auto
 
     /// Most pinned times and excluded ranges one highlight takes.
     public static let maxPins = 10
@@ -16,16 +19,23 @@ public struct EditRequest: Sendable, Equatable {
     /// Seconds a pinned time keeps from every excluded range.
     public static let pinClearance = 0.25
 
-    public init(aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = []) {
-        self.aspect = aspect; self.include = include; self.exclude = exclude
+    public init(
+        aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = [], focus: HighlightFocus = .auto
+    ) {
+        self.aspect = aspect; self.include = include; self.exclude = exclude; self.focus = focus
     }
 
     /// From text fields: `aspect=9:16`, `include=12.5,40`, `exclude=10-20,30.5-35` (JSON arrays
     /// are taken too: `[12.5, 40]`, `[[10, 20]]` or `[{"start": 10, "end": 20}]`).
-    public static func parse(aspect: String?, include: String?, exclude: String?) throws(Refusal) -> EditRequest {
+    public static func parse(aspect: String?, include: String?, exclude: String?, focus: String? = nil)
+        throws(Refusal) -> EditRequest
+    {
         var edit = EditRequest()
         if let aspect = aspect?.trimmingCharacters(in: .whitespaces), !aspect.isEmpty {
             edit.aspect = try parseAspect(aspect)
+        }
+        if let focus = focus?.trimmingCharacters(in: .whitespaces), !focus.isEmpty {
+            edit.focus = try parseFocus(focus)
         }
         if let include = include?.trimmingCharacters(in: .whitespaces), !include.isEmpty {
             edit.include = try parseTimes(include)
@@ -42,6 +52,11 @@ public struct EditRequest: Sendable, Equatable {
             throw .invalidAspect(text)
         }
         return aspect
+    }
+
+    public static func parseFocus(_ text: String) throws(Refusal) -> HighlightFocus {
+        guard let focus = HighlightFocus(rawValue: text.lowercased()) else { throw .invalidFocus(text) }
+        return focus
     }
 
     static func parseTimes(_ text: String) throws(Refusal) -> [Double] {
@@ -153,6 +168,7 @@ public struct EditRequest: Sendable, Equatable {
         aspect = stored.flatMap { AspectRatio(rawValue: $0.aspect) } ?? .source
         include = stored?.include ?? []
         exclude = stored?.exclude ?? []
+        focus = stored?.focus.flatMap { HighlightFocus(rawValue: $0) } ?? .auto
     }
 
     /// A client's file name as a label: its last path component, control characters dropped, at
@@ -169,8 +185,10 @@ public struct EditRequest: Sendable, Equatable {
 
     /// The stored form, with what the job needs beyond the client's choice.
     public func job(sourceName: String?, recutOf: String? = nil, keepsInput: Bool) -> JobEdit {
-        JobEdit(
+        var edit = JobEdit(
             aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf,
             keepsInput: keepsInput)
+        edit.focus = focus == .auto ? nil : focus.rawValue
+        return edit
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Highlight
 import MomentsConfig
 import Store
 
@@ -50,7 +51,7 @@ public struct HighlightOptions: Sendable, Equatable {
         }
         let edit = try EditRequest.parse(
             aspect: fields["aspect"], include: fields["include"],
-            exclude: fields["exclude"])
+            exclude: fields["exclude"], focus: fields["focus"])
         return HighlightOptions(targetDuration: target, quality: quality, edit: edit)
     }
 
@@ -68,7 +69,8 @@ public struct HighlightOptions: Sendable, Equatable {
         }
         var edit = EditRequest(
             aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
-            include: request.include ?? base.include, exclude: request.exclude ?? base.exclude)
+            include: request.include ?? base.include, exclude: request.exclude ?? base.exclude,
+            focus: try EditRequest.parseFocus(request.focus ?? base.focus ?? HighlightFocus.auto.rawValue))
         edit.include = edit.include.filter { $0.isFinite }
         let validRanges = edit.exclude.allSatisfy {
             $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start

@@ -6,6 +6,7 @@ public struct RecutRequest: Sendable, Equatable {
     public var targetDuration: Int?
     public var quality: String?
     public var aspect: String?
+    public var focus: String?
     public var include: [Double]?
     public var exclude: [JobRange]?
 

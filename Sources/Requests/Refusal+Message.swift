@@ -24,6 +24,7 @@ extension Refusal {
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange: "invalid_target_duration"
         case .invalidQuality, .qualityNotAString: "invalid_quality"
         case .invalidAspect, .aspectNotAString: "invalid_aspect"
+        case .invalidFocus: "invalid_focus"
         case .invalidInclude: "invalid_include"
         case .invalidExclude: "invalid_exclude"
         case .uploadNotFound: "upload_not_found"
@@ -123,7 +124,7 @@ extension Refusal {
         case .fileTooLarge(let f):
             Self.message(f)
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality,
-            .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidInclude, .invalidExclude:
+            .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidFocus, .invalidInclude, .invalidExclude:
             optionsMessage
         case .uploadNotFound, .uploadGone, .uploadComplete, .uploadFailed, .uploadLocked, .offsetMismatch,
             .lengthMismatch, .pastLength, .appendInterrupted, .checksumMismatch:
@@ -245,6 +246,8 @@ extension Refusal {
             return "aspect must be one of \(choices); it was \"\(given.prefix(40))\"."
         case .aspectNotAString:
             return "aspect must be a string such as \"9:16\"."
+        case .invalidFocus(let given):
+            return "focus must be auto (people first where there are any), people or action; it was \"\(given.prefix(40))\"."
         case .invalidInclude(let fault):
             return Self.message(fault)
         case .invalidExclude(let fault):

@@ -64,6 +64,8 @@ public enum Refusal: Error, Sendable, Equatable {
     case invalidAspect(String)
     /// A JSON aspect that is not a string.
     case aspectNotAString
+    /// A focus that is not one of `HighlightFocus` (auto, people, action).
+    case invalidFocus(String)
     case invalidInclude(IncludeFault)
     case invalidExclude(ExcludeFault)
 

@@ -37,6 +37,8 @@ public struct JobEdit: Codable, Sendable, Equatable {
     public var include: [Double]
     /// Source ranges never shown.
     public var exclude: [JobRange]
+    /// "people" or "action" (nil: "auto", people first where there are any).
+    public var focus: String?
     public var sourceName: String?
     /// The job whose input and stored analysis this one reuses.
     public var recutOf: String?
@@ -104,6 +106,8 @@ public struct JobSegment: Codable, Sendable, Equatable {
     public var reason: String
     /// The reframe's mean window over this segment (fractions of the displayed source), when reframed.
     public var crop: JobCrop?
+    /// A people moment: a face in view in most of it (nil in jobs made before faces were looked for).
+    public var people: Bool?
 
     public init(start: Double, end: Double, score: Double, reason: String) {
         self.start = start; self.end = end; self.score = score; self.reason = reason

@@ -181,6 +181,7 @@ extension JobRunner {
         let reframe = report.reframe
         return report.segments.enumerated().map { index, s in
             var segment = JobSegment(start: s.start, end: s.end, score: s.score, reason: s.reason)
+            segment.people = s.people
             if let reframe, index < reframe.tracks.count {
                 segment.crop = Self.meanWindow(reframe, track: reframe.tracks[index])
             }

@@ -79,7 +79,7 @@ extension JobRunner {
         let a = job.edit ?? JobEdit(), b = earlier.edit ?? JobEdit()
         return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality
             && job.outputCap == earlier.outputCap
-            && a.aspect == b.aspect && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
+            && a.aspect == b.aspect && (a.focus ?? "auto") == (b.focus ?? "auto") && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
     }
 
     /// What the worker keeps of a recognised re-upload for finishing the job.

@@ -387,6 +387,7 @@ public final class JobRunner: Service, Sendable {
         request.storyboardOutput = workspace.storyboardPath
         if let edit = job.edit {
             request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
+            request.focus = edit.focus.flatMap { HighlightFocus(rawValue: $0) } ?? .auto
             request.selection.include = edit.include
             request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
         }

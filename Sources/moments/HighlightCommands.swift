@@ -15,6 +15,7 @@ struct AnalyzeCommand: AsyncParsableCommand {
     @Flag(help: "Print the analysis as JSON.") var json = false
     @Option(help: "Target highlight length in seconds, for the segments (5...180).") var targetDuration = 30.0
     @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
+    @OptionGroup var creative: CreativeOptions
 
     func run() async throws {
         let config = try await CLIConfig.load()
@@ -23,6 +24,9 @@ struct AnalyzeCommand: AsyncParsableCommand {
             var request = HighlightRequest(source: file)
             request.analysis = defaults.template.analysis
             request.weights = defaults.template.weights
+            request.selection = defaults.template.selection
+            request.reframe = defaults.template.reframe
+            creative.apply(to: &request)
             request.selection.targetDuration = targetDuration
             request.cacheDirectory = noCache ? nil : config.analysisCacheDirectory()
             let token = CancellationToken()
@@ -58,6 +62,11 @@ struct AnalyzeCommand: AsyncParsableCommand {
                         format: "  %-8@ at %8.3f s (frame %d)", b.kind.rawValue, b.time, Int((b.time * r.fps).rounded())
                     ))
             }
+            if let faces = r.faces {
+                print(
+                    faces.unavailable.map { "faces: not looked for (\($0))" }
+                        ?? "faces: \(faces.tracks.count) tracks in \(faces.looks.count) looks; \(r.peopleMoments ?? 0) people moments chosen")
+            }
             print("segments:")
             for s in r.segments {
                 print(String(format: "  %8.2f - %8.2f s  score %.2f  %@", s.start, s.end, s.score, s.reason))
@@ -78,6 +87,7 @@ struct HighlightCommand: AsyncParsableCommand {
     @Option(help: "Also write the analysis JSON here.") var analysis: String?
     @Option(help: "Also write a JPEG poster of the best frame here.") var poster: String?
     @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
+    @OptionGroup var creative: CreativeOptions
 
     func validate() throws {
         guard targetDuration >= HighlightEngine.minTarget && targetDuration <= HighlightEngine.maxTarget else {
@@ -100,6 +110,7 @@ struct HighlightCommand: AsyncParsableCommand {
                 source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
                 style: style.flatMap(HighlightStyle.init(rawValue:)))
             request.output = output
+            creative.apply(to: &request)
             request.selection.targetDuration = targetDuration
             request.analysisOutput = analysis
             request.posterOutput = poster
@@ -116,5 +127,26 @@ struct HighlightCommand: AsyncParsableCommand {
                     format: "%@: %.2f s from %d segments%@", output, duration, result.report.segments.count,
                     result.cached ? " (cached analysis)" : ""))
         }
+    }
+}
+
+/// The creative choices the API takes too: the shape and what the highlight favours.
+struct CreativeOptions: ParsableArguments {
+    @Option(help: "The shape: source, 16:9, 9:16, 1:1 or 4:5 (the crop keeps faces in frame).") var aspect: String?
+    @Option(help: "auto (people first where there are any), people or action.") var focus: String?
+
+    func validate() throws {
+        if let aspect, AspectRatio(rawValue: aspect) == nil {
+            throw ValidationError("--aspect must be source, 16:9, 9:16, 1:1 or 4:5")
+        }
+        if let focus, HighlightFocus(rawValue: focus) == nil {
+            throw ValidationError("--focus must be auto, people or action")
+        }
+    }
+
+    /// validate() refused unknown names, so a given option always names a shape or focus.
+    func apply(to request: inout HighlightRequest) {
+        if let aspect = aspect.flatMap(AspectRatio.init(rawValue:)) { request.aspect = aspect }
+        if let focus = focus.flatMap(HighlightFocus.init(rawValue:)) { request.focus = focus }
     }
 }

@@ -1,3 +1,4 @@
+import Analysis
 import ArgumentParser
 import Configuration
 import Foundation
@@ -95,7 +96,15 @@ struct ProcessContext {
         var logger = Logger(label: "moments")
         let level = logLevel ?? operations.logLevel
         logger.logLevel = Logger.Level(rawValue: level) ?? .info
-        return ProcessContext(config: config, settings: settings, media: MediaDefaults(reader: config), logger: logger)
+        let media = MediaDefaults(reader: config)
+        let faces = media.template.analysis.faces
+        if faces.enabled, let why = FaceDetector.load(faces.library) {
+            // The service still works: highlights are then chosen, and cropped, without seeing people.
+            logger.error(
+                "Faces are unavailable: \(why). Highlights will not prefer people and crops will not keep faces; run scripts/install-facedetect (make setup does), or set media.analysis.faces to false to silence this."
+            )
+        }
+        return ProcessContext(config: config, settings: settings, media: media, logger: logger)
     }
 
     func fail(_ message: String) -> Never {

@@ -48,6 +48,7 @@ struct RefusalMappingTests {
         (.qualityNotAString, 422),
         (.invalidAspect("2:1"), 422),
         (.aspectNotAString, 422),
+        (.invalidFocus("faces"), 422),
         (.invalidInclude(.tooMany(11)), 422),
         (.invalidExclude(.leavesNothing), 422),
         (.uploadNotFound, 404),
@@ -101,11 +102,12 @@ struct RefusalMappingTests {
         case .serverBusy: 30
         case .tooManyUploads: 31
         case .fileTooLarge: 32
+        case .invalidFocus: 33
         }
     }
 
     @Test func everyCaseHasASample() {
-        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<33))
+        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<34))
     }
 
     @Test func everyCaseMapsToItsStatus() {

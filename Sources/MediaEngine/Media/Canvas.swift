@@ -17,6 +17,7 @@ public struct StoryboardColor: Sendable, Equatable, Hashable {
     public static let motion = StoryboardColor(92, 200, 255)
     public static let loudness = StoryboardColor(255, 176, 64)
     public static let quality = StoryboardColor(120, 230, 130)
+    public static let people = StoryboardColor(255, 120, 190)
 }
 
 /// An RGB24 picture in memory (3 bytes a pixel, rows packed) with the few drawing operations the

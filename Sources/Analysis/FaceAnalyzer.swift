@@ -1,0 +1,99 @@
+/// Samples the analysed frames for faces: every `interval` seconds, and sooner (down to
+/// `changeInterval`) when the picture has changed since the last look, so a new shot is looked
+/// at within a few frames of its start. Keeps every detection; `FaceTracks` links them once the
+/// shot boundaries are known. Positions and sizes are fractions of the upright (displayed)
+/// picture. Nothing that identifies a person is measured or kept: boxes and scores only.
+public final class FaceAnalyzer {
+    public struct Settings: Sendable, Codable, Equatable {
+        /// Look for faces at all (`focus=action` still looks: the crop keeps faces whatever the focus).
+        public var enabled = true
+        /// The shared library of the detector (`FaceDetector.defaultLibrary`).
+        public var library = FaceDetector.defaultLibrary
+        /// Seconds between looks in a steady picture: 2 a second follows people who stay in a
+        /// shot, at 0.10 of the analysis time of 1080p30 H.264 (scripts/bench-people).
+        public var interval = 0.5
+        /// The shortest gap between looks, taken when the picture changed by `changeLevel` (mean
+        /// absolute difference of the 32x32 thumbnails, 0...255) since the last look: a cut, a
+        /// pan onto someone.
+        public var changeInterval = 0.12
+        public var changeLevel: Float = 18
+        /// Detections scoring below this (0...1) are dropped; YuNet's own floor is 0.3. At 0.6 the
+        /// judge of scripts/bench-people (OpenCV's Haar cascades) saw no face-free false detection
+        /// on its tune half.
+        public var minScore: Float = 0.6
+        public init() {}
+    }
+
+    /// One look at a frame: its time and how many detections it added (they follow in `detections`).
+    public struct Look: Sendable, Codable, Equatable {
+        public var time: Double
+        public var count: Int
+    }
+
+    public struct Detection: Sendable, Codable, Equatable {
+        public var time: Double
+        /// Box, fractions of the upright picture.
+        public var x: Float
+        public var y: Float
+        public var width: Float
+        public var height: Float
+        public var score: Float
+        public var frontal: Float
+    }
+
+    public let settings: Settings
+    let rotation: Int
+    private let detector: FaceDetector?
+    /// Why no face is looked for (nil when the detector is loaded).
+    public let unavailable: String?
+    private(set) var looks: [Look] = []
+    private(set) var detections: [Detection] = []
+    private var found: [FaceDetector.Detection] = []
+    private var lastThumb = [Float](repeating: 0, count: FrameFeatures.thumbSide * FrameFeatures.thumbSide)
+    private var lastTime = -Double.infinity
+
+    public init(settings: Settings, rotation: Int) {
+        self.settings = settings
+        self.rotation = ((rotation % 360) + 360) % 360
+        let failure = settings.enabled ? FaceDetector.load(settings.library) : "face detection is switched off"
+        unavailable = failure
+        detector = failure == nil ? FaceDetector() : nil
+    }
+
+    /// Looks at `frame` when it is time to; `features` are the frame's shared measures.
+    public func consume(_ frame: FrameView, features: FrameFeatures) {
+        guard let detector else { return }
+        let elapsed = frame.time - lastTime
+        guard elapsed >= settings.changeInterval || elapsed < 0 else { return }
+        if elapsed < settings.interval && elapsed >= 0 {
+            var change: Float = 0
+            features.thumb.withUnsafeBufferPointer { t in
+                lastThumb.withUnsafeBufferPointer { l in
+                    for i in 0..<t.count { change += abs(t[i] - l[i]) }
+                }
+            }
+            guard change / Float(features.thumb.count) >= settings.changeLevel else { return }
+        }
+        lastTime = frame.time
+        for i in 0..<lastThumb.count { lastThumb[i] = features.thumb[i] }
+        detector.detect(frame, rotation: rotation, into: &found)
+        let turned = rotation == 90 || rotation == 270
+        let w = Float(turned ? frame.height : frame.width), h = Float(turned ? frame.width : frame.height)
+        var count = 0
+        for f in found where f.score >= settings.minScore && f.width > 0 && f.height > 0 {
+            detections.append(
+                Detection(
+                    time: frame.time, x: f.x / w, y: f.y / h, width: f.width / w, height: f.height / h,
+                    score: f.score, frontal: f.frontal))
+            count += 1
+        }
+        looks.append(Look(time: frame.time, count: count))
+    }
+
+    /// The faces of the video: its looks, and the detections linked into tracks within shots.
+    public func finish(boundaries: [Double], settings tracking: FaceTracks.Settings = .init()) -> FaceTracks {
+        FaceTracks(
+            unavailable: unavailable, looks: looks.map(\.time),
+            tracks: FaceTracks.link(looks: looks, detections: detections, boundaries: boundaries, settings: tracking))
+    }
+}
