@@ -55,8 +55,12 @@ extension ShotDetector {
             guard s >= settings.cutThreshold else { continue }
             if i > 1 && scores[i - 1] > s { continue }
             if i + 1 < n && scores[i + 1] >= s { continue }
+            // The neighbours' mean leaves out the large changes of a burst (into a flash and back
+            // out): they are no activity of the footage, and a cut a few frames after a flash is
+            // still a cut. (A still picture "returns" on every frame: its small changes stay in.)
             var sum: Float = 0, count = 0
-            for j in max(1, i - w)...min(n - 1, i + w) where j != i {
+            for j in max(1, i - w)...min(n - 1, i + w)
+            where j != i && !(scores[j] >= settings.cutThreshold && (insideBurst[j] || endsBurst[j])) {
                 sum += scores[j]
                 count += 1
             }

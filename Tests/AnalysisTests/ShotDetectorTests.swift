@@ -31,6 +31,17 @@ struct ShotDetectorTests {
         #expect(detect(frames).isEmpty)
     }
 
+    /// A camera flash, then a cut a few frames later: the flash's own two large changes (into the
+    /// white and back) are no footage activity that makes the cut look ordinary beside them.
+    @Test("a hard cut 2 to 6 frames after a two-frame white flash is a cut", arguments: [2, 3, 4, 5, 6])
+    func cutAfterFlash(gap: Int) {
+        var frames = shot(1, 40) + shot(2, 40)
+        let flash = 40 - gap - 2
+        frames[flash] = Scenes.white()
+        frames[flash + 1] = Scenes.white()
+        #expect(detect(frames).map { Int(($0.time * 30).rounded()) } == [40], "flash at \(flash)")
+    }
+
     /// A 2-frame flash after which the picture is not quite what it was (the exposure settling, or
     /// in lively footage the subject moving on during it; the packaged cockatoo clip doubled from
     /// 20 to 30 fps did this): not within the absolute 0.12 of the frame before, but within a
