@@ -44,7 +44,8 @@ public final class FaceAnalyzer {
     public let settings: Settings
     let rotation: Int
     private let detector: FaceDetector?
-    /// Why no face is looked for (nil when the detector is loaded).
+    /// Why no face is looked for (nil when the detector is loaded), in words for the analysis
+    /// JSON that clients read: no path or library detail (the server logs those at start-up).
     public let unavailable: String?
     private(set) var looks: [Look] = []
     private(set) var detections: [Detection] = []
@@ -55,9 +56,14 @@ public final class FaceAnalyzer {
     public init(settings: Settings, rotation: Int) {
         self.settings = settings
         self.rotation = ((rotation % 360) + 360) % 360
-        let failure = settings.enabled ? FaceDetector.load(settings.library) : "face detection is switched off"
-        unavailable = failure
-        detector = failure == nil ? FaceDetector() : nil
+        if !settings.enabled {
+            unavailable = "face detection is switched off on this server"
+        } else if FaceDetector.load(settings.library) != nil {
+            unavailable = "the face detector is not installed on this server"
+        } else {
+            unavailable = nil
+        }
+        detector = unavailable == nil ? FaceDetector() : nil
     }
 
     /// Looks at `frame` when it is time to; `features` are the frame's shared measures.
