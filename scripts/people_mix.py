@@ -120,12 +120,14 @@ def build_wide(footage, out, name, height):
     spec = WIDE[name]
     d, w = spec["seconds"], height * 16 // 9 // 2 * 2
     face = os.path.join(footage, spec["face"])
-    ball = (f"geq=lum='if(lt(hypot(X-(W*(0.62+0.3*abs(sin(T*1.7)))),Y-(H*(0.75-0.55*abs(sin(T*3.1))))),H/14),"
-            f"240,40+20*sin(X/13))':cb=120:cr=136")
+    # A bright ball bouncing about the right half over a dark field (drawbox: cheap at 1080p).
+    size = height // 8
+    ball = (f"drawbox=x='iw*(0.6+0.3*abs(sin(t*1.7)))':y='ih*(0.7-0.55*abs(sin(t*3.1)))':w={size}:h={size}:"
+            f"color=0xF0F0E0:t=fill")
     graph = (f"[0:v]{ball},format=yuv420p[bg];[1:v]scale=-2:{height * 2 // 3},fps={FPS}[p];"
              f"[bg][p]overlay=W/6-w/2:(H-h)/2:shortest=1,format=yuv420p[v]")
     subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-t", str(d), "-i",
-                    f"color=c=black:s={w}x{height}:r={FPS}", "-stream_loop", "-1", "-t", str(d), "-i", face,
+                    f"color=c=0x283040:s={w}x{height}:r={FPS}", "-stream_loop", "-1", "-t", str(d), "-i", face,
                     "-f", "lavfi", "-t", str(d), "-i", "anoisesrc=color=pink:amplitude=0.05:sample_rate=48000",
                     "-filter_complex", graph, "-map", "[v]", "-map", "2:a", "-c:v", "libx264", "-preset",
                     "veryfast", "-crf", "20", "-g", "60", "-c:a", "aac", out], check=True)

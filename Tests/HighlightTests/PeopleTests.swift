@@ -26,13 +26,6 @@ enum PeopleFootage {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let out = "\(footage)/\(what)-\(name).mp4"
         let parts = "\(out).json"
-        if !FileManager.default.fileExists(atPath: parts) {
-            let json = try run(
-                "/usr/bin/env",
-                ["python3", root.appendingPathComponent("scripts/people_mix.py").path, footage, out, what, name]
-                    + (what == "wide" ? ["--height", "720"] : []))
-            try Data(json.utf8).write(to: URL(fileURLWithPath: parts))
-        }
         struct Parts: Decodable { var parts: [Part] }
         let decoded = try JSONDecoder().decode(Parts.self, from: Data(contentsOf: URL(fileURLWithPath: parts)))
         return Video(path: out, parts: decoded.parts)

@@ -26,6 +26,25 @@ struct HighlightOptionsTests {
         #expect(options.edit == edit)
     }
 
+    @Test func focusIsParsedStoredAndKeptByRecuts() throws {
+        #expect(try Self.parse([:]).get().edit.focus == .auto)
+        let people = try Self.parse(["focus": "People"]).get()
+        #expect(people.edit.focus == .people)
+        // Stored as the job's edit (auto is the absence of a choice) and read back.
+        let stored = people.edit.job(sourceName: nil, keepsInput: true)
+        #expect(stored.focus == "people")
+        #expect(EditRequest(stored).focus == .people)
+        #expect(EditRequest(try Self.parse([:]).get().edit.job(sourceName: nil, keepsInput: true)).focus == .auto)
+        // A re-cut keeps the original's focus unless it names one.
+        var original = Self.original()
+        original.edit?.focus = "action"
+        let kept = try HighlightOptions.recut(RecutRequest(), of: original, limits: Self.limits)
+        #expect(kept.edit.focus == .action)
+        var request = RecutRequest()
+        request.focus = "people"
+        #expect(try HighlightOptions.recut(request, of: original, limits: Self.limits).edit.focus == .people)
+    }
+
     @Test func refusesEachFieldAsBefore() {
         #expect(Self.parse(["target_duration": "ten"]) == .failure(.targetDurationNotANumber("ten")))
         let short = Refusal.targetDurationOutOfRange(4, minimum: 5, maximum: 180, listsAllowed: true)
@@ -34,6 +53,7 @@ struct HighlightOptionsTests {
         #expect(Self.parse(["target_duration": "5"]).isFailure == false)
         #expect(Self.parse(["quality": "ultra"]) == .failure(.invalidQuality("ultra", listsAllowed: true)))
         #expect(Self.parse(["aspect": "2:1"]) == .failure(.invalidAspect("2:1")))
+        #expect(Self.parse(["focus": "faces"]) == .failure(.invalidFocus("faces")))
         #expect(Self.parse(["include": "x"]) == .failure(.invalidInclude(.malformed)))
         #expect(Self.parse(["exclude": "20-10"]) == .failure(.invalidExclude(.malformed)))
         let pins = (0...EditRequest.maxPins).map(String.init).joined(separator: ",")

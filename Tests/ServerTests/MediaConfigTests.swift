@@ -55,6 +55,34 @@ struct MediaConfigTests {
         #expect(try openingLoudness(tuned.highlight) < 0.5 * openingLoudness(loud.highlight))
     }
 
+    @Test("analysis.faces and faceLibrary reach the job's analysis; weights.people is read from the environment")
+    func faceKeys() async throws {
+        // The shipped default looks for faces (the detector is installed by make setup).
+        let looked = try await job(MediaDefaults())
+        let faces = try #require(looked.analysis["faces"] as? [String: Any])
+        #expect(faces["unavailable"] == nil, "\(faces)")
+        #expect((faces["looks"] as? [Double])?.isEmpty == false)
+        var off = MediaDefaults()
+        off.template.analysis.faces.enabled = false
+        let switchedOff = try #require(try await job(off).analysis["faces"] as? [String: Any])
+        #expect((switchedOff["unavailable"] as? String)?.contains("switched off") == true)
+        var missing = MediaDefaults()
+        missing.template.analysis.faces.library = "/nonexistent/libfacedetection.so"
+        let absent = try #require(try await job(missing).analysis["faces"] as? [String: Any])
+        let why = try #require(absent["unavailable"] as? String)
+        #expect(why.contains("not installed") && !why.contains("nonexistent"), "\(why)")
+
+        let reader = try await MomentsConfiguration.reader(
+            environment: [
+                "MEDIA_WEIGHTS_PEOPLE": "1.5", "MEDIA_ANALYSIS_FACES": "false",
+                "MEDIA_ANALYSIS_FACE_LIBRARY": "/opt/faces.so",
+            ], file: "/nonexistent/moments.json")
+        let read = MediaDefaults(reader: reader)
+        #expect(read.template.weights.people == 1.5)
+        #expect(read.template.analysis.faces.enabled == false)
+        #expect(read.template.analysis.faces.library == "/opt/faces.so")
+    }
+
     /// Mean absolute level of the first 0.2 s of a video's sound (a highlight starts at a quiet
     /// point: the synthetic lively sound's 150 ms gaps; a burst follows within them).
     private func openingLoudness(_ video: Data) throws -> Double {

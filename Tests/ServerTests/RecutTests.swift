@@ -156,7 +156,7 @@ struct RecutTests {
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             for (field, value, code) in [
-                ("aspect", "3:2", "invalid_aspect"), ("include", "abc", "invalid_include"),
+                ("aspect", "3:2", "invalid_aspect"), ("focus", "faces", "invalid_focus"), ("include", "abc", "invalid_include"),
                 ("include", "99", "invalid_include"), ("exclude", "5-2", "invalid_exclude"),
                 ("exclude", "0-100", "invalid_exclude")
             ] {
@@ -177,6 +177,8 @@ struct RecutTests {
             _ = try await Self.completed(client, job, key: key)
             _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"aspect": "2:1"}"#)
                 .expectProblem(.unprocessableContent, code: "invalid_aspect")
+            _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"focus": 3}"#)
+                .expectProblem(.unprocessableContent, code: "invalid_focus")
             _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"include": [500]}"#)
                 .expectProblem(.unprocessableContent, code: "invalid_include")
             _ = try await Self.post(client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"colour": "red"}"#)

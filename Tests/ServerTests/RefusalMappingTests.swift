@@ -48,7 +48,6 @@ struct RefusalMappingTests {
         (.qualityNotAString, 422),
         (.invalidAspect("2:1"), 422),
         (.aspectNotAString, 422),
-        (.invalidFocus("faces"), 422),
         (.invalidInclude(.tooMany(11)), 422),
         (.invalidExclude(.leavesNothing), 422),
         (.uploadNotFound, 404),
@@ -63,7 +62,8 @@ struct RefusalMappingTests {
         (.checksumMismatch(offset: 10), 460),
         (.serverBusy(resumable: true), 503),
         (.tooManyUploads(limit: 2, resumable: false), 429),
-        (.fileTooLarge(.init(limit: 500_000_000, plan: "free", upgrade: ("pro.monthly", 4_000_000_000))), 413)
+        (.fileTooLarge(.init(limit: 500_000_000, plan: "free", upgrade: ("pro.monthly", 4_000_000_000))), 413),
+        (.invalidFocus("faces"), 422)
     ]
 
     /// Which sample a case is: this switch stops compiling when a case is added without one.

@@ -1,0 +1,52 @@
+import Foundation
+import HummingbirdTesting
+import Testing
+
+/// `focus` through the API on real footage with people in it (scripts/people-footage's mix: a man
+/// in a car, an animated dialogue and a webcam face between bikes, a ball and an animated bunny):
+/// the job runs in the isolated child, which loads the face detector there.
+@Suite("People through the API", .serialized)
+struct PeopleJobTests {
+    static func footage() throws -> Data {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = root.appendingPathComponent(".build/footage/mix-test.mp4").path
+        #expect(
+            FileManager.default.fileExists(atPath: path),
+            "run scripts/people-footage first (make test does): it fetches the footage and builds \(path)")
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    @Test("an upload with focus=auto at 9:16 shows people moments; a re-cut with focus=action keeps the stored faces")
+    func focusThroughTheAPI() async throws {
+        let video = try Self.footage()
+        let server = try await TestServer()
+        try await withServer(server, .router) { client in
+            let (_, key) = try await client.createAccount()
+            let upload = try await client.upload(
+                key: key, file: video, fields: [("target_duration", "20"), ("aspect", "9:16"), ("focus", "auto")])
+            #expect(upload.status == .ok, "\(upload.text)")
+            let job = try #require(try upload.json()["job_id"] as? String)
+            let detail = try await RecutTests.completed(client, job, key: key)
+            let parameters = try #require(detail["parameters"] as? [String: Any])
+            #expect(parameters["focus"] as? String == "auto")
+            let segments = try #require(detail["segments"] as? [[String: Any]])
+            let people = segments.filter { $0["people"] as? Bool == true }.count
+            #expect(people >= 3, "\(segments)")
+            #expect(detail["people_moments"] as? Int == people)
+            let analysis = try await client.get("/api/v1/jobs/\(job)/analysis", key: key).json()
+            let faces = try #require(analysis["faces"] as? [String: Any])
+            #expect(faces["unavailable"] == nil, "the child could not load the detector: \(faces)")
+            #expect((faces["tracks"] as? [Any])?.isEmpty == false)
+
+            let recut = try await RecutTests.post(
+                client, "/api/v1/jobs/\(job)/recuts", key: key, json: #"{"focus": "action", "aspect": "16:9"}"#)
+            #expect(recut.status == .created, "\(recut.text)")
+            let recutJob = try #require(try recut.json()["job_id"] as? String)
+            let recutDetail = try await RecutTests.completed(client, recutJob, key: key)
+            #expect((recutDetail["parameters"] as? [String: Any])?["focus"] as? String == "action")
+            #expect((recutDetail["output"] as? [String: Any])?["analysis_reused"] as? Bool == true)
+            #expect(recutDetail["people_moments"] as? Int ?? 99 < people)
+        }
+    }
+}
