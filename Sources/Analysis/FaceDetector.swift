@@ -41,22 +41,17 @@ public final class FaceDetector {
         return failure
     }
 
-    private var bgr: [UInt8] = []
     private var workspace = [UInt8](repeating: 0, count: Int(MOMENTS_FACE_WORKSPACE))
     private var faces = [moments_face](repeating: moments_face(), count: 64)
 
     public init() {}
 
-    /// The faces of `frame` turned upright by `rotation` (clockwise degrees), in pixels of the
-    /// upright picture (`upright` gives its size), written into `into` (emptied first).
-    public func detect(_ frame: FrameView, rotation: Int, into result: inout [Detection]) {
+    /// The faces of a packed BGR picture (`Picture.fill` makes one upright), in its pixels,
+    /// written into `result` (emptied first).
+    public func detect(_ bgr: Picture, into result: inout [Detection]) {
         result.removeAll(keepingCapacity: true)
-        let turned = rotation == 90 || rotation == 270
-        let width = turned ? frame.height : frame.width, height = turned ? frame.width : frame.height
-        let stride = width * 3
-        if bgr.count < stride * height { bgr = [UInt8](repeating: 0, count: stride * height) }
-        Self.uprightBGR(frame, rotation: rotation, into: &bgr, stride: stride)
-        let count = bgr.withUnsafeBufferPointer { picture in
+        let width = bgr.width, height = bgr.height, stride = bgr.width * 3
+        let count = bgr.pixels.withUnsafeBufferPointer { picture in
             workspace.withUnsafeMutableBufferPointer { scratch in
                 faces.withUnsafeMutableBufferPointer { out in
                     moments_faces_detect(
@@ -75,6 +70,25 @@ public final class FaceDetector {
                 Detection(
                     score: Float(f.score) / 100, x: Float(f.x), y: Float(f.y), width: Float(f.width),
                     height: Float(f.height), frontal: frontal))
+        }
+    }
+
+    /// A packed BGR picture the detector reads; its buffer is reused from picture to picture.
+    public struct Picture {
+        public var width = 0
+        public var height = 0
+        var pixels: [UInt8] = []
+
+        public init() {}
+
+        /// `frame` (BT.601 limited-range YUV 4:2:0) as BGR, turned upright by `rotation`
+        /// (clockwise degrees); allocates only when the picture grows.
+        public mutating func fill(_ frame: FrameView, rotation: Int) {
+            let turned = rotation == 90 || rotation == 270
+            width = turned ? frame.height : frame.width
+            height = turned ? frame.width : frame.height
+            if pixels.count < width * height * 3 { pixels = [UInt8](repeating: 0, count: width * height * 3) }
+            FaceDetector.uprightBGR(frame, rotation: rotation, into: &pixels, stride: width * 3)
         }
     }
 

@@ -10,6 +10,8 @@
 typedef int *(*detect_fn)(unsigned char *, unsigned char *, int, int, int);
 
 static detect_fn detect;
+static void (*set_threads)(int);
+static void (*set_global_threads)(int);
 static int outcome = 1;  /// 1: not tried yet; 0: loaded; -1: failed
 static char failure[256];
 
@@ -24,13 +26,18 @@ int moments_faces_load(const char *path, char *error, size_t error_size) {
                 snprintf(failure, sizeof failure, "%s", dlerror());
             } else {
                 detect = (detect_fn)dlsym(handle, "_Z14facedetect_cnnPhS_iii");
-                // The library parallelises with OpenMP: one thread, the analysis decides its own threads.
-                void (*set_threads)(int) = (void (*)(int))dlsym(handle, "omp_set_num_threads");
-                if (set_threads) set_threads(1);
-                if (detect) {
+                // The library parallelises with OpenMP: one thread (the analysis decides its own
+                // threads, and idle OpenMP workers spin: +4x the CPU of a detection). The thread
+                // count is per calling thread, so it is set before each detection, on the wheel's
+                // OpenMP runtime and on the process's own when one is already loaded (FFmpeg's
+                // dependencies bring Debian's libgomp, and then the library's parallel regions
+                // bind to that one, not to the copy beside it).
+                set_threads = (void (*)(int))dlsym(handle, "omp_set_num_threads");
+                set_global_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+                if (detect && set_threads) {
                     outcome = 0;
                 } else {
-                    snprintf(failure, sizeof failure, "no facedetect_cnn in %s", path);
+                    snprintf(failure, sizeof failure, "no facedetect_cnn or omp_set_num_threads in %s", path);
                     dlclose(handle);
                 }
             }
@@ -43,6 +50,8 @@ int moments_faces_load(const char *path, char *error, size_t error_size) {
 int moments_faces_detect(
     const uint8_t *bgr, int width, int height, int stride, uint8_t *workspace, moments_face *out, int capacity) {
     if (outcome != 0 || !detect) return -1;
+    set_threads(1);
+    if (set_global_threads) set_global_threads(1);
     int *result = detect(workspace, (unsigned char *)bgr, width, height, stride);
     if (!result) return 0;
     int count = result[0] < 0 ? 0 : result[0];

@@ -157,7 +157,8 @@ public enum HighlightEngine {
         let cache = cacheDirectory.map { AnalysisCache(directory: $0) }
         if let cache {
             key = try cache.key(for: path, settings: settings)
-            if let key, let hit = cache.load(key: key) { return (hit, true) }
+            // An analysis made while the face detector was missing is made again once it is there.
+            if let key, let hit = cache.load(key: key), !hit.lacksFaces(settings.faces) { return (hit, true) }
         }
         let analysis = try AnalysisPipeline.analyze(
             path, settings: settings, cancellation: cancellation, progress: progress)

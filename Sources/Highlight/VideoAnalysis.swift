@@ -46,6 +46,12 @@ public struct VideoAnalysis: Sendable, Codable, Equatable {
         }
     }
 
+    /// True when faces were asked for and can be looked for now, but this analysis could not (the
+    /// detector was missing when it was made).
+    public func lacksFaces(_ settings: FaceAnalyzer.Settings) -> Bool {
+        settings.enabled && faces?.unavailable != nil && FaceDetector.load(settings.library) == nil
+    }
+
     /// 0-based source frame index of the first frame of each new shot.
     public var cutFrames: [Int] { boundaries.map { Int(($0.time * frameRate).rounded()) } }
 

@@ -197,6 +197,28 @@ struct PeopleTests {
         #expect(!misses(settings).isEmpty)
     }
 
+    @Test("the poster shows a face: a sharp frame of a people moment with a face in view")
+    func posterShowsAFace() throws {
+        let video = try PeopleFootage.mix.get()
+        let dir = Scratch()
+        let report = try highlight(video.path, target: 20) {
+            $0.output = dir.path("highlight.mp4")
+            $0.posterOutput = dir.path("poster.jpg")
+            $0.quality = .low
+        }
+        let faces = try #require(report.faces)
+        let posterTime = try #require(report.posterTime)
+        // The poster's output time back in source seconds.
+        var elapsed = 0.0, source: Double?
+        for s in report.segments {
+            if posterTime < elapsed + s.duration { source = s.start + posterTime - elapsed; break }
+            elapsed += s.duration
+        }
+        let t = try #require(source)
+        #expect(faces.boxes(from: t - 0.3, to: t + 0.3).contains { $0.frontal > 0.3 }, "poster at \(t) s")
+        #expect(FileManager.default.fileExists(atPath: dir.path("poster.jpg")))
+    }
+
     @Test("a video with no one in it gets the same highlight with faces on, off, or the detector missing")
     func noFacesUnchanged() throws {
         let dir = Scratch()
