@@ -13,9 +13,15 @@ final class FaceLookThread: @unchecked Sendable {
         var faces: [FaceDetector.Detection]
     }
 
+    /// One picture handed over: owned by the submitting thread until queued, then by the worker.
+    /// A class of its own, so filling one never touches the array the worker reads another from.
+    private final class Slot {
+        var picture = FaceDetector.Picture()
+        var time = 0.0
+    }
+
     private let detector = FaceDetector()
-    private var slots: [FaceDetector.Picture]
-    private var times: [Double]
+    private let slots: [Slot]
     private var idle: [Int]
     private var queued: [Int] = []
     private var results: [Result] = []
@@ -26,8 +32,7 @@ final class FaceLookThread: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(slots count: Int = 3) {
-        slots = Array(repeating: FaceDetector.Picture(), count: count)
-        times = Array(repeating: 0, count: count)
+        slots = (0..<count).map { _ in Slot() }
         idle = Array(0..<count)
         freeSlots = DispatchSemaphore(value: count)
         let thread = Thread { [unowned self] in run() }
@@ -43,8 +48,8 @@ final class FaceLookThread: @unchecked Sendable {
         let slot = idle.removeLast()
         lock.unlock()
         // The slot is this thread's until it is queued.
-        slots[slot].fill(frame, rotation: rotation)
-        times[slot] = frame.time
+        slots[slot].picture.fill(frame, rotation: rotation)
+        slots[slot].time = frame.time
         lock.lock()
         queued.append(slot)
         lock.unlock()
@@ -84,8 +89,9 @@ final class FaceLookThread: @unchecked Sendable {
                 }
                 let slot = queued.removeFirst()
                 lock.unlock()
-                detector.detect(slots[slot], into: &found)
-                let result = Result(time: times[slot], width: slots[slot].width, height: slots[slot].height, faces: found)
+                let look = slots[slot]
+                detector.detect(look.picture, into: &found)
+                let result = Result(time: look.time, width: look.picture.width, height: look.picture.height, faces: found)
                 lock.lock()
                 results.append(result)
                 idle.append(slot)
