@@ -176,7 +176,10 @@ public enum Reframer {
         return smooth
     }
 
-    /// Where the faces in view put the window: the middle of all of them when they fit, else the largest.
+    /// Where the faces in view put the window: the middle of all of them when they fit, else the
+    /// most prominent: the largest, weighed by how frontal and how sure its track is, so a turned
+    /// head or the back of one in the foreground (bench-people's dialogue) does not take the crop
+    /// from the face that talks to it.
     struct FaceTargets {
         let tracks: [FaceTracks.Track]
 
@@ -190,15 +193,18 @@ public enum Reframer {
         /// The window centre the faces at `t` ask for (displayed-picture fractions); nil when none is in view.
         func target(at t: Double, window: (width: Double, height: Double), fit: Double) -> (Double, Double)? {
             var boxes: [(x0: Double, y0: Double, x1: Double, y1: Double)] = []
+            var weights: [Double] = []
             for track in tracks where t >= track.start - 0.25 && t <= track.end + 0.25 {
                 boxes.append(Self.box(of: track, at: t))
+                weights.append((0.5 + 0.5 * Double(track.frontal)) * Double(track.score))
             }
             guard !boxes.isEmpty else { return nil }
             let x0 = boxes.map(\.x0).min()!, x1 = boxes.map(\.x1).max()!
             let y0 = boxes.map(\.y0).min()!, y1 = boxes.map(\.y1).max()!
             if x1 - x0 <= fit * window.width && y1 - y0 <= fit * window.height { return ((x0 + x1) / 2, (y0 + y1) / 2) }
-            let largest = boxes.max { ($0.x1 - $0.x0) * ($0.y1 - $0.y0) < ($1.x1 - $1.x0) * ($1.y1 - $1.y0) }!
-            return ((largest.x0 + largest.x1) / 2, (largest.y0 + largest.y1) / 2)
+            let prominence = zip(boxes, weights).map { ($0.x1 - $0.x0) * ($0.y1 - $0.y0) * $1 }
+            let main = boxes[prominence.indices.max { prominence[$0] < prominence[$1] }!]
+            return ((main.x0 + main.x1) / 2, (main.y0 + main.y1) / 2)
         }
 
         /// The track's box at `t`, between the looks around it (held past its ends).

@@ -88,6 +88,8 @@ public enum Selector {
         var pin: ClosedRange<Double>? = nil
         /// Its ends sit at a pause in speech: the final fit trims other segments first.
         var atPause = false
+        /// A people moment: the span its faces are in view (the final fit grows it there first).
+        var faces: ClosedRange<Double>? = nil
         var duration: Double { end - start }
         var center: Double { (start + end) / 2 }
     }
@@ -155,16 +157,17 @@ public enum Selector {
                 start: c.candidate.start, end: c.candidate.end, lowest: run.0, highest: run.1, scored: c,
                 index: chosen.index)
             if !scenes.isEmpty, scenes[chosen.index] != nil, pick.duration < settings.peopleSeconds {
-                // A people moment: longer, within its clean run, while its faces are in view, and
+                // A people moment: longer, within its clean run, where its faces are in view, and
                 // clear of what is chosen.
-                let seen = analysis.faces?.tracks.filter { $0.end >= pick.start && $0.start <= pick.end } ?? []
-                let faceStart = (seen.map(\.start).min() ?? pick.start) - 0.25
-                let faceEnd = (seen.map(\.end).max() ?? pick.end) + 0.25
-                var lo = max(run.0, min(pick.start, faceStart)), hi = min(run.1, max(pick.end, faceEnd))
+                var lo = run.0, hi = run.1
                 lo = max(lo, picks.filter { $0.end <= pick.start + 1e-6 }.map { $0.end + 0.05 }.max() ?? lo)
                 hi = min(hi, picks.filter { $0.start >= pick.end - 1e-6 }.map { $0.start - 0.05 }.min() ?? hi)
-                pick.end = min(hi, max(pick.end, pick.start + settings.peopleSeconds))
-                pick.start = max(lo, min(pick.start, pick.end - settings.peopleSeconds))
+                if let window = peopleWindow(
+                    pick.start...pick.end, within: lo...hi, faces: analysis.faces?.tracks ?? [],
+                    length: settings.peopleSeconds)
+                {
+                    (pick.start, pick.end, pick.faces) = (window.segment.lowerBound, window.segment.upperBound, window.faces)
+                }
             }
             if pick.duration > remaining + settings.tolerance * 0.5 {
                 let length = max(settings.minSegment, remaining)
@@ -323,6 +326,8 @@ public enum Selector {
     }
 
     /// Grows (best segments first) or shrinks (weakest first) segments until the total is `target`.
+    /// Growing fills people moments while their faces stay in view before anything else grows,
+    /// so the added seconds show the people rather than what follows them.
     static func fit(_ picks: inout [Pick], to target: Double, minSegment: Double, tolerance: Double = 0.01) {
         var difference = target - picks.reduce(0) { $0 + $1.duration }
         guard abs(difference) > tolerance else { return }
@@ -330,6 +335,18 @@ public enum Selector {
             if picks[$0].atPause != picks[$1].atPause { return !picks[$0].atPause }
             return difference > 0
                 ? picks[$0].scored.score > picks[$1].scored.score : picks[$0].scored.score < picks[$1].scored.score
+        }
+        if difference > 0 {
+            for i in order where difference > tolerance {
+                guard let faces = picks[i].faces else { continue }
+                clampBounds(&picks)
+                let grow = min(difference, min(picks[i].highest, faces.upperBound) - picks[i].end)
+                picks[i].end += max(0, grow)
+                difference -= max(0, grow)
+                let before = min(difference, picks[i].start - max(picks[i].lowest, faces.lowerBound))
+                picks[i].start -= max(0, before)
+                difference -= max(0, before)
+            }
         }
         for i in order where abs(difference) > tolerance {
             clampBounds(&picks)
