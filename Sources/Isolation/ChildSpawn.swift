@@ -4,13 +4,16 @@ import Logging
 import NIOPosix
 import Synchronization
 
-/// A child just started: its pid, the parent's ends of its three pipes and its cgroup.
+/// A child just started: its pid, the parent's ends of its three pipes, its cgroup, and its user
+/// with the folders handed to it (taken back when it has ended).
 struct SpawnedChild: Sendable {
     var pid: pid_t
     var stdin: Int32
     var stdout: Int32
     var stderr: Int32
     var cgroup: ChildCgroup?
+    var claim: ChildUserSlots.Claim?
+    var handedOver: [String] = []
 }
 
 /// Starting a `moments job-exec` child: the user it runs as, its folders, its cgroup, and the
@@ -35,6 +38,8 @@ extension IsolatedChild {
 
     struct SpawnFailure: Error {
         var reason: String
+        /// A layer of the sandbox could not be set up: the operator's to fix, not the input's.
+        var sandbox = false
     }
 
     private static func spawnBlocking(
@@ -53,82 +58,107 @@ extension IsolatedChild {
             for fd in input + output { close(fd) }
             return .failure(failure)
         }
-        let user = childUser(settings: settings, access: access, logger: logger)
+        func fail(_ reason: String, sandbox: Bool) -> Result<SpawnedChild, SpawnFailure> {
+            for fd in input + output + errors { close(fd) }
+            return .failure(SpawnFailure(reason: reason, sandbox: sandbox))
+        }
+        if let problem = IsolationLayer.problem(allowing: settings.allowWeaker) { return fail(problem, sandbox: true) }
+        let claim: ChildUserSlots.Claim?
+        switch childUser(settings: settings, access: access) {
+        case .success(let held): claim = held
+        case .failure(let failure): return fail(failure.reason, sandbox: true)
+        }
+        func release() {
+            if let claim {
+                takeBack(access.writable)
+                ChildUserSlots.shared.release(claim)
+            }
+        }
         let cgroup = ChildCgroup.make()
-        if cgroup == nil {
-            warnOnce(
-                logger,
-                "no cgroup v2 this process can write: a child's processes are ended by process group only (the system-call filter keeps a media child from starting any)"
-            )
+        if cgroup == nil && !settings.allowWeaker.contains(.cgroup) {
+            release()
+            return fail("cannot make the child's cgroup", sandbox: true)
         }
         var limits = moments_child_limits(
             address_space_bytes: settings.memoryBytes, cpu_seconds: cpuSeconds,
             open_files: settings.openFiles, file_size_bytes: settings.fileSizeBytes,
             niceness: settings.niceness, processes: 0, uid: -1, gid: -1,
-            cgroup_procs_fd: cgroup?.procsFD ?? -1)
-        if let user {
+            cgroup_procs_fd: cgroup?.procsFD ?? -1, require_landlock: settings.allowWeaker.contains(.landlock) ? 0 : 1)
+        if let user = claim?.user {
             limits.uid = Int32(bitPattern: user.uid)
             limits.gid = Int32(bitPattern: user.gid)
+            // The child's user is its alone: the limit counts its own threads only.
             limits.processes = settings.processes
         }
-        let pid = exec(settings: settings, access: access, fds: (input[0], output[1], errors[1]), limits: limits)
+        let view = claim == nil ? nil : settings.viewRoot
+        let pid = exec(
+            settings: settings, access: access, view: view, fds: (input[0], output[1], errors[1]), limits: limits)
         close(input[0]); close(output[1]); close(errors[1])
         guard pid > 0 else {
             close(input[1]); close(output[0]); close(errors[0])
             cgroup?.end()
+            release()
             return .failure(
                 SpawnFailure(reason: "cannot start \(settings.executable): \(String(cString: strerror(-pid)))"))
         }
-        return .success(SpawnedChild(pid: pid, stdin: input[1], stdout: output[0], stderr: errors[0], cgroup: cgroup))
+        return .success(
+            SpawnedChild(
+                pid: pid, stdin: input[1], stdout: output[0], stderr: errors[0], cgroup: cgroup, claim: claim,
+                handedOver: claim == nil ? [] : access.writable))
     }
 
-    /// The child's own user, or nil (this process's) where that user could not run it. The
-    /// folders it writes become its own (its files are created there by the server); what it only
-    /// reads must be readable by others (the server's umask 022).
-    private static func childUser(settings: IsolationSettings, access: ChildAccess, logger: Logger) -> ChildUser? {
-        var user = settings.user
-        if user == nil && geteuid() == 0 {
-            warnOnce(
-                logger,
-                "running as root without the capabilities to change user: children run as root (held by their filter, Landlock and cgroup)"
+    /// A user of its own for the child (nil where the `user` layer is allowed weaker and missing),
+    /// with its writable folders handed to it; or why there is none. The child must be able to run
+    /// the executable and load its libraries as that user; its storage paths it reaches through
+    /// its view of the storage (`IsolationSettings.viewRoot`), or, without one, by their modes.
+    private static func childUser(settings: IsolationSettings, access: ChildAccess)
+        -> Result<ChildUserSlots.Claim?, ChildUserSlots.ClaimFailure>
+    {
+        if IsolationLayer.user.unavailable != nil { return .success(nil) }  // allowed weaker: checked before
+        let claim: ChildUserSlots.Claim
+        switch ChildUserSlots.shared.claim(in: settings.childUsers) {
+        case .success(let held): claim = held
+        case .failure(let failure): return .failure(failure)
+        }
+        let user = claim.user
+        func refuse(_ reason: String) -> Result<ChildUserSlots.Claim?, ChildUserSlots.ClaimFailure> {
+            ChildUserSlots.shared.release(claim)
+            return .failure(ChildUserSlots.ClaimFailure(reason: reason))
+        }
+        if !user.canRun(settings.executable) {
+            return refuse(
+                "a child's user (uid \(user.uid)) cannot run \(settings.executable): install moments where every user may run it (every folder on the way 0755)"
             )
         }
-        if let child = user,
-            !child.canRun(settings.executable) || !ChildAccess.libraryFolders.allSatisfy({ child.canReach($0, 0o1) })
+        if let closed = ChildAccess.libraryFolders.first(where: { !user.canReach($0, 0o1) }) {
+            return refuse("a child's user (uid \(user.uid)) cannot reach the libraries in \(closed)")
+        }
+        if settings.viewRoot == nil,
+            let closed = access.readable.first(where: { !user.canReach($0, 0o4) })
+                ?? access.writable.first(where: { !user.canReach(($0 as NSString).deletingLastPathComponent, 0o1) })
         {
-            warnOnce(
-                logger,
-                "the child's user (uid \(child.uid)) cannot run \(settings.executable) or load its libraries: children run as this process's user"
-            )
-            user = nil
+            return refuse("a child's user (uid \(user.uid)) cannot reach \(closed)")
         }
-        if let child = user,
-            let closed = access.readable.first(where: { !child.canReach($0, 0o4) })
-                ?? access.writable.first(where: { !child.canReach(($0 as NSString).deletingLastPathComponent, 0o1) })
-        {
-            // A storage folder closed to others (mode 0700, say): this child keeps the server's user.
-            warnOnce(
-                logger,
-                "the child's user (uid \(child.uid)) cannot reach \(closed): children that need it run as this process's user"
-            )
-            user = nil
-        }
-        if let user {
-            for folder in access.writable {
-                let rc = moments_hand_over(folder, Int32(bitPattern: user.uid), Int32(bitPattern: user.gid))
-                if rc != 0 {
-                    logger.warning(
-                        "cannot give a child's folder to its user",
-                        metadata: ["error": "\(String(cString: strerror(-rc)))"])
-                }
+        for folder in access.writable {
+            let rc = moments_hand_over(folder, Int32(bitPattern: user.uid), Int32(bitPattern: user.gid), 0)
+            if rc != 0 {
+                takeBack(access.writable)
+                return refuse("cannot give a child's folder to its user: \(String(cString: strerror(-rc)))")
             }
         }
-        return user
+        return .success(claim)
+    }
+
+    /// The folders a child wrote in, back to this process's user: folders 0700, files 0600 (a
+    /// local reader, or the next child of that uid, reads nothing of them).
+    static func takeBack(_ folders: [String]) {
+        for folder in folders { _ = moments_hand_over(folder, Int32(bitPattern: geteuid()), Int32(bitPattern: getegid()), 1) }
     }
 
     /// Forks and execs `moments job-exec` with the pipes' child ends as its standard descriptors.
     private static func exec(
-        settings: IsolationSettings, access: ChildAccess, fds: (Int32, Int32, Int32), limits: moments_child_limits
+        settings: IsolationSettings, access: ChildAccess, view: String?, fds: (Int32, Int32, Int32),
+        limits: moments_child_limits
     ) -> pid_t {
         let argv = [settings.executable, "job-exec"]
         // The child gets no environment of ours (no credentials, no configuration): all it needs is
@@ -141,29 +171,39 @@ extension IsolatedChild {
         var readablePaths = access.readable + ChildAccess.libraryFolders
         let own = IsolationSettings.defaultExecutable()
         if own != settings.executable { readablePaths.append(own) }
+        if isScript(settings.executable) {
+            // A wrapper script (jobs.executable, the tests' stand-ins): its shell and the commands
+            // it runs, which are no secret (the system's programs, not its configuration).
+            readablePaths += ["/bin", "/usr/bin"]
+        }
         return withCStrings(argv) { cargv in
             withCStrings(env) { cenv in
                 withCStrings(readablePaths) { readable in
                     withCStrings(access.writable) { writable in
-                        let paths = moments_child_paths(
-                            readable: UnsafeRawPointer(readable).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
-                            readable_count: Int32(readablePaths.count),
-                            writable: UnsafeRawPointer(writable).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
-                            writable_count: Int32(access.writable.count))
-                        return moments_spawn_child(
-                            settings.executable, cargv, cenv, fds.0, fds.1, fds.2, limits, paths)
+                        let spawn = { (root: UnsafePointer<CChar>?) -> pid_t in
+                            let paths = moments_child_paths(
+                                readable: UnsafeRawPointer(readable).assumingMemoryBound(
+                                    to: UnsafePointer<CChar>?.self),
+                                readable_count: Int32(readablePaths.count),
+                                writable: UnsafeRawPointer(writable).assumingMemoryBound(
+                                    to: UnsafePointer<CChar>?.self),
+                                writable_count: Int32(access.writable.count), view_root: root)
+                            return moments_spawn_child(
+                                settings.executable, cargv, cenv, fds.0, fds.1, fds.2, limits, paths)
+                        }
+                        guard let view else { return spawn(nil) }
+                        return view.withCString { spawn($0) }
                     }
                 }
             }
         }
     }
 
-    private static let warned = Mutex(Set<String>())
-
-    /// Logs `message` the first time only (a missing mechanism is said once, not per child).
-    private static func warnOnce(_ logger: Logger, _ message: String) {
-        let first = warned.withLock { $0.insert(message).inserted }
-        if first { logger.warning("\(message)") }
+    /// Whether `path` starts with "#!".
+    private static func isScript(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        return (try? handle.read(upToCount: 2)) == Data("#!".utf8)
     }
 
     /// A write to a child that died returns EPIPE instead of killing this process.

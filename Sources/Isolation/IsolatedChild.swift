@@ -16,6 +16,9 @@ public enum ChildOutcome: Sendable {
     /// It died or misbehaved: a signal (crash, out of memory, CPU limit), a time budget overrun, an
     /// exit without an answer. `reason` is for the log.
     case abnormal(reason: String, timedOut: Bool)
+    /// It was not started, or stopped before its program began, because a layer of its sandbox
+    /// could not be set up (`IsolationLayer`): the operator's to fix. `reason` is for the log.
+    case sandboxUnavailable(reason: String)
 }
 
 /// Runs tasks in `moments job-exec` children with resource limits, talking to them over
@@ -54,6 +57,7 @@ public enum IsolatedChild {
         let spawned: SpawnedChild
         switch await spawn(settings: settings, access: access, cpuSeconds: cpuSeconds, logger: logger) {
         case .success(let child): spawned = child
+        case .failure(let failure) where failure.sandbox: return .sandboxUnavailable(reason: failure.reason)
         case .failure(let failure): return .abnormal(reason: failure.reason, timedOut: false)
         }
         let watch = ChildWatch(
@@ -73,6 +77,7 @@ public enum IsolatedChild {
             (status, session) = (await watch.run(), (nil, nil, false))
         }
         await endCgroup(spawned.cgroup)
+        await release(spawned)
         let stderrText = watch.errorText
         if !stderrText.isEmpty { logger.debug("child stderr", metadata: ["text": "\(stderrText.suffix(2000))"]) }
         return outcome(
@@ -102,6 +107,15 @@ public enum IsolatedChild {
         try? await NIOThreadPool.singleton.runIfActive { cgroup.end() }
     }
 
+    /// Takes the child's folders back and frees its user, once it and what it started are gone.
+    private static func release(_ spawned: SpawnedChild) async {
+        guard let claim = spawned.claim else { return }
+        try? await NIOThreadPool.singleton.runIfActive {
+            takeBack(spawned.handedOver)
+            ChildUserSlots.shared.release(claim)
+        }
+    }
+
     static func outcome(
         _ status: ChildExitStatus, answer: ChildMessage?, failure: ChildFailure?, wrote: Bool, task: ChildTask,
         watch: ChildWatch, wallSeconds: Double
@@ -113,13 +127,7 @@ public enum IsolatedChild {
             if code == 0, let answer { return .answered(answer) }
             if code == ChildExit.mediaError, let failure { return .failed(failure.mediaError(path: task.source)) }
             if code == ChildExit.cancelled { return .cancelled }
-            if code == 125 {
-                return .abnormal(reason: "the child could not be confined to its files (Landlock)", timedOut: false)
-            }
-            if code == 123 {
-                return .abnormal(reason: "the child could not switch to its unprivileged user", timedOut: false)
-            }
-            if code == 124 { return .abnormal(reason: "the child could not join its cgroup", timedOut: false) }
+            if let layer = sandboxExits[code] { return .sandboxUnavailable(reason: "the child could not \(layer)") }
             return .abnormal(
                 reason:
                     "the child exited with status \(code) without an answer\(wrote ? "" : " (it did not take the task)")"
@@ -160,6 +168,12 @@ public enum IsolatedChild {
     /// How long the pipes are still read once the child has ended or was killed.
     static let drainSeconds = ChildWatch.drainSeconds
 }
+
+/// What the child could not set up before exec, by its exit status (`moments_spawn_child`).
+let sandboxExits: [Int32: String] = [
+    121: "install its system-call filter", 122: "make its view of the storage",
+    123: "switch to its unprivileged user", 124: "join its cgroup", 125: "be confined to its files (Landlock)",
+]
 
 /// Exit statuses of `moments job-exec` besides 0 (answered).
 public enum ChildExit {

@@ -13,16 +13,32 @@ public struct IsolationSettings: Sendable, Equatable {
     public var fileSizeBytes: UInt64 = 16 << 30
     /// Scheduling niceness of the child.
     public var niceness: Int32
-    /// The unprivileged user the child runs as when this process is root (nobody); nil: this
-    /// process's user (a server that is not root cannot change it; its children are held by their
-    /// system-call filter and Landlock instead).
-    public var user: ChildUser? = ChildUser.default
-    /// Processes and threads of the child's user (RLIMIT_NPROC), set when the child runs as `user`
-    /// (for a child of the server's own user the limit would count the server's threads too).
+    /// The users children run as: each child takes a uid of this range no other child holds
+    /// (claimed across this host's processes, `ChildUserSlots`), its group the same number. No
+    /// account needs to exist for them. Each child is then alone with its user: its thread limit
+    /// (RLIMIT_NPROC) is its own, and it cannot signal, renice or read another child or the server.
+    public var childUsers: ClosedRange<UInt32> = 59000...59255
+    /// Layers a child may start without (development machines; see `IsolationLayer`). Empty: a
+    /// child whose sandbox is not complete is not started, and its job fails with an operator error.
+    public var allowWeaker: Set<IsolationLayer> = []
+    /// The storage folder the child sees only its own paths of (`moments_child_paths.view_root`);
+    /// nil: the child sees the filesystem as it is (its user must reach its paths, Landlock holds it).
+    public var viewRoot: String?
+    /// Processes and threads of a child (RLIMIT_NPROC of its own user).
     public var processes: UInt64 = 1024
 
     public init(executable: String, memoryBytes: UInt64, niceness: Int32) {
         self.executable = executable; self.memoryBytes = memoryBytes; self.niceness = niceness
+    }
+
+    /// "FIRST-LAST" as a range of uids above the system's (1000 and up), at most 65536 of them.
+    public static func userRange(_ text: String) -> ClosedRange<UInt32>? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = UInt32(parts[0].trimmingCharacters(in: .whitespaces)),
+            let last = UInt32(parts[1].trimmingCharacters(in: .whitespaces)), first >= 1000, last >= first,
+            last - first < 65536, last < UInt32.max
+        else { return nil }
+        return first...last
     }
 
     /// The `moments` binary to run as the child: this process's own executable when it is
@@ -37,32 +53,14 @@ public struct IsolationSettings: Sendable, Equatable {
     }()
 }
 
-/// The user a child runs as, instead of root.
+/// The user a child runs as.
 public struct ChildUser: Sendable, Equatable {
     public var uid: UInt32
     public var gid: UInt32
     public init(uid: UInt32, gid: UInt32) { self.uid = uid; self.gid = gid }
 
-    /// `nobody` (65534 where the system has no such user) when this process is root with the
-    /// capabilities to give folders away and change user (CAP_CHOWN, CAP_SETGID, CAP_SETUID), else nil.
-    public static let `default`: ChildUser? = {
-        guard geteuid() == 0, canChangeUser else { return nil }
-        guard let entry = getpwnam("nobody") else { return ChildUser(uid: 65534, gid: 65534) }
-        return ChildUser(uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
-    }()
-
-    /// CAP_CHOWN (0), CAP_SETGID (6) and CAP_SETUID (7) in this process's effective set.
-    static var canChangeUser: Bool {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-            let effective = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
-        else { return false }
-        let needed: UInt64 = 1 << 0 | 1 << 6 | 1 << 7
-        return effective & needed == needed
-    }
-
     /// Whether this user may run `path`: every folder on the way searchable, the file readable and
-    /// executable (a checkout under /root is not, for nobody).
+    /// executable (a checkout under /root is not, for another user).
     public func canRun(_ path: String) -> Bool { canReach(path, 0o5) }
 
     /// Whether this user may search every folder on the way to `path`, and use `path` itself with
@@ -97,15 +95,27 @@ public struct ChildAccess: Sendable, Equatable {
 
     /// Folders of the shared libraries this process has loaded (the child, the same binary, needs
     /// the same ones, wherever the Swift runtime and FFmpeg are installed), read from /proc/self/maps.
+    /// A library only the child loads (the face detector's) comes in the caller's `readable`.
     static let libraryFolders: [String] = {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return [] }
-        var folders = Set<String>()
+        var folders: Set<String> = []
+        // Read to its end: /proc files have no size, and a read by the file's size stops early.
+        let fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        let maps = String(decoding: bytes, as: UTF8.self)
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/") else { continue }
             let file = String(line[slash...])
             guard file.hasSuffix(".so") || file.contains(".so.") else { continue }
             folders.insert((file as NSString).deletingLastPathComponent)
         }
-        return folders.sorted()
+        return folders.filter { FileManager.default.fileExists(atPath: $0) }.sorted()
     }()
 }

@@ -17,12 +17,19 @@ public enum SandboxProbe {
         public var abstractSocket: String?
         public var unixSocket: String?
         public var sharedMemoryFile: String?
+        /// Files the child must not read (the server's database, a root-only key, /etc/shadow).
+        public var readFiles: [String] = []
+        /// Processes whose priority, scheduling, CPUs and I/O priority it must not change (the
+        /// server, another child).
+        public var victims: [Int32] = []
+        /// false: the probe is the child's first program, held only by what was set up before exec.
+        public var enterSandbox = true
         public init(report: String) { self.report = report }
     }
 
     /// Each attempt: "allowed" or "blocked: <error>" (plus "limit" figures: "nproc").
     public static func run(_ targets: Targets) -> Int32 {
-        ChildMain.enterSandbox()
+        if targets.enterSandbox { ChildMain.enterSandbox() }
         var results: [String: String] = [:]
         func outcome(_ ok: Bool) -> String { ok ? "allowed" : "blocked: \(String(cString: strerror(errno)))" }
 
@@ -50,16 +57,29 @@ public enum SandboxProbe {
             results["shm_write"] = outcome(wrote)
             if fd >= 0 { close(fd) }
         }
-        // A grandchild in a session of its own that keeps the pipes (it sleeps 900 s); its pid is
-        // reported, for the test to see it does not outlive the job.
-        let grandchild = moments_probe_setsid_grandchild(900)
-        results["fork"] = grandchild > 0 ? "allowed" : "blocked: \(String(cString: strerror(-grandchild)))"
-        if grandchild > 0 { results["grandchild"] = "\(grandchild)" }
-        // Beyond the limit of processes: forks until one fails (the children exit at once).
-        let forks = moments_probe_forks(4096)
-        results["forks"] = "\(forks)"
-        // EPERM from the filter; without it the kernel looks for the file (ENOENT).
-        results["execve"] = moments_probe_execve() == -EPERM ? "blocked: filter" : "allowed"
+        for file in targets.readFiles {
+            let rc = moments_probe_read(file)
+            results["read:\(file)"] = rc == 0 ? "allowed" : "blocked: \(String(cString: strerror(-rc)))"
+        }
+        for victim in targets.victims {
+            let worked = moments_probe_reschedule(victim)
+            results["reschedule:\(victim)"] = worked == 0 ? "blocked" : "allowed (\(worked) of 4)"
+        }
+        // A thread flood: as many as its limit lets it make (its user is its own: no other child's).
+        results["threads"] = "\(moments_probe_threads(1500))"
+        if targets.enterSandbox {
+            // Processes and programs are the inner filter's (a first program must exec to start).
+            // A grandchild in a session of its own that keeps the pipes (it sleeps 900 s); its pid is
+            // reported, for the test to see it does not outlive the job.
+            let grandchild = moments_probe_setsid_grandchild(900)
+            results["fork"] = grandchild > 0 ? "allowed" : "blocked: \(String(cString: strerror(-grandchild)))"
+            if grandchild > 0 { results["grandchild"] = "\(grandchild)" }
+            // Beyond the limit of processes: forks until one fails (the children exit at once).
+            let forks = moments_probe_forks(4096)
+            results["forks"] = "\(forks)"
+            // EPERM from the filter; without it the kernel looks for the file (ENOENT).
+            results["execve"] = moments_probe_execve() == -EPERM ? "blocked: filter" : "allowed"
+        }
         let limit = moments_process_limit()
         results["nproc"] = limit == 0 ? "unlimited" : "\(limit)"
         // Threads must still work (FFmpeg decodes with them): one is started (clone with

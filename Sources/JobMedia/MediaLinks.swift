@@ -7,9 +7,11 @@ import Store
 ///
 /// A link's token is `payload.signature`, both base64url: the payload names the job, the account,
 /// the API key that asked, the file and the expiry; the signature is HMAC-SHA256 of the payload
-/// keyed with the stored hash of that API key. The hash never leaves the server and lives in the
-/// store, so every API host checks any link, and revoking the key (or disabling the account)
-/// voids its links at once. A link opens one file of one job of one account, until it expires.
+/// keyed with HMAC(the server secret's media-link key, the stored hash of that API key). Every API
+/// host sharing the secret checks any link; revoking the key (or disabling the account) voids its
+/// links at once; and a copy of the database alone (the hashes) forges none: the server secret
+/// never lives there (`ServerSecret`). A link opens one file of one job of one account, until it
+/// expires.
 public enum MediaLinks {
     /// The files a link can open.
     public static let files: [String: MediaFile] = [
@@ -38,15 +40,16 @@ public enum MediaLinks {
         case expired
     }
 
-    public static func token(_ claims: Claims, keyHash: String) -> String {
+    public static func token(_ claims: Claims, keyHash: String, secret: ServerSecret) -> String {
         let payload = Data(
             ["v1", claims.jobId, claims.accountId, claims.keyId, claims.file, String(claims.expires)]
                 .joined(separator: "|").utf8)
-        return base64url(payload) + "." + base64url(signature(payload, keyHash: keyHash))
+        return base64url(payload) + "." + base64url(signature(payload, keyHash: keyHash, secret: secret))
     }
 
-    static func signature(_ payload: Data, keyHash: String) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: payload, using: SymmetricKey(data: Data(keyHash.utf8))))
+    static func signature(_ payload: Data, keyHash: String, secret: ServerSecret) -> Data {
+        let key = HMAC<SHA256>.authenticationCode(for: Data(keyHash.utf8), using: secret.key(for: "media-links"))
+        return Data(HMAC<SHA256>.authenticationCode(for: payload, using: SymmetricKey(data: Data(key))))
     }
 
     /// The claims a token says it has, unverified (nil when it is not a token of ours).
@@ -92,10 +95,12 @@ public enum MediaLinks {
 /// Signs links for an account's jobs and opens them, against the keys in the store now.
 public struct MediaLinkSigner: Sendable {
     let database: any MomentsStore
+    let secret: ServerSecret
     let clock: @Sendable () -> Date
 
-    public init(database: any MomentsStore, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(database: any MomentsStore, secret: ServerSecret, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database
+        self.secret = secret
         self.clock = clock
     }
 
@@ -110,7 +115,7 @@ public struct MediaLinkSigner: Sendable {
         for file in MediaLinks.files.keys {
             tokens[file] = MediaLinks.token(
                 .init(jobId: job.id, accountId: account.id, keyId: keyId, file: file, expires: expires),
-                keyHash: key.hash)
+                keyHash: key.hash, secret: secret)
         }
         return (tokens, Date(timeIntervalSince1970: TimeInterval(expires)))
     }
@@ -122,7 +127,7 @@ public struct MediaLinkSigner: Sendable {
             return .failure(.invalid)
         }
         guard let key = try await database.keys(accountId: claims.accountId).first(where: { $0.id == claims.keyId }),
-            MediaLinks.equal(MediaLinks.signature(payload, keyHash: key.hash), signature)
+            MediaLinks.equal(MediaLinks.signature(payload, keyHash: key.hash, secret: secret), signature)
         else { return .failure(.invalid) }
         guard Int64(clock().timeIntervalSince1970) < claims.expires else { return .failure(.expired) }
         guard key.isActive, let account = try await database.account(id: claims.accountId), !account.isDisabled,

@@ -32,11 +32,20 @@ public struct StorageLayout: Sendable {
 
     public func newUploadPath() -> String { path("uploads/\(UUID().uuidString.lowercased()).partial") }
 
-    /// Creates the folders.
+    /// Creates the folders: the storage 0700 when it is made here (an existing one keeps the mode
+    /// its operator gave it), and its folders 0700 always. Other local users read nothing of it;
+    /// a media child reaches its own paths through its view of the storage (`IsolationSettings.viewRoot`).
     public func prepare() throws {
-        for dir in [root, uploadsDirectory, jobsDirectory, cacheDirectory, resumableDirectory] {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: root) {
+            try FileManager.default.createDirectory(
+                atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
+        for dir in [uploadsDirectory, jobsDirectory, cacheDirectory, resumableDirectory] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            chmod(dir, 0o700)
+        }
+        // Cache's parent ("cache") too: it sits between the storage and the analysis cache.
+        chmod((cacheDirectory as NSString).deletingLastPathComponent, 0o700)
     }
 
     /// Bytes free for an unprivileged writer on the storage volume.

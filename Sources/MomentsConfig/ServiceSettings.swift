@@ -68,6 +68,19 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `jobs.childMemoryBytes` / JOBS_CHILD_MEMORY_BYTES: address space of each isolated child
     /// (probe and job); a child that needs more fails (out of memory) instead of the server.
     public var childMemoryBytes: Int64 = 4 << 30
+    /// `isolation.childUsers` / ISOLATION_CHILD_USERS: the uids children run as, "FIRST-LAST"
+    /// (each child a uid of its own while it runs; no account needs to exist for them). A value
+    /// that is no such range keeps the default.
+    public var childUsers = "59000-59255"
+    /// `isolation.allowWeaker` / ISOLATION_ALLOW_WEAKER: sandbox layers a child may start without
+    /// (`user`, `landlock`, `cgroup`), for development machines only. Empty: a child whose sandbox
+    /// is incomplete is not started, its job fails with an operator error, and /ready says so.
+    public var allowWeakerIsolation: [String] = []
+    /// `security.serverSecret` / SECURITY_SERVER_SECRET: the secret media links are signed with and
+    /// webhook signing secrets are sealed under (32 characters or more). Empty: a random one kept
+    /// in the storage (`server.secret`, 0600), which is enough for one host; processes on several
+    /// hosts must all be given the same one.
+    public var serverSecret = ""
     /// `jobs.timeBudgetSeconds` / JOBS_TIME_BUDGET_SECONDS and `jobs.timeBudgetPerVideoSecond` /
     /// JOBS_TIME_BUDGET_PER_VIDEO_SECOND: a job's child is killed after this base plus this much per
     /// second of video (the plan's longest when the header claims more), and the job fails.
@@ -139,6 +152,9 @@ public struct ServiceSettings: Sendable, Equatable {
         mediaStorage = MediaStorageSettings(reader: config)
         config.scoped(to: "database").read("url", into: &databaseURL)
         readJobs(config.scoped(to: "jobs"))
+        config.scoped(to: "isolation").read("childUsers", into: &childUsers)
+        config.scoped(to: "isolation").read("allowWeaker", into: &allowWeakerIsolation)
+        config.scoped(to: "security").read("serverSecret", into: &serverSecret)
         readUploads(config.scoped(to: "upload"))
         config.scoped(to: "accounts").read("maxPerAddressPerHour", into: &accountsPerAddressPerHour)
         webhooks = WebhookSettings(reader: config)

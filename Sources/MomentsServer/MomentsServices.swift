@@ -28,6 +28,8 @@ public struct MomentsServices: Sendable {
     public let runner: JobRunner
     public let jobs: JobControl
     public let links: MediaLinkSigner
+    /// Signs media links and seals webhook secrets (`security.serverSecret`, else the storage's file).
+    public let serverSecret: ServerSecret
     public let readiness: Readiness
     public let webhooks: WebhookDispatcher
     /// Nil when no APNs key is configured: pushes are off.
@@ -67,12 +69,14 @@ public struct MomentsServices: Sendable {
             isolation: runner.isolation, probe: probe, logger: logger, clock: clock)
         resumable = ResumableUploads(intake: intake, logger: logger)
         jobs = JobControl(database: store, mediaStorage: mediaStorage, runner: runner, clock: clock)
-        links = MediaLinkSigner(database: store, clock: clock)
+        let secret = try ServerSecret.load(configured: settings.serverSecret, file: layout.path("server.secret"))
+        serverSecret = secret
+        links = MediaLinkSigner(database: store, secret: secret, clock: clock)
         readiness = Readiness(
             store: store, layout: layout, mediaStorage: mediaStorage, settings: settings, clock: clock)
         webhooks = WebhookDispatcher(
             database: store, settings: settings.webhooks, baseURL: settings.baseURL,
-            worker: "\(runner.processTag)#webhooks", logger: logger, clock: clock)
+            worker: "\(runner.processTag)#webhooks", secret: secret, logger: logger, clock: clock)
         pushes = try Self.pushDispatcher(settings, store: store, worker: "\(runner.processTag)#pushes", logger, clock)
         try runner.recoverAtStartup()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Isolation
 import JobMedia
 import MomentsConfig
 import Store
@@ -63,6 +64,13 @@ public final class Readiness: Sendable {
         }
         if checks["storage"]?.ok == true, let remote = await mediaStorage.readiness() {
             checks["storage"] = Check(ok: remote.ok, detail: remote.detail)
+        }
+        // A sandbox that is incomplete takes no upload and runs no job (`IsolationLayer`).
+        let allowed = Set(settings.allowWeakerIsolation.compactMap(IsolationLayer.init(rawValue:)))
+        if let problem = IsolationLayer.problem(allowing: allowed) {
+            checks["isolation"] = Check(ok: false, detail: problem)
+        } else {
+            checks["isolation"] = Check(ok: true, detail: "complete" + (allowed.isEmpty ? "" : ", allowing weaker \(allowed.map(\.rawValue).sorted())"))
         }
         if let free = layout.freeBytes() {
             let ok = free >= settings.minFreeBytes

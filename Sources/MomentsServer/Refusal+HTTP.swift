@@ -21,7 +21,7 @@ extension Refusal {
         case .tooManyJobs, .dailyBudgetExceeded: 429
         case .unreadable, .unusableMedia, .tooShort, .tooLongForServer, .tooLongForPlan, .originalBeyondPlan: 422
         case .insufficientStorage: 507
-        case .storageUnavailable, .serverBusy: 503
+        case .storageUnavailable, .serverBusy, .processingUnavailable: 503
         case .tooManyUploads: 429
         case .fileTooLarge: 413
         // A form field's target_duration that is no number is malformed; the other options are out of range.

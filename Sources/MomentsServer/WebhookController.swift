@@ -48,11 +48,13 @@ struct WebhookController {
             }
             throw Problem.badRequest(error.code, error.detail)
         }
+        // Stored sealed under the server secret: a copy of the database alone signs nothing.
+        let secret = WebhookEndpoint.newSecret()
         let endpoint = try await endpoints.setWebhookEndpoint(
-            accountId: account.id, url: url, secret: WebhookEndpoint.newSecret(),
-            now: clock())
+            accountId: account.id, url: url,
+            secret: webhooks.secret.seal(secret, purpose: WebhookDispatcher.secretPurpose), now: clock())
         return WebhookCreatedView(
-            url: endpoint.url, secret: endpoint.secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
+            url: endpoint.url, secret: secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
             message:
                 "Keep this secret: it is shown only now. Verify each delivery's Moments-Signature header with it; PUT again to rotate it."
         )

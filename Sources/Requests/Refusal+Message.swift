@@ -21,6 +21,7 @@ extension Refusal {
         case .tooManyUploads: "too_many_uploads"
         case .fileTooLarge: "file_too_large"
         case .storageUnavailable: "storage_unavailable"
+        case .processingUnavailable: "processing_unavailable"
         case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange: "invalid_target_duration"
         case .invalidQuality, .qualityNotAString: "invalid_quality"
         case .invalidAspect, .aspectNotAString: "invalid_aspect"
@@ -46,6 +47,7 @@ extension Refusal {
         case .tooManyJobs(let t): t.retryAfter
         case .dailyBudgetExceeded(let b): b.retryAfter
         case .storageUnavailable: MediaStorageError.retryAfterSeconds
+        case .processingUnavailable: 300
         case .serverBusy: Self.serverBusyRetrySeconds
         case .tooManyUploads: Self.tooManyUploadsRetrySeconds
         case .uploadLocked(_, let retry): retry
@@ -115,6 +117,8 @@ extension Refusal {
             "The server is low on storage space and cannot take this upload now. Try again later."
         case .storageUnavailable:
             MediaStorageError.userMessage
+        case .processingUnavailable:
+            Self.processingUnavailableMessage
         case .serverBusy(let resumable):
             "The server is receiving as many uploads as it can right now. Try again in a minute"
                 + (resumable ? Self.keepsWhatItHas : "") + "."
@@ -133,6 +137,10 @@ extension Refusal {
     }
 
     static let keepsWhatItHas = "; the upload keeps what it has"
+    /// A job or upload the server cannot process safely (its sandbox is incomplete): nothing of
+    /// the user's is lost or charged, the operator is told by the log and /ready.
+    public static let processingUnavailableMessage =
+        "The server cannot process videos right now: its operator has been told. Nothing was charged; try again later."
 
     static func message(_ f: FileTooLarge) -> String {
         let detail = "The file is larger than the \(f.plan) plan accepts (\(f.limit / 1_000_000) MB)."

@@ -47,6 +47,9 @@ public enum Refusal: Error, Sendable, Equatable {
     case fileTooLarge(FileTooLarge)
     /// The media storage cannot take or copy the input right now.
     case storageUnavailable
+    /// The sandbox that parses uploads is incomplete on this server (`IsolationLayer`): nothing is
+    /// parsed until its operator fixes it.
+    case processingUnavailable
 
     // MARK: A highlight's options
 

@@ -29,8 +29,19 @@ public final class AppDatabase: MomentsStore {
                 function: DatabaseFunction("moments_sandbox_for_all", argumentCount: 0, pure: true) { _ in sandboxForAll
                 })
         }
+        Self.makePrivate(path)
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+    }
+
+    /// The database and its -wal and -shm files readable by this process's user only (0600): they
+    /// hold the API keys' hashes and the webhook endpoints. SQLite gives the -wal and -shm it makes
+    /// the database file's mode, so the file is made 0600 before SQLite first opens it.
+    static func makePrivate(_ path: String) {
+        guard !path.isEmpty, path != ":memory:" else { return }
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 { Glibc.close(fd) }
+        for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
     }
 
     /// A lookup of the hot paths (API key, job status): one cached statement on one of the pool's

@@ -38,6 +38,9 @@ public struct UploadInspector: Sendable {
         case .abnormal(let reason, _):
             logger.warning("the probe of an upload died", metadata: ["reason": "\(reason)"])
             throw .unreadable
+        case .sandboxUnavailable(let reason):
+            logger.error("an upload was not probed: its sandbox is incomplete", metadata: ["reason": "\(reason)"])
+            throw .processingUnavailable
         }
     }
 

@@ -42,12 +42,17 @@ public final class WebhookDispatcher: Service, Sendable {
     /// Deliveries claimed at once by `deliverDue`.
     static let batch = 16
 
+    /// What endpoints' signing secrets are sealed under in the store (`ServerSecret.seal`).
+    public let secret: ServerSecret
+    /// The purpose endpoints' signing secrets are sealed for.
+    public static let secretPurpose = "webhook-secrets"
+
     public init(
-        database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, logger: Logger,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, secret: ServerSecret,
+        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database; self.settings = settings; self.baseURL = baseURL; self.worker = worker
-        self.logger = logger; self.clock = clock
+        self.secret = secret; self.logger = logger; self.clock = clock
         checker = Mutex(WebhookTargetChecker(allowPrivate: settings.allowPrivateTargets))
     }
 
@@ -225,7 +230,11 @@ public final class WebhookDispatcher: Service, Sendable {
     func post(_ body: String, delivery: WebhookDelivery, endpoint: WebhookEndpoint) async throws -> Int {
         let checker = targets
         let timestamp = Int(clock().timeIntervalSince1970)
-        let signature = WebhookSignature.header(secret: endpoint.secret, timestamp: timestamp, body: Array(body.utf8))
+        // Sealed in the store under the server secret (stored before sealing existed: as it is).
+        guard let signingSecret = secret.open(endpoint.secret, purpose: Self.secretPurpose) else {
+            throw SealedSecretError()
+        }
+        let signature = WebhookSignature.header(secret: signingSecret, timestamp: timestamp, body: Array(body.utf8))
         let deadline = Self.deadline
         return try await Self.within(deadline) {
             let target = try await checker.check(endpoint.url, account: delivery.accountId)
@@ -309,5 +318,13 @@ public final class WebhookDispatcher: Service, Sendable {
             return "the TLS handshake failed (is the endpoint's certificate valid for its host name?)"
         }
         return "the endpoint could not be reached; check that it accepts https connections from the internet"
+    }
+}
+
+/// An endpoint's signing secret was sealed under another server secret (`security.serverSecret`
+/// differs between this process and the one that registered it): nothing can be signed.
+struct SealedSecretError: Error, CustomStringConvertible {
+    var description: String {
+        "the endpoint's signing secret was sealed under another server secret (set the same security.serverSecret on every process)"
     }
 }

@@ -40,10 +40,16 @@ extension JobRunner {
         stages: JobStageTimer, log: Logger
     ) -> JobChildren {
         let cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        // The child sees its own job's folder and its account's analysis cache, nothing else of the storage.
+        // The child sees its own job's folder and its account's analysis cache, nothing else of the
+        // storage; and it may load the face detector (a library only the analysis loads).
         try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        // The face detector's folder, and the libraries it brings beside it (a wheel's "<name>.libs").
+        let faceLibrary = (media.template.analysis.faces.library as NSString).deletingLastPathComponent
+        let access = ChildAccess(
+            readable: [faceLibrary, faceLibrary + ".libs"].filter { FileManager.default.fileExists(atPath: $0) },
+            writable: [workspace.directory, cacheDirectory])
         return JobChildren(
-            isolation: isolation, access: ChildAccess(writable: [workspace.directory, cacheDirectory]),
+            isolation: isolation, access: access,
             deadline: ContinuousClock.now + .seconds(timeBudget(job)), token: token, reporter: reporter,
             stages: stages, log: log)
     }

@@ -5,6 +5,7 @@ import Highlight
 import Isolation
 import JobMedia
 import Logging
+import Requests
 import MediaEngine
 import MomentsConfig
 import ServiceLifecycle
@@ -58,6 +59,12 @@ extension JobRunner {
                     charge: charge, log: log, reason: error.description)
             case .abnormal(let reason, let timedOut):
                 try await abnormal(job, worker: worker, reason: reason, timedOut: timedOut, charge: charge, log: log)
+            case .sandboxUnavailable(let reason):
+                // Not the input's fault and not a crash: nothing is charged, the operator is told.
+                log.error("a job was not processed: its sandbox is incomplete", metadata: ["reason": "\(reason)"])
+                try await failForGood(
+                    job, worker: worker, code: "processing_unavailable",
+                    message: Refusal.processingUnavailableMessage, charge: 0, log: log, reason: reason)
             }
         } catch {
             log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])

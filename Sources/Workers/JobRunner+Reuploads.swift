@@ -133,6 +133,7 @@ extension JobRunner {
         let analysisPath = workspace.directory + "/" + Self.reusedAnalysisFileName
         do {
             try await mediaStorage.fetch(jobID: match.jobId, file: .analysisData, to: analysisPath)
+            Self.openToTheChild(analysisPath)
         } catch {
             log.info(
                 "re-upload recognised but its analysis is gone; analysing in full", metadata: ["of": "\(match.jobId)"])
@@ -152,9 +153,11 @@ extension JobRunner {
                 let path = workspace.directory + "/" + Self.reusedHighlightFileName
                 do {
                     try await mediaStorage.fetch(jobID: match.jobId, file: .result, to: path)
+                    Self.openToTheChild(path)
                     earlierResult = path
                     let poster = workspace.directory + "/" + Self.reusedPosterFileName
                     if (try? await mediaStorage.fetch(jobID: match.jobId, file: .poster, to: poster)) != nil {
+                        Self.openToTheChild(poster)
                         earlierPoster = poster
                     }
                 } catch {
@@ -182,6 +185,14 @@ extension JobRunner {
                 "first_look": "\(recognition.firstLook ?? "matched")"
             ])
         return (request, recognized)
+    }
+
+    /// A file fetched into the job's folder while its child runs (the folder was handed to the
+    /// child's user when it started; this file is this process's, 0600 when it was taken back from
+    /// an earlier child, or linked to such a file): readable by the child. No other user reaches
+    /// it: the job folders are closed (0700) and the child sees only its own.
+    static func openToTheChild(_ path: String) {
+        chmod(path, 0o644)
     }
 
     /// What the look cost, for the log of a video that was not (or not yet) recognised.

@@ -275,12 +275,17 @@ public final class JobRunner: Service, Sendable {
         }
     }
 
-    /// The settings of the isolated children this runner starts.
+    /// The settings of the isolated children this runner starts: each sees only its own paths of
+    /// the storage.
     public var isolation: IsolationSettings {
-        IsolationSettings(
+        var isolation = IsolationSettings(
             executable: settings.childExecutable.isEmpty
                 ? IsolationSettings.defaultExecutable() : settings.childExecutable,
             memoryBytes: UInt64(max(0, settings.childMemoryBytes)), niceness: Int32(settings.niceness))
+        if let users = IsolationSettings.userRange(settings.childUsers) { isolation.childUsers = users }
+        isolation.allowWeaker = Set(settings.allowWeakerIsolation.compactMap(IsolationLayer.init(rawValue:)))
+        isolation.viewRoot = layout.root
+        return isolation
     }
 
     /// A job's wall-clock budget: the base plus a share per second of video. The header's duration

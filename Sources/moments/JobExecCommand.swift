@@ -16,6 +16,10 @@ struct JobExecCommand: ParsableCommand {
     @Option(name: .customLong("abstract-socket"), help: .hidden) var abstractSocket: String?
     @Option(name: .customLong("unix-socket"), help: .hidden) var unixSocket: String?
     @Option(name: .customLong("shm-file"), help: .hidden) var sharedMemoryFile: String?
+    @Option(name: .customLong("read-file"), help: .hidden) var readFiles: [String] = []
+    @Option(name: .customLong("victim-pid"), help: .hidden) var victims: [Int32] = []
+    /// The probe as the child's first program: only what was set up before exec holds it.
+    @Flag(name: .customLong("outer-only"), help: .hidden) var outerOnly = false
 
     func run() throws {
         if let sandboxProbe {
@@ -25,6 +29,9 @@ struct JobExecCommand: ParsableCommand {
             targets.abstractSocket = abstractSocket
             targets.unixSocket = unixSocket
             targets.sharedMemoryFile = sharedMemoryFile
+            targets.readFiles = readFiles
+            targets.victims = victims
+            targets.enterSandbox = !outerOnly
             let status = SandboxProbe.run(targets)
             if status != 0 { throw ExitCode(status) }
             return

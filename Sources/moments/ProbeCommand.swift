@@ -78,7 +78,7 @@ extension ProbeCommand {
                 .ffmpeg, operation: "isolated probe", path: file, detail: "the child answered without a probe")
         case .failed(let error): throw error
         case .cancelled: throw MediaError(.cancelled, operation: "isolated probe", path: file, detail: "cancelled")
-        case .abnormal(let reason, _):
+        case .abnormal(let reason, _), .sandboxUnavailable(let reason):
             throw MediaError(.ffmpeg, operation: "isolated probe", path: file, detail: reason)
         }
     }

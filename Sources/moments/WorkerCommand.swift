@@ -104,6 +104,15 @@ struct ProcessContext {
                 "Faces are unavailable: \(why). Highlights will not prefer people and crops will not keep faces; run scripts/install-facedetect (make setup does), or set media.analysis.faces to false to silence this."
             )
         }
+        let allowed = Set(settings.allowWeakerIsolation.compactMap(IsolationLayer.init(rawValue:)))
+        if let problem = IsolationLayer.problem(allowing: allowed) {
+            // The process still starts (its API answers, /ready says not ready): no upload is
+            // parsed and no job runs until the operator completes the sandbox.
+            logger.error("\(problem)")
+        } else if !allowed.isEmpty {
+            logger.warning(
+                "children may start without these sandbox layers (isolation.allowWeaker): \(allowed.map(\.rawValue).sorted())")
+        }
         return ProcessContext(config: config, settings: settings, media: media, logger: logger)
     }
 

@@ -97,12 +97,13 @@ struct HostileChildTests {
         #expect(report["thread"] == "allowed", "threads are what FFmpeg decodes with: \(report)")
         // No capability left, so even a child that kept root cannot read the undumpable server.
         #expect(report["capabilities"] == "0", "\(report)")
-        if let user = ChildUser.default {
-            #expect(report["uid"] == "\(user.uid)", "a root server's child runs as nobody: \(report)")
+        if IsolationLayer.user.unavailable == nil {
+            let uid = UInt32(report["uid"] ?? "") ?? 0
+            #expect(
+                IsolationSettings(executable: "", memoryBytes: 0, niceness: 0).childUsers.contains(uid),
+                "a root server's child runs as a user of its own: \(report)")
             #expect(report["nproc"] == "1024", "\(report)")
         }
-        // Not root: the child keeps this process's user; the filter, Landlock and this process
-        // being undumpable (as `serve` makes itself) hold it.
     }
 
     static func readReport(_ path: String) -> [String: String]? {
@@ -222,7 +223,12 @@ struct HostileChildTests {
             #!/bin/sh
             input=$(/bin/cat)
             case "$input" in
-              *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
+              *'"kind":"probe"'*)
+                # exec: the real child is this very process (its sandbox is made for it)
+                exec \(real) job-exec <<EOF
+            $input
+            EOF
+                ;;
             esac
             exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
             """.write(toFile: fake, atomically: true, encoding: .utf8)
@@ -259,31 +265,122 @@ struct HostileChildTests {
         #expect(FileManager.default.fileExists(atPath: live))
     }
 
-    /// A root server's child runs as nobody; where nobody cannot reach the program (a folder closed
-    /// to others, a checkout under /root), the child still runs, as the server's user.
-    /// (Reported as skipped, not passed, when this process is not root: there is no user to switch to.)
-    @Test(.enabled(if: ChildUser.default != nil, "not root (or no CAP_SETUID): the child keeps this process's user"))
-    func childRunsAsNobodyWhereItCan() async throws {
-        let user = try #require(ChildUser.default)
+    /// A root server's child runs as a user of its own, a uid no other child holds; where that
+    /// user cannot reach the program (a folder closed to others, a checkout under /root), the child
+    /// is not started at all: no quiet fallback to the server's user.
+    @Test(.enabled(if: IsolationLayer.user.unavailable == nil, "not root with CAP_SETUID/CAP_SYS_ADMIN: no user to switch to"))
+    func childRunsAsAUserOfItsOwnOrNotAtAll() async throws {
         let scratch = Scratch()
         let closed = scratch.path("closed")
         try FileManager.default.createDirectory(atPath: closed, withIntermediateDirectories: true)
         chmod(closed, 0o700)
+        let settings = IsolationSettings(executable: "", memoryBytes: 0, niceness: 0)
         for folder in [scratch.path(""), closed] {
             let script = folder + "/show-user"
             try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(
                 toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
-            #expect(user.canRun(script) == (folder != closed))
             let outcome = await IsolatedChild.run(
                 .probe("/nonexistent"),
                 settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
                 access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
-            guard case .abnormal(let reason, _) = outcome else {
-                Issue.record("expected an abnormal end, got \(outcome)")
-                continue
+            switch outcome {
+            case .abnormal(let reason, _) where folder != closed:
+                let uid = reason.components(separatedBy: "uid=").last.flatMap { UInt32($0.prefix { $0.isNumber }) }
+                #expect(uid.map(settings.childUsers.contains) == true, "\(reason)")
+            case .sandboxUnavailable(let reason) where folder == closed:
+                #expect(reason.contains("cannot run"), "\(reason)")
+            default:
+                Issue.record("\(folder): \(outcome)")
             }
-            #expect(reason.contains("uid=\(folder == closed ? 0 : user.uid)"), "\(folder): \(reason)")
+        }
+    }
+
+    /// The probe as the child's first program (before `moments` could set anything up itself),
+    /// with the storage closed (0700, as the README advises) and open (0755): it cannot read the
+    /// server's environment, the database, a root-only key or /etc/shadow, send a datagram,
+    /// connect to a Unix socket by path, or renice, reschedule, re-pin or idle the server or
+    /// another child; its thread flood stops at its own limit, and the other child still makes
+    /// threads.
+    @Test(
+        .enabled(if: IsolationLayer.missing(allowing: []).isEmpty, "the sandbox is incomplete on this machine"),
+        .timeLimit(.minutes(3)))
+    func firstProgramFindsEveryWayOutBlocked() async throws {
+        let dumpable = IsolatedChild.isDumpable
+        defer { IsolatedChild.isDumpable = dumpable }
+        IsolatedChild.protectServerProcess(logger: Self.quiet)
+        let real = IsolationSettings.defaultExecutable()
+        let key = "/etc/moments-test-key-\(UUID().uuidString)"
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: key))
+        chmod(key, 0o600)
+        defer { unlink(key) }
+        for mode in [0o700, 0o755] as [mode_t] {
+            let targets = try Targets()
+            let storage = targets.scratch.path("Storage")
+            let own = storage + "/jobs/probe", other = storage + "/jobs/other"
+            for folder in [own, other] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+            let database = storage + "/moments.sqlite"
+            try Data("SQLite format 3".utf8).write(to: URL(fileURLWithPath: database))
+            chmod(database, 0o600)
+            chmod(storage, mode)
+            var settings = IsolationSettings(executable: "", memoryBytes: 1 << 30, niceness: 0)
+            settings.viewRoot = storage
+            // Another child, asleep: its pid is the second victim.
+            let sleeper = targets.scratch.path("sleeper")
+            try "#!/bin/sh\necho $$ > \(other)/pid\nexec /bin/sleep 20\n".write(
+                toFile: sleeper, atomically: true, encoding: .utf8)
+            chmod(sleeper, 0o755)
+            settings.executable = sleeper
+            let sleeping = Task { [settings] in
+                await IsolatedChild.run(
+                    .probe("/nonexistent"), settings: settings, access: ChildAccess(writable: [other]),
+                    wallSeconds: 8, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
+            }
+            var victim: pid_t?
+            for _ in 0..<200 where victim == nil {
+                victim = (try? String(contentsOfFile: other + "/pid", encoding: .utf8)).flatMap {
+                    pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
+                if victim == nil { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            let sleeperPID = try #require(victim, "the second child did not start")
+            let report = own + "/report.json"
+            let script = targets.scratch.path("probe-first")
+            try """
+            #!/bin/sh
+            exec \(real) job-exec --outer-only --sandbox-probe \(report) \(targets.arguments) \
+              --read-file \(database) --read-file \(key) --read-file /etc/shadow --read-file /proc/net/tcp \
+              --read-file /proc/\(sleeperPID)/cmdline --read-file /proc/\(getpid())/environ \
+              --victim-pid \(getpid()) --victim-pid \(sleeperPID)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            settings.executable = script
+            let niceBefore = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            let outcome = await IsolatedChild.run(
+                .probe("/nonexistent"), settings: settings, access: ChildAccess(writable: [own]), wallSeconds: 60,
+                cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+            let results = try #require(Self.readReport(report), "mode \(String(mode, radix: 8)): no report: \(outcome)")
+            for attempt in ["environ", "kill", "ptrace", "udp", "unix_socket", "abstract_socket", "shm_write"]
+                + ["read:\(database)", "read:\(key)", "read:/etc/shadow", "read:/proc/net/tcp"]
+                + ["read:/proc/\(sleeperPID)/cmdline", "read:/proc/\(getpid())/environ"]
+                + ["reschedule:\(getpid())", "reschedule:\(sleeperPID)"]
+            {
+                #expect(
+                    results[attempt]?.hasPrefix("blocked") == true,
+                    "mode \(String(mode, radix: 8)), \(attempt): \(results[attempt] ?? "not tried")")
+            }
+            #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == niceBefore)
+            #expect(sched_getscheduler(getpid()) == SCHED_OTHER)
+            let threads = Int(results["threads"] ?? "") ?? 0
+            #expect(threads > 100 && threads < 1024, "threads: \(threads)")
+            #expect(results["capabilities"] == "0", "\(results)")
+            // The finished folders are the server's again, closed to others.
+            var st = stat()
+            #expect(stat(own, &st) == 0 && st.st_uid == geteuid() && st.st_mode & 0o777 == 0o700)
+            #expect(stat(report, &st) == 0 && st.st_uid == geteuid() && st.st_mode & 0o777 == 0o600)
+            _ = await sleeping.value
         }
     }
 

@@ -221,7 +221,7 @@ struct HostileWebhookTests {
         logger.logLevel = .critical
         let dispatcher = WebhookDispatcher(
             database: server.service.database, settings: server.service.settings.webhooks,
-            baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger,
+            baseURL: server.service.settings.baseURL, worker: "test#webhooks", secret: server.service.serverSecret, logger: logger,
             clock: { clock.now })
         dispatcher.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: WebhookLookupBudget())
         let (accountId, _, _, job) = try await WebhookTests.failedJob(

@@ -23,7 +23,12 @@ struct IsolationTests {
             #!/bin/sh
             input=$(/bin/cat)
             case "$input" in
-              *'"kind":"probe"'*) printf '%s' "$input" | \(real) job-exec; exit $? ;;
+              *'"kind":"probe"'*)
+                # exec: the real child is this very process (its sandbox is made for it)
+                exec \(real) job-exec <<EOF
+            $input
+            EOF
+                ;;
             esac
             \(onHighlight)
             """
@@ -88,7 +93,9 @@ struct IsolationTests {
                       echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
                       exit 3
                     fi
-                    printf '%s' "$input" | \(real) job-exec; exit $?
+                    exec \(real) job-exec <<EOF
+                    $input
+                    EOF
                     """)
             #expect(fake == fakePath)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
@@ -122,7 +129,9 @@ struct IsolationTests {
         case "$line" in
           *'"kind":"recognize"'*) exit 9 ;;
         esac
-        printf '%s\\n' "$line" | \(real) job-exec; exit $?
+        exec \(real) job-exec <<EOF
+        $line
+        EOF
         """.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let server = try await TestServer { s in

@@ -1,7 +1,8 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
-import JobMedia
+import Crypto
+@testable import JobMedia
 import Store
 import Testing
 
@@ -50,15 +51,39 @@ struct MediaLinkTests {
             let wrongHash = MediaLinks.token(
                 .init(
                     jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
-                    expires: Int64(Date().timeIntervalSince1970) + 60), keyHash: String(repeating: "0", count: 64))
+                    expires: Int64(Date().timeIntervalSince1970) + 60), keyHash: String(repeating: "0", count: 64),
+                secret: server.service.serverSecret)
             try await client.get("/api/v1/media/\(wrongHash)", key: nil).expectProblem(
                 .forbidden, code: "invalid_media_link")
+            // Whoever has a copy of the database (the key's stored hash) but not the server secret
+            // forges nothing: signed with the hash alone (the scheme before the server secret), or
+            // under any other secret.
+            let claims = MediaLinks.Claims(
+                jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
+                expires: Int64(Date().timeIntervalSince1970) + 60)
+            let payload = Data(
+                ["v1", job, accountId, stored.id, "highlight.mp4", String(claims.expires)].joined(separator: "|").utf8)
+            let hashOnly = HMAC<SHA256>.authenticationCode(
+                for: payload, using: SymmetricKey(data: Data(stored.hash.utf8)))
+            let fromDatabase = MediaLinks.base64url(payload) + "." + MediaLinks.base64url(Data(hashOnly))
+            let otherSecret = MediaLinks.token(
+                claims, keyHash: stored.hash, secret: ServerSecret(Data(repeating: 7, count: 32)))
+            for forgedLink in [fromDatabase, otherSecret] {
+                try await client.get("/api/v1/media/\(forgedLink)", key: nil).expectProblem(
+                    .forbidden, code: "invalid_media_link")
+            }
+            #expect(
+                try await client.get(
+                    "/api/v1/media/\(MediaLinks.token(claims, keyHash: stored.hash, secret: server.service.serverSecret))",
+                    key: nil
+                ).status == .ok, "the same claims signed as the server signs open the file")
             try await client.get("/api/v1/media/\(String(repeating: "A", count: 2000))", key: nil).expectProblem(
                 .forbidden, code: "invalid_media_link")
             let expired = MediaLinks.token(
                 .init(
                     jobId: job, accountId: accountId, keyId: stored.id, file: "highlight.mp4",
-                    expires: Int64(Date().timeIntervalSince1970) - 1), keyHash: stored.hash)
+                    expires: Int64(Date().timeIntervalSince1970) - 1), keyHash: stored.hash,
+                secret: server.service.serverSecret)
             try await client.get("/api/v1/media/\(expired)", key: nil).expectProblem(
                 .forbidden, code: "media_link_expired")
 

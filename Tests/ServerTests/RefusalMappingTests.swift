@@ -63,7 +63,8 @@ struct RefusalMappingTests {
         (.serverBusy(resumable: true), 503),
         (.tooManyUploads(limit: 2, resumable: false), 429),
         (.fileTooLarge(.init(limit: 500_000_000, plan: "free", upgrade: ("pro.monthly", 4_000_000_000))), 413),
-        (.invalidFocus("faces"), 422)
+        (.invalidFocus("faces"), 422),
+        (.processingUnavailable, 503)
     ]
 
     /// Which sample a case is: this switch stops compiling when a case is added without one.
@@ -103,11 +104,12 @@ struct RefusalMappingTests {
         case .tooManyUploads: 31
         case .fileTooLarge: 32
         case .invalidFocus: 33
+        case .processingUnavailable: 34
         }
     }
 
     @Test func everyCaseHasASample() {
-        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<34))
+        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<35))
     }
 
     @Test func everyCaseMapsToItsStatus() {

@@ -306,7 +306,7 @@ struct WebhookTests {
             logger.logLevel = .critical
             let dispatcher = WebhookDispatcher(
                 database: server.service.database, settings: server.service.settings.webhooks,
-                baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+                baseURL: server.service.settings.baseURL, worker: "test#webhooks", secret: server.service.serverSecret, logger: logger)
             #expect(await dispatcher.deliverDue() == 1)
             let log = try await server.service.database.webhookDeliveries(jobId: job, accountId: accountId)
             let attempt = try #require(log.first?.attempts.first)
@@ -333,7 +333,7 @@ struct WebhookTests {
         logger.logLevel = .critical
         let dispatcher = WebhookDispatcher(
             database: server.service.database, settings: server.service.settings.webhooks,
-            baseURL: server.service.settings.baseURL, worker: "test#webhooks", logger: logger)
+            baseURL: server.service.settings.baseURL, worker: "test#webhooks", secret: server.service.serverSecret, logger: logger)
         dispatcher.targets = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
         let started = ContinuousClock.now
         #expect(await dispatcher.deliverDue() == 1)
