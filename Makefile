@@ -26,8 +26,13 @@ release: setup
 	$(SWIFT) build -c release
 
 # The HTTP service on http://127.0.0.1:8000 with the embedded defaults (SQLite + Storage/).
+# As root it runs the full sandbox; as another user (a laptop) the media children run as that
+# user without their own cgroup (isolation.allowWeaker, said at start-up): the README's Security.
 run: release
-	.build/release/moments serve
+	@if [ "$$(id -u)" -ne 0 ] && [ -z "$${ISOLATION_ALLOW_WEAKER:-}" ]; then \
+		echo "note: not root, so media children run as $$(id -un) (ISOLATION_ALLOW_WEAKER=user,cgroup); run as root for the full sandbox"; \
+		export ISOLATION_ALLOW_WEAKER=user,cgroup; fi; \
+	exec .build/release/moments serve
 
 # The tests in tiers. The router tier (RouterTests: controllers and domain services on a
 # throw-away SQLite store, no socket, no child process) and the unit suites run first; the media

@@ -31,11 +31,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void set_limit(int resource, unsigned long long value) {
-    if (value == 0) return;
+/// 0, or -1 when the limit could not be set (the child is then not started).
+static int set_limit(int resource, unsigned long long value) {
+    if (value == 0) return 0;
     struct rlimit limit = { (rlim_t)value, (rlim_t)value };
     if (resource == RLIMIT_CPU) limit.rlim_max = (rlim_t)value + 1; // SIGXCPU first, then SIGKILL
-    setrlimit(resource, &limit);
+    return setrlimit(resource, &limit);
 }
 
 int moments_landlock_abi(void) {
@@ -250,12 +251,10 @@ pid_t moments_spawn_child(const char *path, char *const argv[], char *const envp
         for (long fd = 3; fd < (max > 0 ? max : 65536); fd++) close((int)fd);
     }
     struct rlimit nocore = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &nocore);
-    set_limit(RLIMIT_AS, limits.address_space_bytes);
-    set_limit(RLIMIT_CPU, limits.cpu_seconds);
-    set_limit(RLIMIT_NOFILE, limits.open_files);
-    set_limit(RLIMIT_FSIZE, limits.file_size_bytes);
-    set_limit(RLIMIT_NPROC, limits.processes);
+    if (setrlimit(RLIMIT_CORE, &nocore) != 0 || set_limit(RLIMIT_AS, limits.address_space_bytes) != 0 ||
+        set_limit(RLIMIT_CPU, limits.cpu_seconds) != 0 || set_limit(RLIMIT_NOFILE, limits.open_files) != 0 ||
+        set_limit(RLIMIT_FSIZE, limits.file_size_bytes) != 0 || set_limit(RLIMIT_NPROC, limits.processes) != 0)
+        _exit(120);
     if (limits.niceness > 0) setpriority(PRIO_PROCESS, 0, limits.niceness);
     // Its mount namespace first (its own /proc, its view of the storage): mounting needs the
     // privileges the change of user drops.

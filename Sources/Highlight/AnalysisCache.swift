@@ -8,10 +8,16 @@ import MediaEngine
 /// whatever its name, and however often it is re-rendered at another length or quality.
 public struct AnalysisCache: Sendable {
     public let directory: String
+    /// Where new entries are written: `directory`, or a folder of their own (a job's child reads
+    /// its account's cache but writes only its job's folder; the worker moves the entry in after).
+    public let storeDirectory: String
     /// Bumped when the analysis output changes meaning, so old entries are not reused.
     public static let formatVersion = 4
 
-    public init(directory: String) { self.directory = directory }
+    public init(directory: String, storeDirectory: String? = nil) {
+        self.directory = directory
+        self.storeDirectory = storeDirectory ?? directory
+    }
 
     public func key(for path: String, settings: AnalysisSettings) throws(MediaError) -> String {
         let content = try AnalysisCache.contentHash(path)
@@ -32,9 +38,10 @@ public struct AnalysisCache: Sendable {
 
     public func store(_ analysis: VideoAnalysis, key: String) {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: storeDirectory, withIntermediateDirectories: true)
             let data = try JSONEncoder().encode(analysis)
-            try data.write(to: URL(fileURLWithPath: file(key)), options: .atomic)
+            let path = (storeDirectory as NSString).appendingPathComponent("\(key).json")
+            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             // A cache that cannot be written only costs time next run.
         }

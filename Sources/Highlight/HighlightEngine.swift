@@ -104,6 +104,8 @@ public struct HighlightRequest: Sendable, Codable, Equatable {
     public var posterOutput: String?
     /// Where analyses are cached; nil: no cache.
     public var cacheDirectory: String?
+    /// Where a new analysis is written for the cache; nil: `cacheDirectory` itself.
+    public var cacheOutputDirectory: String?
     /// The job's own copy of its analysis: reused when the file is there (a re-cut: no analysis
     /// decode), written there otherwise, so later re-cuts of the job can reuse it.
     public var analysisData: String?
@@ -149,12 +151,12 @@ public enum HighlightEngine {
 
     /// The analysis of `path`, from the cache when it has one for these settings.
     public static func analyze(
-        _ path: String, settings: AnalysisSettings, cacheDirectory: String?,
+        _ path: String, settings: AnalysisSettings, cacheDirectory: String?, cacheOutput: String? = nil,
         cancellation: CancellationToken? = nil,
         progress: ((Double) -> Void)? = nil
     ) throws(MediaError) -> (VideoAnalysis, cached: Bool) {
         var key: String?
-        let cache = cacheDirectory.map { AnalysisCache(directory: $0) }
+        let cache = cacheDirectory.map { AnalysisCache(directory: $0, storeDirectory: cacheOutput) }
         if let cache {
             key = try cache.key(for: path, settings: settings)
             // An analysis made while the face detector was missing is made again once it is there.
@@ -274,7 +276,7 @@ public enum HighlightEngine {
         }
         let (analysis, cached) = try analyze(
             request.source, settings: request.analysis, cacheDirectory: request.cacheDirectory,
-            cancellation: cancellation
+            cacheOutput: request.cacheOutputDirectory, cancellation: cancellation
         ) { progress?("analysing", $0 * 0.6) }
         if let path = request.analysisData { storeAnalysis(analysis, at: path) }
         var obtained = ObtainedAnalysis(analysis: analysis, cached: cached, fingerprint: analysis.fingerprint)

@@ -179,9 +179,12 @@ public enum Selector {
         guard !picks.isEmpty else { return [] }
         picks.sort { $0.start < $1.start }
         clampBounds(&picks)
-        fit(&picks, to: target(picks.count), minSegment: settings.minSegment)
+        fit(&picks, to: target(picks.count), minSegment: settings.minSegment, facesFirst: true)
         snap(&picks, analysis: analysis, settings: settings)
-        fit(&picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8)
+        growToPauses(&picks, to: target(picks.count), analysis: analysis, settings: settings)
+        fit(
+            &picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8,
+            pauseTolerance: settings.tolerance)
         return picks.map {
             var segment = SelectedSegment(
                 start: $0.start, end: $0.end, score: $0.scored.score,
@@ -326,9 +329,14 @@ public enum Selector {
     }
 
     /// Grows (best segments first) or shrinks (weakest first) segments until the total is `target`.
-    /// Growing fills people moments while their faces stay in view before anything else grows,
-    /// so the added seconds show the people rather than what follows them.
-    static func fit(_ picks: inout [Pick], to target: Double, minSegment: Double, tolerance: Double = 0.01) {
+    /// With `facesFirst` (the fit before boundaries snap), growing fills people moments while their
+    /// faces stay in view before anything else grows, so the added seconds show the people rather
+    /// than what follows them; the last fit moves ends that sit at pauses in speech only when
+    /// nothing else can take the difference.
+    static func fit(
+        _ picks: inout [Pick], to target: Double, minSegment: Double, tolerance: Double = 0.01, facesFirst: Bool = false,
+        pauseTolerance: Double = 0
+    ) {
         var difference = target - picks.reduce(0) { $0 + $1.duration }
         guard abs(difference) > tolerance else { return }
         let order = picks.indices.sorted {
@@ -336,7 +344,7 @@ public enum Selector {
             return difference > 0
                 ? picks[$0].scored.score > picks[$1].scored.score : picks[$0].scored.score < picks[$1].scored.score
         }
-        if difference > 0 {
+        if difference > 0 && facesFirst {
             for i in order where difference > tolerance {
                 guard let faces = picks[i].faces else { continue }
                 clampBounds(&picks)
@@ -349,6 +357,8 @@ public enum Selector {
             }
         }
         for i in order where abs(difference) > tolerance {
+            // A segment whose ends sit at pauses keeps them while the total is within `pauseTolerance`.
+            if picks[i].atPause && abs(difference) <= pauseTolerance { continue }
             clampBounds(&picks)
             if difference > 0 {
                 let grow = min(difference, picks[i].highest - picks[i].end)
@@ -363,6 +373,37 @@ public enum Selector {
                     cut = min(cut, picks[i].end - min(picks[i].highest, pin.upperBound + 0.25))
                 }
                 if cut > 0 { picks[i].end -= cut; difference += cut }
+            }
+        }
+    }
+
+    /// When the highlight is short of its target and the segments that could grow end at pauses in
+    /// speech, grows them from pause to pause (best first, ends before starts): the last fit then
+    /// has nothing to take from a sentence.
+    static func growToPauses(
+        _ picks: inout [Pick], to target: Double, analysis: VideoAnalysis, settings: SelectionSettings
+    ) {
+        let tolerance = settings.tolerance * 0.8
+        var difference = target - picks.reduce(0) { $0 + $1.duration }
+        guard difference > tolerance, analysis.hasAudio else { return }
+        for i in picks.indices.sorted(by: { picks[$0].scored.score > picks[$1].scored.score })
+        where picks[i].atPause && difference > tolerance {
+            clampBounds(&picks)
+            let end = picks[i].end, start = picks[i].start
+            if let later = speechPauses(analysis.audio, near: end + difference, settings: settings)
+                .filter({ $0 > end && $0 <= picks[i].highest + 1e-6 && $0 - end <= difference + tolerance })
+                .max()
+            {
+                picks[i].end = later
+                difference -= later - end
+            }
+            guard difference > tolerance else { break }
+            if let earlier = speechPauses(analysis.audio, near: start - difference, settings: settings)
+                .filter({ $0 < start && $0 >= picks[i].lowest - 1e-6 && start - $0 <= difference + tolerance })
+                .min()
+            {
+                picks[i].start = earlier
+                difference -= start - earlier
             }
         }
     }

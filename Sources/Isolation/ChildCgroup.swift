@@ -64,11 +64,21 @@ final class ChildCgroup: @unchecked Sendable {
 
     private static let counter = Atomic<Int>(0)
 
-    /// A new cgroup for one child, or nil (no cgroup v2 this process may write).
-    static func make() -> ChildCgroup? {
+    /// A new cgroup for one child, or nil (no cgroup v2 this process may write). Where the
+    /// hierarchy gives it the controllers, its processes and threads (`pids.max`) and memory
+    /// (`memory.max`) are capped too; elsewhere the child's rlimits (RLIMIT_NPROC of its own user,
+    /// RLIMIT_AS) hold those.
+    static func make(processes: UInt64 = 0, memoryBytes: UInt64 = 0) -> ChildCgroup? {
         guard let parent else { return nil }
         let path = parent + "/moments-child-\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)"
         guard mkdir(path, 0o755) == 0 else { return nil }
+        for (file, value) in [("pids.max", processes), ("memory.max", memoryBytes)] where value > 0 {
+            let fd = moments_open_write(path + "/" + file)
+            guard fd >= 0 else { continue }  // no such controller here
+            let rc = moments_write_text(fd, "\(value)")
+            close(fd)
+            if rc != 0 { rmdir(path); return nil }
+        }
         let fd = moments_open_write(path + "/cgroup.procs")
         guard fd >= 0 else { rmdir(path); return nil }
         return ChildCgroup(path: path, procsFD: fd)

@@ -74,7 +74,7 @@ extension IsolatedChild {
                 ChildUserSlots.shared.release(claim)
             }
         }
-        let cgroup = ChildCgroup.make()
+        let cgroup = ChildCgroup.make(processes: settings.processes, memoryBytes: settings.memoryBytes)
         if cgroup == nil && !settings.allowWeaker.contains(.cgroup) {
             release()
             return fail("cannot make the child's cgroup", sandbox: true)

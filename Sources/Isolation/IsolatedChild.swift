@@ -171,7 +171,7 @@ public enum IsolatedChild {
 
 /// What the child could not set up before exec, by its exit status (`moments_spawn_child`).
 let sandboxExits: [Int32: String] = [
-    121: "install its system-call filter", 122: "make its view of the storage",
+    120: "set its resource limits", 121: "install its system-call filter", 122: "make its view of the storage",
     123: "switch to its unprivileged user", 124: "join its cgroup", 125: "be confined to its files (Landlock)",
 ]
 

@@ -30,6 +30,8 @@ public struct JobWorkspace: Sendable, Equatable {
     public var analysisPath: String { path(.analysis) }
     public var analysisDataPath: String { path(.analysisData) }
     public var storyboardPath: String { path(.storyboard) }
+    /// Where the job's child writes a new analysis for its account's cache (the worker moves it in).
+    public var cacheOutputDirectory: String { directory + "/cache-new" }
 }
 
 /// How a download is served.

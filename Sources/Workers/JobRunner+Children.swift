@@ -40,14 +40,17 @@ extension JobRunner {
         stages: JobStageTimer, log: Logger
     ) -> JobChildren {
         let cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        // The child sees its own job's folder and its account's analysis cache, nothing else of the
-        // storage; and it may load the face detector (a library only the analysis loads).
+        // The child writes its own job's folder and reads its account's analysis cache (read-only:
+        // the account's other jobs may run at once, each as its own user), nothing else of the
+        // storage; and it may load the face detector (a library only the analysis loads), from its
+        // folder and the libraries beside it (a wheel's "<name>.libs").
         try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        // The face detector's folder, and the libraries it brings beside it (a wheel's "<name>.libs").
+        chmod(cacheDirectory, 0o755)  // inside Storage/cache (0700): for the children's users only
         let faceLibrary = (media.template.analysis.faces.library as NSString).deletingLastPathComponent
         let access = ChildAccess(
-            readable: [faceLibrary, faceLibrary + ".libs"].filter { FileManager.default.fileExists(atPath: $0) },
-            writable: [workspace.directory, cacheDirectory])
+            readable: [cacheDirectory]
+                + [faceLibrary, faceLibrary + ".libs"].filter { FileManager.default.fileExists(atPath: $0) },
+            writable: [workspace.directory])
         return JobChildren(
             isolation: isolation, access: access,
             deadline: ContinuousClock.now + .seconds(timeBudget(job)), token: token, reporter: reporter,
@@ -96,5 +99,20 @@ extension JobRunner {
         stages.step("highlight child start")
         outcome = await children.run(ChildTask.highlight(request))
         return (outcome, nil)
+    }
+}
+
+extension JobRunner {
+    /// Moves the analysis the child wrote for the cache into its account's cache (readable by
+    /// the account's later children: 0644, inside Storage/cache, which only this user enters).
+    func keepCacheEntries(_ workspace: JobWorkspace, accountId: String) {
+        let folder = workspace.cacheOutputDirectory
+        let cache = layout.accountCacheDirectory(accountId)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".json") {
+            let entry = folder + "/" + name
+            chmod(entry, 0o644)
+            _ = rename(entry, cache + "/" + name)
+        }
+        try? FileManager.default.removeItem(atPath: folder)
     }
 }

@@ -323,6 +323,7 @@ public final class JobRunner: Service, Sendable {
                 job, workspace: workspace, request: request, children: children, token: token,
                 stages: stages, log: log)
             Self.removeRecognitionFiles(workspace)
+            keepCacheEntries(workspace, accountId: job.accountId)
         }
         progressTask.cancel()
         stages.publishing()
@@ -387,6 +388,9 @@ public final class JobRunner: Service, Sendable {
         // The analysis cache is per account: an identical upload of another account is analysed
         // again, so nothing (not even a shorter processing time) tells one account of another's videos.
         request.cacheDirectory = layout.accountCacheDirectory(job.accountId)
+        // The child only reads the cache (other jobs of the account may run at once); a new entry
+        // goes to its own folder, and the worker moves it in after (`keepCacheEntries`).
+        request.cacheOutputDirectory = workspace.cacheOutputDirectory
         request.selection.targetDuration = Double(job.targetDuration)
         request.analysisData = workspace.analysisDataPath
         request.storyboardOutput = workspace.storyboardPath

@@ -104,6 +104,13 @@ struct ProcessContext {
                 "Faces are unavailable: \(why). Highlights will not prefer people and crops will not keep faces; run scripts/install-facedetect (make setup does), or set media.analysis.faces to false to silence this."
             )
         }
+        if settings.serverSecret.isEmpty && settings.databaseURL.hasPrefix("postgres") {
+            // Each host would make its own: links signed on one would not open on another, and
+            // webhook secrets sealed by one would not be opened by another's deliveries.
+            logger.error(
+                "security.serverSecret (SECURITY_SERVER_SECRET) is not set while processes share PostgreSQL: set the same secret of 32 characters or more on every process; this one uses the storage's own, which no other host has"
+            )
+        }
         let allowed = Set(settings.allowWeakerIsolation.compactMap(IsolationLayer.init(rawValue:)))
         if let problem = IsolationLayer.problem(allowing: allowed) {
             // The process still starts (its API answers, /ready says not ready): no upload is

@@ -216,9 +216,9 @@ struct HostileChildTests {
         let real = IsolationSettings.defaultExecutable()
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
-            let (accountId, key) = try await client.createAccount()
-            // Where a job's child may write that outlives the job: its account's analysis cache.
-            let report = server.layout.accountCacheDirectory(accountId) + "/probe.json"
+            let (_, key) = try await client.createAccount()
+            // The probe reports into its job's folder (the one place it writes), then waits there a
+            // little, for the report to be read before the failed job's folder goes.
             try """
             #!/bin/sh
             input=$(/bin/cat)
@@ -230,17 +230,25 @@ struct HostileChildTests {
             EOF
                 ;;
             esac
-            exec \(real) job-exec --sandbox-probe \(report) \(targets.arguments)
+            \(IsolationTests.workspaceOfTask)
+            \(real) job-exec --sandbox-probe "$ws/probe.json" \(targets.arguments)
+            /bin/sleep 5
             """.write(toFile: fake, atomically: true, encoding: .utf8)
             chmod(fake, 0o755)
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(accepted.status == .ok, "\(accepted.text)")
             let job = try #require(try accepted.json()["job_id"] as? String)
+            let report = server.layout.jobDirectory(job) + "/probe.json"
+            var written: [String: String]?
+            for _ in 0..<1200 where written == nil {
+                written = Self.readReport(report)
+                if written == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
             let seen = try await client.poll(job: job, key: key, timeout: 120) {
                 ["completed", "failed"].contains($0["status"] as? String ?? "")
             }
             #expect(seen.last?["status"] as? String == "failed", "\(seen.last ?? [:])")
-            let results = try #require(Self.readReport(report), "the probe did not report")
+            let results = try #require(written, "the probe did not report")
             Self.expectContained(results)
             #expect((try await client.get("/health", key: nil)).status == .ok)
         }

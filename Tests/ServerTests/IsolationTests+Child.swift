@@ -289,12 +289,13 @@ extension IsolationTests {
         let server = try await TestServer { s in s.childExecutable = fakePath }
         let video = try await Fixtures.data(.tiny)
         try await withServer(server, .live) { client in
-            let (accountId, key) = try await client.createAccount()
-            // The child notes its pid where it may write (its job folder goes with the cancel): its account's cache.
-            let pidFile = server.layout.accountCacheDirectory(accountId) + "/child.pid"
-            _ = try Self.fakeChild(in: scratch, onHighlight: "echo $$ > \(pidFile); exec /bin/sleep 1000")
+            let (_, key) = try await client.createAccount()
+            // The child notes its pid where it may write: its job's folder (read while it runs).
+            _ = try Self.fakeChild(
+                in: scratch, onHighlight: "\(IsolationTests.workspaceOfTask)\necho $$ > \"$ws/child.pid\"; exec /bin/sleep 1000")
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
+            let pidFile = server.layout.jobDirectory(job) + "/child.pid"
             _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }
             var pid: pid_t = 0
             for _ in 0..<100 where pid == 0 {

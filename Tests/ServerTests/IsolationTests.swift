@@ -13,6 +13,11 @@ import Testing
 /// are contained, and the server and its workers go on.
 @Suite("Isolated children")
 struct IsolationTests {
+    /// Shell: `ws` becomes the job's folder (the one place a job's child writes), from the task
+    /// on standard input (`$input`): the folder of its result.
+    static let workspaceOfTask =
+        #"ws=$(printf '%s' "$input" | /bin/sed -e 's#\\/#/#g' | /bin/sed -n 's#.*"output":"\([^"]*\)/highlight\.mp4".*#\1#p')"#
+
     /// A stand-in for `moments job-exec`: probes with the real binary, then does `onHighlight`
     /// (a shell snippet) instead of making the highlight. The child has no PATH: absolute paths only.
     static func fakeChild(in scratch: Scratch, onHighlight: String) throws -> String {
@@ -83,13 +88,15 @@ struct IsolationTests {
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (accountId, key) = try await client.createAccount()
-            // The marker goes where a job's child may write (it is confined to its job and its account's cache).
-            let marker = server.layout.accountCacheDirectory(accountId) + "/failed-once"
+            // The marker goes where a job's child may write (its job's folder only), under the one
+            // name a retry keeps there besides the input: the analysis data (an empty one is only
+            // analysed again by the real child of the second attempt).
             let fake = try Self.fakeChild(
                 in: scratch,
                 onHighlight: """
-                    if [ ! -e \(marker) ]; then
-                      : > \(marker)
+                    \(Self.workspaceOfTask)
+                    if [ ! -e "$ws/analysis-data.json" ]; then
+                      : > "$ws/analysis-data.json"
                       echo '{"failure":{"kind":"io","operation":"write result","detail":"No space left on device"}}'
                       exit 3
                     fi

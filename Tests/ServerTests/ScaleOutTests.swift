@@ -242,6 +242,9 @@ struct Cluster {
         port = try freePort()
         shared = [
             "DATABASE_URL": databaseURL,
+            // One server secret for the cluster, as production sets it: a media link signed by one
+            // API process opens on another, a webhook secret sealed by one is opened by any.
+            "SECURITY_SERVER_SECRET": "cluster-secret-\(UUID().uuidString)",
             "STORAGE_BACKEND": "s3", "STORAGE_S3_ENDPOINT": s3.endpoint, "STORAGE_S3_REGION": "us-east-1",
             "STORAGE_S3_BUCKET": name, "STORAGE_S3_PATH_STYLE": "true",
             "AWS_ACCESS_KEY_ID": s3.accessKey, "AWS_SECRET_ACCESS_KEY": s3.secretKey,

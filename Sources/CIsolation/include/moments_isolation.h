@@ -61,7 +61,7 @@ int moments_landlock_abi(void);
 /// abstract sockets out of its Landlock domain where the kernel scopes them), and its outer
 /// system-call filter is in place (`moments_outer_filter`): all before the first instruction of
 /// its program, and inherited by anything it execs. A layer that cannot be set up makes the child
-/// exit before exec: 121 the filter, 122 the storage view, 123 the user, 124 the cgroup, 125 Landlock.
+/// exit before exec: 120 its resource limits, 121 the filter, 122 the storage view, 123 the user, 124 the cgroup, 125 Landlock.
 /// Returns the child's pid, or -errno.
 pid_t moments_spawn_child(const char *path, char *const argv[], char *const envp[],
                           int stdin_fd, int stdout_fd, int stderr_fd, moments_child_limits limits,
