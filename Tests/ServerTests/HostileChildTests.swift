@@ -1,3 +1,4 @@
+import FFmpeg
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -238,10 +239,10 @@ struct HostileChildTests {
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             #expect(accepted.status == .ok, "\(accepted.text)")
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let report = server.layout.jobDirectory(job) + "/probe.json"
             var written: [String: String]?
             for _ in 0..<1200 where written == nil {
-                written = Self.readReport(report)
+                written = IsolationTests.jobFile("probe.json", job: job, under: server.layout.root).flatMap(
+                    Self.readReport)
                 if written == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             let seen = try await client.poll(job: job, key: key, timeout: 120) {
@@ -341,10 +342,11 @@ struct HostileChildTests {
                 toFile: sleeper, atomically: true, encoding: .utf8)
             chmod(sleeper, 0o755)
             settings.executable = sleeper
+            let stopSleeper = CancellationToken()
             let sleeping = Task { [settings] in
                 await IsolatedChild.run(
                     .probe("/nonexistent"), settings: settings, access: ChildAccess(writable: [other]),
-                    wallSeconds: 8, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
+                    wallSeconds: 30, cpuSeconds: 10, cancellation: stopSleeper, logger: Self.quiet)
             }
             var victim: pid_t?
             for _ in 0..<200 where victim == nil {
@@ -388,6 +390,7 @@ struct HostileChildTests {
             var st = stat()
             #expect(stat(own, &st) == 0 && st.st_uid == geteuid() && st.st_mode & 0o777 == 0o700)
             #expect(stat(report, &st) == 0 && st.st_uid == geteuid() && st.st_mode & 0o777 == 0o600)
+            stopSleeper.cancel()
             _ = await sleeping.value
         }
     }

@@ -295,12 +295,13 @@ extension IsolationTests {
                 in: scratch, onHighlight: "\(IsolationTests.workspaceOfTask)\necho $$ > \"$ws/child.pid\"; exec /bin/sleep 1000")
             let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
             let job = try #require(try accepted.json()["job_id"] as? String)
-            let pidFile = server.layout.jobDirectory(job) + "/child.pid"
             _ = try await client.poll(job: job, key: key, timeout: 30) { $0["status"] as? String == "processing" }
             var pid: pid_t = 0
             for _ in 0..<100 where pid == 0 {
                 pid =
-                    (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
+                    IsolationTests.jobFile("child.pid", job: job, under: server.layout.root).flatMap {
+                        try? String(contentsOfFile: $0, encoding: .utf8)
+                    }.flatMap {
                         pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
                     } ?? 0
                 try await Task.sleep(for: .milliseconds(50))

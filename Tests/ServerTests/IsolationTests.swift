@@ -18,6 +18,17 @@ struct IsolationTests {
     static let workspaceOfTask =
         #"ws=$(printf '%s' "$input" | /bin/sed -e 's#\\/#/#g' | /bin/sed -n 's#.*"output":"\([^"]*\)/highlight\.mp4".*#\1#p')"#
 
+    /// The file `name` in a folder named after `job` under `root`: a job's folder (the workspace
+    /// of an S3 engine is elsewhere under the storage than the filesystem engine's).
+    static func jobFile(_ name: String, job: String, under root: String) -> String? {
+        guard let walk = FileManager.default.enumerator(atPath: root) else { return nil }
+        for case let relative as String in walk
+        where (relative as NSString).lastPathComponent == name && relative.contains(job) {
+            return root + "/" + relative
+        }
+        return nil
+    }
+
     /// A stand-in for `moments job-exec`: probes with the real binary, then does `onHighlight`
     /// (a shell snippet) instead of making the highlight. The child has no PATH: absolute paths only.
     static func fakeChild(in scratch: Scratch, onHighlight: String) throws -> String {
