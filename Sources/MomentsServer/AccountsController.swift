@@ -19,6 +19,7 @@ struct AccountsController {
     @Sendable func create(_ request: Request, context: AppRequestContext) async throws -> EditedResponse<
         AccountCreatedResponse
     > {
+        try Self.requireJSONBody(request)
         let client = addresses.client(peer: context.peerAddress, forwardedFor: request.headers[values: .xForwardedFor])
         if let retry = try await limiter.admit(
             client?.limiterKey ?? "unknown", store: store, now: clock())
@@ -55,6 +56,30 @@ struct AccountsController {
             response: AccountCreatedResponse(
                 accountId: account.id, apiKey: key, plan: account.plan,
                 message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+    }
+}
+
+extension AccountsController {
+    /// The body is JSON or nothing: a body declared as anything else (a form, `text/plain`: the
+    /// types a page of another site can make a browser send without asking) is refused with 415
+    /// before the sign-up allowance is touched. An empty body may carry any type (some HTTP
+    /// libraries add `application/x-www-form-urlencoded` to every POST); one without a type is
+    /// read as JSON, as before. `CrossSiteGuard` refuses browsers' cross-site requests whatever
+    /// their type; this also covers browsers that send no Origin.
+    static func requireJSONBody(_ request: Request) throws {
+        let hasBody = request.headers[.contentLength].map { $0 != "0" } ?? (request.headers[.transferEncoding] != nil)
+        guard hasBody, let type = request.headers[.contentType], !isJSON(type) else { return }
+        throw Problem(
+            .unsupportedMediaType, code: "unsupported_media_type",
+            detail:
+                "Send the body as JSON with \"Content-Type: application/json\" (for example {\"label\": \"my phone\"}), or send no body."
+        )
+    }
+
+    /// application/json, with parameters or not (`; charset=utf-8`).
+    static func isJSON(_ contentType: String) -> Bool {
+        contentType.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces).lowercased()
+            == "application/json"
     }
 }
 

@@ -44,6 +44,28 @@ public struct AppRequestContext: RequestContext {
         channel.close(promise: nil)
     }
 
+    /// Runs `operation`, cancelled if the client closes its side of the connection first (see
+    /// `ConnectionGuard.onClientLeaving`). Hummingbird does not cancel a handler whose client went
+    /// away; work that holds a shared slot while it waits (a webhook URL's address lookup) gives it
+    /// back at once this way, not at its deadline.
+    func cancelledIfClientLeaves<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
+        let work = Task { try await operation() }
+        let channel = self.channel
+        channel.eventLoop.execute {
+            guard let connection = try? channel.pipeline.syncOperations.handler(type: ConnectionGuard.self) else {
+                return
+            }
+            connection.onClientLeaving { work.cancel() }
+        }
+        return try await withTaskCancellationHandler {
+            try await work.value
+        } onCancel: {
+            work.cancel()
+        }
+    }
+
     /// JSON bodies (POST /api/v1/accounts) are small.
     public var maxUploadSize: Int { 64 * 1024 }
 

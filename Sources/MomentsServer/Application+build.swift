@@ -39,6 +39,9 @@ public func buildRouter(
     router.add(middleware: HTTPMetricsMiddleware())
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: ProblemMiddleware())
+    // Before any route's own work (the sign-up allowance, a key lookup): a page of another site
+    // cannot change anything here through its visitors' browsers.
+    router.add(middleware: CrossSiteGuard(baseURL: settings.baseURL))
     let protected = router.group().add(middleware: APIKeyMiddleware(accounts: services.accounts))
 
     let addresses = ClientAddressResolver(trustedProxies: settings.trustedProxies)

@@ -36,7 +36,10 @@ enum RequestHeadEvent: Sendable {
 /// - closes a connection over `http.maxConnections` as soon as it is accepted;
 /// - closes a connection whose request head is not complete `http.headerTimeoutSeconds` after its
 ///   first byte arrived (slowloris: a head sent a byte at a time would otherwise hold a connection
-///   for as long as the idle timeout is restarted by each byte).
+///   for as long as the idle timeout is restarted by each byte);
+/// - tells the request being answered when its client closes its side of the connection
+///   (`onClientLeaving`): Hummingbird allows half-closed connections and does not cancel a
+///   handler whose client went away.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -51,6 +54,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var heads = 0
     private var answers = 0
     private var headerTimer: Scheduled<Void>?
+    /// What to run when the client closes its side before the request in progress is answered.
+    private var whenClientLeaves: [() -> Void] = []
+    private var clientLeft = false
 
     init(counter: ConnectionCounter, headerTimeout: TimeAmount?, logger: Logger) {
         self.counter = counter
@@ -98,6 +104,30 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { clientLeaves() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        clientLeaves()
+        context.fireChannelInactive()
+    }
+
+    /// Runs `action` (on the event loop) when the client closes its side of the connection before
+    /// the request in progress is answered; at once if it has already. Dropped once the request is
+    /// answered.
+    func onClientLeaving(_ action: @escaping () -> Void) {
+        if clientLeft { action() } else { whenClientLeaves.append(action) }
+    }
+
+    private func clientLeaves() {
+        clientLeft = true
+        let actions = whenClientLeaves
+        whenClientLeaves = []
+        for action in actions { action() }
+    }
+
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
         guard let event = event as? RequestHeadEvent else {
             context.triggerUserOutboundEvent(event, promise: promise)
@@ -110,6 +140,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             headerTimer = nil
         case .answered:
             answers = min(heads, answers + 1)
+            whenClientLeaves = []
         }
         promise?.succeed()
     }

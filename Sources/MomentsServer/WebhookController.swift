@@ -39,10 +39,13 @@ struct WebhookController {
                 "invalid_webhook_url", "\"url\" is required: the https URL Moments should POST job events to.")
         }
         // The dispatcher's checker: registration and deliveries share the lookup budget, and
-        // this account's lookups count against its own share only.
+        // this account's lookups count against its own share only. A lookup waits at most the
+        // budget's deadline, and stops (freeing its slot) when the client goes away.
+        let checker = webhooks.targets
+        let accountId = account.id
         do {
-            _ = try await webhooks.targets.check(url, account: account.id)
-        } catch {
+            _ = try await context.cancelledIfClientLeaves { try await checker.check(url, account: accountId) }
+        } catch let error as WebhookTargetRefusal {
             if error.code == "webhook_lookup_busy" {
                 throw Problem(.serviceUnavailable, code: error.code, detail: error.detail, headers: [.retryAfter: "5"])
             }

@@ -59,42 +59,57 @@ extension PostgresStore {
             > 0
     }
 
-    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
-        -> [ClaimedWebhook]
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, failingLimit: Int, now: Date)
+        async throws -> [ClaimedWebhook]
     {
         let expires = now.addingTimeInterval(leaseSeconds)
+        let failingLimit = max(0, failingLimit)
         return try await transaction { connection in
             // Claims are taken one at a time across processes (they are short), so that two
             // dispatchers never lease two deliveries of one account: the oldest due delivery of
-            // each account none of whose deliveries is leased now.
+            // each account none of whose deliveries is leased now; of those of accounts whose
+            // endpoint is failing (a pending delivery already attempted), the first
+            // `failingLimit` only.
             try await connection.run(
                 "SELECT pg_advisory_xact_lock(hashtextextended('moments:webhook-claims', 0))", logger: logger)
-            let deliveries = try await connection.rows(
+            let rows = try await connection.rows(
                 """
-                WITH first AS (
-                    SELECT DISTINCT ON ("accountId") id, "nextAttemptAt" FROM webhook_delivery
+                WITH failing AS (
+                    SELECT DISTINCT "accountId" FROM webhook_delivery WHERE status = 'pending' AND attempts > 0
+                ), first AS (
+                    SELECT DISTINCT ON ("accountId") id, "accountId", "nextAttemptAt", seq FROM webhook_delivery
                     WHERE status = 'pending' AND "nextAttemptAt" <= \(now)
                     AND "accountId" NOT IN (
                         SELECT "accountId" FROM webhook_delivery WHERE status = 'pending' AND "leaseExpiresAt" >= \(now))
                     ORDER BY "accountId", "nextAttemptAt", seq
+                ), marked AS (
+                    SELECT id, "nextAttemptAt", seq, "accountId" IN (SELECT "accountId" FROM failing) AS failing FROM first
+                ), lanes AS (
+                    SELECT id, "nextAttemptAt", seq, failing,
+                        ROW_NUMBER() OVER (PARTITION BY failing ORDER BY "nextAttemptAt", seq) AS "laneRank"
+                    FROM marked
                 ), due AS (
-                    SELECT id FROM first ORDER BY "nextAttemptAt" LIMIT \(limit)
+                    SELECT id, failing FROM lanes WHERE NOT failing OR "laneRank" <= \(failingLimit)
+                    ORDER BY "nextAttemptAt", seq LIMIT \(limit)
                 )
                 UPDATE webhook_delivery d SET "leaseOwner" = \(worker), "leaseExpiresAt" = \(expires)
                 FROM due WHERE d.id = due.id
-                RETURNING d.*
+                RETURNING d.*, due.failing AS failing
                 """, logger: logger
-            ).map(Self.delivery)
+            )
+            let deliveries = try rows.map { row in
+                (try Self.delivery(row), try row.makeRandomAccess()["failing"].decode(Bool.self))
+            }
             guard !deliveries.isEmpty else { return [] }
-            let accounts = Array(Set(deliveries.map(\.accountId)))
+            let accounts = Array(Set(deliveries.map(\.0.accountId)))
             let endpoints = try await connection.rows(
                 """
                 SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoint WHERE "accountId" = ANY(\(accounts))
                 """, logger: logger
             ).map(Self.endpoint)
             let byAccount = Dictionary(endpoints.map { ($0.accountId, $0) }, uniquingKeysWith: { a, _ in a })
-            return deliveries.sorted { ($0.nextAttemptAt ?? now) < ($1.nextAttemptAt ?? now) }
-                .map { ClaimedWebhook(delivery: $0, endpoint: byAccount[$0.accountId]) }
+            return deliveries.sorted { ($0.0.nextAttemptAt ?? now) < ($1.0.nextAttemptAt ?? now) }
+                .map { ClaimedWebhook(delivery: $0.0, endpoint: byAccount[$0.0.accountId], failing: $0.1) }
         }
     }
 

@@ -20,14 +20,19 @@ public final class APNsClient: Sendable {
     public let credentials: APNsCredentials
     public let tokens: APNsProviderToken
     let http: HTTPClient
-
-    /// Longest a push may take, connection included: a stalled endpoint holds only its push.
-    static let timeout: TimeAmount = .seconds(10)
+    /// The longest one send may take, all of it: the connection (when there is none yet), the
+    /// request, the answer's head and its body. Before, the 10 s timeout ended at the head: an
+    /// endpoint that answered the head and then trickled the body held its push (and a slot of
+    /// the dispatcher) forever, and the push was sent again when its lease ran out.
+    public let deadline: AttemptDeadline
+    /// The default deadline: APNs answers in well under a second.
+    public static let defaultDeadline = AttemptDeadline(.seconds(10))
     /// Largest part of an answer read (APNs' error bodies are a few dozen bytes).
     static let maxResponseBytes = 16 * 1024
 
-    public init(credentials: APNsCredentials) {
+    public init(credentials: APNsCredentials, deadline: AttemptDeadline = APNsClient.defaultDeadline) {
         self.credentials = credentials
+        self.deadline = deadline
         tokens = APNsProviderToken(credentials: credentials)
         http = Self.pool(for: credentials)
     }
@@ -75,13 +80,23 @@ public final class APNsClient: Sendable {
         request.headers.add(name: "apns-collapse-id", value: String(collapseId.prefix(64)))
         request.headers.add(name: "content-type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: payload))
+        // The head's status, once it is in: a body that does not come within the deadline does
+        // not unsay it (a 200 is a push APNs took; sending it again would show it twice).
+        let head = HeadStatus()
+        let (http, prepared, until) = (self.http, request, NIODeadline.now() + .init(deadline.limit))
         do {
-            let response = try await http.execute(request, timeout: Self.timeout, logger: nil)
-            let body = try? await response.body.collect(upTo: Self.maxResponseBytes)
-            let code = Int(response.status.code)
+            let (code, body) = try await deadline.run {
+                let response = try await http.execute(prepared, deadline: until, logger: nil)
+                head.code.store(Int(response.status.code), ordering: .relaxed)
+                let body = try await response.body.collect(upTo: Self.maxResponseBytes)
+                return (Int(response.status.code), body)
+            }
             if code == 200 { return (APNsAnswer(statusCode: 200, reason: nil), jwt) }
             return (APNsAnswer(statusCode: code, reason: Self.reason(in: body) ?? "HTTP \(code)"), jwt)
         } catch {
+            let code = head.code.load(ordering: .relaxed)
+            if code == 200 { return (APNsAnswer(statusCode: 200, reason: nil), jwt) }
+            if code > 0 { return (APNsAnswer(statusCode: code, reason: "HTTP \(code)"), jwt) }
             return (APNsAnswer(statusCode: nil, reason: Self.describe(error)), jwt)
         }
     }
@@ -98,6 +113,7 @@ public final class APNsClient: Sendable {
 
     /// Why no answer was had, in one word.
     static func describe(_ error: any Error) -> String {
+        if error is AttemptDeadline.Exceeded { return "timeout" }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: return "timeout"
@@ -111,4 +127,9 @@ public final class APNsClient: Sendable {
         }
         return "connection"
     }
+}
+
+/// The status of an answer's head, once it is in (0 before).
+final class HeadStatus: Sendable {
+    let code = Atomic<Int>(0)
 }

@@ -22,8 +22,13 @@ public final class PushDispatcher: Service, Sendable {
     /// This dispatcher's lease owner name.
     let worker: String
 
-    /// A claimed push is this dispatcher's for this long (longer than two sends can take).
-    static let leaseSeconds = 60.0
+    /// A claimed push is this dispatcher's for this long: derived from the client's deadline for
+    /// an attempt of two sends (an expired provider token is replaced and the push sent again), so
+    /// the push is never claimed again while a send may still be in flight (60 s with the 10 s
+    /// deadline). Before, the lease was 60 s and a send had no end: a trickled answer was sent again.
+    public var leaseSeconds: Double { client.deadline.leaseSeconds(sends: Self.sendsPerAttempt) }
+    /// Sends one attempt may make.
+    static let sendsPerAttempt = 2
     /// Pushes claimed at once.
     static let batch = 32
     /// Pushes being sent at once, at most (multiplexed over the HTTP/2 connection).
@@ -47,8 +52,9 @@ public final class PushDispatcher: Service, Sendable {
     }
 
     /// Sends until the task is cancelled. Each push is sent by a task of its own, and more are
-    /// claimed as soon as there is room: a push APNs is slow to answer (up to its 10 s timeout)
-    /// holds up no other push, up to `maxInFlight` at once.
+    /// claimed as soon as there is room: a push APNs is slow to answer (up to the client's
+    /// deadline, 10 s, for the whole send) holds up no other push, up to `maxInFlight` at once,
+    /// and its slot is free again at the deadline.
     public func deliverUntilCancelled() async {
         let (bell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let events = database.events()
@@ -86,7 +92,7 @@ public final class PushDispatcher: Service, Sendable {
     func claim(limit: Int) async -> [PushDelivery]? {
         do {
             let claimed = try await database.claimDuePushes(
-                worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+                worker: worker, leaseSeconds: leaseSeconds, limit: limit, now: clock())
             return claimed.isEmpty ? nil : claimed
         } catch is CancellationError {
             return nil

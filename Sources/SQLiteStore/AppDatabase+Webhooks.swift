@@ -90,21 +90,30 @@ extension AppDatabase {
         }
     }
 
-    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
-        -> [ClaimedWebhook]
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, failingLimit: Int, now: Date)
+        async throws -> [ClaimedWebhook]
     {
         try await pool.write { db in
-            // The oldest due delivery of each account none of whose deliveries is leased now.
+            // The oldest due delivery of each account none of whose deliveries is leased now; of
+            // those of accounts whose endpoint is failing (a pending delivery already attempted),
+            // the first `failingLimit` only.
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM (
-                        SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.accountId ORDER BY d.nextAttemptAt, d.rowid) AS accountRank
+                    WITH failing AS (
+                        SELECT DISTINCT accountId FROM webhook_delivery WHERE status = 'pending' AND attempts > 0
+                    ), first AS (
+                        SELECT d.*, d.rowid AS position, d.accountId IN (SELECT accountId FROM failing) AS failing,
+                            ROW_NUMBER() OVER (PARTITION BY d.accountId ORDER BY d.nextAttemptAt, d.rowid) AS accountRank
                         FROM webhook_delivery d
                         WHERE d.status = 'pending' AND d.nextAttemptAt <= ?
                         AND d.accountId NOT IN (SELECT accountId FROM webhook_delivery WHERE status = 'pending' AND leaseExpiresAt >= ?)
-                    ) WHERE accountRank = 1 ORDER BY nextAttemptAt LIMIT ?
-                    """, arguments: [now, now, limit])
+                    ), lanes AS (
+                        SELECT *, ROW_NUMBER() OVER (PARTITION BY failing ORDER BY nextAttemptAt, position) AS laneRank
+                        FROM first WHERE accountRank = 1
+                    )
+                    SELECT * FROM lanes WHERE NOT failing OR laneRank <= ? ORDER BY nextAttemptAt, position LIMIT ?
+                    """, arguments: [now, now, max(0, failingLimit), limit])
             var claimed: [ClaimedWebhook] = []
             let expires = now.addingTimeInterval(leaseSeconds)
             for row in rows {
@@ -118,7 +127,7 @@ extension AppDatabase {
                     db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?",
                     arguments: [delivery.accountId]
                 ).map(Self.endpoint)
-                claimed.append(ClaimedWebhook(delivery: delivery, endpoint: endpoint))
+                claimed.append(ClaimedWebhook(delivery: delivery, endpoint: endpoint, failing: row["failing"]))
             }
             return claimed
         }

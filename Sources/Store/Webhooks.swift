@@ -111,9 +111,12 @@ public struct WebhookAttempt: Sendable, Equatable {
 public struct ClaimedWebhook: Sendable, Equatable {
     public var delivery: WebhookDelivery
     public var endpoint: WebhookEndpoint?
+    /// The account's endpoint is failing: one of its pending deliveries was attempted already
+    /// (and not delivered). Such attempts share a smaller part of a dispatcher's slots.
+    public var failing: Bool
 
-    public init(delivery: WebhookDelivery, endpoint: WebhookEndpoint?) {
-        self.delivery = delivery; self.endpoint = endpoint
+    public init(delivery: WebhookDelivery, endpoint: WebhookEndpoint?, failing: Bool = false) {
+        self.delivery = delivery; self.endpoint = endpoint; self.failing = failing
     }
 }
 
@@ -250,8 +253,12 @@ public protocol WebhookRepository: Sendable {
     /// `worker` until `now + leaseSeconds` (several dispatchers on several hosts skip each other's):
     /// at most one per account, and none of an account that has a delivery leased now (whoever
     /// holds it), so a slow endpoint holds up only its own account's deliveries. The oldest due
-    /// delivery of each account; accounts in the order of those.
-    func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws -> [ClaimedWebhook]
+    /// delivery of each account; accounts in the order of those. Of those, at most `failingLimit`
+    /// of accounts whose endpoint is failing (a pending delivery of theirs was attempted already;
+    /// `ClaimedWebhook.failing`): the others are taken first whatever their order, so endpoints
+    /// that time out, however many accounts have one, cannot fill a dispatcher's slots.
+    func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, failingLimit: Int, now: Date) async throws
+        -> [ClaimedWebhook]
     /// Logs an attempt and applies its outcome to a delivery `worker` holds. False: not held any
     /// more (its lease ran out and another dispatcher took it).
     @discardableResult
@@ -261,6 +268,16 @@ public protocol WebhookRepository: Sendable {
     func webhookDeliveries(jobId: String, accountId: String) async throws -> [(
         delivery: WebhookDelivery, attempts: [WebhookAttempt]
     )]
+}
+
+extension WebhookRepository {
+    /// Due deliveries with no limit of their own on failing endpoints (tools and tests).
+    public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
+        -> [ClaimedWebhook]
+    {
+        try await claimDueWebhooks(
+            worker: worker, leaseSeconds: leaseSeconds, limit: limit, failingLimit: limit, now: now)
+    }
 }
 
 // MARK: SQLite

@@ -13,12 +13,15 @@ import Telemetry
 /// endpoint holds up only its own account's deliveries), checks the endpoint's address again (DNS
 /// may have changed since it was registered) and connects to the very address it checked, POSTs
 /// the signed event with no redirects followed, within one deadline for the whole attempt (lookup,
-/// connection, the answer's head; its body is not read), and records the attempt: 2xx delivered;
-/// anything else tried again after `webhooks.retryBackoffSeconds`·2^(n−1) (at most an hour) until
-/// 24 h after the event, then given up. Attempts run side by side (up to `maxInFlight`); a finished
-/// one makes room for the next at once (no round waits for its slowest attempt). Runs in every
-/// process that runs the job runner (`moments serve` and `moments worker`), woken by the store's
-/// `webhookQueued` event and every `webhooks.pollSeconds`.
+/// connection, the answer's head, and the answer's body dropped unread and the connection closed),
+/// and records the attempt: 2xx delivered; anything else tried again after
+/// `webhooks.retryBackoffSeconds`·2^(n−1) (at most an hour) until 24 h after the event, then
+/// given up. Attempts run side by side (up to `maxInFlight`); a finished one makes room for the
+/// next at once (no round waits for its slowest attempt). Accounts whose endpoint is failing share
+/// `maxFailingInFlight` of those slots, so however many accounts point at endpoints that time out,
+/// the others' deliveries find a slot at once. Runs in every process that runs the job runner
+/// (`moments serve` and `moments worker`), woken by the store's `webhookQueued` event and every
+/// `webhooks.pollSeconds`.
 public final class WebhookDispatcher: Service, Sendable {
     let database: any MomentsStore
     let settings: WebhookSettings
@@ -29,16 +32,26 @@ public final class WebhookDispatcher: Service, Sendable {
     /// This dispatcher's lease owner name.
     let worker: String
     let checker: Mutex<WebhookTargetChecker>
-    /// Attempts running now.
-    let inFlight = Mutex(0)
+    /// Attempts running now: in all, and of those for accounts whose endpoint is failing.
+    let inFlight = Mutex<(all: Int, failing: Int)>((0, 0))
 
-    /// The longest an attempt may take: address lookup, connection, TLS, request and the answer's
-    /// head together.
-    public static let deadline: Duration = .seconds(10)
-    /// A claimed delivery is this dispatcher's for this long (longer than an attempt can take).
-    static let leaseSeconds = 60.0
+    /// The longest an attempt may take: address lookup, connection, TLS, request, the answer's
+    /// head, and closing the connection with the body unread. An attempt's slot is free again
+    /// at the deadline whatever the endpoint does.
+    public let deadline: AttemptDeadline
+    /// The default deadline.
+    public static let defaultDeadline = AttemptDeadline(.seconds(10))
+    /// A claimed delivery is this dispatcher's for this long: derived from the deadline, so a
+    /// delivery is never claimed again while an attempt at it may still be in flight (40 s with
+    /// the 10 s deadline).
+    public var leaseSeconds: Double { deadline.leaseSeconds() }
     /// Attempts running at once (each to another account's endpoint).
-    static let maxInFlight = 32
+    public static let maxInFlight = 32
+    /// Attempts for accounts whose endpoint is failing, at most, of `maxInFlight`: a quarter. The
+    /// other 24 slots stay for endpoints that answer. Before, 32 accounts with endpoints that
+    /// never answered held all 32 slots for 10 s at a time, again at each retry, and every other
+    /// account's delivery waited for one to end.
+    public static let maxFailingInFlight = 8
     /// Deliveries claimed at once by `deliverDue`.
     static let batch = 16
 
@@ -49,10 +62,11 @@ public final class WebhookDispatcher: Service, Sendable {
 
     public init(
         database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, secret: ServerSecret,
-        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger, deadline: AttemptDeadline = WebhookDispatcher.defaultDeadline,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database; self.settings = settings; self.baseURL = baseURL; self.worker = worker
-        self.secret = secret; self.logger = logger; self.clock = clock
+        self.secret = secret; self.logger = logger; self.clock = clock; self.deadline = deadline
         checker = Mutex(WebhookTargetChecker(allowPrivate: settings.allowPrivateTargets))
     }
 
@@ -88,14 +102,25 @@ public final class WebhookDispatcher: Service, Sendable {
                         if Task.isCancelled { break }
                         // Claims what there is room for; each attempt rings the bell when it ends.
                         while !Task.isCancelled {
-                            let room = Self.maxInFlight - self.inFlight.withLock { $0 }
+                            let (room, failingRoom) = self.inFlight.withLock { running in
+                                (
+                                    Self.maxInFlight - running.all,
+                                    min(Self.maxInFlight - running.all, Self.maxFailingInFlight - running.failing)
+                                )
+                            }
                             if room <= 0 { break }
-                            let claimed = await self.claim(limit: room)
+                            let claimed = await self.claim(limit: room, failingLimit: failingRoom)
                             for item in claimed {
-                                self.inFlight.withLock { $0 += 1 }
+                                self.inFlight.withLock {
+                                    $0.all += 1
+                                    if item.failing { $0.failing += 1 }
+                                }
                                 attempts.addTask {
                                     await self.attempt(item)
-                                    self.inFlight.withLock { $0 -= 1 }
+                                    self.inFlight.withLock {
+                                        $0.all -= 1
+                                        if item.failing { $0.failing -= 1 }
+                                    }
                                     ring.yield()
                                 }
                             }
@@ -109,11 +134,16 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Due deliveries, at most `limit` (none when the store cannot be read: the next bell tries again).
-    func claim(limit: Int) async -> [ClaimedWebhook] {
+    /// Attempts running now for accounts whose endpoint is failing.
+    public var failingInFlight: Int { inFlight.withLock { $0.failing } }
+
+    /// Due deliveries, at most `limit`, of which at most `failingLimit` for failing endpoints
+    /// (none when the store cannot be read: the next bell tries again).
+    func claim(limit: Int, failingLimit: Int) async -> [ClaimedWebhook] {
         do {
             return try await database.claimDueWebhooks(
-                worker: worker, leaseSeconds: Self.leaseSeconds, limit: limit, now: clock())
+                worker: worker, leaseSeconds: leaseSeconds, limit: limit, failingLimit: max(0, failingLimit),
+                now: clock())
         } catch is CancellationError {
             return []
         } catch {
@@ -130,7 +160,7 @@ public final class WebhookDispatcher: Service, Sendable {
         var seen: Set<String> = []
         while !Task.isCancelled {
             // Each delivery once per call (a failed one may come due again meanwhile).
-            let claimed = await claim(limit: Self.batch)
+            let claimed = await claim(limit: Self.batch, failingLimit: Self.batch)
             if claimed.isEmpty || claimed.allSatisfy({ seen.contains($0.delivery.id) }) { break }
             seen.formUnion(claimed.map(\.delivery.id))
             await withTaskGroup(of: Void.self) { group in
@@ -158,7 +188,7 @@ public final class WebhookDispatcher: Service, Sendable {
             } catch let refusal as WebhookTargetRefusal {
                 failure = refusal.detail
             } catch {
-                failure = Self.describe(error)
+                failure = describe(error)
                 logger.info("webhook attempt failed", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
             }
         } else {
@@ -223,10 +253,11 @@ public final class WebhookDispatcher: Service, Sendable {
         return try payload.json()
     }
 
-    /// Checks the endpoint's address and POSTs `body` to it, within `deadline` from start to the
-    /// answer's head; its HTTP status. The connection goes to the address that was checked (the
-    /// URL's host stays the Host header and the TLS server name); it is closed once the head is
-    /// in (the body is not read: only the status counts).
+    /// Checks the endpoint's address and POSTs `body` to it, all within `deadline`; its HTTP
+    /// status. The connection goes to the address that was checked (the URL's host stays the Host
+    /// header and the TLS server name); it is closed once the head is in (the body is dropped
+    /// unread: only the status counts). A head that came in counts even when closing the
+    /// connection overruns the deadline.
     func post(_ body: String, delivery: WebhookDelivery, endpoint: WebhookEndpoint) async throws -> Int {
         let checker = targets
         let timestamp = Int(clock().timeIntervalSince1970)
@@ -235,31 +266,40 @@ public final class WebhookDispatcher: Service, Sendable {
             throw SealedSecretError()
         }
         let signature = WebhookSignature.header(secret: signingSecret, timestamp: timestamp, body: Array(body.utf8))
-        let deadline = Self.deadline
-        return try await Self.within(deadline) {
-            let target = try await checker.check(endpoint.url, account: delivery.accountId)
-            var request = HTTPClientRequest(url: target.url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "User-Agent", value: "Moments-Webhooks/1")
-            request.headers.add(name: "Moments-Event", value: delivery.eventType.rawValue)
-            request.headers.add(name: "Moments-Delivery", value: delivery.id)
-            request.headers.add(name: "Moments-Signature", value: signature)
-            request.body = .bytes(ByteBuffer(string: body))
-            let client = Self.client(pinning: target)
-            do {
-                let status = try await Self.status(
-                    of: request, on: client, deadline: .now() + .seconds(Int64(deadline.components.seconds)))
-                try? await client.shutdown()
-                return status
-            } catch {
-                try? await client.shutdown()
-                throw error
+        // The HTTP client's own deadline is the attempt's, from its start (lookup included).
+        let until = NIODeadline.now() + .init(deadline.limit)
+        let head = AnswerHead()
+        do {
+            return try await deadline.run {
+                let target = try await checker.check(endpoint.url, account: delivery.accountId)
+                var request = HTTPClientRequest(url: target.url)
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.headers.add(name: "User-Agent", value: "Moments-Webhooks/1")
+                request.headers.add(name: "Moments-Event", value: delivery.eventType.rawValue)
+                request.headers.add(name: "Moments-Delivery", value: delivery.id)
+                request.headers.add(name: "Moments-Signature", value: signature)
+                request.body = .bytes(ByteBuffer(string: body))
+                let client = Self.client(pinning: target)
+                do {
+                    let status = try await Self.status(of: request, on: client, deadline: until)
+                    head.status.store(status, ordering: .relaxed)
+                    try? await client.shutdown()
+                    return status
+                } catch {
+                    try? await client.shutdown()
+                    throw error
+                }
             }
+        } catch let exceeded as AttemptDeadline.Exceeded {
+            let status = head.status.load(ordering: .relaxed)
+            if status > 0 { return status }
+            throw exceeded
         }
     }
 
-    /// The status of the answer to `request`; its body is dropped unread (which ends the request).
+    /// The status of the answer to `request`; its body is dropped unread (which ends the request
+    /// and closes the connection).
     static func status(of request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> Int
     {
         let response = try await client.execute(request, deadline: deadline, logger: nil)
@@ -277,32 +317,14 @@ public final class WebhookDispatcher: Service, Sendable {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
-    /// The attempt ran out of time.
-    struct DeadlineExceeded: Error {}
-
-    /// Runs `operation`, cancelled (and `DeadlineExceeded` thrown) when it takes longer than `limit`.
-    static func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T)
-        async throws -> T
-    {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
-            return value
-        }
-    }
-
     /// What the delivery log says about an error (no internals: the endpoint's owner reads it).
-    static func describe(_ error: any Error) -> String {
-        if error is DeadlineExceeded { return "the endpoint could not be reached: no answer within 10 seconds" }
+    func describe(_ error: any Error) -> String {
+        let noAnswer = "the endpoint could not be reached: no answer within \(deadline.spoken)"
+        if error is AttemptDeadline.Exceeded { return noAnswer }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
-                return "the endpoint could not be reached: no answer within 10 seconds"
+                return noAnswer
             case .remoteConnectionClosed:
                 return "the endpoint closed the connection without answering"
             default:
@@ -311,14 +333,17 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         let text = String(describing: error).lowercased()
         if text.contains("refused") { return "the endpoint could not be reached: the connection was refused" }
-        if text.contains("timeout") || text.contains("timed out") {
-            return "the endpoint could not be reached: no answer within 10 seconds"
-        }
+        if text.contains("timeout") || text.contains("timed out") { return noAnswer }
         if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") {
             return "the TLS handshake failed (is the endpoint's certificate valid for its host name?)"
         }
         return "the endpoint could not be reached; check that it accepts https connections from the internet"
     }
+}
+
+/// The status of an answer's head, once it is in (0 before).
+final class AnswerHead: Sendable {
+    let status = Atomic<Int>(0)
 }
 
 /// An endpoint's signing secret was sealed under another server secret (`security.serverSecret`

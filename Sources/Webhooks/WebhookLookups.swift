@@ -1,5 +1,4 @@
 import Foundation
-import NIOPosix
 import Requests
 import Synchronization
 #if canImport(Glibc)
@@ -12,8 +11,8 @@ import Synchronization
 /// registry in production; tests put a resolver of their own here (and may count a stand-in
 /// address as public).
 public struct WebhookNetwork: Sendable {
-    /// The numeric addresses `host` resolves to. May block (it runs on a thread of the lookup
-    /// budget's pool, never on the cooperative pool).
+    /// The numeric addresses `host` resolves to. May block (it runs on a thread of its own,
+    /// never on the cooperative pool).
     public var resolve: @Sendable (_ host: String) throws -> [String]
     /// Nil for an address a webhook may go to; otherwise what it is (see SpecialPurposeAddresses).
     public var classify: @Sendable (_ address: String) -> String?
@@ -28,65 +27,91 @@ public struct WebhookNetwork: Sendable {
     public static let system = WebhookNetwork(resolve: { try SystemResolver.addresses(of: $0) })
 }
 
-/// How many address lookups may run at once: in all (each holds a thread while getaddrinfo
-/// blocks, up to the resolver's timeouts) and per account, so one account's slow names use up its
-/// own share and never another account's registrations or deliveries.
+/// How webhook address lookups share the process: how many may be waited for at once (in all and
+/// per account), how many may still be in the resolver (getaddrinfo cannot be stopped: a lookup
+/// given up goes on on its thread until the resolver's own timeouts end it, about 10 s per name
+/// server with glibc's defaults), and how long a caller waits for one (`deadline`). One account's
+/// slow names use up its own share and never another account's registrations or deliveries; a
+/// lookup given up (its deadline passed, or its caller went away) frees its slot at once, and only
+/// its thread stays counted, against the same account.
 public final class WebhookLookupBudget: Sendable {
+    /// Lookups waited for at once, in all.
     public let total: Int
+    /// Lookups waited for at once by one account.
     public let perAccount: Int
+    /// Lookups still in the resolver (waited for or given up), in all.
+    public let maxThreads: Int
+    /// Lookups still in the resolver for one account.
+    public let threadsPerAccount: Int
+    /// The longest a caller waits for a lookup: registration answers then that the host did not
+    /// resolve in time, and a delivery attempt ends. Before, registration had no deadline: a
+    /// request stayed open for as long as the resolver took, and its slot stayed taken when the
+    /// client gave up (measured: while one account ran 80 slow lookups, another account's
+    /// registration got no answer in 30 s).
+    public let deadline: Duration
 
     struct State {
-        var running = 0
-        var byAccount: [String: Int] = [:]
+        var waiting = 0
+        var waitingBy: [String: Int] = [:]
+        var threads = 0
+        var threadsBy: [String: Int] = [:]
     }
 
     let state = Mutex(State())
-    private let pool = Mutex<NIOThreadPool?>(nil)
 
     /// The process's budget (registration and delivery share it).
     public static let shared = WebhookLookupBudget()
 
-    public init(total: Int = 64, perAccount: Int = 4) {
-        self.total = max(1, total); self.perAccount = max(1, perAccount)
+    /// `maxThreads` and `threadsPerAccount` default to four times `total` and `perAccount`: room
+    /// for a few rounds of given-up lookups while the resolver ends them.
+    public init(
+        total: Int = 64, perAccount: Int = 4, maxThreads: Int? = nil, threadsPerAccount: Int? = nil,
+        deadline: Duration = .seconds(5)
+    ) {
+        self.total = max(1, total)
+        self.perAccount = max(1, perAccount)
+        self.maxThreads = max(self.total, maxThreads ?? 4 * self.total)
+        self.threadsPerAccount = max(self.perAccount, threadsPerAccount ?? 4 * self.perAccount)
+        self.deadline = deadline
     }
 
-    /// Lookups running now (all accounts).
-    public var running: Int { state.withLock { $0.running } }
+    /// Lookups being waited for now (all accounts).
+    public var waiting: Int { state.withLock { $0.waiting } }
+    /// Lookups still in the resolver now, given up or not (all accounts).
+    public var inResolver: Int { state.withLock { $0.threads } }
 
     enum Refusal: Error { case serverBusy, accountBusy }
 
+    /// Takes a slot and a thread for `account`.
     func admit(_ account: String) throws(Refusal) {
         let refusal: Refusal? = state.withLock { state in
-            if state.byAccount[account, default: 0] >= perAccount { return .accountBusy }
-            if state.running >= total { return .serverBusy }
-            state.running += 1
-            state.byAccount[account, default: 0] += 1
+            if state.waitingBy[account, default: 0] >= perAccount { return .accountBusy }
+            if state.threadsBy[account, default: 0] >= threadsPerAccount { return .accountBusy }
+            if state.waiting >= total || state.threads >= maxThreads { return .serverBusy }
+            state.waiting += 1
+            state.waitingBy[account, default: 0] += 1
+            state.threads += 1
+            state.threadsBy[account, default: 0] += 1
             return nil
         }
         if let refusal { throw refusal }
     }
 
-    /// The threads lookups block on, started at the first lookup: one per lookup the budget
-    /// admits, so an admitted lookup never waits for another (nor for NIO's shared blocking pool).
-    var threads: NIOThreadPool {
-        pool.withLock { pool in
-            if let pool { return pool }
-            let made = NIOThreadPool(numberOfThreads: total)
-            made.start()
-            pool = made
-            return made
+    /// The caller stopped waiting (answered, given up or gone).
+    func releaseSlot(_ account: String) {
+        state.withLock { state in
+            state.waiting -= 1
+            let left = state.waitingBy[account, default: 1] - 1
+            state.waitingBy[account] = left > 0 ? left : nil
         }
     }
 
-    deinit {
-        pool.withLock { $0 }?.shutdownGracefully { _ in }
-    }
-
-    func release(_ account: String) {
+    /// The resolver returned.
+    func releaseThread(_ account: String) {
         state.withLock { state in
-            state.running -= 1
-            let left = state.byAccount[account, default: 1] - 1
-            state.byAccount[account] = left > 0 ? left : nil
+            state.threads -= 1
+            let left = state.threadsBy[account, default: 1] - 1
+            state.threadsBy[account] = left > 0 ? left : nil
         }
     }
 }
@@ -96,14 +121,18 @@ enum WebhookLookupError: Error {
     case serverBusy, accountBusy
     /// The name does not resolve (or the resolver failed).
     case failed
-    /// The caller stopped waiting (its deadline passed); the lookup itself runs on to its end.
+    /// No answer within the budget's deadline.
+    case timedOut
+    /// The caller stopped waiting (its task was cancelled: its own deadline passed, or the client
+    /// went away).
     case cancelled
 }
 
 extension WebhookNetwork {
-    /// Resolves `host` for `account` within `budget`: on a thread of the budget's pool; the
-    /// caller's task may be cancelled meanwhile (it stops waiting; the lookup keeps its share of
-    /// the budget until getaddrinfo returns).
+    /// Resolves `host` for `account` within `budget`, on a thread of its own (one per admitted
+    /// lookup, so an admitted lookup never waits behind another, given up or not). The caller
+    /// waits at most the budget's deadline, and less when its task is cancelled; either way its
+    /// slot is free again at once, while the thread stays counted until getaddrinfo returns.
     func lookup(_ host: String, account: String, budget: WebhookLookupBudget) async throws(WebhookLookupError)
         -> [String]
     {
@@ -116,17 +145,25 @@ extension WebhookNetwork {
             case .accountBusy: throw .accountBusy
             }
         }
+        defer { budget.releaseSlot(account) }
         let waiter = LookupWaiter()
         let resolve = self.resolve
-        budget.threads.submit { state in
+        let thread = Thread {
             let result: Result<[String], WebhookLookupError>
             do {
-                guard state == .active else { throw SystemResolver.Failed() }
                 result = .success(try resolve(host))
             } catch { result = .failure(.failed) }
-            budget.release(account)
+            budget.releaseThread(account)
             waiter.finish(result)
         }
+        thread.name = "webhook-lookup"
+        thread.start()
+        let limit = budget.deadline
+        let timer = Task {
+            do { try await Task.sleep(for: limit) } catch { return }
+            waiter.finish(.failure(.timedOut))
+        }
+        defer { timer.cancel() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in waiter.install(continuation) }
         } onCancel: {
@@ -136,24 +173,21 @@ extension WebhookNetwork {
     }
 }
 
-/// The one answer a lookup's waiter gets: the resolver's or the cancellation's, whichever comes first.
+/// The one answer a lookup's waiter gets: the resolver's, the deadline's or the cancellation's,
+/// whichever comes first.
 final class LookupWaiter: Sendable {
     typealias Outcome = Result<[String], WebhookLookupError>
 
     struct State {
         var continuation: CheckedContinuation<Outcome, Never>?
-        var early: Outcome?
-        var done = false
+        var outcome: Outcome?
     }
 
     let state = Mutex(State())
 
     func install(_ continuation: CheckedContinuation<Outcome, Never>) {
         let ready: Outcome? = state.withLock { state in
-            if let early = state.early {
-                state.done = true
-                return early
-            }
+            if let outcome = state.outcome { return outcome }
             state.continuation = continuation
             return nil
         }
@@ -162,20 +196,16 @@ final class LookupWaiter: Sendable {
 
     func finish(_ outcome: Outcome) {
         let waiting: CheckedContinuation<Outcome, Never>? = state.withLock { state in
-            if state.done || state.early != nil { return nil }
-            if let continuation = state.continuation {
-                state.continuation = nil
-                state.done = true
-                return continuation
-            }
-            state.early = outcome
-            return nil
+            if state.outcome != nil { return nil }
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
         }
         waiting?.resume(returning: outcome)
     }
 }
 
-/// getaddrinfo, blocking: call it off the cooperative pool (a lookup budget's threads).
+/// getaddrinfo, blocking: call it off the cooperative pool (a lookup's own thread).
 public enum SystemResolver {
     public static func addresses(of host: String) throws -> [String] {
         try query(host, hints: streamHints(flags: 0))

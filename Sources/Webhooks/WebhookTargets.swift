@@ -1,4 +1,5 @@
 import Foundation
+import Store
 
 /// Why a webhook URL is refused, in words for its owner (the HTTP layer shows `detail`; the
 /// dispatcher logs it as the attempt's error). Never names a resolved address or what an internal
@@ -6,7 +7,8 @@ import Foundation
 public struct WebhookTargetRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// invalid_webhook_url, webhook_https_required, webhook_private_target (an address written in
     /// the URL), webhook_unresolvable (a host name that does not resolve to public addresses
-    /// only), webhook_lookup_busy (transient: too many lookups at once, in all or for the account)
+    /// only), webhook_lookup_timeout (the host name did not resolve within the lookup deadline),
+    /// webhook_lookup_busy (transient: too many lookups at once, in all or for the account)
     public var code: String
     public var detail: String
     public var description: String { detail }
@@ -119,11 +121,17 @@ public struct WebhookTargetChecker: Sendable {
                         detail:
                             "This account is checking several slow webhook addresses at the moment. Try again in a few seconds, with a host name that resolves quickly."
                     )
+                case .timedOut:
+                    throw WebhookTargetRefusal(
+                        code: "webhook_lookup_timeout",
+                        detail:
+                            "The webhook URL's host name did not resolve within \(AttemptDeadline(budget.deadline).spoken). Check that its DNS servers answer promptly (or use a host name that resolves quickly), then try again."
+                    )
                 case .cancelled:
                     throw WebhookTargetRefusal(
-                        code: "webhook_unresolvable",
+                        code: "webhook_lookup_timeout",
                         detail:
-                            "The webhook URL's host could not be looked up in time. Check the host's DNS, then try again."
+                            "The webhook URL's host name could not be looked up in time. Check that its DNS servers answer promptly, then try again."
                     )
                 case .failed:
                     throw Self.unreachable

@@ -145,6 +145,22 @@ final class APNsStandIn: @unchecked Sendable {
         }
     }
 
+    /// A tarpit's stream that ended (the client reset it): when it was received and when it ended.
+    struct Ended: Decodable, Sendable {
+        var token: String
+        var received: Double
+        var ended: Double
+    }
+
+    /// Every tarpit stream that ended so far.
+    func ended() async throws -> [Ended] {
+        let path = scratch.path("ended.jsonl")
+        return try await RawConnection.offPool {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+            return try text.split(separator: "\n").map { try JSONDecoder().decode(Ended.self, from: Data($0.utf8)) }
+        }
+    }
+
     /// Polls the log until `done` holds (or `timeout` seconds pass); the last log either way.
     func hits(timeout: Double = 20, until done: ([Hit]) -> Bool) async throws -> [Hit] {
         let deadline = Date().addingTimeInterval(timeout)

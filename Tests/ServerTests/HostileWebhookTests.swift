@@ -293,7 +293,7 @@ struct HostileWebhookTests {
                 // Every request of the burst is in: those over the limit answered, the rest resolving.
                 let held = min(budget.total, budget.perAccount)
                 #expect(
-                    try await Self.waitFor(20) { budget.running >= held && answered.count >= 40 - held },
+                    try await Self.waitFor(20) { budget.waiting >= held && answered.count >= 40 - held },
                     "\(answered.count) answered")
                 let started = Date()
                 let response = try await WebhookTests.register(client, key: other, url: "https://fine.example.net/hook")

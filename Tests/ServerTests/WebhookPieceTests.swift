@@ -151,12 +151,12 @@ struct WebhookPieceTests {
         let checker = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
         let held = (0..<2).map { n in Task { try await checker.check("https://slow\(n).example.net/", account: "a") } }
         let deadline = Date().addingTimeInterval(5)
-        while budget.running < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while budget.waiting < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         await #expect(throws: WebhookTargetRefusal.self) {
             try await checker.check("https://third.example.net/", account: "a")
         }
         let other = Task { try await checker.check("https://other.example.net/", account: "b") }
-        while budget.running < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while budget.waiting < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         do {
             _ = try await checker.check("https://fourth.example.net/", account: "c")
             Issue.record("the total was exceeded")
@@ -166,8 +166,44 @@ struct WebhookPieceTests {
         gate.open()
         for task in held { #expect(try await task.value.pinned == "93.184.215.14") }
         #expect(try await other.value.pinned == "93.184.215.14")
-        #expect(budget.running == 0)
+        #expect(budget.waiting == 0)
         #expect(try await checker.check("https://again.example.net/", account: "a").addresses == ["93.184.215.14"])
+    }
+
+    /// A lookup given up at its deadline frees its slot at once, but its thread counts against
+    /// the account until the resolver returns: an account whose names hang in the resolver is
+    /// refused once its threads are used up, while another account is not.
+    @Test func givenUpLookupsCountAgainstTheirAccountUntilTheResolverReturns() async throws {
+        let gate = HostileWebhookTests.Gate()
+        defer { gate.open() }
+        let network = WebhookNetwork(resolve: { host in
+            if host.hasPrefix("slow") {
+                while !gate.isOpen { Thread.sleep(forTimeInterval: 0.01) }
+                throw POSIXError(.ETIMEDOUT)
+            }
+            return ["93.184.215.14"]
+        })
+        let budget = WebhookLookupBudget(total: 8, perAccount: 2, threadsPerAccount: 3, deadline: .milliseconds(200))
+        let checker = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
+        for n in 0..<3 {
+            do {
+                _ = try await checker.check("https://slow\(n).example.net/", account: "a")
+                Issue.record("a hanging name resolved")
+            } catch {
+                #expect(error.code == "webhook_lookup_timeout" && error.detail.contains("0.2 seconds"), "\(error)")
+            }
+        }
+        #expect(budget.waiting == 0 && budget.inResolver == 3)
+        do {
+            _ = try await checker.check("https://fine.example.net/", account: "a")
+            Issue.record("the account's threads were all in use")
+        } catch {
+            #expect(error.code == "webhook_lookup_busy" && error.detail.contains("This account"), "\(error)")
+        }
+        #expect(try await checker.check("https://fine.example.net/", account: "b").pinned == "93.184.215.14")
+        gate.open()
+        #expect(try await HostileWebhookTests.waitFor(5) { budget.inResolver == 0 })
+        #expect(try await checker.check("https://fine.example.net/", account: "a").pinned == "93.184.215.14")
     }
 
     /// Retries back off exponentially (capped at an hour) and stop 24 h after the event.

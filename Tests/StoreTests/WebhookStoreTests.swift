@@ -161,6 +161,52 @@ struct WebhookStoreTests {
         }
     }
 
+    /// Accounts whose endpoint is failing (a pending delivery of theirs was attempted already)
+    /// are claimed within `failingLimit`, the others first whatever their order; each claim says
+    /// which it is.
+    @Test(arguments: Engine.allCases)
+    func failingEndpointsAreClaimedWithinTheirLimit(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let (_, all) = try await Self.fiveAccountsWithTwoEvents(store)
+            let first = try await store.claimDueWebhooks(
+                worker: "d1", leaseSeconds: 60, limit: 10, failingLimit: 10, now: Self.t0 + 30)
+            #expect(first.count == 5 && first.allSatisfy { !$0.failing }, "none attempted yet")
+            // The first three accounts' endpoints fail (retry soon); the last two deliver.
+            let order = first.map(\.delivery.accountId)
+            let failing = Set(order.prefix(3))
+            for claim in first {
+                let attempt = WebhookAttempt(
+                    deliveryId: claim.delivery.id, number: 1, at: Self.t0 + 30, statusCode: nil, error: "no answer",
+                    durationMs: 10_000)
+                let outcome: WebhookOutcome =
+                    failing.contains(claim.delivery.accountId) ? .retry(at: Self.t0 + 31) : .delivered
+                #expect(
+                    try await store.recordWebhookAttempt(attempt, worker: "d1", outcome: outcome, now: Self.t0 + 30))
+            }
+            // Due now: each account's second event (and the failing ones' first, due later).
+            let second = try await store.claimDueWebhooks(
+                worker: "d2", leaseSeconds: 60, limit: 10, failingLimit: 1, now: Self.t0 + 40)
+            #expect(second.count == 3, "\(second.map(\.delivery.accountId))")
+            #expect(second.filter(\.failing).count == 1 && second.filter { !$0.failing }.count == 2)
+            #expect(second.allSatisfy { $0.failing == failing.contains($0.delivery.accountId) })
+            let retried = try #require(second.first { $0.failing })
+            #expect(
+                retried.delivery.attempts == 0,
+                "the account's oldest due delivery, never tried itself, is in the failing account's share")
+            #expect(Set(second.map(\.delivery.accountId)).count == 3, "one per account")
+            // No room for failing endpoints: the other two failing accounts wait.
+            #expect(
+                try await store.claimDueWebhooks(
+                    worker: "d3", leaseSeconds: 60, limit: 10, failingLimit: 0, now: Self.t0 + 40
+                ).isEmpty)
+            let rest = try await store.claimDueWebhooks(
+                worker: "d3", leaseSeconds: 60, limit: 10, failingLimit: 5, now: Self.t0 + 40)
+            #expect(rest.count == 2 && rest.allSatisfy(\.failing))
+            #expect(Set((second + rest).map(\.delivery.id)).count == 5 && all.count == 10)
+        }
+    }
+
     /// Five accounts with a webhook endpoint and two events each (cancelled jobs), and the
     /// deliveries written for them.
     static func fiveAccountsWithTwoEvents(_ store: any MomentsStore) async throws -> ([Job], [WebhookDelivery]) {
