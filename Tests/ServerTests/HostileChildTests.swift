@@ -309,8 +309,7 @@ struct HostileChildTests {
     /// with the storage closed (0700, as the README advises) and open (0755): it cannot read the
     /// server's environment, the database, a root-only key or /etc/shadow, send a datagram,
     /// connect to a Unix socket by path, or renice, reschedule, re-pin or idle the server or
-    /// another child; its thread flood stops at its own limit, and the other child still makes
-    /// threads.
+    /// another child; its thread flood stops at its own user's limit (a user no other child has).
     @Test(
         .enabled(if: IsolationLayer.missing(allowing: []).isEmpty, "the sandbox is incomplete on this machine"),
         .timeLimit(.minutes(3)))

@@ -87,7 +87,10 @@ struct IsolationTests {
     /// A transient failure (the disk was full when the result was written) keeps the input and
     /// retries: the second attempt delivers, the unit is consumed once, and the failed attempt's
     /// worker time is not charged (the service's fault, not the video's).
-    @Test func transientFailureRetriesKeepingTheInput() async throws {
+    /// (Embedded engine only: the stand-in's first-attempt marker lives in the job's folder, the one
+    /// place its child may write, which the S3 engine makes afresh for each attempt.)
+    @Test(.enabled(if: TestEngine.current == .embedded, "the marker does not outlive an attempt on the S3 engine"))
+    func transientFailureRetriesKeepingTheInput() async throws {
         let scratch = Scratch()
         let fakePath = scratch.path("fake-moments")
         let server = try await TestServer { s in
