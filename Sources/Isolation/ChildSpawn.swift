@@ -133,6 +133,12 @@ extension IsolatedChild {
         if let closed = ChildAccess.libraryFolders.first(where: { !user.canReach($0, 0o1) }) {
             return refuse("a child's user (uid \(user.uid)) cannot reach the libraries in \(closed)")
         }
+        if let root = settings.viewRoot, !user.canReach((root as NSString).deletingLastPathComponent, 0o1) {
+            // Its view is mounted at the storage's own path: the folders above it must be searchable.
+            return refuse(
+                "a child's user (uid \(user.uid)) cannot reach the folder above the storage (\((root as NSString).deletingLastPathComponent)): make the folders above it searchable by others (0711 or 0755; the storage itself may stay 0700)"
+            )
+        }
         if settings.viewRoot == nil,
             let closed = access.readable.first(where: { !user.canReach($0, 0o4) })
                 ?? access.writable.first(where: { !user.canReach(($0 as NSString).deletingLastPathComponent, 0o1) })

@@ -30,6 +30,9 @@ def free_port():
 @pytest.fixture(scope="session")
 def workdir():
     path = Path(tempfile.mkdtemp(prefix="moments-browser-"))
+    # The storage inside may be closed (0700); the folders above it must be searchable by the
+    # media children's users (README: Security).
+    path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
