@@ -373,6 +373,22 @@ static const int denied[] = {
     __NR_mq_open, __NR_mq_unlink, __NR_mq_timedsend, __NR_mq_timedreceive, __NR_mq_notify, __NR_mq_getsetattr,
 };
 
+#ifdef MOMENTS_AUDIT_ARCH
+/// The start of both filters: another ABI (i386, the x32 entry or x32 numbers) is killed; then
+/// the system call's number is loaded.
+static size_t prologue(struct sock_filter *f, size_t n) {
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MOMENTS_AUDIT_ARCH, 1, 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+#endif
+    return n;
+}
+#endif
+
 /// Appends "nr: allowed only when argument 0 is this process (or 0 when `zero_too`), else EPERM".
 static size_t only_self(struct sock_filter *f, size_t n, int nr, pid_t self, int zero_too) {
     struct sock_filter part[] = {
@@ -427,14 +443,7 @@ int moments_outer_filter(pid_t self) {
 #else
     struct sock_filter f[160];
     size_t n = 0;
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MOMENTS_AUDIT_ARCH, 1, 0);
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-#if defined(__x86_64__)
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-#endif
+    n = prologue(f, n);
     for (size_t i = 0; i < sizeof(outer_denied) / sizeof(outer_denied[0]); i++) {
         f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)outer_denied[i], 0, 1);
         f[n++] = (struct sock_filter)RET_ERRNO(EPERM);
@@ -502,14 +511,7 @@ int moments_enter_sandbox(void) {
     pid_t self = getpid();
     struct sock_filter f[256];
     size_t n = 0;
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MOMENTS_AUDIT_ARCH, 1, 0);
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS); // another ABI (i386, x32 entry)
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-#if defined(__x86_64__)
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1); // x32 numbers
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-#endif
+    n = prologue(f, n);
     for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
         f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i], 0, 1);
         f[n++] = (struct sock_filter)RET_ERRNO(EPERM);
