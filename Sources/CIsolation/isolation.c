@@ -389,6 +389,15 @@ static size_t prologue(struct sock_filter *f, size_t n) {
 }
 #endif
 
+/// Appends "each of `calls`: EPERM".
+static size_t deny_all(struct sock_filter *f, size_t n, const int *calls, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)calls[i], 0, 1);
+        f[n++] = (struct sock_filter)RET_ERRNO(EPERM);
+    }
+    return n;
+}
+
 /// Appends "nr: allowed only when argument 0 is this process (or 0 when `zero_too`), else EPERM".
 static size_t only_self(struct sock_filter *f, size_t n, int nr, pid_t self, int zero_too) {
     struct sock_filter part[] = {
@@ -444,10 +453,7 @@ int moments_outer_filter(pid_t self) {
     struct sock_filter f[160];
     size_t n = 0;
     n = prologue(f, n);
-    for (size_t i = 0; i < sizeof(outer_denied) / sizeof(outer_denied[0]); i++) {
-        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)outer_denied[i], 0, 1);
-        f[n++] = (struct sock_filter)RET_ERRNO(EPERM);
-    }
+    n = deny_all(f, n, outer_denied, sizeof(outer_denied) / sizeof(outer_denied[0]));
     // Other processes' scheduling: setpriority(which, who), ioprio_set(which, who) name it in the
     // second argument, the sched_* calls in the first. PRIO_USER/PRIO_PGRP with 0 mean this
     // child's own user (its own) and group.
@@ -512,10 +518,7 @@ int moments_enter_sandbox(void) {
     struct sock_filter f[256];
     size_t n = 0;
     n = prologue(f, n);
-    for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
-        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i], 0, 1);
-        f[n++] = (struct sock_filter)RET_ERRNO(EPERM);
-    }
+    n = deny_all(f, n, denied, sizeof(denied) / sizeof(denied[0]));
     // clone3 cannot be inspected (its flags are in memory): "not implemented" makes the C library
     // fall back to clone, whose flags are checked: threads only (CLONE_THREAD), no processes.
 #ifdef __NR_clone3
