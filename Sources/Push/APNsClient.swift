@@ -83,7 +83,7 @@ public final class APNsClient: Sendable {
         // The head's status, once it is in: a body that does not come within the deadline does
         // not unsay it (a 200 is a push APNs took; sending it again would show it twice).
         let head = HeadStatus()
-        let (http, prepared, until) = (self.http, request, NIODeadline.now() + .init(deadline.limit))
+        let (http, prepared, until) = (self.http, request, NIODeadline.now() + .init(deadline.headLimit))
         do {
             let (code, body) = try await deadline.run {
                 let response = try await http.execute(prepared, deadline: until, logger: nil)

@@ -266,8 +266,8 @@ public final class WebhookDispatcher: Service, Sendable {
             throw SealedSecretError()
         }
         let signature = WebhookSignature.header(secret: signingSecret, timestamp: timestamp, body: Array(body.utf8))
-        // The HTTP client's own deadline is the attempt's, from its start (lookup included).
-        let until = NIODeadline.now() + .init(deadline.limit)
+        // The HTTP client's own deadline for the head, from the attempt's start (lookup included).
+        let until = NIODeadline.now() + .init(deadline.headLimit)
         let head = AnswerHead()
         do {
             return try await deadline.run {

@@ -147,7 +147,8 @@ struct WebhookPieceTests {
             while !gate.isOpen { Thread.sleep(forTimeInterval: 0.01) }
             return ["93.184.215.14"]
         })
-        let budget = WebhookLookupBudget(total: 3, perAccount: 2)
+        // A long lookup deadline: under load the lookups held here must not end on their own.
+        let budget = WebhookLookupBudget(total: 3, perAccount: 2, deadline: .seconds(120))
         let checker = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
         let held = (0..<2).map { n in Task { try await checker.check("https://slow\(n).example.net/", account: "a") } }
         let deadline = Date().addingTimeInterval(5)
