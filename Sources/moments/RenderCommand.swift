@@ -20,6 +20,11 @@ struct RenderCommand: AsyncParsableCommand {
     var reuseFrom: String?
     @Option(help: "The earlier render's segments, in this source's seconds, e.g. 2.0-7.0,12.0-15.0.") var reuseSegments:
         String?
+    @Flag(
+        help:
+            "Copy the source's coded pictures instead of encoding (quality=original): each segment starts at the keyframe at or before its start."
+    )
+    var copy = false
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
@@ -53,7 +58,16 @@ struct RenderCommand: AsyncParsableCommand {
             let token = CancellationToken()
             let interrupts = InterruptHandler(token)
             let bar = ProgressBar("rendering")
-            let result = try Renderer.render(request, cancellation: token) { bar.update($0) }
+            let result: RenderResult
+            if copy {
+                let table = try PacketTable.read(file, limits: request.limits, cancellation: token)
+                request.segments = request.segments.map {
+                    TimeRange(start: table.keyframe(atOrBefore: $0.start) ?? $0.start, end: $0.end)
+                }
+                result = try CopyRenderer.render(request, table: table, cancellation: token) { bar.update($0) }
+            } else {
+                result = try Renderer.render(request, cancellation: token) { bar.update($0) }
+            }
             bar.finish()
             withExtendedLifetime(interrupts) {}
             if let poster { try Poster.write(from: output, at: posterTime, to: poster) }

@@ -22,10 +22,17 @@ final class AudioJoiner {
     /// Samples of the current segment already laid down.
     private(set) var position = 0
 
-    init(sink: Sink, plan: EditPlan, fade: Double) {
+    convenience init(sink: Sink, plan: EditPlan, fade: Double) {
+        self.init(
+            sink: sink, sampleRate: plan.sampleRate, fade: fade,
+            overlapSamples: plan.segments.map { max($0.overlapInSamples, $0.overlapOutSamples) }.max() ?? 1)
+    }
+
+    /// `overlapSamples`: the longest crossfade it lays (0: hard joins only).
+    init(sink: Sink, sampleRate: Int, fade: Double, overlapSamples: Int) {
         self.sink = sink
-        fadeSamples = max(1, Int(fade * Double(plan.sampleRate)))
-        holdCapacity = max(1, plan.segments.map { max($0.overlapInSamples, $0.overlapOutSamples) }.max() ?? 1)
+        fadeSamples = max(1, Int(fade * Double(sampleRate)))
+        holdCapacity = max(1, overlapSamples)
         holdLeft = .allocate(capacity: holdCapacity)
         holdRight = .allocate(capacity: holdCapacity)
         holdLeft.initialize(repeating: 0, count: holdCapacity)

@@ -119,19 +119,15 @@ public final class MediaWriter {
     private let makeEncoder: () throws(MediaError) -> CodecContext
     private let timeBase: AVRational
     private let videoStream: UnsafeMutablePointer<AVStream>
-    private let audio: CodecContext?
-    private let audioStream: UnsafeMutablePointer<AVStream>?
-    private let fifo: AudioFIFO?
-    private let audioFrame: Frame?
+    private let audio: AudioTrackEncoder?
     private let pictureFrame: Frame
     private let packet: Packet
     private var nextVideoPTS: Int64 = 0
     private var lastVideoDTS = Int64.min
-    private var audioPTS: Int64 = 0
     private var finished = false
     public let videoSettings: VideoEncoding
     public private(set) var videoFramesWritten = 0
-    public private(set) var audioSamplesWritten = 0
+    public var audioSamplesWritten: Int { audio?.samplesWritten ?? 0 }
 
     public init(
         path: String, video settings: VideoEncoding, audio audioSettings: AudioEncoding?,
@@ -163,17 +159,9 @@ public final class MediaWriter {
         videoStream = try output.addStream(for: video)
         try MediaWriter.describe(videoStream, settings, path: path)
         if let audioSettings {
-            let encoder = try MediaWriter.audioEncoder(audioSettings, globalHeader: globalHeader)
-            audio = encoder
-            audioStream = try output.addStream(for: encoder)
-            let frameSize = max(1, Int(encoder.pointer.pointee.frame_size))
-            fifo = try AudioFIFO(format: AV_SAMPLE_FMT_FLTP, channels: audioSettings.channels, capacity: frameSize * 4)
-            audioFrame = try MediaWriter.audioFrame(for: encoder, size: frameSize, sampleRate: audioSettings.sampleRate)
+            audio = try AudioTrackEncoder(audioSettings, output: output, path: path)
         } else {
             audio = nil
-            audioStream = nil
-            fifo = nil
-            audioFrame = nil
         }
         pictureFrame = try Frame(width: settings.width, height: settings.height, format: pixelFormat)
         packet = try Packet()
@@ -239,30 +227,6 @@ public final class MediaWriter {
         }
     }
 
-    private static func audioEncoder(_ settings: AudioEncoding, globalHeader: Bool) throws(MediaError) -> CodecContext {
-        try CodecContext.encoder(named: "aac") { c in
-            c.pointee.sample_rate = Int32(settings.sampleRate)
-            c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
-            c.pointee.bit_rate = Int64(settings.bitRate)
-            c.pointee.time_base = AVRational(num: 1, den: Int32(settings.sampleRate))
-            av_channel_layout_default(&c.pointee.ch_layout, Int32(settings.channels))
-            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        }
-    }
-
-    /// The frame the audio FIFO is drained into: one encoder frame of planar float.
-    private static func audioFrame(for encoder: CodecContext, size: Int, sampleRate: Int) throws(MediaError) -> Frame {
-        let frame = try Frame()
-        frame.pointer.pointee.nb_samples = Int32(size)
-        frame.pointer.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-        frame.pointer.pointee.sample_rate = Int32(sampleRate)
-        try check(
-            av_channel_layout_copy(&frame.pointer.pointee.ch_layout, &encoder.pointer.pointee.ch_layout),
-            "av_channel_layout_copy")
-        try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer (audio)")
-        return frame
-    }
-
     /// The encoder's private options: preset, CRF and, for a fixed GOP, the GOP structure spelled
     /// out in the encoder's own parameters (the generic fields do not reach every x265 setting).
     static func encoderOptions(_ settings: VideoEncoding, gop: Int) -> [String: String] {
@@ -289,7 +253,7 @@ public final class MediaWriter {
     }
 
     var videoTimeBase: AVRational { timeBase }
-    var audioFrameSize: Int { audioFrame?.sampleCount ?? 1024 }
+    var audioFrameSize: Int { Int(audio?.encoder.pointer.pointee.frame_size ?? 1024) }
     var hasAudio: Bool { audio != nil }
 
     /// Encodes one picture drawn by `draw`; `pts` in the video time base (default: the next frame).
@@ -368,8 +332,8 @@ public final class MediaWriter {
 
     /// Appends interleaved samples (channels as configured).
     public func writeAudio(interleaved samples: UnsafeBufferPointer<Float>) throws(MediaError) {
-        guard let audio, let fifo else { return }
-        let channels = Int(audio.pointer.pointee.ch_layout.nb_channels)
+        guard let audio else { return }
+        let channels = audio.channels
         let count = samples.count / channels
         guard count > 0 else { return }
         let planar = UnsafeMutablePointer<Float>.allocate(capacity: count * channels)
@@ -381,24 +345,18 @@ public final class MediaWriter {
             for i in 0..<count { plane[i] = samples[i * channels + c] }
             pointers[c] = UnsafeMutableRawPointer(plane)
         }
-        try fifo.write(pointers, count: count)
-        audioSamplesWritten += count
-        try drainAudio(final: false)
+        try audio.write(planes: pointers, count: count)
     }
 
     /// Appends planar float samples: one pointer per channel, `count` samples each.
     func writeAudio(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
-        guard let fifo else { return }
-        try fifo.write(planes, count: count)
-        audioSamplesWritten += count
-        try drainAudio(final: false)
+        try audio?.write(planes: planes, count: count)
     }
 
     /// Flushes the encoders, writes the index at the front of the file and moves it into place.
     public func finish() throws(MediaError) {
-        try drainAudio(final: true)
         if let video { try encode(nil, with: video, to: videoStream) }
-        if let audio, let audioStream { try encode(nil, with: audio, to: audioStream) }
+        try audio?.finish()
         try output.finish()
         if rename(temporaryPath, path) != 0 {
             let reason = String(cString: strerror(errno))
@@ -406,21 +364,6 @@ public final class MediaWriter {
                 .io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
         }
         finished = true
-    }
-
-    private func drainAudio(final: Bool) throws(MediaError) {
-        guard let audio, let audioStream, let fifo, let audioFrame else { return }
-        let frameSize = audioFrame.sampleCount > 0 ? Int(audio.pointer.pointee.frame_size) : 1024
-        while fifo.count >= frameSize || (final && fifo.count > 0) {
-            try audioFrame.makeWritable()
-            let n = min(frameSize, fifo.count)
-            audioFrame.pointer.pointee.nb_samples = Int32(n)
-            _ = try fifo.read(into: audioFrame, count: n)
-            audioFrame.pointer.pointee.pts = audioPTS
-            audioPTS += Int64(n)
-            try encode(audioFrame, with: audio, to: audioStream)
-        }
-        audioFrame.pointer.pointee.nb_samples = Int32(frameSize)
     }
 
     private func encode(_ frame: Frame?, with encoder: CodecContext, to stream: UnsafeMutablePointer<AVStream>)
@@ -435,14 +378,12 @@ public final class MediaWriter {
             if r == FFmpegError.again || r == FFmpegError.eof { return }
             try check(r, "avcodec_receive_packet (\(encoder.name))", path: path, context: encoder.logKey)
             defer { packet.unref() }
-            if stream == videoStream {
-                guard packet.dts > lastVideoDTS else {
-                    throw MediaError(
-                        .unsupportedCodec, operation: "MediaWriter", path: path,
-                        detail: "an encoded picture's decode time \(packet.dts) does not follow \(lastVideoDTS)")
-                }
-                lastVideoDTS = packet.dts
+            guard packet.dts > lastVideoDTS else {
+                throw MediaError(
+                    .unsupportedCodec, operation: "MediaWriter", path: path,
+                    detail: "an encoded picture's decode time \(packet.dts) does not follow \(lastVideoDTS)")
             }
+            lastVideoDTS = packet.dts
             try output.write(packet, from: encoder.pointer.pointee.time_base, to: stream)
         }
     }

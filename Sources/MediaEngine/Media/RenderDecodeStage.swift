@@ -4,16 +4,15 @@ import Foundation
 
 /// The render's first stage: seeks to each segment, demuxes and decodes it, and hands on, in
 /// output order, the source picture of every output slot and the segment's sound (laid by the
-/// joiner). Owns the demuxer, the decoders, the resampler and the joiner.
+/// joiner). Owns the demuxer, the decoders and the joiner.
 final class RenderDecodeStage {
     let request: RenderRequest
     let cancellation: CancellationToken?
     let input: FormatInput
     let videoStream: StreamHandle
-    let audioStream: StreamHandle?
     let video: CodecContext
-    let audio: CodecContext?
-    let resampler: Resampler?
+    /// The sound's decoder and resampler (nil: the source is silent).
+    let sound: SegmentSound?
     let plan: EditPlan
     let queues: RenderQueues
     let joiner: AudioJoiner
@@ -22,18 +21,14 @@ final class RenderDecodeStage {
     let packet: Packet
     let decoded: Frame
     let current: Frame
-    let audioFrame: Frame
-    let audioLeft: UnsafeMutablePointer<Float>
-    let audioRight: UnsafeMutablePointer<Float>
-    let audioPlanes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
-    let audioCapacity = 8192
-    var damaged = 0
+    private var videoDamaged = 0
+    /// Damaged packets and frames skipped over.
+    var damaged: Int { videoDamaged + (sound?.damaged ?? 0) }
     /// Within the current segment.
     var segment: EditPlan.Segment
     var slot = 0
     var haveCurrent = false
     var videoDone = false
-    var audioCursor: Int?
     /// The current segment's decode bounds (reset at each segment's seek).
     var limiter: DecodeGuard
     /// The reframe's window in stored pixels, and the segment being rendered (its track).
@@ -57,10 +52,8 @@ final class RenderDecodeStage {
         self.cancellation = cancellation
         input = source.input
         videoStream = source.videoStream
-        audioStream = source.audioStream
         video = source.video
-        audio = source.audio
-        resampler = source.resampler
+        sound = source.sound
         plan = source.plan
         start = source.start
         self.crop = crop
@@ -71,21 +64,11 @@ final class RenderDecodeStage {
         packet = try Packet()
         decoded = try Frame()
         current = try Frame()
-        audioFrame = try Frame()
-        audioLeft = .allocate(capacity: audioCapacity)
-        audioRight = .allocate(capacity: audioCapacity)
-        audioPlanes = .allocate(capacity: 2)
         joiner = AudioJoiner(
             sink: AudioJoiner.Sink(
                 free: { () throws(MediaError) -> AudioBlock in try queues.freeAudio.pop() },
                 send: { (block: AudioBlock) throws(MediaError) in try queues.decoded.push(.audio(block)) }),
             plan: source.plan, fade: request.audioFade)
-    }
-
-    deinit {
-        audioLeft.deallocate()
-        audioRight.deallocate()
-        audioPlanes.deallocate()
     }
 
     /// How long before a range's start every frame is decoded again (covers B-frame reordering).
@@ -107,7 +90,6 @@ final class RenderDecodeStage {
         slot = 0
         haveCurrent = false
         videoDone = false
-        audioCursor = nil
         limiter = DecodeGuard(request.limits, path: path)
         current.unref()
         joiner.begin(s)
@@ -118,9 +100,8 @@ final class RenderDecodeStage {
         // P-only stream (phones) every frame is a reference: nothing is skipped, and the pre-roll
         // costs what the seek to the keyframe costs, half a GOP per segment on average.
         video.pointer.pointee.skip_frame = AVDISCARD_NONREF
-        audio?.flushBuffers()
-        try resampler?.reset()
-        if audio == nil { try joiner.pushSilence(s.samples) }
+        try sound?.reset()
+        if sound == nil { try joiner.pushSilence(s.samples) }
         // The earlier render's pictures for the piece it holds (the source is still read for the
         // sound, and decoded for the frames around the piece).
         duePiece = reused?.pieces[segmentIndex]
@@ -131,7 +112,9 @@ final class RenderDecodeStage {
         video.pointer.pointee.skip_frame = AVDISCARD_DEFAULT
         if reachedEnd {
             if !videoDone { try decodeVideo(nil) }
-            if audio != nil, joiner.remaining > 0 { try decodeAudio(nil) }
+            if let sound, joiner.remaining > 0 {
+                try sound.decode(nil, into: joiner, segmentStart: s.range.start, limiter: &limiter)
+            }
         }
         // The source ran out before the range did (its last frame is held).
         while slot < s.frames {
@@ -158,7 +141,7 @@ final class RenderDecodeStage {
             let more: Bool
             do { more = try input.read(into: packet) } catch {
                 if error.kind == .cancelled { throw error }
-                damaged += 1
+                videoDamaged += 1
                 return true
             }
             if !more { return true }
@@ -187,8 +170,8 @@ final class RenderDecodeStage {
                 } else if joiner.remaining > 0, packetTime(videoStream) > s.range.end + 3 {
                     return false
                 }  // audio has a hole: pad it
-            } else if let audioStream, index == audioStream.index, joiner.remaining > 0 {
-                try decodeAudio(packet)
+            } else if let sound, index == sound.stream.index, joiner.remaining > 0 {
+                try sound.decode(packet, into: joiner, segmentStart: s.range.start, limiter: &limiter)
             }
         }
         return false
@@ -203,7 +186,7 @@ final class RenderDecodeStage {
 
     private func decodeVideo(_ p: Packet?) throws(MediaError) {
         let rc = video.send(p)
-        if FFmpegError.isDamage(rc) { damaged += 1; return }
+        if FFmpegError.isDamage(rc) { videoDamaged += 1; return }
         if rc < 0 && rc != FFmpegError.eof && rc != FFmpegError.again {
             throw MediaError.ffmpeg(rc, "avcodec_send_packet (\(video.name))", path: path, context: video.logKey)
         }
@@ -212,7 +195,7 @@ final class RenderDecodeStage {
             let r = video.receive(decoded)
             if r == FFmpegError.again || r == FFmpegError.eof { return }
             if FFmpegError.isDamage(r) {
-                damaged += 1
+                videoDamaged += 1
                 failures += 1
                 if failures > 16 { return }
                 continue
@@ -225,7 +208,7 @@ final class RenderDecodeStage {
     /// Fills every output slot whose time comes before this frame with the frame on screen then.
     private func place(_ frame: Frame) throws(MediaError) {
         defer { frame.unref() }
-        if frame.isDamaged { damaged += 1 }
+        if frame.isDamaged { videoDamaged += 1 }
         let ts = frame.bestEffortTimestamp
         let stamped = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, videoStream.timeBase) - start
         try limiter.videoFrame(time: stamped, width: frame.width, height: frame.height)

@@ -140,10 +140,8 @@ struct RenderSource {
     let input: FormatInput
     let info: MediaInfo
     let videoStream: StreamHandle
-    let audioStream: StreamHandle?
     let video: CodecContext
-    let audio: CodecContext?
-    let resampler: Resampler?
+    let sound: SegmentSound?
     let plan: EditPlan
     let start: Double
 
@@ -153,20 +151,15 @@ struct RenderSource {
         input = try Probe.open(request.source, size: size, cancellation: cancellation)
         info = try Probe.describe(input, fileSize: size)
         videoStream = try Probe.videoStream(input)
-        audioStream = Probe.audioStream(input, video: videoStream.index)
         start = input.startSeconds
         // The in-loop filters stay on even when downscaling 4K to 1080p: skipping them saves ~19 %
         // of an HEVC decode but the error builds up along a P-only GOP (measured on 4K HEVC
         // Main10 at 50 Mbit/s scaled to 1080p: SSIM Y 0.993, chroma 0.92-0.93, worst frame 0.948).
         video = try CodecContext.decoder(for: videoStream, path: request.source, threads: request.threads)
-        if let audioStream {
-            let decoder = try CodecContext.decoder(for: audioStream, path: request.source, threads: 1)
-            audio = decoder
-            resampler = try Resampler(
-                input: decoder.pointer, outputRate: 48_000, outputChannels: 2, outputFormat: AV_SAMPLE_FMT_FLTP)
+        if let stream = Probe.audioStream(input, video: videoStream.index) {
+            sound = try SegmentSound(stream: stream, path: request.source, start: input.startSeconds)
         } else {
-            audio = nil
-            resampler = nil
+            sound = nil
         }
         let frameRate = Renderer.outputFrameRate(
             average: videoStream.stream.pointee.avg_frame_rate, real: videoStream.stream.pointee.r_frame_rate,

@@ -51,8 +51,12 @@ public struct RenderResult: Sendable, Codable, Equatable {
     public var outputSegments: [TimeRange]
     /// Damaged source packets skipped over.
     public var damagedPackets: Int
-    /// Frames copied from the earlier render (`RenderRequest.reuse`) instead of encoded.
+    /// Frames copied from the earlier render (`RenderRequest.reuse`), or from the source
+    /// (`CopyRenderer`), instead of encoded.
     public var copiedFrames = 0
+    /// A copy of the source's pictures (`CopyRenderer`): the source ranges each segment took (each
+    /// from its keyframe to its clean cut).
+    public var sourceSegments: [TimeRange]? = nil
 }
 
 /// Renders an edit list to MP4: H.264 (libx264) + AAC 48 kHz stereo, yuv420p, constant frame
