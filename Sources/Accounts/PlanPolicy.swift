@@ -75,6 +75,14 @@ public struct PlanPolicy: Sendable {
         return current
     }
 
+    /// Refuses `quality=original` on a plan without it, naming the product that lifts it.
+    public func check(quality: HighlightQuality, plan current: AccountPlan) throws(Refusal) {
+        guard quality == .original, !current.plan.original else { return }
+        QuotaMetrics.refused(.qualityNotInPlan)
+        let product = current.upgrade?.original == true ? plans.proProductId : nil
+        throw .originalQualityNotInPlan(plan: current.plan.name, upgradeProduct: product)
+    }
+
     /// The plan's terms as the store's transactions apply them (pro or free, asked inside).
     public var limits: @Sendable (Bool) -> QuotaLimits {
         let (free, pro) = (plans.free, plans.pro)

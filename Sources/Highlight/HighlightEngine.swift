@@ -48,6 +48,8 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     /// of the chosen segments are people moments.
     public var faces: FaceTracks?
     public var peopleMoments: Int?
+    /// `quality=original`: whether the pictures were copied or encoded, and why.
+    public var render: RenderChoice?
 }
 
 /// A re-upload's analysis taken from the earlier upload it was recognised as (no analysis decode).
@@ -125,6 +127,9 @@ public struct HighlightRequest: Sendable, Codable, Equatable {
     public var analysis = AnalysisSettings()
     public var weights = ScoreWeights()
     public var selection = SelectionSettings()
+    /// `quality=original`: copy the source's coded pictures where the highlight allows (else the
+    /// pictures are encoded at `quality`); nil: encode.
+    public var original: OriginalSettings?
 
     /// Bounds on the decoded source, for the analysis and the render alike (stored in
     /// `analysis.limits`): set `maxDecodedSeconds` to the plan's duration cap.
@@ -190,13 +195,21 @@ public enum HighlightEngine {
         if request.focus == .action { selection.peopleScenesFirst = false }
         selection.crossfade = request.style == .crossfade ? request.crossfadeSeconds : 0
         // The same highlight of the same footage: the earlier one is returned (its file is copied by the caller).
-        let segments = obtained.copied ?? Selector.select(analysis, scored: scored, settings: selection)
+        var segments = obtained.copied ?? Selector.select(analysis, scored: scored, settings: selection)
         guard !segments.isEmpty else {
             throw MediaError(
                 .unusable, operation: "highlight", path: request.source,
                 detail: "no usable footage: the video is black, frozen, blurred or too short throughout")
         }
+        var copy: CopyDecision?
+        if let original = request.original, request.output != nil, obtained.copied == nil {
+            copy = try decideCopy(
+                request, settings: original, analysis: analysis, segments: segments, selection: selection,
+                cancellation: cancellation)
+            segments = copy?.segments ?? segments
+        }
         var report = makeReport(analysis, scored: scored, segments: segments)
+        report.render = copy?.choice
         report.analysisReused = obtained.cached
         if var match = obtained.duplicate {
             match.resultCopied = obtained.copied != nil
@@ -221,7 +234,7 @@ public enum HighlightEngine {
         do throws(MediaError) {
             if let output = request.output, obtained.copied == nil {
                 render = try renderWithPoster(
-                    request, to: output, segments: segments, crossfade: selection.crossfade,
+                    request, to: output, segments: segments, crossfade: selection.crossfade, copyFrom: copy?.table,
                     obtained: obtained, report: &report, cancellation: cancellation, progress: progress)
             }
         } catch {
@@ -298,7 +311,7 @@ public enum HighlightEngine {
     /// encoded when that copy fails), then the poster: the earlier one when it shows this very frame.
     static func renderWithPoster(
         _ request: HighlightRequest, to output: String, segments: [SelectedSegment], crossfade: Double,
-        obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
+        copyFrom table: PacketTable?, obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
         progress: ((String, Double) -> Void)?
     ) throws(MediaError) -> RenderResult {
         var renderRequest = RenderRequest(
@@ -319,17 +332,20 @@ public enum HighlightEngine {
                 })
         }
         progress?("rendering", 0.6)
+        let advance: (Double) -> Void = { progress?("rendering", 0.6 + 0.37 * $0) }
         let result: RenderResult
-        do {
-            result = try Renderer.render(renderRequest, cancellation: cancellation) {
-                progress?("rendering", 0.6 + 0.37 * $0)
+        if let table {
+            result = try CopyRenderer.render(renderRequest, table: table, cancellation: cancellation, progress: advance)
+        } else if renderRequest.reuse != nil {
+            do {
+                result = try Renderer.render(renderRequest, cancellation: cancellation, progress: advance)
+            } catch where error.kind != .cancelled {
+                // Copying from the earlier highlight failed: everything is encoded.
+                renderRequest.reuse = nil
+                result = try Renderer.render(renderRequest, cancellation: cancellation, progress: advance)
             }
-        } catch  where renderRequest.reuse != nil && error.kind != .cancelled {
-            // Copying from the earlier highlight failed: everything is encoded.
-            renderRequest.reuse = nil
-            result = try Renderer.render(renderRequest, cancellation: cancellation) {
-                progress?("rendering", 0.6 + 0.37 * $0)
-            }
+        } else {
+            result = try Renderer.render(renderRequest, cancellation: cancellation, progress: advance)
         }
         guard let poster = request.posterOutput else { return result }
         progress?("poster", 0.97)

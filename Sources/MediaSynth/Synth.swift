@@ -15,6 +15,7 @@ public enum Synth {
         video.codec = spec.codec
         video.fixedGOPWithoutBFrames = spec.fixedGOPWithoutBFrames
         video.fixedBFrames = spec.fixedBFrames
+        video.hdrStaticMetadata = spec.hdrStaticMetadata
         switch spec.hdrTransfer {
         case .pq: video.color = .hdr10
         case .hlg: video.color = .hlg

@@ -40,6 +40,8 @@ public struct SynthSpec: Sendable {
         get { hdrTransfer != nil }
         set { hdrTransfer = newValue ? (hdrTransfer ?? .pq) : nil }
     }
+    /// HDR10 static metadata (mastering display, content light level) in the container.
+    public var hdrStaticMetadata = false
     /// 10-bit SDR video.
     public var tenBit = false
     /// H.264 (libx264) or HEVC (libx265, `hvc1`).

@@ -27,6 +27,9 @@ public struct Plan: Sendable, Equatable {
     /// re-cuts answer 410) until the rest fit; an input larger than this is not kept at all.
     /// A recognised re-upload of a kept video keeps one copy (the newest) for both jobs.
     public var keptInputBytes: Int64 = 10 << 30
+    /// `quality=original` allowed: the source's own coded pictures, copied, up to `maxOutputSide`
+    /// (a larger video is encoded at that size).
+    public var original = false
 }
 
 /// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
@@ -38,7 +41,8 @@ public struct PlanSettings: Sendable, Equatable {
         maxOutputSide: 1080, concurrentJobs: 1, retentionDays: 7, dailyWorkerSeconds: 1800, keptInputBytes: 2 << 30)
     public var pro = Plan(
         name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
-        maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30)
+        maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30,
+        original: true)
     /// The App Store product that grants pro.
     public var proProductId = "com.moments.pro.monthly"
 
@@ -66,6 +70,7 @@ public struct PlanSettings: Sendable, Equatable {
         r.read("retentionDays", into: &plan.retentionDays)
         r.read("recuts", into: &plan.recuts)
         r.read("keptInputBytes", into: &plan.keptInputBytes, in: 0...Int64.max)
+        r.read("original", into: &plan.original)
         return plan
     }
 

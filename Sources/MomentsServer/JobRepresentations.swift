@@ -143,7 +143,18 @@ struct JobDetailResponse: ResponseEncodable {
     }
     struct Output: Codable {
         var duration: Double, size: Int64, width: Int, height: Int, analysisReused: Bool
-        enum CodingKeys: String, CodingKey { case duration, size, width, height, analysisReused = "analysis_reused" }
+        /// How the pictures were made: "copy" (quality=original: the source's own) or "encode".
+        var render: Render
+        enum CodingKeys: String, CodingKey {
+            case duration, size, width, height, analysisReused = "analysis_reused", render
+        }
+    }
+    struct Render: Codable {
+        var method: String
+        /// Why a quality=original highlight was encoded.
+        var reason: String?
+        var largestStartShift: Double?
+        enum CodingKeys: String, CodingKey { case method, reason, largestStartShift = "largest_start_shift" }
     }
     struct Input: Codable {
         var duration: Double, size: Int64, container: String, videoCodec: String, audioCodec: String?
@@ -222,7 +233,10 @@ struct JobDetailResponse: ResponseEncodable {
         output = job.output.map {
             Output(
                 duration: ms($0.duration), size: $0.size, width: $0.width, height: $0.height,
-                analysisReused: $0.analysisReused ?? false)
+                analysisReused: $0.analysisReused ?? false,
+                render: Render(
+                    method: $0.render?.method ?? "encode", reason: $0.render?.reason,
+                    largestStartShift: $0.render?.largestStartShift))
         }
         segments = (job.segments ?? []).map {
             Segment(

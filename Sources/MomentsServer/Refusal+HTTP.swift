@@ -17,7 +17,7 @@ extension Refusal {
 
     var statusCode: Int {
         switch self {
-        case .quotaExceeded: 402
+        case .quotaExceeded, .originalQualityNotInPlan: 402
         case .tooManyJobs, .dailyBudgetExceeded: 429
         case .unreadable, .unusableMedia, .tooShort, .tooLongForServer, .tooLongForPlan, .originalBeyondPlan: 422
         case .insufficientStorage: 507

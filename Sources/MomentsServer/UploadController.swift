@@ -107,6 +107,7 @@ struct UploadController {
         let options: HighlightOptions
         do {
             options = try HighlightOptions.parse(fields: received.fields, limits: settings.highlightLimits)
+            try intake.policy.check(quality: options.quality, plan: current)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error

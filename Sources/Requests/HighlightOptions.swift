@@ -3,9 +3,11 @@ import Highlight
 import MomentsConfig
 import Store
 
-/// How much care the render takes (the stored job keeps the raw value).
+/// How much care the render takes (the stored job keeps the raw value): an encode up to 480p,
+/// 720p or 1080p (2160p on a plan whose `maxOutputSide` allows it), or `original`, the source's own
+/// coded pictures copied where the highlight allows (a plan's `original` must allow it).
 public enum HighlightQuality: String, CaseIterable, Sendable {
-    case low, medium, high
+    case low, medium, high, original
 
     public static let `default` = HighlightQuality.high
 }

@@ -12,6 +12,7 @@ extension Refusal {
         case .quotaExceeded: "quota_exceeded"
         case .tooManyJobs: "too_many_jobs"
         case .dailyBudgetExceeded: "daily_budget_exceeded"
+        case .originalQualityNotInPlan: "quality_not_in_plan"
         case .unreadable: "unreadable"
         case .unusableMedia(let kind, _): kind.rawValue
         case .tooShort: "too_short"
@@ -81,6 +82,10 @@ extension Refusal {
             ]
             if let product = b.upgradeProduct { extras["product_id"] = .string(product) }
             return extras
+        case .originalQualityNotInPlan(let plan, let product):
+            var extras: [String: Value] = ["plan": .string(plan)]
+            if let product { extras["product_id"] = .string(product) }
+            return extras
         case .tooLongForPlan(let p):
             var extras: [String: Value] = ["limit_seconds": .int(Int(p.limitSeconds)), "plan": .string(p.plan)]
             if let upgrade = p.upgrade { extras["product_id"] = .string(upgrade.product) }
@@ -111,6 +116,9 @@ extension Refusal {
         case .quotaExceeded(let q): Self.message(q)
         case .tooManyJobs(let t): Self.message(t)
         case .dailyBudgetExceeded(let b): Self.message(b)
+        case .originalQualityNotInPlan(let plan, let product):
+            "Original quality (your video's own picture, copied without re-encoding) is not part of the \(plan) plan."
+                + (product.map { " Subscribe to \($0) to get it, or" } ?? "") + " choose quality high."
         case .unreadable, .unusableMedia, .tooShort, .tooLongForServer, .tooLongForPlan, .originalBeyondPlan:
             mediaMessage
         case .insufficientStorage:
@@ -246,9 +254,9 @@ extension Refusal {
         case .targetDurationOutOfRange(let value, let minimum, let maximum, _):
             return "target_duration must be between \(minimum) and \(maximum) seconds; it was \(value)."
         case .invalidQuality(let given, _):
-            return "quality must be low, medium or high; it was \"\(given)\"."
+            return "quality must be low, medium, high or original; it was \"\(given)\"."
         case .qualityNotAString:
-            return "quality must be low, medium or high."
+            return "quality must be low, medium, high or original."
         case .invalidAspect(let given):
             let choices = AspectRatio.allCases.map(\.rawValue).joined(separator: ", ")
             return "aspect must be one of \(choices); it was \"\(given.prefix(40))\"."

@@ -19,6 +19,8 @@ public enum Refusal: Error, Sendable, Equatable {
     case tooManyJobs(TooManyJobs)
     /// The plan's worker time for the UTC day is spent.
     case dailyBudgetExceeded(DailyBudget)
+    /// `quality=original` on a plan without it; `upgradeProduct` lifts it.
+    case originalQualityNotInPlan(plan: String, upgradeProduct: String?)
 
     // MARK: The video
 

@@ -77,9 +77,26 @@ public struct JobOutput: Codable, Sendable, Equatable {
     public var analysisReused: Bool?
     /// The upload was recognised as an earlier upload of the same account.
     public var duplicateOf: JobDuplicate?
+    /// `quality=original`: the pictures copied from the source, or encoded and why (nil: encoded,
+    /// as every other quality is).
+    public var render: JobRender?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// How a `quality=original` highlight's pictures were made.
+public struct JobRender: Codable, Sendable, Equatable {
+    /// "copy" (the source's coded pictures) or "encode".
+    public var method: String
+    /// Why they were encoded although the original was asked for.
+    public var reason: String?
+    /// Copied: the largest move of a start onto a keyframe, in seconds.
+    public var largestStartShift: Double?
+
+    public init(method: String, reason: String?, largestStartShift: Double?) {
+        self.method = method; self.reason = reason; self.largestStartShift = largestStartShift
     }
 }
 

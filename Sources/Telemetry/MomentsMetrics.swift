@@ -304,6 +304,7 @@ public final class WorkerSlots: Sendable {
 public enum QuotaRefusalCode: String, Sendable, CaseIterable {
     case quotaExceeded = "quota_exceeded"
     case tooManyJobs = "too_many_jobs"
+    case qualityNotInPlan = "quality_not_in_plan"
     case dailyBudgetExceeded = "daily_budget_exceeded"
 }
 

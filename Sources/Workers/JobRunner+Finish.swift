@@ -177,6 +177,9 @@ extension JobRunner {
                 duration: earlier.duration, size: earlier.size, width: earlier.width, height: earlier.height)
         }
         output.analysisReused = result.report.analysisReused ?? result.cached
+        output.render = result.report.render.map {
+            JobRender(method: $0.method.rawValue, reason: $0.reason, largestStartShift: $0.largestStartShift)
+        }
         output.duplicateOf = result.report.duplicateOf.map {
             JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
         }

@@ -382,6 +382,8 @@ public final class JobRunner: Service, Sendable {
         var quality = RenderQuality(rawValue: job.quality) ?? .high
         if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
         var request = media.request(source: workspace.inputPath, quality: quality)
+        // The source's own pictures, copied where the highlight allows (else encoded as `high`).
+        if job.quality == "original" { request.original = OriginalSettings(maxShortSide: job.outputCap) }
         request.output = workspace.resultPath
         request.posterOutput = workspace.posterPath
         request.analysisOutput = workspace.analysisPath

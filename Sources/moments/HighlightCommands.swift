@@ -82,7 +82,11 @@ struct HighlightCommand: AsyncParsableCommand {
     @Argument(help: "The video.") var file: String
     @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
     @Option(help: "Highlight length in seconds (5...180).") var targetDuration = 30.0
-    @Option(help: "low (≤480p), medium (≤720p) or high (≤1080p) (default from Config/).") var quality: String?
+    @Option(
+        help:
+            "low (≤480p), medium (≤720p), high (≤1080p), uhd (≤2160p) or original (the video's own pictures, copied where the highlight allows) (default from Config/)."
+    )
+    var quality: String?
     @Option(help: "cut or crossfade (default from Config/).") var style: String?
     @Option(help: "Also write the analysis JSON here.") var analysis: String?
     @Option(help: "Also write a JPEG poster of the best frame here.") var poster: String?
@@ -93,8 +97,8 @@ struct HighlightCommand: AsyncParsableCommand {
         guard targetDuration >= HighlightEngine.minTarget && targetDuration <= HighlightEngine.maxTarget else {
             throw ValidationError("--target-duration must be between 5 and 180 seconds")
         }
-        if let quality, RenderQuality(rawValue: quality) == nil {
-            throw ValidationError("--quality must be low, medium or high")
+        if let quality, quality != "original", RenderQuality(rawValue: quality) == nil {
+            throw ValidationError("--quality must be low, medium, high, uhd or original")
         }
         if let style, HighlightStyle(rawValue: style) == nil {
             throw ValidationError("--style must be cut or crossfade")
@@ -106,9 +110,11 @@ struct HighlightCommand: AsyncParsableCommand {
         try runReportingErrors {
             let defaults = config.mediaDefaults()
             // validate() refused unknown names, so a given option always names a quality or style.
+            // original: copied where it can be, else encoded up to 2160p.
             var request = defaults.request(
-                source: file, quality: quality.flatMap(RenderQuality.init(rawValue:)),
+                source: file, quality: quality == "original" ? .uhd : quality.flatMap(RenderQuality.init(rawValue:)),
                 style: style.flatMap(HighlightStyle.init(rawValue:)))
+            if quality == "original" { request.original = OriginalSettings() }
             request.output = output
             creative.apply(to: &request)
             request.selection.targetDuration = targetDuration
@@ -124,8 +130,10 @@ struct HighlightCommand: AsyncParsableCommand {
             let duration = result.render?.duration ?? 0
             print(
                 String(
-                    format: "%@: %.2f s from %d segments%@", output, duration, result.report.segments.count,
-                    result.cached ? " (cached analysis)" : ""))
+                    format: "%@: %.2f s from %d segments%@%@", output, duration, result.report.segments.count,
+                    result.cached ? " (cached analysis)" : "",
+                    result.report.render.map { $0.method == .copy ? ", pictures copied" : ", encoded: \($0.reason ?? "")" }
+                        ?? ""))
         }
     }
 }

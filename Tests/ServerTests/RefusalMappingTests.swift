@@ -64,7 +64,8 @@ struct RefusalMappingTests {
         (.tooManyUploads(limit: 2, resumable: false), 429),
         (.fileTooLarge(.init(limit: 500_000_000, plan: "free", upgrade: ("pro.monthly", 4_000_000_000))), 413),
         (.invalidFocus("faces"), 422),
-        (.processingUnavailable, 503)
+        (.processingUnavailable, 503),
+        (.originalQualityNotInPlan(plan: "free", upgradeProduct: "pro.monthly"), 402)
     ]
 
     /// Which sample a case is: this switch stops compiling when a case is added without one.
@@ -105,6 +106,7 @@ struct RefusalMappingTests {
         case .fileTooLarge: 32
         case .invalidFocus: 33
         case .processingUnavailable: 34
+        case .originalQualityNotInPlan: 35
         }
     }
 

@@ -63,6 +63,9 @@ public struct VideoEncoding: Sendable {
     /// so a cut lands on whichever frame type the pattern puts there.
     public var fixedBFrames = 0
     public var color = ColorTags()
+    /// HDR10 static metadata on the stream (a 1000 cd/m² BT.2020 mastering display, MaxCLL 1000,
+    /// MaxFALL 400), written as the MP4's mdcv and clli boxes.
+    public var hdrStaticMetadata = false
     /// Clockwise degrees a player must rotate the picture (written as the display matrix).
     public var rotation = 0
     /// Encoder threads; 0 sizes them to the machine: one per core. x264's own choice (1.5 per
@@ -216,6 +219,11 @@ public final class MediaWriter {
             videoStream.pointee.codecpar.pointee.codec_tag =
                 UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8
                 | UInt32(UInt8(ascii: "c")) << 16 | UInt32(UInt8(ascii: "1")) << 24
+        }
+        if settings.hdrStaticMetadata {
+            try check(
+                moments_stream_add_hdr10_metadata(videoStream, 1000, 50, 1000, 400), "av_stream_new_side_data (HDR)",
+                path: path)
         }
         guard settings.rotation % 360 != 0 else { return }
         guard let matrix = av_stream_new_side_data(videoStream, AV_PKT_DATA_DISPLAYMATRIX, 36) else {

@@ -35,6 +35,7 @@ extension ResumableUploads {
         -> (ResumableUpload, AccountPlan)
     {
         let plan = try await intake.policy.precheck(account)
+        try intake.policy.check(quality: HighlightQuality(rawValue: creation.quality) ?? .default, plan: plan)
         if let length = creation.length {
             if length > maxBytes(plan) { throw tooLarge(plan) }
             try intake.checkDiskSpace(expectedBytes: length)
