@@ -7,20 +7,20 @@ public struct KeyframeSnapSettings: Sendable, Codable, Equatable {
     /// move further (long keyframe groups: screen recordings, some cameras) is encoded instead.
     /// Phone video has a keyframe every second or two: a start moves by half a second at most.
     public var maxStartShift = 1.0
-    /// Seconds of move a loud keyframe costs against a quiet one (in a pause of the speech or
-    /// sound): the start lands in the quiet where a keyframe there is nearly as close.
-    public var loudPenalty = 0.25
-    /// Seconds of move a keyframe costs when the segment would start in the shot before its own.
-    public var otherShotPenalty = 1.0
+    /// A quiet keyframe (in a pause of the speech or sound) is taken over a nearer loud one when
+    /// it is within this many seconds of the start; beyond, the nearest keyframe is taken. With
+    /// keyframes every second (phones) no start then moves more than half a second.
+    public var quietReach = 0.5
 
     public init() {}
 }
 
 extension Selector {
     /// The chosen segments with each start moved onto a keyframe, so the source's coded pictures
-    /// can be copied: the nearest keyframe within `maxStartShift`, a quiet one preferred, one
-    /// inside the segment's own shot preferred, never before the previous segment's end nor so late
-    /// that the segment gets shorter than `minSegment / 2`. Each end moves as far as its start did,
+    /// can be copied: a keyframe within `maxStartShift` that keeps the segment in its own shot
+    /// (one that would start it in the shot before is taken only when no other is in reach), the
+    /// nearest of them, or a quiet one within `quietReach`; never before the previous segment's end
+    /// nor so late that the segment gets shorter than `minSegment / 2`. Each end moves as far as its start did,
     /// so the highlight keeps its length, unless that would cross a shot boundary, the next
     /// segment or the video's end (the copy then ends on the clean cut at or before it). The error
     /// says which start could not move and how far it would have to.
@@ -37,13 +37,15 @@ extension Selector {
             let reachable = keyframes.filter {
                 abs($0 - segment.start) <= settings.maxStartShift + 1e-6 && $0 >= previousEnd - 1e-6 && $0 <= latest
             }
-            func cost(_ k: Double) -> Double {
-                var c = abs(k - segment.start)
-                if !isQuiet(analysis.audio, at: k, selection: selection) { c += settings.loudPenalty }
-                if cuts.contains(where: { $0 > k + 1e-6 && $0 <= segment.start + 1e-6 }) { c += settings.otherShotPenalty }
-                return c
-            }
-            guard let chosen = reachable.min(by: { cost($0) < cost($1) }) else {
+            let ownShot = reachable.filter { k in !cuts.contains { $0 > k + 1e-6 && $0 <= segment.start + 1e-6 } }
+            let pool = ownShot.isEmpty ? reachable : ownShot
+            let nearest = pool.map { abs($0 - segment.start) }.min() ?? 0
+            let near = pool.filter { abs($0 - segment.start) <= max(nearest, settings.quietReach) + 1e-9 }
+            let quiet = near.filter { isQuiet(analysis.audio, at: $0, selection: selection) }
+            let chosen =
+                quiet.min { abs($0 - segment.start) < abs($1 - segment.start) }
+                ?? near.min { abs($0 - segment.start) < abs($1 - segment.start) }
+            guard let chosen else {
                 let nearest = keyframes.min { abs($0 - segment.start) < abs($1 - segment.start) }
                 return .failure(
                     KeyframeSnapRefusal(

@@ -34,6 +34,10 @@ public enum ChildMain {
             case .highlight:
                 guard let request = task.highlight else { return ChildExit.badTask }
                 try highlight(request, token: token)
+            case .preview:
+                guard let output = task.previewOutput else { return ChildExit.badTask }
+                emit(ChildMessage(progress: .init(stage: "preview", fraction: 0)))
+                emit(ChildMessage(preview: try preview(of: task.source, to: output, token: token)))
             case .recognize:
                 guard let spec = task.recognize, let data = FileManager.default.contents(atPath: spec.candidates),
                     let candidates = try? JSONDecoder().decode([ReuploadCandidate].self, from: data)
@@ -71,6 +75,18 @@ public enum ChildMain {
                 result: .init(
                     report: result.report, render: result.render, cached: result.cached, fingerprint: result.fingerprint
                 )))
+    }
+
+    /// The whole highlight again, as H.264 at most 540p (HDR tone-mapped to SDR).
+    private static func preview(of highlight: String, to output: String, token: CancellationToken) throws(MediaError)
+        -> RenderResult
+    {
+        let info = try Probe.probe(highlight)
+        var request = RenderRequest(
+            source: highlight, segments: [TimeRange(start: 0, end: info.duration)], output: output)
+        request.quality = .preview
+        request.maxFrameRate = 30
+        return try Renderer.render(request, cancellation: token)
     }
 
     /// Installs the system-call filter (`moments_enter_sandbox`): before the task is read and any

@@ -9,7 +9,7 @@ import MediaEngine
 /// recognition that `continues` is followed, once answered, by a second line: the highlight task
 /// the parent prepared from the answer (or the end of the input: nothing more).
 public struct ChildTask: Codable, Sendable {
-    public enum Kind: String, Codable, Sendable { case probe, highlight, recognize }
+    public enum Kind: String, Codable, Sendable { case probe, highlight, recognize, preview }
 
     public var kind: Kind
     public var source: String
@@ -20,6 +20,8 @@ public struct ChildTask: Codable, Sendable {
     /// For `.recognize`: after its answer the same child reads and runs a `.highlight` task (one
     /// process for the job: no second start, no second open of the input).
     public var continues: Bool?
+    /// For `.preview`: where the preview of the highlight `source` is written.
+    public var previewOutput: String?
 
     public static func probe(_ path: String) -> ChildTask { ChildTask(kind: .probe, source: path, highlight: nil) }
     public static func recognize(
@@ -29,6 +31,12 @@ public struct ChildTask: Codable, Sendable {
             kind: .recognize, source: path, highlight: nil,
             recognize: RecognizeSpec(candidates: candidates, analysis: analysis),
             continues: continues ? true : nil)
+    }
+    /// The small H.264 copy (≤ 540p, SDR) of a finished highlight, which every browser plays.
+    public static func preview(of highlight: String, to output: String) -> ChildTask {
+        var task = ChildTask(kind: .preview, source: highlight, highlight: nil)
+        task.previewOutput = output
+        return task
     }
     public static func highlight(_ request: HighlightRequest) -> ChildTask {
         ChildTask(kind: .highlight, source: request.source, highlight: request)
@@ -57,6 +65,8 @@ public struct ChildMessage: Codable, Sendable {
     public var probe: MediaInfo?
     public var recognition: Recognition?
     public var result: Result?
+    /// A `.preview` task's render.
+    public var preview: RenderResult?
     public var failure: ChildFailure?
 }
 

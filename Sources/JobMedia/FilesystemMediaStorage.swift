@@ -30,9 +30,9 @@ public struct FilesystemMediaStorage: MediaStorage {
 
     /// On disk before the database says completed: a power loss cannot leave a "completed" job
     /// without its file.
-    public func publishResults(jobID: String) async throws {
+    public func publish(jobID: String, files: [MediaFile]) async throws {
         let workspace = JobWorkspace(directory: layout.jobDirectory(jobID))
-        for file in MediaFile.results { try? DurableFiles.sync(workspace.path(file)) }
+        for file in files { try? DurableFiles.sync(workspace.path(file)) }
         try? DurableFiles.syncDirectory(workspace.directory)
     }
 

@@ -15,7 +15,7 @@ import Store
 public enum MediaLinks {
     /// The files a link can open.
     public static let files: [String: MediaFile] = [
-        "highlight.mp4": .result, "poster.jpg": .poster, "storyboard.png": .storyboard
+        "highlight.mp4": .result, "poster.jpg": .poster, "storyboard.png": .storyboard, "preview.mp4": .preview
     ]
     /// How long a link works.
     public static let lifetimeSeconds: Int64 = 3600

@@ -11,6 +11,8 @@ public enum MediaFile: String, Sendable, CaseIterable {
     /// decoding the input again.
     case analysisData = "analysis-data.json"
     case storyboard = "storyboard.png"
+    /// A `quality=original` highlight's H.264 preview (≤ 540p), published after the job completed.
+    case preview = "preview.mp4"
 
     /// The results a worker publishes.
     public static let results: [MediaFile] = [.result, .poster, .analysis, .analysisData, .storyboard]
@@ -30,6 +32,7 @@ public struct JobWorkspace: Sendable, Equatable {
     public var analysisPath: String { path(.analysis) }
     public var analysisDataPath: String { path(.analysisData) }
     public var storyboardPath: String { path(.storyboard) }
+    public var previewPath: String { path(.preview) }
     /// Where the job's child writes a new analysis for its account's cache (the worker moves it in).
     public var cacheOutputDirectory: String { directory + "/cache-new" }
 }
@@ -122,8 +125,10 @@ public protocol MediaStorage: Sendable {
     /// A local folder holding the job's input, for the worker's child to read and write.
     func prepareWorkspace(jobID: String) async throws -> JobWorkspace
 
-    /// Stores the results the child wrote in the job's workspace (durably) before the job is marked completed.
-    func publishResults(jobID: String) async throws
+    /// Stores `files` the child wrote in the job's workspace (durably): the results before the job
+    /// is marked completed (`MediaFile.results`), a preview after. The workspace stays until
+    /// `discardWorkspace`.
+    func publish(jobID: String, files: [MediaFile]) async throws
 
     /// Removes the worker's local copy (S3: the scratch folder; filesystem: nothing, the job's
     /// folder is its storage). Called after every outcome; never fails.

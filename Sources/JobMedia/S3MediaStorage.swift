@@ -84,15 +84,14 @@ public struct S3MediaStorage: MediaStorage {
     }
 
     /// Uploads the results the child wrote, then removes the scratch folder.
-    public func publishResults(jobID: String) async throws {
+    public func publish(jobID: String, files: [MediaFile]) async throws {
         let workspace = JobWorkspace(directory: scratchPath(jobID))
-        for file in MediaFile.results where FileManager.default.fileExists(atPath: workspace.path(file)) {
+        for file in files where FileManager.default.fileExists(atPath: workspace.path(file)) {
             try await guarded("publish \(file.rawValue)", jobID) {
                 try await client.upload(
                     fileAt: workspace.path(file), key: key(jobID, file), contentType: Self.contentType(file))
             }
         }
-        await discardWorkspace(jobID: jobID)
     }
 
     public func discardWorkspace(jobID: String) async {
@@ -216,7 +215,7 @@ public struct S3MediaStorage: MediaStorage {
     static func contentType(_ file: MediaFile) -> String {
         switch file {
         case .input: "application/octet-stream"
-        case .result: "video/mp4"
+        case .result, .preview: "video/mp4"
         case .poster: "image/jpeg"
         case .analysis, .analysisData: "application/json"
         case .storyboard: "image/png"

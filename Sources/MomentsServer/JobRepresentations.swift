@@ -112,9 +112,11 @@ struct JobLinks: Codable, Sendable {
     var timeline: String?
     var recuts: String?
     var events: String
+    /// A quality=original highlight's H.264 preview, once it is ready.
+    var preview: String?
 
     enum CodingKeys: String, CodingKey {
-        case this = "self", status, download, poster, analysis, storyboard, timeline, recuts, events
+        case this = "self", status, download, poster, analysis, storyboard, timeline, recuts, events, preview
     }
 
     init(_ job: Job, baseURL: String) {
@@ -129,6 +131,7 @@ struct JobLinks: Codable, Sendable {
         storyboard = ready ? base + "/storyboard.png" : nil
         timeline = ready ? base + "/timeline?format=fcpxml" : nil
         recuts = ready && job.edit?.keepsInput == true ? base + "/recuts" : nil
+        preview = ready && JobPreviewView.state(job) == "ready" ? base + "/preview" : nil
     }
 }
 
@@ -145,8 +148,10 @@ struct JobDetailResponse: ResponseEncodable {
         var duration: Double, size: Int64, width: Int, height: Int, analysisReused: Bool
         /// How the pictures were made: "copy" (quality=original: the source's own) or "encode".
         var render: Render
+        /// quality=original: the H.264 preview every browser plays.
+        var preview: JobPreviewView?
         enum CodingKeys: String, CodingKey {
-            case duration, size, width, height, analysisReused = "analysis_reused", render
+            case duration, size, width, height, analysisReused = "analysis_reused", render, preview
         }
     }
     struct Render: Codable {
@@ -236,7 +241,8 @@ struct JobDetailResponse: ResponseEncodable {
                 analysisReused: $0.analysisReused ?? false,
                 render: Render(
                     method: $0.render?.method ?? "encode", reason: $0.render?.reason,
-                    largestStartShift: $0.render?.largestStartShift))
+                    largestStartShift: $0.render?.largestStartShift),
+                preview: JobPreviewView(job))
         }
         segments = (job.segments ?? []).map {
             Segment(
@@ -302,5 +308,43 @@ enum JSONText {
             }
         }
         out.writeInteger(UInt8(ascii: "\""))
+    }
+}
+
+/// A quality=original highlight's preview as the API shows it: pending while the worker makes it,
+/// ready, or failed (also when it has been pending too long: its worker stopped before recording it).
+struct JobPreviewView: Codable {
+    var state: String
+    var size: Int64?
+    var width: Int?
+    var height: Int?
+
+    /// Seconds after the job finished when a preview still pending counts as failed.
+    static let pendingLimit: TimeInterval = 1800
+
+    init?(_ job: Job) {
+        guard let preview = job.output?.preview, let state = Self.state(job) else { return nil }
+        self.state = state
+        size = preview.size
+        width = preview.width
+        height = preview.height
+    }
+
+    static func state(_ job: Job, now: Date = Date()) -> String? {
+        guard let preview = job.output?.preview else { return nil }
+        if preview.state == .pending, let finished = job.finishedAt, now.timeIntervalSince(finished) > pendingLimit {
+            return JobPreview.State.failed.rawValue
+        }
+        return preview.state.rawValue
+    }
+
+    /// Why there is no preview to serve.
+    static func missing(_ job: Job) -> Problem {
+        if state(job) == "pending" {
+            return Problem(
+                .conflict, code: "preview_pending",
+                detail: "The preview is still being made; try again in a few seconds. The original is ready to download.")
+        }
+        return Problem(.notFound, code: "no_preview", detail: "This highlight has no preview. Download the original.")
     }
 }

@@ -19,6 +19,8 @@ struct JobsController {
         table.add(.head, "/api/v1/jobs/:id/download", on: group, use: download)
         table.add(.get, "/api/v1/jobs/:id/poster", on: group, use: poster)
         table.add(.head, "/api/v1/jobs/:id/poster", on: group, use: poster)
+        table.add(.get, "/api/v1/jobs/:id/preview", on: group, use: preview)
+        table.add(.head, "/api/v1/jobs/:id/preview", on: group, use: preview)
         table.add(.get, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
         table.add(.head, "/api/v1/jobs/:id/analysis", on: group, use: analysis)
     }
@@ -83,6 +85,18 @@ struct JobsController {
         return try await files.respond(
             request, context: context, download: download, contentType: "image/jpeg",
             disposition: "inline; filename=\"highlight_\(job.id).jpg\"")
+    }
+
+    /// A quality=original highlight's H.264 preview (409 while it is made, 404 when there is none).
+    @Sendable func preview(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let job = try await job(context)
+        guard job.status == .completed, job.mediaDeletedAt == nil else { throw JobMediaState.unavailable(job) }
+        guard JobPreviewView.state(job) == "ready",
+            let download = try await Problem.storageCall({ try await jobs.media(job, .preview) })
+        else { throw JobPreviewView.missing(job) }
+        return try await files.respond(
+            request, context: context, download: download, contentType: "video/mp4",
+            disposition: "inline; filename=\"preview_\(job.id).mp4\"")
     }
 
     @Sendable func analysis(_ request: Request, context: AppRequestContext) async throws -> Response {

@@ -19,8 +19,10 @@ struct MediaLinksController {
         var highlight: String
         var poster: String
         var storyboard: String
+        /// A quality=original highlight's H.264 preview, once it is ready.
+        var preview: String?
         var expiresAt: Date
-        enum CodingKeys: String, CodingKey { case highlight, poster, storyboard, expiresAt = "expires_at" }
+        enum CodingKeys: String, CodingKey { case highlight, poster, storyboard, preview, expiresAt = "expires_at" }
     }
 
     func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
@@ -43,7 +45,7 @@ struct MediaLinksController {
         let url = { (file: String) in "\(base)/api/v1/media/\(tokens[file] ?? "")" }
         return LinksView(
             highlight: url("highlight.mp4"), poster: url("poster.jpg"), storyboard: url("storyboard.png"),
-            expiresAt: expires)
+            preview: JobPreviewView.state(job) == "ready" ? url("preview.mp4") : nil, expiresAt: expires)
     }
 
     @Sendable func media(_ request: Request, context: AppRequestContext) async throws -> Response {
@@ -64,6 +66,7 @@ struct MediaLinksController {
         }
         guard let download = try await Problem.storageCall({ try await jobs.media(job, file) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
+            if file == .preview { throw JobPreviewView.missing(job) }
             throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard.")
         }
         switch file {

@@ -81,6 +81,17 @@ extension PostgresStore {
         }
     }
 
+    public func setPreview(id: String, _ preview: JobPreview, now: Date) async throws {
+        try await transaction { connection in
+            guard var job = try await Rows.lockedJob(id: id, on: connection, logger: logger), job.status == .completed,
+                job.output != nil
+            else { return }
+            job.output?.preview = preview
+            job.updatedAt = now
+            try await Rows.update(job, on: connection, logger: logger)
+        }
+    }
+
     public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int) async throws -> [Job] {
         try await rows(
             """

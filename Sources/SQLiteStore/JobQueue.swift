@@ -239,6 +239,15 @@ extension AppDatabase {
         }
     }
 
+    public func setPreview(id: String, _ preview: JobPreview, now: Date) async throws {
+        try await pool.write { db in
+            guard var job = try Job.fetchOne(db, key: id), job.status == .completed, job.output != nil else { return }
+            job.output?.preview = preview
+            job.updatedAt = now
+            try job.update(db)
+        }
+    }
+
     /// Puts a processing job back in the queue without counting the attempt (graceful shutdown).
     public func requeue(id: String, worker: String, now: Date) async throws {
         let queued = try await pool.write { db -> Bool in

@@ -80,9 +80,24 @@ public struct JobOutput: Codable, Sendable, Equatable {
     /// `quality=original`: the pictures copied from the source, or encoded and why (nil: encoded,
     /// as every other quality is).
     public var render: JobRender?
+    /// `quality=original`: the small H.264 copy every browser plays, made after the job completed.
+    public var preview: JobPreview?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// A `quality=original` highlight's preview: H.264 at most 540p, made after the original is stored.
+public struct JobPreview: Codable, Sendable, Equatable {
+    public enum State: String, Codable, Sendable { case pending, ready, failed }
+    public var state: State
+    public var size: Int64?
+    public var width: Int?
+    public var height: Int?
+
+    public init(state: State, size: Int64? = nil, width: Int? = nil, height: Int? = nil) {
+        self.state = state; self.size = size; self.width = width; self.height = height
     }
 }
 

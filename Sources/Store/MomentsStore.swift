@@ -56,6 +56,9 @@ public protocol JobRepository: Sendable {
     func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)?
     /// Marks a finished job's media deleted (the caller removes them).
     func markMediaDeleted(id: String, now: Date) async throws
+    /// Records the state of a completed job's preview (`JobOutput.preview`); nothing when the job
+    /// is not completed (deleted or cancelled meanwhile).
+    func setPreview(id: String, _ preview: JobPreview, now: Date) async throws
     /// Finished jobs whose media still exist and whose retention ran out at `now`.
     func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int) async throws -> [Job]
     /// Which of `ids` are jobs (the sweeper removes media belonging to none).

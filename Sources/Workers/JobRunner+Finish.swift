@@ -100,7 +100,7 @@ extension JobRunner {
         }
         // Stored (on disk, or in the bucket) before the database says completed.
         stages.step("store results")
-        guard (try? await mediaStorage.publishResults(jobID: job.id)) != nil else {
+        guard (try? await mediaStorage.publish(jobID: job.id, files: MediaFile.results)) != nil else {
             try await retryOrFail(
                 job, worker: worker, reason: "the server could not store the result", abnormal: false,
                 charge: 0, finalCode: "io", finalMessage: Self.serviceFailureMessage, log: log,
@@ -180,6 +180,8 @@ extension JobRunner {
         output.render = result.report.render.map {
             JobRender(method: $0.method.rawValue, reason: $0.reason, largestStartShift: $0.largestStartShift)
         }
+        // quality=original: a preview every browser plays follows the completion.
+        if result.report.render != nil, result.render != nil { output.preview = JobPreview(state: .pending) }
         output.duplicateOf = result.report.duplicateOf.map {
             JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
         }

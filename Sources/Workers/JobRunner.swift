@@ -335,6 +335,10 @@ public final class JobRunner: Service, Sendable {
             await finish(
                 job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
                 stages: stages, log: log)
+            // After `completed`: it does not delay the highlight.
+            if job.quality == "original", prepared != nil {
+                await makePreview(job, workspace: workspace, token: token, log: log)
+            }
         }
         // Scratch is this process's own, whoever holds the job now.
         await mediaStorage.discardWorkspace(jobID: job.id)

@@ -52,6 +52,8 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
     case low, medium, high
     /// Up to 2160p (the pro plan's "high").
     case uhd
+    /// Up to 540p: the small H.264 preview of a `quality=original` highlight, which every browser plays.
+    case preview
 
     /// Largest shorter side of the output picture.
     public var maxShortSide: Int {
@@ -60,6 +62,7 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
         case .medium: 720
         case .high: 1080
         case .uhd: 2160
+        case .preview: 540
         }
     }
 
@@ -69,12 +72,13 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
         case .low: 24
         case .medium: 22
         case .high, .uhd: 20
+        case .preview: 25
         }
     }
 
     public var audioBitRate: Int {
         switch self {
-        case .low: 96_000
+        case .low, .preview: 96_000
         case .medium: 128_000
         case .high, .uhd: 160_000
         }

@@ -1,0 +1,47 @@
+import FFmpeg
+import Foundation
+import Isolation
+import JobMedia
+import Logging
+import Store
+
+/// A `quality=original` highlight's preview: the original is stored and the job completed first;
+/// then, in the same worker slot, an isolated child renders the highlight again as H.264 at most
+/// 540p (HEVC and HDR play in few browsers), and the preview is published and recorded as ready
+/// (or failed: the original is still there to download).
+extension JobRunner {
+    func makePreview(_ job: Job, workspace: JobWorkspace, token: CancellationToken, log: Logger) async {
+        guard let current = try? await database.job(id: job.id), current.status == .completed,
+            current.output?.preview?.state == .pending
+        else { return }
+        let started = clock()
+        let seconds = max(60, min(timeBudget(job), settings.timeBudgetSeconds + 2 * (current.output?.duration ?? 0)))
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let outcome = await IsolatedChild.withChild(
+            .preview(of: workspace.resultPath, to: workspace.previewPath), settings: isolation,
+            access: ChildAccess(writable: [workspace.directory]), wallSeconds: seconds,
+            cpuSeconds: UInt64(seconds) * UInt64(max(1, cores)), cancellation: token, logger: log
+        ) { _ in }
+        var preview = JobPreview(state: .failed)
+        if case .answered(let message) = outcome, let made = message.preview {
+            if (try? await mediaStorage.publish(jobID: job.id, files: [.preview])) != nil {
+                let upright = made.rotation % 180 != 0
+                preview = JobPreview(
+                    state: .ready, size: made.fileSize, width: upright ? made.height : made.width,
+                    height: upright ? made.width : made.height)
+            } else {
+                log.warning("the preview could not be stored")
+            }
+        } else {
+            log.warning("no preview was made", metadata: ["outcome": "\(outcome)"])
+        }
+        do {
+            try await database.setPreview(id: job.id, preview, now: clock())
+        } catch {
+            log.error("cannot record the preview", metadata: ["error": "\(error)"])
+        }
+        log.info(
+            "preview \(preview.state.rawValue)",
+            metadata: ["seconds": "\(String(format: "%.1f", clock().timeIntervalSince(started)))"])
+    }
+}
