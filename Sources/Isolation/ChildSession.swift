@@ -43,7 +43,9 @@ public final class ChildSession {
                 continue
             }
             if let p = message.progress { onProgress(p.stage, p.fraction) }
-            if message.probe != nil || message.result != nil || message.recognition != nil { answer = message }
+            if message.probe != nil || message.result != nil || message.recognition != nil || message.preview != nil {
+                answer = message
+            }
             if let f = message.failure { failure = f }
             return message
         }
