@@ -167,10 +167,12 @@ struct AccountView: ResponseEncodable {
         var retentionDays: Double
         /// Re-cuts allowed (each counts as a highlight); uploads kept for them.
         var recuts: Bool
+        /// quality=original allowed (the source's own pictures, copied).
+        var original: Bool
         enum CodingKeys: String, CodingKey {
             case monthlyHighlights = "monthly_highlights", maxUploadBytes = "max_upload_bytes"
             case maxDurationSeconds = "max_duration_seconds", maxOutputSide = "max_output_side"
-            case concurrentJobs = "concurrent_jobs", retentionDays = "retention_days", recuts
+            case concurrentJobs = "concurrent_jobs", retentionDays = "retention_days", recuts, original
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -181,6 +183,7 @@ struct AccountView: ResponseEncodable {
             try c.encode(concurrentJobs, forKey: .concurrentJobs)
             try c.encode(retentionDays, forKey: .retentionDays)
             try c.encode(recuts, forKey: .recuts)
+            try c.encode(original, forKey: .original)
         }
     }
 
@@ -214,7 +217,7 @@ struct AccountView: ResponseEncodable {
             monthlyHighlights: p.monthlyHighlights, maxUploadBytes: p.maxUploadBytes,
             maxDurationSeconds: p.maxDurationSeconds,
             maxOutputSide: p.maxOutputSide, concurrentJobs: p.concurrentJobs, retentionDays: p.retentionDays,
-            recuts: p.recuts)
+            recuts: p.recuts, original: p.original)
         upgradeProductId = current.upgrade == nil ? nil : proProduct
     }
 

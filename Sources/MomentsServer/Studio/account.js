@@ -83,6 +83,13 @@ export async function refreshAccount() {
     const account = await call("GET", "/api/v1/account");
     const usage = account.usage || {};
     $("#plan").textContent = `Plan: ${account.plan}.`;
+    // Original quality is offered where the plan has it; otherwise it says what lifts it.
+    const original = $("#quality option[value=original]");
+    original.disabled = !account.limits?.original;
+    original.textContent = account.limits?.original
+      ? "Original: your video's own picture"
+      : "Original: your video's own picture (with Pro)";
+    if (original.disabled && $("#quality").value === "original") $("#quality").value = "high";
     $("#quota").textContent = usage.limit == null
       ? `${usage.used} highlights this month (no monthly limit).`
       : `${usage.used} of ${usage.limit} highlights used this month (${usage.remaining} left).`;

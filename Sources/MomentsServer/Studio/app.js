@@ -18,13 +18,14 @@ function errorTarget(error) {
   const code = error.code || "";
   if (code.includes("target_duration")) return "length-error";
   if (code.includes("aspect")) return "aspect-error";
+  if (code.includes("quality")) return "quality-error";
   if (error.status === 401 || error.status === 403) return "account-error";
   if ([402, 429, 503, 507].includes(error.status)) return "make-error";
   return "video-error";
 }
 
 function clearFormErrors() {
-  for (const id of ["video-error", "length-error", "aspect-error", "make-error"]) showError(id);
+  for (const id of ["video-error", "length-error", "aspect-error", "quality-error", "make-error"]) showError(id);
 }
 
 function choose(file) {
@@ -49,7 +50,7 @@ async function make(event) {
   progress.start("Starting the upload");
   let id;
   try {
-    id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value },
+    id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value, quality: $("#quality").value },
       (sent, total, from) => { if (mine === run) progress.upload(sent, total, from); });
   } catch (error) {
     progress.failed("Stopped: see the message above.");

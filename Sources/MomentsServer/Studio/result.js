@@ -8,6 +8,7 @@ import { showTimeline } from "./timeline.js";
 
 let urls = [];
 let shownJob = null;
+let previewTimer = null;
 
 function release() {
   for (const url of urls) URL.revokeObjectURL(url);
@@ -30,6 +31,7 @@ export const currentJob = () => shownJob;
 
 export function hideResult() {
   release();
+  clearTimeout(previewTimer);
   shownJob = null;
   $("#result").hidden = true;
   $("#player").removeAttribute("src");
@@ -46,10 +48,14 @@ export async function showResult(id) {
   const short = job.job_id.slice(0, 8);
   const links = await call("GET", jobPath(id, "/media-links"));
   const player = $("#player");
-  player.src = sameOrigin(links.highlight);
   const download = $("#download");
-  download.href = player.src;
+  download.href = sameOrigin(links.highlight);
   download.download = `highlight_${short}.mp4`;
+  // An original-quality highlight (HEVC, HDR: few browsers play it) plays its H.264 preview.
+  const preview = job.output?.preview;
+  download.textContent = preview ? "Download original" : "Download";
+  clearTimeout(previewTimer);
+  showPreview(id, preview, links);
   $("#result").hidden = false;
   showTimeline(job);
   const pictures = [["#poster", links.poster], ["#storyboard", links.storyboard]].map(([selector, link]) => {
@@ -68,4 +74,29 @@ export async function showResult(id) {
   });
   await Promise.all([...pictures, ...exports]);
   return job;
+}
+
+/// Plays the preview once it is ready (asking again every 3 s while it is made), or the highlight.
+function showPreview(id, preview, links) {
+  const player = $("#player");
+  const note = $("#preview-note");
+  note.hidden = !preview || preview.state === "ready";
+  if (preview?.state === "ready" && links.preview) {
+    player.src = sameOrigin(links.preview);
+    return;
+  }
+  if (!player.src || preview?.state !== "pending") player.src = sameOrigin(links.highlight);
+  if (preview?.state === "pending") {
+    note.textContent = "Making a preview for this browser; the original is ready to download.";
+    previewTimer = setTimeout(async () => {
+      if (shownJob?.job_id !== id) return;
+      try {
+        const job = await call("GET", jobPath(id));
+        const fresh = job.output?.preview?.state === "ready" ? await call("GET", jobPath(id, "/media-links")) : links;
+        if (shownJob?.job_id === id) showPreview(id, job.output?.preview, fresh);
+      } catch { /* the next look, or the highlight, stays */ }
+    }, 3000);
+  } else if (preview) {
+    note.textContent = "No preview could be made; download the original to watch it.";
+  }
 }
