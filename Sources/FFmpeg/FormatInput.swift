@@ -106,9 +106,11 @@ public final class FormatInput {
     /// Seeks `stream` to the last keyframe at or before `timestamp` (in the stream's time base).
     ///
     /// Demuxers without an index (MPEG-TS, MPEG-PS: a bisection over byte positions) can land on
-    /// the keyframe after the target, which would start a range late. The landing is checked by
-    /// reading up to the stream's first keyframe; when it lies after `timestamp` the seek is
-    /// retried from further back (1, 2, 4 … 64 s), and finally from the start of the file.
+    /// the keyframe after the target, which would start a range late, or past the stream's last
+    /// keyframe, where reading finds no keyframe before the end of the file and nothing after the
+    /// landing could be decoded. The landing is checked by reading up to the stream's first
+    /// keyframe; when that lies after `timestamp`, or the file ends first, the seek is retried from
+    /// further back (1, 2, 4 … 64 s), and finally from the start of the file.
     public func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
         guard let handle = stream(index: index) else {
             throw MediaError(.invalidRange, operation: "seek", path: path, detail: "no stream \(index)")
@@ -117,10 +119,11 @@ public final class FormatInput {
         for attempt in 0...FormatInput.seekRetries {
             let target = attempt == 0 ? timestamp : timestamp &- (second << (attempt - 1))
             try seekBackward(index, target)
-            guard let landed = try firstKeyframeTime(of: index), landed > timestamp else {
-                try seekBackward(index, target)  // the same seek again: reading resumes at that keyframe
-                return
-            }
+            let landing = try firstKeyframe(of: index)
+            if case .at(let landed) = landing, landed > timestamp { continue }  // too late: further back
+            if case .endOfFile = landing { continue }  // past the last keyframe: further back
+            try seekBackward(index, target)  // the same seek again: reading resumes at that keyframe
+            return
         }
         // Still after the target: read from the start of the file.
         try check(
@@ -129,7 +132,7 @@ public final class FormatInput {
 
     /// How many times `seek` steps further back before reading from the start (the last step: 64 s).
     public static let seekRetries = 7
-    /// Packets `firstKeyframeTime` reads at most (a stream whose keyframes are further apart is
+    /// Packets `firstKeyframe` reads at most (a stream whose keyframes are further apart is
     /// taken as landed where the demuxer put it).
     public static let seekCheckPackets = 2048
 
@@ -139,19 +142,27 @@ public final class FormatInput {
             "av_seek_frame to \(timestamp)", path: path, context: logKey)
     }
 
-    /// The presentation time of the first keyframe of `index` read from here; nil at the end of
-    /// the file or when none comes within `seekCheckPackets` packets. Moves the read position.
-    private func firstKeyframeTime(of index: Int) throws(MediaError) -> Int64? {
+    /// Where a seek landed: the presentation time of the first keyframe of the stream read from there.
+    private enum Landing {
+        case at(Int64)
+        /// The file ended before a keyframe of the stream: the seek landed past its last one.
+        case endOfFile
+        /// No keyframe within `seekCheckPackets` packets (a long keyframe group).
+        case notWithinCheck
+    }
+
+    /// Reads from the landing up to the stream's first keyframe. Moves the read position.
+    private func firstKeyframe(of index: Int) throws(MediaError) -> Landing {
         let packet: Packet
         if let existing = seekProbe { packet = existing } else { packet = try Packet(); seekProbe = packet }
         for _ in 0..<FormatInput.seekCheckPackets {
-            guard try read(into: packet) else { return nil }
+            guard try read(into: packet) else { return .endOfFile }
             defer { packet.unref() }
             guard packet.streamIndex == index, packet.isKeyframe else { continue }
             let time = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
-            if time != MediaTime.noPTS { return time }
+            if time != MediaTime.noPTS { return .at(time) }
         }
-        return nil
+        return .notWithinCheck
     }
 
     /// The packet `seek` reads its check into (allocated at the first seek).

@@ -10,10 +10,14 @@ import Store
 /// 540p (HEVC and HDR play in few browsers), and the preview is published and recorded as ready
 /// (or failed: the original is still there to download).
 extension JobRunner {
-    func makePreview(_ job: Job, workspace: JobWorkspace, token: CancellationToken, log: Logger) async {
+    func makePreview(_ job: Job, workspace: JobWorkspace, log: Logger) async {
         guard let current = try? await database.job(id: job.id), current.status == .completed,
             current.output?.preview?.state == .pending
         else { return }
+        // Its own token: the job's stops with its lease, which a completed job no longer has.
+        let token = CancellationToken()
+        previews.withLock { $0[job.id] = token }
+        defer { _ = previews.withLock { $0.removeValue(forKey: job.id) } }
         let started = clock()
         let seconds = max(60, min(timeBudget(job), settings.timeBudgetSeconds + 2 * (current.output?.duration ?? 0)))
         let cores = ProcessInfo.processInfo.activeProcessorCount

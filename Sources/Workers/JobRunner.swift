@@ -36,6 +36,9 @@ public final class JobRunner: Service, Sendable {
     let logger: Logger
     let clock: @Sendable () -> Date
     private let running = Mutex<[String: Running]>([:])
+    /// Previews being made for completed jobs (their jobs' tokens stop with the lease): each stops
+    /// at shutdown, or when its job is deleted.
+    let previews = Mutex<[String: CancellationToken]>([:])
     let shuttingDown = Atomic<Bool>(false)
     private let doorbells = Mutex<[AsyncStream<Void>.Continuation]>([])
     /// This process among all the processes sharing the queue: host, pid and a random tag, so a
@@ -137,7 +140,9 @@ public final class JobRunner: Service, Sendable {
         for await event in database.events() {
             switch event {
             case .jobQueued: notifyNewJob()
-            case .jobCancelled(let id): running.withLock { _ = $0[id]?.token.cancel() }
+            case .jobCancelled(let id):
+                running.withLock { _ = $0[id]?.token.cancel() }
+                previews.withLock { _ = $0[id]?.cancel() }
             case .webhookQueued, .pushQueued: break  // the webhook and push dispatchers listen for these themselves
             }
         }
@@ -254,6 +259,7 @@ public final class JobRunner: Service, Sendable {
     func beginShutdown() {
         shuttingDown.store(true, ordering: .relaxed)
         running.withLock { jobs in for job in jobs.values { job.token.cancel() } }
+        previews.withLock { tokens in for token in tokens.values { token.cancel() } }
         doorbells.withLock { bells in for bell in bells { bell.finish() } }
     }
 
@@ -336,8 +342,8 @@ public final class JobRunner: Service, Sendable {
                 job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
                 stages: stages, log: log)
             // After `completed`: it does not delay the highlight.
-            if job.quality == "original", prepared != nil {
-                await makePreview(job, workspace: workspace, token: token, log: log)
+            if job.quality == "original", prepared != nil, !shuttingDown.load(ordering: .relaxed) {
+                await makePreview(job, workspace: workspace, log: log)
             }
         }
         // Scratch is this process's own, whoever holds the job now.

@@ -82,6 +82,43 @@ struct CaptureFormatTests {
         }
     }
 
+    /// Issue 40's capture: keyframes 10 s apart, the last 5 s before the end, the clock 10 h in. A
+    /// seek past the last keyframe finds none before the end of the file; it must step back.
+    @Test(
+        "an MPEG-TS 10 h in with its last keyframe seconds before the end renders every range, encoded and copied"
+    )
+    func transportStreamPastItsLastKeyframe() throws {
+        let dir = Scratch()
+        let source = try dir.video {
+            $0.width = 320; $0.height = 176; $0.duration = 45; $0.keyframeIntervalSeconds = 10
+            $0.fixedGOPWithoutBFrames = true; $0.flashes = [43]
+        }
+        let capture = dir.path("capture.ts")
+        try Remuxer.remux(source, to: capture, container: "mpegts", offset: 36_000)
+        let table = try PacketTable.read(capture, limits: DecodeLimits(), cancellation: nil)
+        #expect(table.keyframeTimes.map { $0.rounded() } == [0, 10, 20, 30, 40])
+        // Encoded: every 2 s window, those after the last keyframe included.
+        for start in stride(from: 0.0, to: 44.0, by: 2.0) {
+            let range = TimeRange(start: start + 0.9, end: min(start + 2.9, 44.9))
+            let out = dir.path("encoded.mp4")
+            let result = try Renderer.render(RenderRequest(source: capture, segments: [range], output: out))
+            #expect(abs(result.duration - range.duration) <= 1.0 / 30, "range \(range)")
+        }
+        // Copied: each keyframe's group, the last one to the end; the flash at 43 s is in the last.
+        let groups = table.keyframeTimes.map { TimeRange(start: $0, end: min($0 + 4.8, 44.9)) }
+        for range in groups {
+            let out = dir.path("copied.mp4")
+            let result = try CopyRenderer.render(RenderRequest(source: capture, segments: [range], output: out), table: table)
+            #expect(result.sourceSegments?.first?.start == range.start, "range \(range)")
+            #expect(abs(result.duration - range.duration) <= 1.0 / 30, "range \(range): \(result.duration) s")
+            #expect(try decodeErrors(out).isEmpty, "range \(range)")
+        }
+        let last = dir.path("last.mp4")
+        _ = try CopyRenderer.render(RenderRequest(source: capture, segments: [groups[4]], output: last), table: table)
+        let flashes = try decodeFrames(last).frames.filter { $0.meanLuma > 200 }.map(\.time)
+        #expect(flashes.count == 1 && abs((flashes.first ?? 0) - 3) < 0.05, "flash at \(flashes) s of the copy")
+    }
+
     @Test("a WMV (ASF with WMV2 video and WMA sound) is accepted, analysed and rendered")
     func windowsMediaVideo() throws {
         let dir = Scratch()

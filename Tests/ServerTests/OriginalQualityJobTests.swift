@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import MediaEngine
 import MediaSynth
+import MomentsConfig
 import Testing
 
 /// `quality=original` through the API: refused on the free plan before anything is charged; on
@@ -95,6 +96,17 @@ struct OriginalQualityJobTests {
             #expect(recutRender?["method"] as? String == "encode", "\(recutRender ?? [:])")
             #expect((recutRender?["reason"] as? String)?.contains("crops the picture") == true)
         }
+    }
+
+    @Test("plans.*.original: off for free and on for pro as shipped, set per plan from the environment")
+    func planSetting() async throws {
+        let shipped = PlanSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        #expect(!shipped.free.original && shipped.pro.original)
+        let set = PlanSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["PLANS_FREE_ORIGINAL": "true", "PLANS_PRO_ORIGINAL": "false"], file: "Config/moments.json"))
+        #expect(set.free.original && !set.pro.original)
     }
 
     static func probe(_ data: Data) throws -> MediaInfo {

@@ -111,7 +111,7 @@ struct RefusalMappingTests {
     }
 
     @Test func everyCaseHasASample() {
-        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<35))
+        #expect(Self.samples.map { Self.sampleIndex($0.0) } == Array(0..<36))
     }
 
     @Test func everyCaseMapsToItsStatus() {
@@ -159,9 +159,9 @@ struct RefusalMappingTests {
         }
 
         let quality = Problem(.invalidQuality("ultra", listsAllowed: true))
-        #expect(quality.detail == "quality must be low, medium or high; it was \"ultra\".")
+        #expect(quality.detail == "quality must be low, medium, high or original; it was \"ultra\".")
         if case .strings(let allowed)? = quality.extensions["allowed"] {
-            #expect(allowed == ["low", "medium", "high"])
+            #expect(allowed == ["low", "medium", "high", "original"])
         } else {
             Issue.record("invalid_quality lists the allowed qualities")
         }

@@ -44,7 +44,7 @@ struct ServiceTests {
                 (formats["limits"] as? [String: Any])?["max_bytes"] as? Int
                     == Int(server.service.settings.maxUploadBytes))
             #expect((formats["target_duration"] as? [String: Any])?["min"] as? Int == 5)
-            #expect(formats["qualities"] as? [String] == ["low", "medium", "high"])
+            #expect(formats["qualities"] as? [String] == ["low", "medium", "high", "original"])
         }
     }
 
