@@ -132,9 +132,16 @@ extension JobRunner {
         _ duplicate: ReuploadMatch, of result: ChildMessage.Result, to job: Job, log: Logger
     ) async -> JobOutput? {
         let earlier = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
-        guard let earlier,
+        guard var earlier,
             (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster])) != nil
         else { return nil }
+        // An original-quality highlight's preview comes along (best effort: without it there is none).
+        if earlier.preview?.state == .ready,
+            (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.preview])) == nil
+        {
+            earlier.preview = nil
+        }
+        if earlier.preview?.state != .ready { earlier.preview = nil }
         if result.report.storyboardReused == true,
             (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard])) == nil
         {
@@ -175,6 +182,8 @@ extension JobRunner {
         if let earlier {
             output = JobOutput(
                 duration: earlier.duration, size: earlier.size, width: earlier.width, height: earlier.height)
+            output.render = earlier.render
+            output.preview = earlier.preview
         }
         output.analysisReused = result.report.analysisReused ?? result.cached
         output.render = result.report.render.map {

@@ -86,6 +86,9 @@ final class CopySession {
         var outputSegments: [TimeRange] = []
         var sourceSegments: [TimeRange] = []
         for (n, run) in runs.enumerated() {
+            // Each segment's reads are held to the limits on their own (the next one may lie
+            // minutes later, or earlier).
+            limiter = DecodeGuard(request.limits, path: request.source)
             try copyPictures(run, to: offset)
             let length = run.end - run.start
             let first = sampleAt(offset), last = sampleAt(offset + length)
