@@ -86,9 +86,7 @@ export async function refreshAccount() {
     // Original quality is offered where the plan has it; otherwise it says what lifts it.
     const original = $("#quality option[value=original]");
     original.disabled = !account.limits?.original;
-    original.textContent = account.limits?.original
-      ? "Original: your video's own picture"
-      : "Original: your video's own picture (with Pro)";
+    original.textContent = account.limits?.original ? "Original picture" : "Original picture (Pro)";
     if (original.disabled && $("#quality").value === "original") $("#quality").value = "high";
     $("#quota").textContent = usage.limit == null
       ? `${usage.used} highlights this month (no monthly limit).`
