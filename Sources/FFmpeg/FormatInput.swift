@@ -91,9 +91,21 @@ public final class FormatInput {
         pointer.pointee.iformat.pointee.long_name.map { String(cString: $0) } ?? formatName
     }
 
-    /// Reads the next packet; false at the end of the file. A damaged stretch the demuxer cannot
-    /// read past is treated as the end, after reporting through `onError`.
+    /// Reads the next packet; false at the end of the file, throws when the demuxer cannot read on.
+    /// After `seek`, the packets it read on its way to the keyframe and kept come first.
     public func read(into packet: Packet) throws(MediaError) -> Bool {
+        if heldNext < held.count {
+            av_packet_unref(packet.pointer)
+            av_packet_move_ref(packet.pointer, held[heldNext].pointer)
+            heldNext += 1
+            if heldNext == held.count { releaseHeld() }
+            return true
+        }
+        return try readDemuxer(into: packet)
+    }
+
+    /// The demuxer's next packet (nothing held by a seek).
+    private func readDemuxer(into packet: Packet) throws(MediaError) -> Bool {
         let rc = av_read_frame(pointer, packet.pointer)
         if rc >= 0 { return true }
         if rc == FFmpegError.eof { return false }
@@ -103,38 +115,55 @@ public final class FormatInput {
         throw MediaError.ffmpeg(rc, "av_read_frame", path: path, kind: .io, context: logKey)
     }
 
-    /// Seeks `stream` to the last keyframe at or before `timestamp` (in the stream's time base).
+    /// Seeks `stream` to its last keyframe at or before `timestamp` (presentation time, in the
+    /// stream's time base): the next packet of the stream `read` returns is that keyframe, and
+    /// packets of the other streams around it come in file order. When the stream has no keyframe
+    /// at or before `timestamp`, reading starts at the start of the file.
     ///
-    /// Demuxers without an index (MPEG-TS, MPEG-PS: a bisection over byte positions) can land on
-    /// the keyframe after the target, which would start a range late, or past the stream's last
-    /// keyframe, where reading finds no keyframe before the end of the file and nothing after the
-    /// landing could be decoded. The landing is checked by reading up to the stream's first
-    /// keyframe; when that lies after `timestamp`, or the file ends first, the seek is retried from
-    /// further back (1, 2, 4 … 64 s), and finally from the start of the file.
+    /// `av_seek_frame` with AVSEEK_FLAG_BACKWARD lands on a keyframe only where the demuxer has an
+    /// index of them (MP4, Matroska, AVI). MPEG-TS and MPEG-PS have none: FFmpeg bisects the file
+    /// by byte position and lands on whichever packet of the stream is the last with a decode time
+    /// at or before the target, a keyframe or not (its demuxer even indexes every packet it reads
+    /// there as a keyframe). Reading from such a landing hands the decoder pictures whose
+    /// references lie before it; after the stream's last keyframe no picture follows that can be
+    /// decoded. So the landing is only where the search starts: the packets from there to
+    /// `timestamp` are read (nothing decoded) for the last keyframe among them; when there is none,
+    /// the search starts 1, 2, 4 … 64 s earlier, and finally at the start of the file. The reading
+    /// is then put on that keyframe: a seek to its decode time (which FFmpeg's bisection lands on
+    /// exactly, and an index at or before it), then packets read up to it.
     public func seek(stream index: Int, to timestamp: Int64) throws(MediaError) {
         guard let handle = stream(index: index) else {
             throw MediaError(.invalidRange, operation: "seek", path: path, detail: "no stream \(index)")
         }
-        let second = max(1, MediaTime.timestamp(1, handle.timeBase))
-        for attempt in 0...FormatInput.seekRetries {
-            let target = attempt == 0 ? timestamp : timestamp &- (second << (attempt - 1))
-            try seekBackward(index, target)
-            let landing = try firstKeyframe(of: index)
-            if case .at(let landed) = landing, landed > timestamp { continue }  // too late: further back
-            if case .endOfFile = landing { continue }  // past the last keyframe: further back
-            try seekBackward(index, target)  // the same seek again: reading resumes at that keyframe
-            return
+        releaseHeld()
+        let everyPacketIsKey = handle.type != AVMEDIA_TYPE_VIDEO
+        // The demuxer's own seek: on a keyframe at or before the target where it has an index.
+        try seekBackward(index, timestamp)
+        switch try searchKeyframe(index, until: timestamp, everyPacketIsKey: everyPacketIsKey, holdLanding: true) {
+        case .landed: return
+        case .found(let key): return try position(index, at: key, searchedFrom: timestamp)
+        case .none: break
         }
-        // Still after the target: read from the start of the file.
-        try check(
-            av_seek_frame(pointer, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame to the start", path: path, context: logKey)
+        let second = max(1, MediaTime.timestamp(1, handle.timeBase))
+        for step in 0..<FormatInput.searchSteps {
+            let from = timestamp &- (second << step)
+            try seekBackward(index, from)
+            let search = try searchKeyframe(
+                index, until: timestamp, everyPacketIsKey: everyPacketIsKey, holdLanding: false)
+            if case .found(let key) = search { return try position(index, at: key, searchedFrom: from) }
+        }
+        try seekToStart(index)
+        let search = try searchKeyframe(index, until: timestamp, everyPacketIsKey: everyPacketIsKey, holdLanding: false)
+        if case .found(let key) = search { return try position(index, at: key, searchedFrom: nil) }
+        // No keyframe at or before the target: read from the start.
+        try seekToStart(index)
     }
 
-    /// How many times `seek` steps further back before reading from the start (the last step: 64 s).
-    public static let seekRetries = 7
-    /// Packets `firstKeyframe` reads at most (a stream whose keyframes are further apart is
-    /// taken as landed where the demuxer put it).
-    public static let seekCheckPackets = 2048
+    /// How many times `seek` starts its search further back before reading from the start of the
+    /// file (the last: 64 s before the target).
+    public static let searchSteps = 7
+    /// Packets a search or a positioning reads at most from one landing.
+    public static let seekReadPackets = 1 << 16
 
     private func seekBackward(_ index: Int, _ timestamp: Int64) throws(MediaError) {
         try check(
@@ -142,30 +171,143 @@ public final class FormatInput {
             "av_seek_frame to \(timestamp)", path: path, context: logKey)
     }
 
-    /// Where a seek landed: the presentation time of the first keyframe of the stream read from there.
-    private enum Landing {
-        case at(Int64)
-        /// The file ended before a keyframe of the stream: the seek landed past its last one.
-        case endOfFile
-        /// No keyframe within `seekCheckPackets` packets (a long keyframe group).
-        case notWithinCheck
+    /// To the first byte of the file, or where the demuxer seeks by time only, to its first time.
+    private func seekToStart(_ index: Int) throws(MediaError) {
+        releaseHeld()
+        if av_seek_frame(pointer, -1, 0, AVSEEK_FLAG_BYTE) >= 0 { return }
+        try check(
+            av_seek_frame(pointer, -1, Int64.min / 2, AVSEEK_FLAG_BACKWARD), "av_seek_frame to the start", path: path,
+            context: logKey)
     }
 
-    /// Reads from the landing up to the stream's first keyframe. Moves the read position.
-    private func firstKeyframe(of index: Int) throws(MediaError) -> Landing {
-        let packet: Packet
-        if let existing = seekProbe { packet = existing } else { packet = try Packet(); seekProbe = packet }
-        for _ in 0..<FormatInput.seekCheckPackets {
-            guard try read(into: packet) else { return .endOfFile }
+    /// A keyframe found by a search: its times as the demuxer gives them.
+    private struct KeyPacket {
+        var pts: Int64
+        var dts: Int64
+        /// The decode time (the presentation time when it has none).
+        var decodeTime: Int64 { dts != MediaTime.noPTS ? dts : pts }
+        /// The presentation time (the decode time when it has none).
+        var time: Int64 { pts != MediaTime.noPTS ? pts : dts }
+    }
+
+    private enum Search {
+        /// The stream's first packet after the landing is a keyframe at or before the target;
+        /// it and the packets read before it are held for `read`.
+        case landed
+        /// The last keyframe at or before the target after the landing (read past).
+        case found(KeyPacket)
+        /// None between the landing and the target (or the end of the file).
+        case none
+    }
+
+    /// Reads from the landing until the stream's packets pass `timestamp`, for its last keyframe
+    /// at or before it. With `holdLanding`, a landing right on such a keyframe is kept (an
+    /// index's landing: nothing to search).
+    private func searchKeyframe(
+        _ index: Int, until timestamp: Int64, everyPacketIsKey: Bool, holdLanding: Bool
+    ) throws(MediaError) -> Search {
+        let packet = try probePacket()
+        var found: KeyPacket?
+        var first = true
+        for _ in 0..<FormatInput.seekReadPackets {
+            guard try readDemuxer(into: packet) else { break }
+            guard packet.streamIndex == index else {
+                if holdLanding && first { try hold(packet) } else { packet.unref() }
+                continue
+            }
             defer { packet.unref() }
-            guard packet.streamIndex == index, packet.isKeyframe else { continue }
-            let time = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
-            if time != MediaTime.noPTS { return .at(time) }
+            let key = KeyPacket(pts: packet.pts, dts: packet.dts)
+            let isKey = (packet.isKeyframe || everyPacketIsKey) && key.time != MediaTime.noPTS && key.time <= timestamp
+            if holdLanding && first {
+                first = false
+                if isKey {
+                    try hold(packet)
+                    return .landed
+                }
+                releaseHeld()
+            }
+            if isKey { found = key }
+            // Decode order: any later keyframe is shown after this packet's decode time.
+            if key.decodeTime != MediaTime.noPTS && key.decodeTime > timestamp { break }
         }
-        return .notWithinCheck
+        releaseHeld()
+        packet.unref()
+        return found.map { .found($0) } ?? .none
     }
 
-    /// The packet `seek` reads its check into (allocated at the first seek).
+    /// Puts the reading on `key`: seeks to its decode time and reads up to it, holding it and the
+    /// other streams' packets read on the way from a second before it on (the stream's own
+    /// earlier packets cannot be decoded without what precedes them). Should that landing be
+    /// after the keyframe, the search's landing is tried, then the start of the file.
+    private func position(_ index: Int, at key: KeyPacket, searchedFrom: Int64?) throws(MediaError) {
+        try seekBackward(index, key.decodeTime)
+        if try advance(index, to: key) { return }
+        if let searchedFrom {
+            try seekBackward(index, searchedFrom)
+            if try advance(index, to: key) { return }
+        }
+        try seekToStart(index)
+        if try advance(index, to: key) { return }
+        try seekToStart(index)
+    }
+
+    /// Reads up to `key`, holding what `position` keeps; false (nothing held) when the stream
+    /// passes it first or the file ends.
+    private func advance(_ index: Int, to key: KeyPacket) throws(MediaError) -> Bool {
+        releaseHeld()
+        guard let keyStream = stream(index: index) else { return false }
+        let keep = MediaTime.seconds(key.time, keyStream.timeBase) - 1
+        let packet = try probePacket()
+        for _ in 0..<FormatInput.seekReadPackets {
+            guard try readDemuxer(into: packet) else { break }
+            if packet.streamIndex == index {
+                if packet.pts == key.pts && packet.dts == key.dts {
+                    try hold(packet)
+                    return true
+                }
+                let decodeTime = packet.dts != MediaTime.noPTS ? packet.dts : packet.pts
+                packet.unref()
+                if decodeTime != MediaTime.noPTS && decodeTime > key.decodeTime { break }
+                continue
+            }
+            let time = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
+            if time != MediaTime.noPTS, let other = stream(index: packet.streamIndex),
+                MediaTime.seconds(time, other.timeBase) < keep
+            {
+                packet.unref()
+                continue
+            }
+            try hold(packet)
+        }
+        packet.unref()
+        releaseHeld()
+        return false
+    }
+
+    /// Packets a seek has read that `read` returns first, from `heldNext` on.
+    private var held: [Packet] = []
+    private var heldNext = 0
+
+    /// Moves `packet`'s data to the end of the held packets.
+    private func hold(_ packet: Packet) throws(MediaError) {
+        let kept = try Packet()
+        av_packet_move_ref(kept.pointer, packet.pointer)
+        held.append(kept)
+    }
+
+    private func releaseHeld() {
+        held.removeAll(keepingCapacity: true)
+        heldNext = 0
+    }
+
+    /// The packet searches read into (allocated at the first seek).
+    private func probePacket() throws(MediaError) -> Packet {
+        if let existing = seekProbe { return existing }
+        let packet = try Packet()
+        seekProbe = packet
+        return packet
+    }
+
     private var seekProbe: Packet?
 
     /// The container's start time in seconds (0 when unknown); Moments' times count from here.

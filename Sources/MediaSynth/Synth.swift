@@ -15,6 +15,12 @@ public enum Synth {
         video.codec = spec.codec
         video.fixedGOPWithoutBFrames = spec.fixedGOPWithoutBFrames
         video.fixedBFrames = spec.fixedBFrames
+        if !spec.keyframeTimes.isEmpty {
+            // No keyframe of the encoder's own: only the forced ones.
+            video.fixedGOPWithoutBFrames = true
+            video.fixedBFrames = 0
+            video.keyframeIntervalSeconds = spec.duration + 1
+        }
         video.hdrStaticMetadata = spec.hdrStaticMetadata
         switch spec.hdrTransfer {
         case .pq: video.color = .hdr10
@@ -32,7 +38,8 @@ public enum Synth {
         var noise = SplitMix(seed: 7)
         for (index, time) in times.enumerated() {
             let pts: Int64 = spec.variableFrameRate ? Int64((time * 90_000).rounded()) : Int64(index)
-            try writer.writePicture(pts: pts) { planes in
+            let keyframe = spec.keyframeTimes.contains { abs($0 - time) < 0.5 / spec.frameRate.value }
+            try writer.writePicture(pts: pts, keyframe: keyframe) { planes in
                 draw(spec, frame: index, time: time, into: planes, rows: rows)
             }
             guard spec.audio else { continue }

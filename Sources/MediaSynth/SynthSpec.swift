@@ -53,6 +53,9 @@ public struct SynthSpec: Sendable {
     /// H.264 with exactly this many B-frames between anchors, a keyframe exactly every
     /// `keyframeIntervalSeconds`, no scene-cut keyframes (0: the preset's own choice).
     public var fixedBFrames = 0
+    /// When set: a keyframe (IDR) at exactly these times and nowhere else, P-frames only, no
+    /// scene-cut keyframes (`keyframeIntervalSeconds` is not used). The first frame is always one.
+    public var keyframeTimes: [Double] = []
     public var preset = "ultrafast"
     public var crf = 18
     /// Draw the frame-index barcode (off for content that must not change, such as frozen parts).

@@ -83,7 +83,8 @@ struct CaptureFormatTests {
     }
 
     /// Issue 40's capture: keyframes 10 s apart, the last 5 s before the end, the clock 10 h in. A
-    /// seek past the last keyframe finds none before the end of the file; it must step back.
+    /// seek lands past the last keyframe, where none follows before the end of the file: the
+    /// reading must be put on the keyframe before the landing.
     @Test(
         "an MPEG-TS 10 h in with its last keyframe seconds before the end renders every range, encoded and copied"
     )
@@ -117,6 +118,67 @@ struct CaptureFormatTests {
         _ = try CopyRenderer.render(RenderRequest(source: capture, segments: [groups[4]], output: last), table: table)
         let flashes = try decodeFrames(last).frames.filter { $0.meanLuma > 200 }.map(\.time)
         #expect(flashes.count == 1 && abs((flashes.first ?? 0) - 3) < 0.05, "flash at \(flashes) s of the copy")
+    }
+
+    /// Keyframe schedules of issue 40's captures (cut with `ffmpeg -ss 20 -t 40 -c copy
+    /// -output_ts_offset 36000`): keyframes 1 to 10 s apart at irregular times, the last 7.3 s
+    /// before the end; and one whose last group lasts 35 s, more packets than a seek's check used
+    /// to read before it took a landing without a keyframe in sight for a good one.
+    static let irregularKeyframes: [[Double]] = [
+        [0, 1, 5, 11, 13.5, 23, 30.5, 37.67],
+        [0, 1, 3.5, 9.67]
+    ]
+
+    /// Issue 40, item 8: an MPEG-TS has no index, and FFmpeg's seek in it lands on any packet at
+    /// or before the target, not on a keyframe; past the last keyframe nothing after the landing
+    /// could be decoded ("no picture could be decoded for segment 42.89-44.93 s").
+    @Test(
+        "an MPEG-TS 10 h in with irregular keyframes renders every 2 s window, those after its last keyframe included",
+        arguments: irregularKeyframes)
+    func transportStreamWithIrregularKeyframes(keyframes: [Double]) throws {
+        let dir = Scratch()
+        let source = try dir.video {
+            $0.width = 320; $0.height = 176; $0.duration = 45; $0.keyframeTimes = keyframes
+        }
+        let capture = dir.path("capture.ts")
+        try Remuxer.remux(source, to: capture, container: "mpegts", offset: 36_000)
+        let table = try PacketTable.read(capture, limits: DecodeLimits(), cancellation: nil)
+        // The container starts with the sound, 21 ms before the first picture.
+        let first = table.keyframeTimes.first ?? 0
+        #expect(table.keyframeTimes.map { (($0 - first) * 30).rounded() } == keyframes.map { ($0 * 30).rounded() })
+        let analysed = try decodeFrames(capture).frames
+        #expect(analysed.count == 45 * 30)
+
+        // Encoded: every 2 s window, each from a cold open.
+        for start in stride(from: 0.0, to: 44.0, by: 2.0) {
+            let range = TimeRange(start: start + 0.89, end: min(start + 2.93, 44.93))
+            let out = dir.path("encoded.mp4")
+            do {
+                let result = try Renderer.render(RenderRequest(source: capture, segments: [range], output: out))
+                #expect(abs(result.duration - range.duration) <= 1.0 / 30, "range \(range)")
+                let frames = try decodeFrames(out).frames
+                #expect(abs(Double(frames.count) - range.duration * 30) <= 1, "range \(range): \(frames.count) frames")
+                #expect(abs(try Probe.probe(out).duration - range.duration) <= 0.05, "range \(range)")
+                #expect(frames.first?.barcode == Self.expectedStarts(analysed, [range]).first, "range \(range)")
+            } catch {
+                Issue.record("range \(range): \(error)")
+            }
+        }
+        // Copied: 2 s from each keyframe (the search and the positioning for the copy's own reading).
+        for (key, scheduled) in zip(table.keyframeTimes, keyframes) {
+            let range = TimeRange(start: key, end: min(key + 2, 44.9))
+            let out = dir.path("copied.mp4")
+            do {
+                let result = try CopyRenderer.render(
+                    RenderRequest(source: capture, segments: [range], output: out), table: table)
+                #expect(result.sourceSegments?.first?.start == range.start, "range \(range)")
+                #expect(try decodeErrors(out).isEmpty, "range \(range)")
+                #expect(
+                    try decodeFrames(out).frames.first?.barcode == Int((scheduled * 30).rounded()), "range \(range)")
+            } catch {
+                Issue.record("range \(range): \(error)")
+            }
+        }
     }
 
     @Test("a WMV (ASF with WMV2 video and WMA sound) is accepted, analysed and rendered")

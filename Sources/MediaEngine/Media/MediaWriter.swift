@@ -264,8 +264,11 @@ public final class MediaWriter {
     var audioFrameSize: Int { Int(audio?.encoder.pointer.pointee.frame_size ?? 1024) }
     var hasAudio: Bool { audio != nil }
 
-    /// Encodes one picture drawn by `draw`; `pts` in the video time base (default: the next frame).
-    public func writePicture(pts: Int64? = nil, _ draw: (PicturePlanes) -> Void) throws(MediaError) {
+    /// Encodes one picture drawn by `draw`; `pts` in the video time base (default: the next frame);
+    /// `keyframe` makes it an IDR frame.
+    public func writePicture(pts: Int64? = nil, keyframe: Bool = false, _ draw: (PicturePlanes) -> Void)
+        throws(MediaError)
+    {
         try pictureFrame.makeWritable()
         let planes = PicturePlanes(
             width: pictureFrame.width, height: pictureFrame.height, bitDepth: videoSettings.tenBit ? 10 : 8,
@@ -273,7 +276,7 @@ public final class MediaWriter {
             v: UnsafeMutableRawPointer(pictureFrame.data(2)!),
             yStride: pictureFrame.linesize(0), uStride: pictureFrame.linesize(1), vStride: pictureFrame.linesize(2))
         draw(planes)
-        try write(pictureFrame, pts: pts ?? nextVideoPTS)
+        try write(pictureFrame, pts: pts ?? nextVideoPTS, keyframe: keyframe)
     }
 
     /// Encodes a picture already in the output size and pixel format; `keyframe` makes it an IDR
