@@ -22,10 +22,7 @@ final class CopyWriter {
         throws(MediaError)
     {
         self.path = path
-        let url = URL(fileURLWithPath: path)
-        temporaryPath =
-            url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).partial").path
+        temporaryPath = PartialFile(path).temporaryPath
         output = try FormatOutput(path: temporaryPath, format: "mp4", cancellation: cancellation)
         videoStream = try output.addStream(copying: source.parameters, path: path)
         sourceTimeBase = source.timeBase
@@ -87,11 +84,7 @@ final class CopyWriter {
     func finish() throws(MediaError) {
         try audio?.finish()
         try output.finish()
-        if rename(temporaryPath, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            throw MediaError(
-                .io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
-        }
+        try PartialFile(path: path, temporaryPath: temporaryPath).moveIntoPlace()
         finished = true
     }
 }

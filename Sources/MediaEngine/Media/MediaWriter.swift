@@ -139,10 +139,7 @@ public final class MediaWriter {
         _ = FFmpegLog.installed
         self.path = path
         self.videoSettings = settings
-        let url = URL(fileURLWithPath: path)
-        temporaryPath =
-            url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).partial").path
+        temporaryPath = PartialFile(path).temporaryPath
         guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0 else {
             throw MediaError(
                 .invalidRange, operation: "MediaWriter", path: path,
@@ -369,11 +366,7 @@ public final class MediaWriter {
         if let video { try encode(nil, with: video, to: videoStream) }
         try audio?.finish()
         try output.finish()
-        if rename(temporaryPath, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            throw MediaError(
-                .io, operation: "rename", path: path, detail: "cannot move the output into place: \(reason)")
-        }
+        try PartialFile(path: path, temporaryPath: temporaryPath).moveIntoPlace()
         finished = true
     }
 
