@@ -8,8 +8,9 @@ them, and a wide shot with a person on one side and action on the other.
 
 Prints a JSON line: the parts (start, end, people or not, scene name) in output seconds.
 The halves are split by source clip: tune uses carphone (people), bikes and tree (no one) and a
-synthetic ball; held-out uses Megamind (people), bigbuckbunny and vtest (no one) and a launch-like
-synthetic plume; `test` mixes both (the Swift tests' video).
+synthetic ball; held-out uses Megamind and movie-hello (people: a webcam face beside a still
+screencast), bigbuckbunny and vtest (no one) and a launch-like synthetic plume; `test` mixes both
+(the Swift tests' video: a car, a dialogue and the screencast, as in the issue's set).
 """
 import json, os, subprocess, sys
 
@@ -79,11 +80,12 @@ MIXES = {
         dict(kind="synth", what="plume", seconds=7, people=False, scene="launch"),
         dict(kind="inset", back="vtest.avi", file="Megamind.avi", seconds=7, people=True, scene="webcam"),
         dict(kind="clip", file="vtest.avi", **{"from": 30}, seconds=8, audio="lively", people=False, scene="street"),
+        dict(kind="clip", file="movie-hello.mp4", seconds=8.2, audio="own", people=True, scene="screencast"),
     ],
 }
 MIXES["test"] = [
     MIXES["tune"][0], MIXES["tune"][1], MIXES["tune"][2], MIXES["held-out"][1], MIXES["held-out"][0],
-    MIXES["tune"][3],
+    MIXES["held-out"][5],
 ]
 WIDE = {
     # A person talking in the left third, a ball thrown on the right: one 1920x1080 shot.

@@ -19,10 +19,15 @@ public final class QualityAnalyzer {
         /// it is too bright.
         public var darkLuma: Float = 45
         public var brightFraction: Float = 0.5
-        /// Mean thumbnail change (0...255) under which consecutive frames are the same picture
-        /// (a still scene's sensor noise alone changes it by about 0.1-0.4), and how long that
-        /// must last to count as frozen.
+        /// A picture is frozen while its thumbnail stays within `frozenDifference` (mean, 0...255)
+        /// of the first picture of the stretch, and no cell of it moves by `frozenCellChange` or
+        /// more, for at least `frozenSeconds`. A still scene's sensor noise alone changes the mean
+        /// by about 0.1-0.4. The comparison is with the stretch's first picture, not the previous
+        /// one, and per cell: a small subject moving slowly (a webcam inset over a screencast:
+        /// frame-to-frame means of 0.002-0.05, but cells 6-60 levels apart within 0.5 s) is not
+        /// frozen; a repeated picture changes neither.
         public var frozenDifference: Float = 0.05
+        public var frozenCellChange: Float = 2
         public var frozenSeconds = 0.5
         /// A flash: brighter than the frames around it by this much (mean luma), for at most
         /// `flashFrames` frames.
@@ -53,13 +58,19 @@ public final class QualityAnalyzer {
     public let settings: Settings
     public private(set) var samples: [Sample] = []
     private var previousThumb: [Float] = []
+    /// The first picture of the current unchanged stretch, and per sample whether the picture
+    /// was still that one (within `frozenDifference` on the mean and `frozenCellChange` per cell).
+    private var anchorThumb: [Float] = []
+    private var unchanged: [Bool] = []
 
     public init(settings: Settings = Settings(), expectedFrames: Int = 0) {
         self.settings = settings
         samples.reserveCapacity(Reservation.frames(expectedFrames))
+        unchanged.reserveCapacity(Reservation.frames(expectedFrames))
     }
 
     public func consume(_ f: FrameFeatures) {
+        unchanged.append(matchesAnchor(f.thumb))
         var change: Float = 255
         if previousThumb.count == f.thumb.count {
             var total: Float = 0
@@ -83,6 +94,25 @@ public final class QualityAnalyzer {
                 time: f.time, laplacianVariance: f.laplacianVariance, sharpness: 0, brightness: f.meanLuma,
                 exposure: black ? 0 : exposure, isBlack: black, isBlurred: false, isFrozen: false,
                 isFlash: false, change: change))
+    }
+
+    /// Compares the thumbnail with the stretch's first picture; a picture that differs starts a
+    /// new stretch. Allocates only on the first frame.
+    private func matchesAnchor(_ thumb: [Float]) -> Bool {
+        guard anchorThumb.count == thumb.count else {
+            anchorThumb = [Float](repeating: 0, count: thumb.count)
+            for i in 0..<thumb.count { anchorThumb[i] = thumb[i] }
+            return false
+        }
+        var total: Float = 0, largest: Float = 0
+        for i in 0..<thumb.count {
+            let d = abs(thumb[i] - anchorThumb[i])
+            total += d
+            largest = max(largest, d)
+        }
+        if total / Float(thumb.count) < settings.frozenDifference && largest < settings.frozenCellChange { return true }
+        for i in 0..<thumb.count { anchorThumb[i] = thumb[i] }
+        return false
     }
 
     public func finish() -> [Sample] {
@@ -109,12 +139,12 @@ public final class QualityAnalyzer {
                 !samples[i].isBlack
                 && (v < settings.blurredBelow * local || v < settings.blurredFloor * reference)
         }
-        // Frozen: runs of unchanged pictures lasting long enough.
+        // Frozen: runs of pictures unchanged from the run's first one, lasting long enough.
         var i = 1
         while i < n {
-            guard samples[i].change < settings.frozenDifference else { i += 1; continue }
+            guard unchanged[i] else { i += 1; continue }
             var j = i
-            while j + 1 < n && samples[j + 1].change < settings.frozenDifference { j += 1 }
+            while j + 1 < n && unchanged[j + 1] { j += 1 }
             if samples[j].time - samples[i - 1].time >= settings.frozenSeconds {
                 for k in (i - 1)...j where !samples[k].isBlack { samples[k].isFrozen = true }
             }

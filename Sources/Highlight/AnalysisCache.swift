@@ -12,7 +12,7 @@ public struct AnalysisCache: Sendable {
     /// its account's cache but writes only its job's folder; the worker moves the entry in after).
     public let storeDirectory: String
     /// Bumped when the analysis output changes meaning, so old entries are not reused.
-    public static let formatVersion = 4
+    public static let formatVersion = 5
 
     public init(directory: String, storeDirectory: String? = nil) {
         self.directory = directory

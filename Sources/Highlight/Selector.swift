@@ -44,6 +44,11 @@ public struct SelectionSettings: Sendable, Codable, Equatable {
     public var speechSnapRadius = 0.8
     public var pauseSeconds = 0.04
     public var pauseDepth: Float = 8
+    /// A highlight longer than its target whose people moments end at pauses loses a pause-to-pause
+    /// step rather than a cut inside a sentence, and may end up to this much under the target
+    /// (with the mix of scripts/people-footage, three people moments overran a 20 s target by
+    /// 0.6 s, and the nearest pauses were 1.3 s apart).
+    public var pauseShortfall = 1.0
     /// Seconds of crossfade the render will put at each join (the selection adds them back).
     public var crossfade = 0.0
     /// Source times that must be in the highlight: each becomes a segment of `pinnedSeconds`
@@ -182,9 +187,10 @@ public enum Selector {
         fit(&picks, to: target(picks.count), minSegment: settings.minSegment, facesFirst: true)
         snap(&picks, analysis: analysis, settings: settings)
         growToPauses(&picks, to: target(picks.count), analysis: analysis, settings: settings)
+        shrinkToPauses(&picks, to: target(picks.count), analysis: analysis, settings: settings)
         fit(
             &picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8,
-            pauseTolerance: settings.tolerance)
+            pauseTolerance: settings.tolerance, pauseShortfall: max(settings.tolerance, settings.pauseShortfall))
         return picks.map {
             var segment = SelectedSegment(
                 start: $0.start, end: $0.end, score: $0.scored.score,
@@ -335,7 +341,7 @@ public enum Selector {
     /// nothing else can take the difference.
     static func fit(
         _ picks: inout [Pick], to target: Double, minSegment: Double, tolerance: Double = 0.01, facesFirst: Bool = false,
-        pauseTolerance: Double = 0
+        pauseTolerance: Double = 0, pauseShortfall: Double = 0
     ) {
         var difference = target - picks.reduce(0) { $0 + $1.duration }
         guard abs(difference) > tolerance else { return }
@@ -357,8 +363,11 @@ public enum Selector {
             }
         }
         for i in order where abs(difference) > tolerance {
-            // A segment whose ends sit at pauses keeps them while the total is within `pauseTolerance`.
-            if picks[i].atPause && abs(difference) <= pauseTolerance { continue }
+            // A segment whose ends sit at pauses keeps them while the total is within `pauseTolerance`
+            // over the target, or `pauseShortfall` under it.
+            if picks[i].atPause && (difference > 0 ? difference <= max(pauseTolerance, pauseShortfall) : -difference <= pauseTolerance) {
+                continue
+            }
             clampBounds(&picks)
             if difference > 0 {
                 let grow = min(difference, picks[i].highest - picks[i].end)
@@ -373,37 +382,6 @@ public enum Selector {
                     cut = min(cut, picks[i].end - min(picks[i].highest, pin.upperBound + 0.25))
                 }
                 if cut > 0 { picks[i].end -= cut; difference += cut }
-            }
-        }
-    }
-
-    /// When the highlight is short of its target and the segments that could grow end at pauses in
-    /// speech, grows them from pause to pause (best first, ends before starts): the last fit then
-    /// has nothing to take from a sentence.
-    static func growToPauses(
-        _ picks: inout [Pick], to target: Double, analysis: VideoAnalysis, settings: SelectionSettings
-    ) {
-        let tolerance = settings.tolerance * 0.8
-        var difference = target - picks.reduce(0) { $0 + $1.duration }
-        guard difference > tolerance, analysis.hasAudio else { return }
-        for i in picks.indices.sorted(by: { picks[$0].scored.score > picks[$1].scored.score })
-        where picks[i].atPause && difference > tolerance {
-            clampBounds(&picks)
-            let end = picks[i].end, start = picks[i].start
-            if let later = speechPauses(analysis.audio, near: end + difference, settings: settings)
-                .filter({ $0 > end && $0 <= picks[i].highest + 1e-6 && $0 - end <= difference + tolerance })
-                .max()
-            {
-                picks[i].end = later
-                difference -= later - end
-            }
-            guard difference > tolerance else { break }
-            if let earlier = speechPauses(analysis.audio, near: start - difference, settings: settings)
-                .filter({ $0 < start && $0 >= picks[i].lowest - 1e-6 && start - $0 <= difference + tolerance })
-                .min()
-            {
-                picks[i].start = earlier
-                difference -= start - earlier
             }
         }
     }
@@ -441,29 +419,6 @@ public enum Selector {
                 }
             }
         }
-    }
-
-    /// The middles of the pauses in speech within `speechSnapRadius` of `time`, nearest first.
-    public static func speechPauses(_ audio: AudioAnalyzer.Result, near time: Double, settings: SelectionSettings)
-        -> [Double]
-    {
-        let loud = audio.fineLoudness, tick = audio.fineTick
-        guard tick > 0, !loud.isEmpty else { return [] }
-        let around = max(0, Int((time - 1) / tick))..<min(loud.count, Int((time + 1) / tick) + 1)
-        guard around.count > 4 else { return [] }
-        let speech = loud[around].sorted()[around.count / 2]
-        let level = speech - settings.pauseDepth
-        let lo = max(0, Int((time - settings.speechSnapRadius) / tick))
-        let hi = min(loud.count, Int((time + settings.speechSnapRadius) / tick) + 1)
-        let need = max(1, Int((settings.pauseSeconds / tick).rounded()))
-        var pauses: [Double] = []
-        var run = 0
-        for i in lo..<hi {
-            run = loud[i] <= level ? run + 1 : 0
-            // The middle of each run long enough (once, when it reaches the length).
-            if run == need { pauses.append((Double(i) + 1 - Double(need) / 2) * tick) }
-        }
-        return pauses.sorted { abs($0 - time) < abs($1 - time) }
     }
 
     static func reason(_ s: ScoredCandidate) -> String {

@@ -134,6 +134,34 @@ struct QualityTests {
         #expect(s[70..<85].allSatisfy { !$0.isDefect })
     }
 
+    /// movie-hello (forensics-samples): a webcam face in an inset over a still screencast. Frame to
+    /// frame the picture's mean changes by 0.002-0.05 (the old frozen test called all of it
+    /// frozen, so the person was never shown), yet the inset's cells drift by many levels within
+    /// half a second. A repeated picture with noise under the limits stays frozen.
+    @Test("a small subject moving slowly over a still picture is not frozen; a repeated picture is")
+    func slowInsetIsNotFrozen() {
+        func analyse(_ cell: (Int, Int) -> Float) -> [QualityAnalyzer.Sample] {
+            let quality = QualityAnalyzer()
+            var f = FrameFeatures()
+            f.meanLuma = 120
+            f.lumaDeviation = 40
+            f.laplacianVariance = 200
+            for n in 0..<90 {
+                f.time = Double(n) / 30
+                for i in 0..<f.thumb.count { f.thumb[i] = 100 + Float(i % 7) * 10 + cell(n, i) }
+                quality.consume(f)
+            }
+            return quality.finish()
+        }
+        // 4x4 cells of 1024 (1.6 %) brighten by 0.5 level per frame: a frame-to-frame mean of 0.008.
+        let inset = Set((0..<4).flatMap { y in (0..<4).map { y * 32 + 2 + $0 } })
+        let slow = analyse { n, i in inset.contains(i) ? Float(n) * 0.5 : 0 }
+        #expect(slow.allSatisfy { !$0.isFrozen })
+        #expect(slow.dropFirst().allSatisfy { $0.change < 0.05 })
+        let repeated = analyse { n, i in Float((n * 31 + i * 17) % 5) * 0.02 }  // noise under 0.1 level
+        #expect(repeated.dropFirst().allSatisfy { $0.isFrozen })
+    }
+
     @Test("a dark picture has poor exposure")
     func exposure() {
         let s = analyse([Scenes.frame(seed: 1, brightness: 0.15), Scenes.frame(seed: 1)])
