@@ -12,12 +12,27 @@ RECORD_PROGRESS = """() => {
 
 def create_account(page):
     page.get_by_role("button", name="Create account").click()
-    expect(page.get_by_role("button", name="Forget key")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign out on this device")).to_be_visible()
     expect(page.get_by_text("Plan: free.")).to_be_visible()
     expect(page.get_by_text("highlights used this month")).to_be_visible()
     key = page.locator("#new-key-value").inner_text()
     assert key and len(key) > 20
     return key
+
+
+def sign_out(page):
+    """Signs out on this device: asked first, then done."""
+    page.get_by_role("button", name="Sign out on this device").click()
+    page.get_by_role("button", name="Sign out", exact=True).click()
+    expect(page.get_by_role("button", name="Create account")).to_be_visible()
+
+
+def use_key(page, key):
+    """Signs in with a key through "Have a key?"."""
+    if not page.get_by_label("Your key", exact=True).is_visible():
+        page.get_by_text("Have a key?").click()
+    page.get_by_label("Your key", exact=True).fill(key)
+    page.get_by_role("button", name="Use key").click()
 
 
 def choose_and_make(page, path, length=None):
@@ -33,9 +48,9 @@ def progress_values(page):
 
 def wait_for_playing_highlight(page, timeout=120_000):
     """The result's <video> has loaded a highlight and plays."""
-    video = page.locator("video")
+    video = page.locator("#player")
     expect(video).to_be_visible(timeout=timeout)
-    page.wait_for_function("() => { const v = document.querySelector('video'); return v && v.readyState >= 2 && v.duration > 0 }",
+    page.wait_for_function("() => { const v = document.querySelector('#player'); return v && v.readyState >= 2 && v.duration > 0 }",
                            timeout=30_000)
     return video
 

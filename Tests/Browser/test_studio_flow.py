@@ -6,8 +6,8 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from studio_steps import (RECORD_PROGRESS, choose_and_make, create_account, progress_values, tab_through,
-                          wait_for_playing_highlight)
+from studio_steps import (RECORD_PROGRESS, choose_and_make, create_account, progress_values, sign_out, tab_through,
+                          use_key, wait_for_playing_highlight)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def test_whole_flow(studio, media, out_dir):
     # Every control is reachable by keyboard: the first Tab stop is "Create account".
     page.keyboard.press("Tab")
     expect(page.get_by_role("button", name="Create account")).to_be_focused()
-    expect(page.get_by_label("API key")).to_be_visible()
+    expect(page.get_by_text("Have a key?")).to_be_visible()
     create_account(page)
 
     # Upload; the bar only moves forward through the upload and the job.
@@ -70,12 +70,12 @@ def test_whole_flow(studio, media, out_dir):
 
     # The result: playing, seekable, downloadable, poster, storyboard, exports, the timeline.
     assert page.evaluate("""async () => {
-        const v = document.querySelector('video'); v.muted = true; await v.play();
+        const v = document.querySelector('#player'); v.muted = true; await v.play();
         v.currentTime = v.duration / 2; await new Promise(r => v.addEventListener('seeked', r, { once: true }));
         return v.currentTime > 0 }""")
     # The player reads a signed media link with byte ranges; a tampered link opens nothing.
     ranged = page.evaluate("""async () => {
-        const src = document.querySelector('video').src;
+        const src = document.querySelector('#player').src;
         const part = await fetch(src, { headers: { Range: 'bytes=0-99' } });
         const forged = await fetch(src.slice(0, -2) + (src.endsWith('AA') ? 'BB' : 'AA'));
         return [new URL(src).pathname.startsWith('/api/v1/media/'), part.status, (await part.arrayBuffer()).byteLength, forged.status] }""")
@@ -107,9 +107,9 @@ def test_whole_flow(studio, media, out_dir):
     expect(page.get_by_role("button", name="Remove: Pinned at")).to_be_visible()
     page.get_by_role("button", name="9:16").click()
     expect(page.locator("#jobs li")).to_have_count(2)
-    page.wait_for_function("() => { const v = document.querySelector('video'); return v && v.videoHeight > v.videoWidth && v.readyState >= 2 }",
+    page.wait_for_function("() => { const v = document.querySelector('#player'); return v && v.videoHeight > v.videoWidth && v.readyState >= 2 }",
                            timeout=120_000)
-    size = page.evaluate("() => [document.querySelector('video').videoWidth, document.querySelector('video').videoHeight]")
+    size = page.evaluate("() => [document.querySelector('#player').videoWidth, document.querySelector('#player').videoHeight]")
     assert size[1] > size[0], size
 
     page.reload()
@@ -125,15 +125,13 @@ def test_whole_flow(studio, media, out_dir):
     missed, unringed = tab_through(page)
     assert missed == [] and unringed == [], (missed, unringed)
 
-    # Forget the key, then come back with it through the "API key" field: the history is the account's.
+    # Sign out, then come back with the key through "Have a key?": the history is the account's.
     key = page.evaluate("() => localStorage.getItem('moments.key')")
-    page.get_by_role("button", name="Forget key").click()
+    sign_out(page)
     expect(page.get_by_role("heading", name="Your highlights")).to_be_hidden()
-    page.get_by_label("API key").fill("mk_not_a_key")
-    page.get_by_role("button", name="Use key").click()
+    use_key(page, "mk_not_a_key")
     expect(page.locator("#account-error")).to_contain_text("not valid")
-    page.get_by_label("API key").fill(key)
-    page.get_by_role("button", name="Use key").click()
+    use_key(page, key)
     expect(page.locator("#jobs li")).to_have_count(2)
 
     # Only the forged link's and the wrong key's refusals above may show in the console.

@@ -28,7 +28,7 @@ def test_resumed_upload_after_reload(studio, media):
     page.unroute("**/api/v1/uploads/*")
 
     page.reload()
-    expect(page.get_by_role("button", name="Forget key")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign out on this device")).to_be_visible()
     heads, resumed = [], []
     page.on("response", lambda r: heads.append(r.headers.get("upload-offset"))
             if r.request.method == "HEAD" and "/api/v1/uploads/" in r.url else None)

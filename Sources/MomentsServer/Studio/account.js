@@ -1,7 +1,8 @@
-// The account: create one (the key shown once, kept in localStorage), use a key, forget it;
-// the plan and this month's quota.
+// The account: create one (the key shown once, with Copy and Save, kept in localStorage), use a
+// key, sign out on this device (asked first); the plan and this month's quota.
 import { call, key } from "./api.js";
 import { $, showError } from "./dom.js";
+import { setAccount } from "./limits.js";
 
 let changed = () => {};
 let state = null;
@@ -17,7 +18,36 @@ export function initAccount(handler) {
   changed = handler;
   $("#create-account").addEventListener("click", create);
   $("#key-form").addEventListener("submit", useKey);
-  $("#forget-key").addEventListener("click", forget);
+  $("#sign-out").addEventListener("click", () => {
+    $("#sign-out-confirm").hidden = false;
+    $("#sign-out-no").focus();
+  });
+  $("#sign-out-no").addEventListener("click", () => {
+    $("#sign-out-confirm").hidden = true;
+    $("#sign-out").focus();
+  });
+  $("#sign-out-yes").addEventListener("click", forget);
+  $("#copy-key").addEventListener("click", copyKey);
+}
+
+async function copyKey() {
+  const value = $("#new-key-value").textContent;
+  try {
+    await navigator.clipboard.writeText(value);
+    $("#copy-note").textContent = "Copied.";
+  } catch {
+    // No clipboard (an insecure origin, a refusal): select the key for the person to copy.
+    getSelection().selectAllChildren($("#new-key-value"));
+    $("#copy-note").textContent = "Selected: copy it with your keyboard or menu.";
+  }
+}
+
+let keyFile = null;
+
+function offerKeyFile(value) {
+  if (keyFile) URL.revokeObjectURL(keyFile);
+  keyFile = URL.createObjectURL(new Blob([`Moments key: ${value}\n`], { type: "text/plain" }));
+  $("#save-key").href = keyFile;
 }
 
 async function create() {
@@ -28,8 +58,12 @@ async function create() {
     const created = await call("POST", "/api/v1/accounts");
     key.set(created.api_key);
     $("#new-key-value").textContent = created.api_key;
+    $("#copy-note").textContent = "";
+    offerKeyFile(created.api_key);
     $("#new-key").hidden = false;
     await refreshAccount();
+    // Next: the video. The key stays on screen, with its Copy and Save.
+    $("#video").focus();
   } catch (error) {
     showError("account-error", error);
   } finally {
@@ -42,7 +76,7 @@ async function useKey(event) {
   const field = $("#api-key");
   const value = field.value.trim();
   showError("account-error");
-  if (!value) return showError("account-error", "Paste your API key first.");
+  if (!value) return showError("account-error", "Paste your key first.");
   const previous = key.get();
   key.set(value);
   try {
@@ -59,8 +93,12 @@ async function useKey(event) {
 
 function forget() {
   key.forget();
+  $("#sign-out-confirm").hidden = true;
   $("#new-key").hidden = true;
   $("#new-key-value").textContent = "";
+  if (keyFile) URL.revokeObjectURL(keyFile);
+  keyFile = null;
+  setAccount(null);
   showSignedIn(false);
   onChange(false);
   $("#create-account").focus();
@@ -82,6 +120,7 @@ export async function refreshAccount() {
   try {
     const account = await call("GET", "/api/v1/account");
     const usage = account.usage || {};
+    setAccount(account);
     $("#plan").textContent = `Plan: ${account.plan}.`;
     // Original quality is offered where the plan has it; otherwise it says what lifts it.
     const original = $("#quality option[value=original]");

@@ -1,11 +1,14 @@
 // The API with the account's key: JSON calls, problem+json as ApiError, media as blob URLs.
+import { plainWords } from "./words.js";
+
 const KEY = "moments.key";
 
 export class ApiError extends Error {
   constructor(status, problem) {
-    super(problem.detail || problem.title || `The server answered ${status}.`);
+    const code = problemCode(problem);
+    super(plainWords(status, code, problem) || problem.detail || problem.title || "Something went wrong. Try again.");
     this.status = status;
-    this.code = problemCode(problem);
+    this.code = code;
   }
 }
 

@@ -6,12 +6,31 @@ import { follow } from "./follow.js";
 import { initHistory, refreshHistory } from "./history.js";
 import { progress } from "./progress.js";
 import { currentJob, hideResult, showResult } from "./result.js";
+import { described, describe, longestFor, refusal, setBusy } from "./limits.js";
 import { initTimeline, marks } from "./timeline.js";
 import { upload } from "./tus.js";
 
 const CURRENT = "moments.current";
+const HISTORY_EVERY_MS = 4000;
 let chosen = null;
 let run = 0;
+/// The job the page is making (uploading or following), or null: one at a time, never dropped.
+let making = null;
+
+/// While a highlight is being made, "Make highlight" waits for it (a second press would be
+/// refused and lose sight of the first).
+function setMaking(id) {
+  making = id;
+  $("#make-button").textContent = id != null ? "Making your highlight…" : "Make highlight";
+  setBusy(id != null);
+}
+
+/// The ready highlight where the eyes are: scrolled to, its heading focused.
+function reveal() {
+  const title = $("#result-title");
+  title.scrollIntoView({ block: "start", behavior: "instant" });
+  title.focus({ preventScroll: true });
+}
 
 /// Which control an API error belongs next to.
 function errorTarget(error) {
@@ -32,20 +51,34 @@ function choose(file) {
   chosen = file || null;
   showError("video-error");
   $("#drop").classList.toggle("chosen", !!chosen);
-  $("#drop .hint").textContent = chosen ? `${chosen.name} (${(chosen.size / 1e6).toFixed(1)} MB)` : "or drop a video file here";
+  $("#drop .hint").textContent = chosen ? chosen.name : "or drop a video file here";
+  describe(chosen);
 }
 
 async function make(event) {
   event.preventDefault();
+  if (making != null) return;
   clearFormErrors();
-  const length = Number($("#length").value);
   if (!chosen) return showError("video-error", "Choose a video first.");
+  setMaking("checking");
+  await described();
+  const length = Number($("#length").value);
+  const stop = (id, message) => {
+    setMaking(null);
+    if (id !== "video-error") $("#length").focus();
+    showError(id, message);
+  };
   if (!Number.isInteger(length) || length < 5 || length > 180) {
-    $("#length").focus();
-    return showError("length-error", "The length must be a whole number of seconds from 5 to 180.");
+    return stop("length-error", "The length must be a whole number of seconds from 5 to 180.");
   }
-  const button = $("#make-button");
-  button.disabled = true;
+  // Nothing is sent for a file the plan would refuse, or a highlight longer than the video.
+  const refused = refusal(chosen);
+  if (refused) return stop("video-error", refused);
+  const longest = longestFor();
+  if (longest != null && length > longest) {
+    return stop("length-error", `This video is ${longest} s long: choose a length from 5 to ${longest} seconds.`);
+  }
+  setMaking("upload");
   const mine = ++run;
   progress.start("Starting the upload");
   let id;
@@ -53,11 +86,10 @@ async function make(event) {
     id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value, quality: $("#quality").value },
       (sent, total, from) => { if (mine === run) progress.upload(sent, total, from); });
   } catch (error) {
+    setMaking(null);
     progress.failed("Stopped: see the message above.");
     showError(errorTarget(error), error);
     return;
-  } finally {
-    button.disabled = false;
   }
   localStorage.setItem(CURRENT, id);
   refreshHistory();
@@ -68,15 +100,35 @@ async function make(event) {
   }
 }
 
-/// Follows job `id` on the progress bar, then shows it.
-async function watch(id, mine) {
-  const final = await follow(id, (status) => { if (mine === run) progress.job(status); });
-  if (mine !== run) return;
-  refreshHistory();
+/// Follows job `id` on the progress bar (and over the player for a re-cut), then shows it; the
+/// history follows along.
+async function watch(id, mine, recutOf = null) {
+  setMaking(id);
+  let listed = Date.now();
+  const stage = $("#result-stage");
+  stage.hidden = recutOf == null;
+  let final;
+  try {
+    final = await follow(id, (status) => {
+      if (mine !== run) return;
+      progress.job(status);
+      if (recutOf != null) stage.textContent = `Re-cut: ${status.message || status.status} (${status.progress ?? 0} %)`;
+      if (Date.now() - listed >= HISTORY_EVERY_MS) {
+        listed = Date.now();
+        refreshHistory();
+      }
+    });
+  } finally {
+    if (making === id) setMaking(null);
+    stage.hidden = true;
+  }
   refreshAccount();
+  if (mine !== run || final.status !== "completed") refreshHistory();
+  if (mine !== run) return;
   if (final.status === "completed") {
     await showResult(id);
-    $("#result-title").scrollIntoView({ block: "nearest" });
+    refreshHistory();
+    reveal();
   } else {
     progress.failed(final.message || `The job ${final.status}.`);
     showError("make-error", final.message || `The job ${final.status}.`);
@@ -96,7 +148,7 @@ async function recut(event) {
     localStorage.setItem(CURRENT, created.job_id);
     progress.start(`Re-cut queued (${aspect})`, progress.share);
     refreshHistory();
-    await watch(created.job_id, mine);
+    await watch(created.job_id, mine, job.job_id);
   } catch (error) {
     showError("recut-error", error);
   } finally {
@@ -114,6 +166,8 @@ async function open(id) {
     if (status.status === "completed") {
       progress.start(status.message || "Done", 100);
       await showResult(id);
+      refreshHistory();
+      reveal();
     } else if (status.status === "pending" || status.status === "processing") {
       progress.start(status.message, progress.share);
       await watch(id, mine);
@@ -130,6 +184,7 @@ function signedIn(yes) {
   $("#history").hidden = !yes;
   if (!yes) {
     run++;
+    setMaking(null);
     hideResult();
     $("#progress-box").hidden = true;
     $("#jobs").replaceChildren();

@@ -1,6 +1,7 @@
 // "Your highlights": the account's jobs, newest first, with open, cancel and delete.
 import { call, jobPath } from "./api.js";
 import { $, el, showError } from "./dom.js";
+import { currentJob } from "./result.js";
 
 const ACTIVE = new Set(["pending", "processing"]);
 let handlers = { open: () => {}, changed: () => {} };
@@ -31,6 +32,10 @@ function item(job, index) {
   const name = `highlight ${index + 1} (${when(job.created_at)})`;
   const head = el("div", null, "job-head");
   head.append(el("strong", when(job.created_at)), el("span", status, `status ${status}`));
+  if (currentJob()?.job_id === job.job_id) {
+    li.setAttribute("aria-current", "true");
+    head.append(el("span", "Now showing", "showing"));
+  }
   li.append(head, el("p", deleted ? "Its media were deleted." : job.message || "", "job-message"));
   const buttons = el("div", null, "actions");
   if (job.status === "completed" && job.result_url) buttons.append(action("Open", name, () => handlers.open(job.job_id)));
