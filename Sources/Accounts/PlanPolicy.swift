@@ -59,8 +59,11 @@ public struct PlanPolicy: Sendable {
     /// active jobs.
     public func precheck(_ account: Account, uploadsInProgress: Int) async throws -> AccountPlan {
         let current = try await accountPlan(account)
+        let now = clock()
+        let since = current.plan.uploadIdleSeconds.map { now.addingTimeInterval(-$0) } ?? .distantPast
         let uploadsInProgress =
-            uploadsInProgress + (try await database.receivingUploads(accountId: account.id, now: clock()))
+            uploadsInProgress
+            + (try await database.receivingUploads(accountId: account.id, now: now, activeSince: since))
         if let limit = current.usage.limit, current.usage.used >= limit {
             throw overQuota(limit: limit, used: current.usage.used, usage: current.usage, plan: current.plan)
         }
@@ -91,7 +94,8 @@ public struct PlanPolicy: Sendable {
             return QuotaLimits(
                 monthly: plan.monthlyHighlights, concurrent: plan.concurrentJobs,
                 outputCap: plan.maxOutputSide, retentionHours: plan.retentionDays * 24,
-                maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds)
+                maxDurationSeconds: plan.maxDurationSeconds, dailyWorkerSeconds: plan.dailyWorkerSeconds,
+                uploadIdleSeconds: plan.uploadIdleSeconds)
         }
     }
 

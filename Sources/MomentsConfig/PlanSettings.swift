@@ -30,6 +30,14 @@ public struct Plan: Sendable, Equatable {
     /// `quality=original` allowed: the source's own coded pictures, copied, up to `maxOutputSide`
     /// (a larger video is encoded at that size).
     public var original = false
+    /// A resumable upload that has received nothing for this many minutes stops counting against
+    /// `concurrentJobs` (a phone that lost its connection does not lock the account out until the
+    /// upload expires); it may still resume while it exists, if a place is free then. 0: it counts
+    /// until it expires.
+    public var uploadIdleMinutes: Double = 15
+
+    /// `uploadIdleMinutes` in seconds; nil when idle uploads keep their place.
+    public var uploadIdleSeconds: Double? { uploadIdleMinutes > 0 ? uploadIdleMinutes * 60 : nil }
 }
 
 /// `plans.free.*` and `plans.pro.*` in Config/moments.json (env: PLANS_FREE_MONTHLY_HIGHLIGHTS, …).
@@ -42,7 +50,7 @@ public struct PlanSettings: Sendable, Equatable {
     public var pro = Plan(
         name: "pro", monthlyHighlights: nil, maxUploadBytes: 4 << 30, maxDurationSeconds: 3600,
         maxOutputSide: 2160, concurrentJobs: 3, retentionDays: 30, dailyWorkerSeconds: 28800, keptInputBytes: 50 << 30,
-        original: true)
+        original: true, uploadIdleMinutes: 60)
     /// The App Store product that grants pro.
     public var proProductId = "com.moments.pro.monthly"
 
@@ -71,6 +79,7 @@ public struct PlanSettings: Sendable, Equatable {
         r.read("recuts", into: &plan.recuts)
         r.read("keptInputBytes", into: &plan.keptInputBytes, in: 0...Int64.max)
         r.read("original", into: &plan.original)
+        r.read("uploadIdleMinutes", into: &plan.uploadIdleMinutes, in: 0...Double.greatestFiniteMagnitude)
         return plan
     }
 

@@ -268,9 +268,34 @@ struct JobListResponse: ResponseEncodable {
         var jobId: String, status: JobState, progress: Int, message: String, createdAt: Date, finishedAt: Date?,
             resultUrl: String?
         var url: String
+        /// What a person tells rows apart by: the file, the length asked and made, the shape, the job
+        /// it re-cuts, and until when its media are kept.
+        var sourceName: String?
+        var targetDuration: Int
+        var duration: Double?
+        var aspect: String
+        var recutOf: String?
+        var keptUntil: Date?
         enum CodingKeys: String, CodingKey {
             case jobId = "job_id", status, progress, message, createdAt = "created_at", finishedAt = "finished_at"
             case resultUrl = "result_url", url
+            case sourceName = "source_name", targetDuration = "target_duration", duration, aspect
+            case recutOf = "recut_of", keptUntil = "kept_until"
+        }
+
+        init(_ job: Job, baseURL base: String) {
+            jobId = job.id; status = job.status; progress = job.progress; message = job.message
+            createdAt = job.createdAt; finishedAt = job.finishedAt
+            resultUrl = resultURL(job, baseURL: base)
+            url = "\(base)/api/v1/jobs/\(job.id)"
+            sourceName = job.edit?.sourceName
+            targetDuration = job.targetDuration
+            duration = job.status == .completed ? job.output.map { ms($0.duration) } : nil
+            aspect = job.edit?.aspect ?? "source"
+            recutOf = job.edit?.recutOf
+            if resultUrl != nil, let finished = job.finishedAt, let hours = job.retentionHours {
+                keptUntil = finished.addingTimeInterval(hours * 3600)
+            }
         }
     }
     var jobs: [Item]

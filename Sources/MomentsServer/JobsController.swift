@@ -47,11 +47,7 @@ struct JobsController {
         let (jobs, total) = try await jobs.jobs(account: account, limit: limit, offset: offset)
         let base = baseURL
         let items = jobs.map { job in
-            JobListResponse.Item(
-                jobId: job.id, status: job.status, progress: job.progress, message: job.message,
-                createdAt: job.createdAt, finishedAt: job.finishedAt,
-                resultUrl: resultURL(job, baseURL: base),
-                url: "\(base)/api/v1/jobs/\(job.id)")
+            JobListResponse.Item(job, baseURL: base)
         }
         let next =
             offset + jobs.count < total ? "\(base)/api/v1/jobs?limit=\(limit)&offset=\(offset + jobs.count)" : nil

@@ -18,11 +18,13 @@ extension PostgresStore {
         let period = UsagePeriod.month(of: now).name
         let used = try await Self.used(accountId, period: period, on: connection, logger: logger)
         if let monthly = limits.monthly, used >= monthly { return .overQuota(limit: monthly, used: used) }
+        let since = limits.uploadsActiveSince(now)
         let busy =
             try await connection.rows(
                 """
                 SELECT (SELECT COUNT(*) FROM job WHERE "accountId" = \(accountId) AND status IN ('pending', 'processing'))
-                     + (SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND state = 'receiving' AND "expiresAt" >= \(now))
+                     + (SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND state = 'receiving' AND "expiresAt" >= \(now)
+                          AND ("updatedAt" >= \(since) OR (holder IS NOT NULL AND "heldUntil" >= \(now))))
                      + (SELECT COUNT(*) FROM upload_admission WHERE "accountId" = \(accountId) AND "expiresAt" >= \(now))
                 """, logger: logger
             ).first?.decode(Int.self) ?? 0

@@ -164,12 +164,34 @@ extension PostgresStore {
         ).count
     }
 
-    public func receivingUploads(accountId: String, now: Date) async throws -> Int {
+    public func receivingUploads(accountId: String, now: Date, activeSince: Date) async throws -> Int {
         try await rows(
             """
-            SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND state = 'receiving' AND "expiresAt" >= \(now)
+            SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND state = 'receiving'
+                AND "expiresAt" >= \(now) AND ("updatedAt" >= \(activeSince) OR (holder IS NOT NULL AND "heldUntil" >= \(now)))
             """
         ).first?.decode(Int.self) ?? 0
+    }
+
+    public func uploadPlaceRefusal(
+        id: String, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits
+    ) async throws -> QuotaRefusal? {
+        try await transaction { connection -> QuotaRefusal? in
+            _ = try await Self.lockAccount(accountId, on: connection, logger: logger)
+            let limits = limits(try await entitlement(accountId, now: now, on: connection).grantsPro)
+            let since = limits.uploadsActiveSince(now)
+            let busy =
+                try await connection.rows(
+                    """
+                    SELECT (SELECT COUNT(*) FROM job WHERE "accountId" = \(accountId) AND status IN ('pending', 'processing'))
+                         + (SELECT COUNT(*) FROM resumable_upload WHERE "accountId" = \(accountId) AND id != \(id)
+                              AND state = 'receiving' AND "expiresAt" >= \(now)
+                              AND ("updatedAt" >= \(since) OR (holder IS NOT NULL AND "heldUntil" >= \(now))))
+                         + (SELECT COUNT(*) FROM upload_admission WHERE "accountId" = \(accountId) AND "expiresAt" >= \(now))
+                    """, logger: logger
+                ).first?.decode(Int.self) ?? 0
+            return busy >= limits.concurrent ? .tooManyJobs(limit: limits.concurrent, active: busy) : nil
+        }
     }
 
     public func receivingUploadIDs(_ ids: [String]) async throws -> Set<String> {

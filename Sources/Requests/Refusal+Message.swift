@@ -162,7 +162,8 @@ extension Refusal {
     /// What frees a place an unfinished upload holds.
     static let unfinishedUploadHint =
         " An upload keeps its place while it is received; an unfinished resumable "
-        + "upload until it completes, is cancelled (DELETE its upload URL) or expires."
+        + "upload until it completes, is cancelled (DELETE its upload URL), expires, or receives "
+        + "nothing for the plan's idle time."
 
     static func message(_ q: QuotaExceeded) -> String {
         var detail =

@@ -172,11 +172,35 @@ extension AppDatabase {
         }
     }
 
-    public func receivingUploads(accountId: String, now: Date) async throws -> Int {
+    public func receivingUploads(accountId: String, now: Date, activeSince: Date) async throws -> Int {
         try await pool.read { db in
-            try ResumableUpload.filter(
-                Column("accountId") == accountId && Column("state") == "receiving" && Column("expiresAt") >= now
-            ).fetchCount(db)
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND \(Self.holdsPlace)",
+                arguments: [accountId, now, activeSince]) ?? 0
+        }
+    }
+
+    /// A resumable upload holding a place against jobs at once (?2 now, ?3 active since): receiving,
+    /// not expired, and it received bytes lately or is receiving them now.
+    static let holdsPlace = """
+        state = 'receiving' AND expiresAt >= ?2 AND (updatedAt >= ?3 OR (holder IS NOT NULL AND heldUntil >= ?2))
+        """
+
+    public func uploadPlaceRefusal(
+        id: String, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits
+    ) async throws -> QuotaRefusal? {
+        try await pool.write { db in
+            let limits = limits(try Self.entitlement(db, accountId: accountId, now: now).grantsPro)
+            let busy =
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT (SELECT COUNT(*) FROM job WHERE accountId = ?1 AND status IN ('pending', 'processing'))
+                             + (SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND id != ?4 AND \(Self.holdsPlace))
+                             + (SELECT COUNT(*) FROM upload_admission WHERE accountId = ?1 AND expiresAt >= ?2)
+                        """, arguments: [accountId, now, limits.uploadsActiveSince(now), id]) ?? 0
+            return busy >= limits.concurrent ? .tooManyJobs(limit: limits.concurrent, active: busy) : nil
         }
     }
 

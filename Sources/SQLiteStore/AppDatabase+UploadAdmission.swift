@@ -39,9 +39,9 @@ extension AppDatabase {
                 db,
                 sql: """
                     SELECT (SELECT COUNT(*) FROM job WHERE accountId = ?1 AND status IN ('pending', 'processing'))
-                         + (SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND state = 'receiving' AND expiresAt >= ?2)
+                         + (SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND \(Self.holdsPlace))
                          + (SELECT COUNT(*) FROM upload_admission WHERE accountId = ?1 AND expiresAt >= ?2)
-                    """, arguments: [accountId, now]) ?? 0
+                    """, arguments: [accountId, now, limits.uploadsActiveSince(now)]) ?? 0
         if busy >= limits.concurrent { return .tooManyJobs(limit: limits.concurrent, active: busy) }
         if let budget = limits.dailyWorkerSeconds {
             let spent = try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start)

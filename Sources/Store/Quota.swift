@@ -27,13 +27,23 @@ public struct QuotaLimits: Sendable, Equatable {
     public var maxDurationSeconds: Double?
     /// Worker seconds per UTC day; nil = no budget.
     public var dailyWorkerSeconds: Double?
+    /// A resumable upload that has received nothing for this long stops counting against jobs at
+    /// once (it may still resume while it exists; its place is checked again then); nil = it
+    /// counts until it expires.
+    public var uploadIdleSeconds: Double?
     public init(
         monthly: Int?, concurrent: Int, outputCap: Int, retentionHours: Double,
-        maxDurationSeconds: Double? = nil, dailyWorkerSeconds: Double? = nil
+        maxDurationSeconds: Double? = nil, dailyWorkerSeconds: Double? = nil, uploadIdleSeconds: Double? = nil
     ) {
         self.monthly = monthly; self.concurrent = concurrent; self.outputCap = outputCap;
         self.retentionHours = retentionHours
         self.maxDurationSeconds = maxDurationSeconds; self.dailyWorkerSeconds = dailyWorkerSeconds
+        self.uploadIdleSeconds = uploadIdleSeconds
+    }
+
+    /// Uploads that received bytes since then (or are receiving now) hold a place.
+    public func uploadsActiveSince(_ now: Date) -> Date {
+        uploadIdleSeconds.map { now.addingTimeInterval(-$0) } ?? .distantPast
     }
 }
 

@@ -103,8 +103,13 @@ public protocol UploadRepository: Sendable {
     func expireUpload(id: String, now: Date) async throws -> Bool
     /// Deletes rows of uploads finished before `before` (their bytes are already gone).
     func purgeFinishedUploads(before: Date) async throws -> Int
-    /// The account's uploads still receiving (they count as jobs in flight).
-    func receivingUploads(accountId: String, now: Date) async throws -> Int
+    /// The account's uploads still receiving that hold a place against jobs at once: those that
+    /// received bytes since `activeSince` or are receiving now (an idle one holds none).
+    func receivingUploads(accountId: String, now: Date, activeSince: Date) async throws -> Int
+    /// Whether the upload `id`, resuming after it was idle (it held no place), finds one: the
+    /// plan's jobs at once counted as for a new upload, without itself; nil when there is room.
+    func uploadPlaceRefusal(id: String, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits)
+        async throws -> QuotaRefusal?
     /// Which of `ids` are uploads still receiving (staged bytes of any other are orphans).
     func receivingUploadIDs(_ ids: [String]) async throws -> Set<String>
     /// Creates an upload in one transaction that first checks the plan's limits (UploadAdmission.swift):

@@ -35,6 +35,14 @@ def use_key(page, key):
     page.get_by_role("button", name="Use key").click()
 
 
+def cancel_or_delete(item):
+    """Cancels a running job from the history, or deletes a finished one (asked first: its row goes)."""
+    cancel, delete = item.get_by_role("button", name="Cancel"), item.get_by_role("button", name="Delete", exact=False)
+    cancel.or_(delete.first).click()
+    if item.get_by_role("button", name="Delete for good").count():
+        item.get_by_role("button", name="Delete for good").click()
+
+
 def choose_and_make(page, path, length=None):
     page.get_by_label("Video").set_input_files(str(path))
     if length is not None:

@@ -117,9 +117,18 @@ def test_whole_flow(studio, media, out_dir):
     expect(page.locator("#jobs li")).to_have_count(2)
     expect(page.locator("#jobs li").first.locator(".status")).to_have_text("completed")
 
-    # Delete the older highlight's media from the history.
-    page.locator("#jobs li").nth(1).get_by_role("button", name="Delete").click()
-    expect(page.locator("#jobs li").nth(1).locator(".status")).to_have_text("deleted")
+    # The rows tell themselves apart: file, length, shape, re-cut, how long they are kept.
+    rows = page.locator("#jobs li")
+    expect(rows.first).to_contain_text("holiday.mp4")
+    expect(rows.first).to_contain_text(re.compile(r"\d+ s · 9:16 · re-cut of holiday\.mp4 · kept until"))
+    expect(rows.nth(1)).to_contain_text(re.compile(r"\d+ s · 16:9 · kept until"))
+    # Delete the older highlight's media from the history: asked first ("Keep" keeps it), then its row goes.
+    rows.nth(1).get_by_role("button", name="Delete", exact=False).first.click()
+    rows.nth(1).get_by_role("button", name="Keep").click()
+    expect(rows).to_have_count(2)
+    rows.nth(1).get_by_role("button", name="Delete", exact=False).first.click()
+    rows.nth(1).get_by_role("button", name="Delete for good").click()
+    expect(rows).to_have_count(1)
     # Every control is reachable by keyboard, with a visible focus ring (the re-cut is shown again).
     wait_for_playing_highlight(page)
     missed, unringed = tab_through(page)
@@ -132,7 +141,7 @@ def test_whole_flow(studio, media, out_dir):
     use_key(page, "mk_not_a_key")
     expect(page.locator("#account-error")).to_contain_text("not valid")
     use_key(page, key)
-    expect(page.locator("#jobs li")).to_have_count(2)
+    expect(page.locator("#jobs li")).to_have_count(1)
 
     # Only the forged link's and the wrong key's refusals above may show in the console.
     assert console.unexpected(allowed=["status of 403", "status of 401"]) == [], console.errors

@@ -16,6 +16,35 @@ def in_view(page, selector):
         return r.top >= -1 && r.top < innerHeight && r.bottom > 0 }""", selector)
 
 
+# Visible tap targets smaller than 44x44 CSS px (a radio counts by its label), by name.
+SMALL_TARGETS = """() => {
+  const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const all = [...document.querySelectorAll('button, a[href], input, select, summary, [role="slider"]')].filter(visible);
+  return all.map((e) => {
+    const target = e.type === 'radio' ? e.closest('label') : e;
+    const r = target.getBoundingClientRect();
+    return [e.getAttribute('aria-label') || e.textContent.trim() || e.id || e.type, Math.round(r.width), Math.round(r.height)];
+  }).filter(([, w, h]) => w < 44 || h < 44);
+}"""
+
+# Contrast of what marks a control or a chosen moment against what it sits on (3:1 is the floor).
+CONTRASTS = """() => {
+  const rgb = (text) => text.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => { const [r, g, b] = c.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(rgb(a)), lum(rgb(b))].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const back = (e) => { for (let n = e.parentElement; n; n = n.parentElement) {
+    const c = getComputedStyle(n).backgroundColor; if (!c.startsWith('rgba(0, 0, 0, 0)')) return c; } return 'rgb(255, 255, 255)'; };
+  const out = {};
+  for (const e of document.querySelectorAll('input[type="number"], select')) out[e.id] = ratio(getComputedStyle(e).borderTopColor, back(e));
+  const drop = document.querySelector('#drop');
+  out.drop = ratio(getComputedStyle(drop).borderTopColor, getComputedStyle(drop).backgroundColor);
+  const segment = document.querySelector('#timeline .segment');
+  if (segment) out.moment = ratio(getComputedStyle(segment).backgroundColor, getComputedStyle(document.querySelector('#timeline')).backgroundColor);
+  return out;
+}"""
+
+
 def test_a_second_press_while_a_job_runs_loses_nothing(studio, media):
     page, console = studio
     page.set_viewport_size(PHONE)
@@ -45,6 +74,12 @@ def test_a_second_press_while_a_job_runs_loses_nothing(studio, media):
     # The ready highlight is in view at 390x844 with no scroll by the test, its heading focused.
     assert in_view(page, "#result-title"), page.evaluate("() => [JSON.stringify(document.querySelector('#result-title').getBoundingClientRect()), scrollY, innerHeight, document.activeElement.id]")
     expect(page.get_by_role("heading", name="Your highlight", exact=True)).to_be_focused()
+    # Download is a primary button; every tap target is at least 44 px; borders and moments 3:1.
+    download = page.get_by_role("link", name="Download")
+    assert "primary" in download.get_attribute("class")
+    assert page.evaluate(SMALL_TARGETS) == []
+    contrasts = page.evaluate(CONTRASTS)
+    assert "moment" in contrasts and all(v >= 3 for v in contrasts.values()), contrasts
     assert console.unexpected() == [], console.errors
 
 
@@ -106,3 +141,55 @@ def test_limits_are_said_and_kept_before_anything_is_sent(studio, media, workdir
     expect(page.locator("#length-error")).to_contain_text("This video is 10 s long")
     assert sent == [], sent
     assert console.unexpected() == [], console.errors
+
+
+def test_on_a_touch_screen_the_box_is_the_picker_and_no_drop_is_offered(browser, server, media):
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    try:
+        page = context.new_page()
+        page.goto(server + "/")
+        create_account(page)
+        # No "drop a file" on a touch screen; the whole box opens the picker.
+        expect(page.locator("#drop-text")).to_be_hidden()
+        box = page.locator("#drop").bounding_box()
+        picker = page.locator("#video").bounding_box()
+        assert picker["width"] >= box["width"] - 4 and picker["height"] >= box["height"] - 4, (box, picker)
+        with page.expect_file_chooser() as chooser:
+            page.locator("#drop").tap(position={"x": box["width"] - 10, "y": box["height"] - 10})
+        chooser.value.set_files(str(media["video"]))
+        expect(page.locator("#chosen-name")).to_have_text("holiday.mp4")
+        assert page.evaluate(SMALL_TARGETS) == []
+    finally:
+        context.close()
+
+
+def test_a_dropped_upload_never_holds_the_place(studio, media):
+    """Cut off, reloaded, discarded: the server is told (DELETE), so the free plan's one place is
+    free again at once; a Cancel while reconnecting does the same."""
+    page, console = studio
+    page.set_viewport_size(PHONE)
+    create_account(page)
+    deleted = []
+    page.on("request", lambda r: deleted.append(r.url) if r.method == "DELETE" and "/api/v1/uploads/" in r.url else None)
+    page.route("**/api/v1/uploads/*", lambda route: route.abort("connectionreset") if route.request.method == "PATCH"
+               else route.continue_())
+    choose_and_make(page, media["video"], length=5)
+    expect(page.locator("#reconnect")).to_contain_text("Reconnecting", timeout=30_000)
+    page.reload()
+    expect(page.locator("#stopped")).to_contain_text("holiday.mp4 stopped at 0 %")
+    page.get_by_role("button", name="Discard").click()
+    expect(page.locator("#stopped")).to_be_hidden()
+    page.wait_for_function("() => !Object.keys(localStorage).some((k) => k.startsWith('moments.upload.'))")
+    assert len(deleted) == 1, deleted
+    # Cancel while reconnecting: the upload is deleted on the server too.
+    choose_and_make(page, media["video"], length=5)
+    expect(page.locator("#reconnect")).to_contain_text("Reconnecting", timeout=30_000)
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#stage")).to_contain_text("Upload cancelled")
+    page.wait_for_function("() => !Object.keys(localStorage).some((k) => k.startsWith('moments.upload.'))")
+    assert len(deleted) == 2, deleted
+    # The place is free: a new upload goes through to a highlight.
+    page.unroute("**/api/v1/uploads/*")
+    choose_and_make(page, media["video"], length=5)
+    wait_for_playing_highlight(page)
+    assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from studio_steps import RECORD_PROGRESS, choose_and_make, create_account, progress_values, wait_for_playing_highlight
+from studio_steps import RECORD_PROGRESS, cancel_or_delete, choose_and_make, create_account, progress_values, wait_for_playing_highlight
 
 
 def test_resumed_upload_after_reload(studio, media):
@@ -23,29 +23,46 @@ def test_resumed_upload_after_reload(studio, media):
 
     page.route("**/api/v1/uploads/*", cut_after_first_patch)
     choose_and_make(page, media["video"], length=5)
-    expect(page.locator("#video-error")).to_contain_text("Choose the same file again", timeout=30_000)
+    # The page does not give up: it says it is reconnecting, with Retry now and Cancel.
+    try:
+        expect(page.locator("#reconnect")).to_contain_text("Reconnecting", timeout=30_000)
+    except AssertionError:
+        raise AssertionError((patches, page.evaluate("() => ['#stage', '#video-error', '#make-error', '#length-error', '#jobs'].map((s) => document.querySelector(s).textContent)")))
+    expect(page.get_by_role("button", name="Retry now")).to_be_visible()
+    page.get_by_role("button", name="Retry now").click()
     assert patches[0] == "0" and len(patches) >= 2, patches
-    page.unroute("**/api/v1/uploads/*")
 
+    # Reloaded (the connection still down), the page says what stopped; then, back online, the same
+    # file with other settings resumes (the upload keeps the settings it started with), and nothing
+    # new is created.
     page.reload()
     expect(page.get_by_role("button", name="Sign out on this device")).to_be_visible()
-    heads, resumed = [], []
+    expect(page.locator("#stopped")).to_contain_text(re.compile(r"holiday\.mp4 stopped at \d+ %"))
+    page.unroute("**/api/v1/uploads/*")
+    heads, resumed, created = [], [], []
     page.on("response", lambda r: heads.append(r.headers.get("upload-offset"))
             if r.request.method == "HEAD" and "/api/v1/uploads/" in r.url else None)
     page.on("request", lambda r: resumed.append(r.headers.get("upload-offset"))
             if r.method == "PATCH" and "/api/v1/uploads/" in r.url else None)
-    choose_and_make(page, media["video"], length=5)
+    page.on("request", lambda r: created.append(r.url) if r.method == "POST" and "/api/v1/uploads" in r.url else None)
+    page.get_by_label("Shape").select_option("9:16")
+    choose_and_make(page, media["video"], length=7)
     # The upload ends in a job: the bar passes the upload's share and the job is in the history.
-    page.wait_for_function("() => Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 40",
-                           timeout=30_000)
-    assert heads and int(heads[0]) > 0, heads
-    assert resumed and resumed[0] == heads[0], (heads, resumed)
+    try:
+        page.wait_for_function("() => Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 40",
+                               timeout=30_000)
+    except Exception:
+        raise AssertionError(page.evaluate("() => ['#stage', '#video-error', '#make-error', '#length-error', '#reconnect-text'].map((s) => document.querySelector(s).textContent).concat([document.querySelector('#length').value, document.querySelector('#length').max, document.querySelector('#chosen-facts').textContent])"))
+    assert heads and int(heads[-1]) > 0, heads
+    assert resumed and resumed[0] == heads[-1], (heads, resumed)
+    assert created == [], created
+    expect(page.locator("#stopped")).to_be_hidden()
     expect(page.locator("#jobs li")).to_have_count(1)
 
     # Cancel it from the history while it runs (or delete it when it was quick).
     item = page.locator("#jobs li").first
-    item.get_by_role("button", name="Cancel").or_(item.get_by_role("button", name="Delete")).click()
-    expect(item.locator(".status")).to_have_text(re.compile("cancelled|deleted"))
+    cancel_or_delete(item)
+    expect(page.locator("#jobs li .status.cancelled").or_(page.locator("#no-jobs:not([hidden])")).first).to_be_visible()
     assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors
 
 
@@ -73,8 +90,7 @@ def test_reload_during_upload_resumes(studio, media, server):
     assert resumed and resumed[0][0] == upload_url and int(resumed[0][1]) >= state["offset"] > 0, (resumed, state)
     final = page.request.get(upload_url, headers={"Authorization": f"Bearer {key}"}).json()
     assert final["complete"] and final["job_id"], final
-    page.locator("#jobs li").first.get_by_role("button", name="Cancel").or_(
-        page.locator("#jobs li").first.get_by_role("button", name="Delete")).click()
+    cancel_or_delete(page.locator("#jobs li").first)
     assert console.unexpected() == [], console.errors
 
 

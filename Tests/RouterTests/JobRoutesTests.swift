@@ -12,9 +12,16 @@ struct JobRoutesTests {
         plans.free.concurrentJobs = 5
         try await RouterHarness(plans: plans).run { client in
             let (_, key) = try await client.account()
-            for _ in 0..<2 { #expect(try await client.upload(key: key).status == .ok) }
+            for _ in 0..<2 {
+                #expect(try await client.upload(key: key, fields: [("target_duration", "20"), ("aspect", "9:16")]).status == .ok)
+            }
             let mine = try await client.send(.get, "/api/v1/jobs", key: key).object()
             #expect(mine["total"] as? Int == 2, "\(mine)")
+            // Each row says what a person tells it apart by: the file, the length, the shape.
+            let row = try #require((mine["jobs"] as? [[String: Any]])?.first)
+            #expect(row["source_name"] as? String == "clip.mp4", "\(row)")
+            #expect(row["target_duration"] as? Int == 20 && row["aspect"] as? String == "9:16", "\(row)")
+            #expect(row["recut_of"] == nil && row["kept_until"] == nil, "pending: nothing kept yet; \(row)")
             let (_, other) = try await client.account()
             let theirs = try await client.send(.get, "/api/v1/jobs", key: other).object()
             #expect(theirs["total"] as? Int == 0)

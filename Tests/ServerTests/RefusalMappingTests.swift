@@ -150,7 +150,7 @@ struct RefusalMappingTests {
             problem.detail == "Your plan runs 1 job at a time and 2 are still in progress (counting uploads "
                 + "still being received). Try again in about 30 s, or subscribe to pro.monthly to run 3 at once. An upload "
                 + "keeps its place while it is received; an unfinished resumable upload until it completes, is cancelled "
-                + "(DELETE its upload URL) or expires.")
+                + "(DELETE its upload URL), expires, or receives nothing for the plan's idle time.")
         #expect(problem.extensions.count == 4)
         if case .int(let uploading)? = problem.extensions["uploading"] {
             #expect(uploading == 1)

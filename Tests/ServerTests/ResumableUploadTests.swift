@@ -407,6 +407,50 @@ struct ResumableUploadTests {
         }
     }
 
+    /// A free account's upload that stalls (a phone lost its connection) stops holding the plan's
+    /// one place after `plans.free.uploadIdleMinutes`: a new upload is accepted at once, not a day
+    /// later. The stalled one may still resume, if a place is free then: beside the new one it is
+    /// refused (429, its bytes kept); once the new one is cancelled it resumes to a job.
+    @Test func anIdleUploadStopsHoldingThePlace() async throws {
+        let clock = TestClock(Date())
+        var plans = TestServer.roomyPlans
+        plans.free.concurrentJobs = 1
+        plans.free.uploadIdleMinutes = 15
+        let server = try await TestServer(plans: plans, clock: clock) { $0.workers = 0 }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let wire = try Wire(client)
+            let (_, key) = try await client.createAccount()
+            let stalled = try await create(wire, key: key, length: video.count)
+            #expect(try await patch(wire, stalled, key: key, offset: 0, video.prefix(100)).status == 204)
+            #expect(try await offset(wire, stalled, key: key) == 100)
+            let beside = try await wire.send(
+                .POST, "/api/v1/uploads", key: key, headers: Self.tusHeaders + [("Upload-Length", "1000")])
+            #expect(beside.status == 429, "a fresh upload holds the place: \(beside.text)")
+            clock.now = clock.now.addingTimeInterval(16 * 60)
+            let fresh = try await create(wire, key: key, length: video.count)
+            let resumed = try await patch(wire, stalled, key: key, offset: 100, video.suffix(from: 100))
+            #expect(resumed.status == 429, "\(resumed.text)")
+            #expect((try resumed.json()["type"] as? String)?.hasSuffix("/too_many_jobs") == true, "\(resumed.text)")
+            #expect(try await offset(wire, stalled, key: key) == 100, "the stalled upload keeps its bytes")
+            #expect(try await wire.send(.DELETE, fresh, key: key, headers: Self.tusHeaders).status == 204)
+            let done = try await patch(wire, stalled, key: key, offset: 100, video.suffix(from: 100))
+            #expect(done.status == 204, "\(done.text)")
+            #expect(done.header("Moments-Job-Id") != nil)
+        }
+    }
+
+    /// The idle time is a setting of each plan (0: an upload holds its place until it expires).
+    @Test func uploadIdleMinutesIsASettingOfEachPlan() async throws {
+        let shipped = PlanSettings(
+            reader: try await MomentsConfiguration.reader(environment: [:], file: "Config/moments.json"))
+        #expect(shipped.free.uploadIdleSeconds == 900 && shipped.pro.uploadIdleSeconds == 3600)
+        let set = PlanSettings(
+            reader: try await MomentsConfiguration.reader(
+                environment: ["PLANS_FREE_UPLOAD_IDLE_MINUTES": "0"], file: "Config/moments.json"))
+        #expect(set.free.uploadIdleSeconds == nil && set.pro.uploadIdleSeconds == 3600)
+    }
+
     /// An upload that receives nothing for `upload.resumableExpiryHours` expires: the sweeper
     /// deletes its bytes and it answers 410.
     @Test func abandonedUploadsExpire() async throws {

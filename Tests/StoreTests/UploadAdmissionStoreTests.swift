@@ -15,6 +15,47 @@ struct UploadAdmissionStoreTests {
             targetDuration: 30, quality: "high", now: now, expiresAt: expiresAt ?? now.addingTimeInterval(86400))
     }
 
+    /// An upload that received nothing for the plan's idle time stops holding the account's place
+    /// (a dropped phone connection does not lock a free account out until the upload expires):
+    /// another upload is admitted; the idle one, resuming, finds the place taken and is refused,
+    /// and finds it again once the other ends. An upload receiving bytes keeps its place.
+    @Test(arguments: Engine.allCases)
+    func anIdleUploadGivesUpItsPlaceAndAsksAgainToResume(engine: Engine) async throws {
+        try await StoreHarness.with(engine) { h in
+            let store = h.store
+            let (account, _) = try await store.createAccount(label: nil, plan: "free", now: Self.t0)
+            let limits: @Sendable (Bool) -> QuotaLimits = { _ in
+                QuotaLimits(monthly: 10, concurrent: 1, outputCap: 1080, retentionHours: 24, uploadIdleSeconds: 900)
+            }
+            let stale = try #require(try? await store.createUpload(Self.upload(account.id), now: Self.t0, limits: limits).get())
+            // Within the idle time it holds the place.
+            let soon = Self.t0.addingTimeInterval(600)
+            guard case .failure(.tooManyJobs) = try await store.createUpload(Self.upload(account.id, at: soon), now: soon, limits: limits)
+            else { Issue.record("a second upload was admitted beside a fresh one"); return }
+            #expect(try await store.receivingUploads(accountId: account.id, now: soon, activeSince: soon.addingTimeInterval(-900)) == 1)
+            // 16 minutes without a byte: its place is free.
+            let later = Self.t0.addingTimeInterval(960)
+            #expect(try await store.receivingUploads(accountId: account.id, now: later, activeSince: later.addingTimeInterval(-900)) == 0)
+            let fresh = try #require(try? await store.createUpload(Self.upload(account.id, at: later), now: later, limits: limits).get())
+            // Resuming, the idle one finds the place taken by the fresh one.
+            guard case .some(.tooManyJobs(limit: 1, active: 1)) = try await store.uploadPlaceRefusal(
+                id: stale.id, accountId: account.id, now: later, limits: limits)
+            else { Issue.record("an idle upload resumed beside a fresh one"); return }
+            // The fresh one, receiving bytes, keeps its place long after it was created.
+            let muchLater = later.addingTimeInterval(1200)
+            guard case .held = try await store.holdUpload(
+                id: fresh.id, accountId: account.id, holder: "h", until: muchLater.addingTimeInterval(60), now: muchLater)
+            else { Issue.record("the fresh upload could not be held"); return }
+            #expect(try await store.recordUploadOffset(
+                id: fresh.id, holder: "h", offset: 100, length: nil, heldUntil: muchLater.addingTimeInterval(60),
+                expiresAt: muchLater.addingTimeInterval(86400), release: true, now: muchLater))
+            #expect(try await store.uploadPlaceRefusal(id: stale.id, accountId: account.id, now: muchLater, limits: limits) != nil)
+            // Once the fresh one ends, the idle one may resume.
+            _ = try await store.terminateUpload(id: fresh.id, accountId: account.id, now: muchLater)
+            #expect(try await store.uploadPlaceRefusal(id: stale.id, accountId: account.id, now: muchLater, limits: limits) == nil)
+        }
+    }
+
     /// 40 creations at once from a jobs-at-once-1 account, through two instances: exactly one
     /// upload is receiving; the rest are refused as too many jobs. A plain upload's place counts
     /// the same way, and every place comes back when its upload ends.
@@ -43,7 +84,8 @@ struct UploadAdmissionStoreTests {
                 }
                 #expect(busy == 1)
             }
-            #expect(try await second.receivingUploads(accountId: account.id, now: Self.t0) == 1)
+            #expect(
+                try await second.receivingUploads(accountId: account.id, now: Self.t0, activeSince: .distantPast) == 1)
 
             // A plain upload finds the place taken, and takes it once the upload is cancelled.
             let now = Self.t0.addingTimeInterval(1)

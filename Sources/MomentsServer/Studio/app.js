@@ -8,7 +8,7 @@ import { progress } from "./progress.js";
 import { currentJob, hideResult, showResult } from "./result.js";
 import { described, describe, longestFor, refusal, setBusy } from "./limits.js";
 import { initTimeline, marks } from "./timeline.js";
-import { upload } from "./tus.js";
+import { discard, savedUploads, stateOf, upload } from "./tus.js";
 
 const CURRENT = "moments.current";
 const HISTORY_EVERY_MS = 4000;
@@ -23,6 +23,46 @@ function setMaking(id) {
   making = id;
   $("#make-button").textContent = id != null ? "Making your highlight…" : "Make highlight";
   setBusy(id != null);
+}
+
+/// The upload being sent (cancelled by "Cancel" while reconnecting).
+let uploading = null;
+/// The upload's control (its retryNow ends a reconnect wait).
+let activeControl = null;
+
+/// While the connection is down: "Reconnecting…", with Retry now and Cancel; null hides it.
+function reconnecting(state) {
+  const box = $("#reconnect");
+  if (!state) { box.hidden = true; return; }
+  box.hidden = false;
+  $("#reconnect-text").textContent = state.offline
+    ? "You are offline. Reconnecting as soon as the connection is back…"
+    : `The connection dropped. Reconnecting in ${state.seconds} s…`;
+}
+
+/// Uploads this browser left half-sent (after a reload): "file.mp4 stopped at 38 %: Resume / Discard".
+async function showStopped() {
+  const [saved] = savedUploads();
+  const box = $("#stopped");
+  if (!saved) { box.hidden = true; return; }
+  const state = await stateOf(saved.url).catch(() => null);
+  if (!state || state.job) {
+    if (!state) await discard(saved);
+    box.hidden = true;
+    return;
+  }
+  const percent = saved.size > 0 ? Math.floor((state.offset / saved.size) * 100) : 0;
+  $("#stopped-text").textContent = `${saved.name} stopped at ${percent} %.`;
+  box.hidden = false;
+  $("#stopped-resume").onclick = () => {
+    $("#stopped-text").textContent = `Choose ${saved.name} again to resume: the browser needs the file once more.`;
+    $("#video").focus();
+  };
+  $("#stopped-discard").onclick = async () => {
+    await discard(saved);
+    box.hidden = true;
+    refreshAccount();
+  };
 }
 
 /// The ready highlight where the eyes are: scrolled to, its heading focused.
@@ -51,7 +91,8 @@ function choose(file) {
   chosen = file || null;
   showError("video-error");
   $("#drop").classList.toggle("chosen", !!chosen);
-  $("#drop .hint").textContent = chosen ? chosen.name : "or drop a video file here";
+  $("#chosen-name").textContent = chosen ? chosen.name : "";
+  $("#drop-text").hidden = !!chosen;
   describe(chosen);
 }
 
@@ -81,15 +122,31 @@ async function make(event) {
   setMaking("upload");
   const mine = ++run;
   progress.start("Starting the upload");
+  $("#stopped").hidden = true;
   let id;
+  const control = { signal: (uploading = new AbortController()).signal, waiting: reconnecting };
+  activeControl = control;
   try {
-    id = await upload(chosen, { target_duration: length, aspect: $("#aspect").value, quality: $("#quality").value },
-      (sent, total, from) => { if (mine === run) progress.upload(sent, total, from); });
+    const fields = { target_duration: length, aspect: $("#aspect").value, quality: $("#quality").value };
+    const sent = await upload(chosen, fields, (done, total, from) => { if (mine === run) progress.upload(done, total, from); }, control);
+    id = sent.job;
+    if (sent.resumed && (sent.fields.target_duration !== fields.target_duration || sent.fields.aspect !== fields.aspect)) {
+      $("#stage").textContent = `Resumed your upload with the settings it started with (${sent.fields.target_duration} s, ${sent.fields.aspect}).`;
+    }
   } catch (error) {
     setMaking(null);
+    reconnecting(null);
+    if (error?.name === "AbortError") {
+      progress.failed("Upload cancelled; nothing was kept.");
+      return;
+    }
     progress.failed("Stopped: see the message above.");
     showError(errorTarget(error), error);
     return;
+  } finally {
+    reconnecting(null);
+    uploading = null;
+    activeControl = null;
   }
   localStorage.setItem(CURRENT, id);
   refreshHistory();
@@ -192,6 +249,7 @@ function signedIn(yes) {
     return;
   }
   refreshHistory();
+  showStopped();
 }
 
 /// A file dropped anywhere on the page is the video (the browser would otherwise open it).
@@ -219,6 +277,8 @@ async function start() {
   initHistory(open, (id) => { if (currentJob()?.job_id === id) hideResult(); });
   initDrop();
   $("#upload-form").addEventListener("submit", make);
+  $("#retry-now").addEventListener("click", () => activeControl?.retryNow?.());
+  $("#cancel-upload").addEventListener("click", () => uploading?.abort());
   for (const button of document.querySelectorAll(".recut button")) button.addEventListener("click", recut);
   await refreshAccount();
   const current = localStorage.getItem(CURRENT);

@@ -12,8 +12,15 @@ export function initHistory(open, changed) {
 
 function when(text) {
   const date = new Date(text);
-  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString();
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
+
+function day(text) {
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleDateString(undefined, { day: "numeric", month: "short" });
+}
+
+const SHAPES = { source: "as filmed", "16:9": "16:9", "9:16": "9:16", "1:1": "1:1", "4:5": "4:5" };
 
 function action(label, name, run) {
   const button = el("button", label);
@@ -23,20 +30,28 @@ function action(label, name, run) {
   return button;
 }
 
-function item(job, index) {
+/// "20 s · 9:16 · re-cut of holiday.mp4 · kept until 5 Dec": what tells one row from another.
+function facts(job, names) {
+  const parts = [`${Math.round(job.duration ?? job.target_duration)} s`, SHAPES[job.aspect] || job.aspect];
+  if (job.recut_of) parts.push(`re-cut of ${names.get(job.recut_of) || "an earlier highlight"}`);
+  if (job.kept_until) parts.push(`kept until ${day(job.kept_until)}`);
+  return parts.join(" · ");
+}
+
+function item(job, index, names) {
   const li = el("li");
   li.dataset.job = job.job_id;
-  const deleted = job.status === "completed" && !job.result_url;
-  const status = deleted ? "deleted" : job.status;
-  li.dataset.status = status;
-  const name = `highlight ${index + 1} (${when(job.created_at)})`;
+  li.dataset.status = job.status;
+  const title = job.source_name || `Highlight ${index + 1}`;
+  const name = `${title} (${when(job.created_at)})`;
   const head = el("div", null, "job-head");
-  head.append(el("strong", when(job.created_at)), el("span", status, `status ${status}`));
+  head.append(el("strong", title), el("span", job.status, `status ${job.status}`));
   if (currentJob()?.job_id === job.job_id) {
     li.setAttribute("aria-current", "true");
     head.append(el("span", "Now showing", "showing"));
   }
-  li.append(head, el("p", deleted ? "Its media were deleted." : job.message || "", "job-message"));
+  li.append(head, el("p", `${facts(job, names)} · made ${when(job.created_at)}`, "job-facts"));
+  if (job.status !== "completed") li.append(el("p", job.message || "", "job-message"));
   const buttons = el("div", null, "actions");
   if (job.status === "completed" && job.result_url) buttons.append(action("Open", name, () => handlers.open(job.job_id)));
   if (ACTIVE.has(job.status)) buttons.append(action("Follow", name, () => handlers.open(job.job_id)));
@@ -49,7 +64,17 @@ function item(job, index) {
     await refreshHistory();
   };
   if (ACTIVE.has(job.status)) buttons.append(action("Cancel", name, remove));
-  else if (!deleted) buttons.append(action("Delete", name, remove));
+  else {
+    // Deleting asks first: the video cannot be brought back.
+    const confirm = el("div", null, "confirm");
+    confirm.hidden = true;
+    confirm.append(el("span", "Delete this highlight's video for good?"), action("Delete for good", name, remove),
+      action("Keep", name, () => { confirm.hidden = true; ask.focus(); }));
+    const ask = action("Delete", name, () => { confirm.hidden = false; confirm.querySelector("button").focus(); });
+    buttons.append(ask);
+    li.append(buttons, confirm);
+    return li;
+  }
   li.append(buttons);
   return li;
 }
@@ -57,8 +82,10 @@ function item(job, index) {
 export async function refreshHistory() {
   try {
     const list = await call("GET", "/api/v1/jobs?limit=20");
-    const jobs = list.jobs || [];
-    $("#jobs").replaceChildren(...jobs.map(item));
+    // A highlight whose media are gone has nothing left to show: its row goes.
+    const jobs = (list.jobs || []).filter((job) => !(job.status === "completed" && !job.result_url));
+    const names = new Map((list.jobs || []).map((job) => [job.job_id, job.source_name]));
+    $("#jobs").replaceChildren(...jobs.map((job, index) => item(job, index, names)));
     $("#no-jobs").hidden = jobs.length > 0;
     $("#history").hidden = false;
   } catch (error) {

@@ -106,7 +106,8 @@ async function readFacts(file) {
     const length = $("#length");
     const longest = Math.max(5, Math.min(180, Math.floor(seconds)));
     length.max = String(longest);
-    if (Number(length.value) > longest) length.value = String(longest);
+    // Never under the person's fingers: a field being typed in is left alone (Make checks it).
+    if (Number(length.value) > longest && document.activeElement !== length) length.value = String(longest);
   }
 }
 

@@ -54,6 +54,7 @@ export async function showResult(id) {
   // An original-quality highlight (HEVC, HDR: few browsers play it) plays its H.264 preview.
   const preview = job.output?.preview;
   download.textContent = preview ? "Download original" : "Download";
+  offerShare(download.href, download.download);
   clearTimeout(previewTimer);
   showPreview(id, preview, links);
   $("#result").hidden = false;
@@ -99,4 +100,20 @@ function showPreview(id, preview, links) {
   } else if (preview) {
     note.textContent = "No preview could be made; download the original to watch it.";
   }
+}
+
+/// Share (the Web Share API with the file itself) where the browser can share a video file.
+function offerShare(href, name) {
+  const share = $("#share");
+  const probe = typeof File === "function" ? [new File([""], "highlight.mp4", { type: "video/mp4" })] : [];
+  share.hidden = !(navigator.canShare && navigator.canShare({ files: probe }));
+  share.onclick = async () => {
+    showError("recut-error");
+    try {
+      const blob = await (await fetch(href)).blob();
+      await navigator.share({ files: [new File([blob], name, { type: blob.type || "video/mp4" })], title: "My highlight" });
+    } catch (error) {
+      if (error?.name !== "AbortError") showError("recut-error", "Sharing did not work here; use Download instead.");
+    }
+  };
 }

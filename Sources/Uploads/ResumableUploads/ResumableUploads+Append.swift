@@ -76,6 +76,7 @@ extension ResumableUploads {
                 throw Self.notFound
             case .held(let upload):
                 guard upload.state == .receiving else { throw Self.finished(upload) }
+                try await recheckPlace(upload, holder: holder, account: account)
                 return upload
             case .busy(let upload):
                 if !stopped, let stop = running.withLock({ $0[id]?.stop }) {
@@ -90,6 +91,18 @@ extension ResumableUploads {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
+    }
+
+    /// An upload idle past its plan's `uploadIdleMinutes` held no place against jobs at once; on
+    /// resuming it takes one again, if one is free (else 429, the hold let go).
+    private func recheckPlace(_ upload: ResumableUpload, holder: String, account: Account) async throws {
+        let plan = try await intake.policy.accountPlan(account)
+        guard let idle = plan.plan.uploadIdleSeconds, upload.updatedAt < now.addingTimeInterval(-idle),
+            let refusal = try await store.uploadPlaceRefusal(
+                id: upload.id, accountId: account.id, now: now, limits: intake.policy.limits)
+        else { return }
+        try? await store.releaseUpload(id: upload.id, holder: holder, now: now)
+        throw await intake.policy.refusal(refusal, account: account, plan: plan)
     }
 
     private func appendHeld<Body: AsyncSequence>(
