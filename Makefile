@@ -84,6 +84,8 @@ test-browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@python3 -c 'import playwright, pytest' 2>/dev/null || { echo "Installing playwright and pytest with pip"; \
 		python3 -m pip install --quiet playwright pytest 2>/dev/null || python3 -m pip install --quiet --break-system-packages playwright pytest; }
+	@python3 -c 'import axe_playwright_python' 2>/dev/null || { echo "Installing axe-core 4.12.1 (axe-playwright-python 0.1.8, its axe.min.js checked by hash in the tests) with pip"; \
+		python3 -m pip install --quiet axe-playwright-python==0.1.8 2>/dev/null || python3 -m pip install --quiet --break-system-packages axe-playwright-python==0.1.8; }
 	$(SWIFT) build --build-tests
 	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest Tests/Browser -p no:cacheprovider
 

@@ -46,7 +46,7 @@ def cancel_or_delete(item):
 def choose_and_make(page, path, length=None):
     page.get_by_label("Video").set_input_files(str(path))
     if length is not None:
-        page.get_by_label("Length").fill(str(length))
+        page.get_by_label("Length", exact=True).fill(str(length))
     page.get_by_role("button", name="Make highlight").click()
 
 
@@ -65,7 +65,8 @@ def wait_for_playing_highlight(page, timeout=120_000):
 
 # Numbers every visible control a keyboard user must reach (one radio per group: the checked one).
 MARK_CONTROLS = """() => {
-  const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  // checkVisibility: also false inside a closed <details> (laid out, but content-visibility hidden).
+  const visible = (e) => e.checkVisibility({ visibilityProperty: true }) && e.getClientRects().length > 0;
   const all = [...document.querySelectorAll('button, a[href], input, select, textarea, video[controls], [tabindex="0"]')]
     .filter((e) => visible(e) && !e.disabled && !(e.type === 'radio' && !e.checked));
   all.forEach((e, i) => e.dataset.kb = String(i));
@@ -87,7 +88,7 @@ def tab_through(page):
     names = page.evaluate(MARK_CONTROLS)
     page.locator("body").focus()
     reached, unringed = set(), []
-    for _ in range(len(names) + 10):
+    for _ in range(len(names) + 30):  # the player's own controls and the disclosures are stops too
         page.keyboard.press("Tab")
         index, ring = page.evaluate(FOCUSED)
         if index is None:

@@ -1,7 +1,11 @@
 """The studio as a person uses it on a phone (390x844): a job is never lost to a second press,
 the key can be kept, signing out asks first, and the ready highlight comes into view by itself."""
+import hashlib
 import re
 import subprocess
+from pathlib import Path
+
+import axe_playwright_python
 
 from playwright.sync_api import expect
 
@@ -16,9 +20,23 @@ def in_view(page, selector):
         return r.top >= -1 && r.top < innerHeight && r.bottom > 0 }""", selector)
 
 
+# axe-core 4.12.1 as axe-playwright-python 0.1.8 ships it (make test-browser installs it), pinned.
+AXE_SHA256 = "84494fec757e4710dc751c8d7a636e457f4532f08f85c86dc9070133fbff53bc"
+
+
+def axe_violations(page):
+    """axe-core's violations on the page as it is now: [(rule, [first targets])]."""
+    source = (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_bytes()
+    assert hashlib.sha256(source).hexdigest() == AXE_SHA256, "axe.min.js is not the pinned axe-core"
+    page.evaluate(source.decode())
+    return page.evaluate("""async () => (await axe.run(document, { resultTypes: ['violations'] })).violations
+        .map((v) => [v.id, v.nodes.slice(0, 3).map((n) => n.target.join(' '))])""")
+
+
 # Visible tap targets smaller than 44x44 CSS px (a radio counts by its label), by name.
 SMALL_TARGETS = """() => {
-  const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  // checkVisibility: also false inside a closed <details> (laid out, but content-visibility hidden).
+  const visible = (e) => e.checkVisibility({ visibilityProperty: true }) && e.getClientRects().length > 0;
   const all = [...document.querySelectorAll('button, a[href], input, select, summary, [role="slider"]')].filter(visible);
   return all.map((e) => {
     const target = e.type === 'radio' ? e.closest('label') : e;
@@ -80,6 +98,11 @@ def test_a_second_press_while_a_job_runs_loses_nothing(studio, media):
     assert page.evaluate(SMALL_TARGETS) == []
     contrasts = page.evaluate(CONTRASTS)
     assert "moment" in contrasts and all(v >= 3 for v in contrasts.values()), contrasts
+    # The history row shows the highlight's poster; axe-core finds nothing, the disclosures open too.
+    page.wait_for_function("() => { const i = document.querySelector('#jobs .job-poster'); return i && !i.hidden && i.naturalWidth > 0 }")
+    page.get_by_text("Export for editors").click()
+    page.get_by_text("How we chose").click()
+    assert axe_violations(page) == []
     assert console.unexpected() == [], console.errors
 
 
@@ -135,8 +158,8 @@ def test_limits_are_said_and_kept_before_anything_is_sent(studio, media, workdir
     page.get_by_label("Video").set_input_files(str(media["video"]))
     expect(page.locator("#chosen-facts")).to_contain_text("0:10 ·")
     expect(page.locator("#chosen-look")).to_be_visible()
-    expect(page.get_by_label("Length")).to_have_value("10")
-    page.get_by_label("Length").fill("60")
+    expect(page.get_by_label("Length", exact=True)).to_have_value("10")
+    page.get_by_label("Length", exact=True).fill("60")
     page.get_by_role("button", name="Make highlight").click()
     expect(page.locator("#length-error")).to_contain_text("This video is 10 s long")
     assert sent == [], sent
@@ -193,3 +216,18 @@ def test_a_dropped_upload_never_holds_the_place(studio, media):
     choose_and_make(page, media["video"], length=5)
     wait_for_playing_highlight(page)
     assert console.unexpected(allowed=["net::ERR_CONNECTION_RESET", "net::ERR_FAILED"]) == [], console.errors
+
+
+def test_a_visitor_picks_a_video_first(studio, media):
+    """No account yet: the video can be chosen and made at once; the account is made then, its key
+    shown to keep. axe-core finds nothing on the first screen."""
+    page, console = studio
+    page.set_viewport_size(PHONE)
+    assert axe_violations(page) == []
+    expect(page.get_by_role("button", name="Create account")).to_be_visible()
+    choose_and_make(page, media["video"], length=5)
+    expect(page.get_by_role("button", name="Copy key")).to_be_visible()
+    assert page.evaluate("() => localStorage.getItem('moments.key')").startswith("mk_")
+    wait_for_playing_highlight(page)
+    expect(page.locator("#jobs li")).to_have_count(1)
+    assert console.unexpected() == [], console.errors

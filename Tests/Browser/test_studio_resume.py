@@ -45,7 +45,7 @@ def test_resumed_upload_after_reload(studio, media):
     page.on("request", lambda r: resumed.append(r.headers.get("upload-offset"))
             if r.method == "PATCH" and "/api/v1/uploads/" in r.url else None)
     page.on("request", lambda r: created.append(r.url) if r.method == "POST" and "/api/v1/uploads" in r.url else None)
-    page.get_by_label("Shape").select_option("9:16")
+    page.get_by_label("Shape", exact=True).select_option("9:16")
     choose_and_make(page, media["video"], length=7)
     # The upload ends in a job: the bar passes the upload's share and the job is in the history.
     try:

@@ -50,6 +50,22 @@ function offerKeyFile(value) {
   $("#save-key").href = keyFile;
 }
 
+/// Makes an account when there is none (a visitor pressed Make first); throws what went wrong.
+export async function ensureAccount() {
+  if (key.get()) return;
+  const created = await call("POST", "/api/v1/accounts");
+  key.set(created.api_key);
+  showNewKey(created.api_key);
+  await refreshAccount();
+}
+
+function showNewKey(value) {
+  $("#new-key-value").textContent = value;
+  $("#copy-note").textContent = "";
+  offerKeyFile(value);
+  $("#new-key").hidden = false;
+}
+
 async function create() {
   const button = $("#create-account");
   showError("account-error");
@@ -57,10 +73,7 @@ async function create() {
   try {
     const created = await call("POST", "/api/v1/accounts");
     key.set(created.api_key);
-    $("#new-key-value").textContent = created.api_key;
-    $("#copy-note").textContent = "";
-    offerKeyFile(created.api_key);
-    $("#new-key").hidden = false;
+    showNewKey(created.api_key);
     await refreshAccount();
     // Next: the video. The key stays on screen, with its Copy and Save.
     $("#video").focus();

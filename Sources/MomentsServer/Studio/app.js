@@ -1,6 +1,6 @@
 // The studio's wiring: account → upload → progress → result → re-cuts, and the history.
 import { call, jobPath, key } from "./api.js";
-import { initAccount, refreshAccount } from "./account.js";
+import { ensureAccount, initAccount, refreshAccount } from "./account.js";
 import { $, showError } from "./dom.js";
 import { follow } from "./follow.js";
 import { initHistory, refreshHistory } from "./history.js";
@@ -102,6 +102,15 @@ async function make(event) {
   clearFormErrors();
   if (!chosen) return showError("video-error", "Choose a video first.");
   setMaking("checking");
+  if (!key.get()) {
+    // No account yet: one is made now, its key shown to keep (Copy, Save), and the upload goes on.
+    try {
+      await ensureAccount();
+    } catch (error) {
+      setMaking(null);
+      return showError("make-error", error);
+    }
+  }
   await described();
   const length = Number($("#length").value);
   const stop = (id, message) => {
@@ -192,24 +201,29 @@ async function watch(id, mine, recutOf = null) {
   }
 }
 
-async function recut(event) {
+async function recut() {
   const job = currentJob();
-  const aspect = event.currentTarget.dataset.aspect;
   if (!job) return;
   showError("recut-error");
-  const buttons = document.querySelectorAll(".recut button");
-  buttons.forEach((b) => { b.disabled = true; });
+  const aspect = $("#recut-aspect").value;
+  const length = Number($("#recut-length").value);
+  if (!Number.isInteger(length) || length < 5 || length > 180) {
+    $("#recut-length").focus();
+    return showError("recut-error", "The length must be a whole number of seconds from 5 to 180.");
+  }
+  const button = $("#recut-apply");
+  button.disabled = true;
   try {
-    const created = await call("POST", jobPath(job.job_id, "/recuts"), { aspect, ...marks() });
+    const created = await call("POST", jobPath(job.job_id, "/recuts"), { aspect, target_duration: length, ...marks() });
     const mine = ++run;
     localStorage.setItem(CURRENT, created.job_id);
-    progress.start(`Re-cut queued (${aspect})`, progress.share);
+    progress.start(`Re-cut queued (${aspect === "source" ? "as filmed" : aspect})`, progress.share);
     refreshHistory();
     await watch(created.job_id, mine, job.job_id);
   } catch (error) {
     showError("recut-error", error);
   } finally {
-    buttons.forEach((b) => { b.disabled = false; });
+    button.disabled = false;
   }
 }
 
@@ -237,7 +251,8 @@ async function open(id) {
 }
 
 function signedIn(yes) {
-  $("#make").hidden = !yes;
+  // A visitor may choose a video first: the account is made when they press Make.
+  $("#make").hidden = false;
   $("#history").hidden = !yes;
   if (!yes) {
     run++;
@@ -279,7 +294,7 @@ async function start() {
   $("#upload-form").addEventListener("submit", make);
   $("#retry-now").addEventListener("click", () => activeControl?.retryNow?.());
   $("#cancel-upload").addEventListener("click", () => uploading?.abort());
-  for (const button of document.querySelectorAll(".recut button")) button.addEventListener("click", recut);
+  $("#recut-apply").addEventListener("click", recut);
   await refreshAccount();
   const current = localStorage.getItem(CURRENT);
   if (key.get() && current) open(current);

@@ -43,6 +43,12 @@ function item(job, index, names) {
   li.dataset.job = job.job_id;
   li.dataset.status = job.status;
   const title = job.source_name || `Highlight ${index + 1}`;
+  if (job.status === "completed" && job.result_url) {
+    const poster = el("img", null, "job-poster");
+    poster.alt = "";
+    poster.hidden = true;
+    li.append(poster);
+  }
   const name = `${title} (${when(job.created_at)})`;
   const head = el("div", null, "job-head");
   head.append(el("strong", title), el("span", job.status, `status ${job.status}`));
@@ -86,9 +92,33 @@ export async function refreshHistory() {
     const jobs = (list.jobs || []).filter((job) => !(job.status === "completed" && !job.result_url));
     const names = new Map((list.jobs || []).map((job) => [job.job_id, job.source_name]));
     $("#jobs").replaceChildren(...jobs.map((job, index) => item(job, index, names)));
+    showPosters();
     $("#no-jobs").hidden = jobs.length > 0;
     $("#history").hidden = false;
   } catch (error) {
     showError("history-error", error);
   }
+}
+
+const POSTERS = 6;
+const posterLinks = new Map();
+
+/// The poster of each of the first finished rows, through a signed media link (kept for the page's
+/// life: a link lasts an hour, and a failed picture simply stays hidden).
+async function showPosters() {
+  const rows = [...document.querySelectorAll("#jobs li[data-status=completed]")].slice(0, POSTERS);
+  await Promise.all(rows.map(async (row) => {
+    const img = row.querySelector(".job-poster");
+    if (!img) return;
+    try {
+      if (!posterLinks.has(row.dataset.job)) {
+        const links = await call("GET", jobPath(row.dataset.job, "/media-links"));
+        const url = new URL(links.poster, location.href);
+        posterLinks.set(row.dataset.job, url.pathname + url.search);
+      }
+      img.onload = () => { img.hidden = false; };
+      img.onerror = () => { img.hidden = true; };
+      img.src = posterLinks.get(row.dataset.job);
+    } catch { /* no poster: the row reads without it */ }
+  }));
 }

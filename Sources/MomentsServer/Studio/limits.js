@@ -60,7 +60,7 @@ function updateCosts() {
   $("#make-cost").textContent = text;
   $("#recut-cost").textContent = text;
   $("#make-button").disabled = busy || none;
-  for (const button of document.querySelectorAll(".recut button")) button.disabled = none;
+  $("#recut-apply").disabled = none;
 }
 
 /// Reads a chosen file's length in the browser (a hidden player, nothing sent); resolves null when

@@ -1,5 +1,6 @@
-// The original's timeline: the chosen segments, and the moments to pin or leave out in a re-cut,
-// marked by clicking (or with the arrow keys and Enter).
+// The original's timeline: the chosen segments, and the moments to keep in or cut out of a
+// re-cut. A tap (or the arrow keys) picks a moment, shown with its time; "Keep this moment" and
+// "Cut this moment" (or Enter, which keeps) mark it; the same mark is never made twice.
 import { $, el, seconds } from "./dom.js";
 
 const EXCLUDE_HALF = 1;
@@ -10,11 +11,13 @@ let excluded = [];
 
 export function initTimeline() {
   const bar = $("#timeline");
-  bar.addEventListener("click", (event) => {
+  const at = (event) => {
     const box = bar.getBoundingClientRect();
-    if (box.width <= 0 || duration <= 0) return;
-    moveTo(((event.clientX - box.left) / box.width) * duration);
-    mark();
+    return box.width > 0 && duration > 0 ? ((event.clientX - box.left) / box.width) * duration : null;
+  };
+  bar.addEventListener("click", (event) => {
+    const time = at(event);
+    if (time != null) moveTo(time);
   });
   bar.addEventListener("keydown", (event) => {
     const step = event.shiftKey ? 5 : 1;
@@ -22,16 +25,16 @@ export function initTimeline() {
     if (event.key in moves) {
       moveTo(cursor + moves[event.key]);
     } else if (event.key === "Enter" || event.key === " ") {
-      mark();
+      keep();
     } else {
       return;
     }
     event.preventDefault();
   });
-}
-
-function mode() {
-  return document.querySelector('input[name="mark"]:checked')?.value || "pin";
+  // The re-cut offers the same shapes as the upload form.
+  $("#recut-aspect").replaceChildren(...[...$("#aspect").options].map((o) => o.cloneNode(true)));
+  $("#keep-moment").addEventListener("click", keep);
+  $("#cut-moment").addEventListener("click", cut);
 }
 
 function moveTo(time) {
@@ -40,16 +43,20 @@ function moveTo(time) {
   bar.setAttribute("aria-valuenow", String(cursor));
   bar.setAttribute("aria-valuetext", seconds(cursor));
   bar.querySelector(".cursor").style.left = `${duration ? (cursor / duration) * 100 : 0}%`;
+  $("#cursor-time").textContent = seconds(cursor);
 }
 
-function mark() {
-  if (mode() === "pin") {
-    if (!pins.includes(cursor)) pins.push(cursor);
-  } else {
-    const start = Math.max(0, cursor - EXCLUDE_HALF);
-    const end = Math.min(duration, cursor + EXCLUDE_HALF);
-    if (end > start) excluded.push([Math.round(start * 10) / 10, Math.round(end * 10) / 10]);
-  }
+/// Keeps the moment at the cursor in the re-cut (once).
+function keep() {
+  if (duration > 0 && !pins.includes(cursor)) pins.push(cursor);
+  draw();
+}
+
+/// Cuts 2 s around the cursor out of the re-cut; a moment already cut is not cut again.
+function cut() {
+  const start = Math.round(Math.max(0, cursor - EXCLUDE_HALF) * 10) / 10;
+  const end = Math.round(Math.min(duration, cursor + EXCLUDE_HALF) * 10) / 10;
+  if (end > start && !excluded.some(([a, b]) => a <= cursor && cursor <= b)) excluded.push([start, end]);
   draw();
 }
 
@@ -68,8 +75,8 @@ function draw() {
   for (const old of bar.querySelectorAll(".segment, .pin, .excluded")) old.remove();
   if (duration <= 0) return;
   segments.forEach((s, i) => bar.append(block("segment", s.start, s.end, `Moment ${i + 1}: ${seconds(s.start)}–${seconds(s.end)}`)));
-  excluded.forEach(([start, end]) => bar.append(block("excluded", start, end, `Left out: ${seconds(start)}–${seconds(end)}`)));
-  pins.forEach((time) => bar.append(block("pin", time, time, `Pinned: ${seconds(time)}`)));
+  excluded.forEach(([start, end]) => bar.append(block("excluded", start, end, `Cut: ${seconds(start)}–${seconds(end)}`)));
+  pins.forEach((time) => bar.append(block("pin", time, time, `Kept: ${seconds(time)}`)));
 
   const list = $("#marks");
   list.replaceChildren();
@@ -82,8 +89,8 @@ function draw() {
     li.append(" ", button);
     list.append(li);
   };
-  pins.forEach((time, i) => item(`Pinned at ${seconds(time)}`, () => pins.splice(i, 1)));
-  excluded.forEach(([start, end], i) => item(`Left out ${seconds(start)}–${seconds(end)}`, () => excluded.splice(i, 1)));
+  pins.forEach((time, i) => item(`Kept ${seconds(time)}`, () => pins.splice(i, 1)));
+  excluded.forEach(([start, end], i) => item(`Cut ${seconds(start)}–${seconds(end)}`, () => excluded.splice(i, 1)));
 }
 
 /// Shows a job's original with its segments and its own pins and exclusions.
@@ -94,6 +101,9 @@ export function showTimeline(job) {
   excluded = (job.parameters?.exclude || []).map((r) => Array.isArray(r) ? r : [r.start, r.end]);
   $("#timeline").setAttribute("aria-valuemax", String(Math.round(duration * 10) / 10));
   $("#timeline-end").textContent = seconds(duration);
+  // The re-cut starts from this highlight's shape and length.
+  $("#recut-aspect").value = job.parameters?.aspect || "source";
+  $("#recut-length").value = String(job.parameters?.target_duration || 30);
   moveTo(0);
   draw();
 }
