@@ -98,6 +98,10 @@ def test_a_second_press_while_a_job_runs_loses_nothing(studio, media):
     assert page.evaluate(SMALL_TARGETS) == []
     contrasts = page.evaluate(CONTRASTS)
     assert "moment" in contrasts and all(v >= 3 for v in contrasts.values()), contrasts
+    # A tap on a chosen moment of the original's timeline plays that moment of the highlight.
+    first = page.locator("#timeline .segment").first
+    first.click()
+    page.wait_for_function("() => { const p = document.querySelector('#player'); return !p.paused && p.currentTime > 0.3 }")
     # The history row shows the highlight's poster; axe-core finds nothing, the disclosures open too.
     page.wait_for_function("() => { const i = document.querySelector('#jobs .job-poster'); return i && !i.hidden && i.naturalWidth > 0 }")
     page.get_by_text("Export for editors").click()

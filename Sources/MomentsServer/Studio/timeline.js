@@ -17,7 +17,9 @@ export function initTimeline() {
   };
   bar.addEventListener("click", (event) => {
     const time = at(event);
-    if (time != null) moveTo(time);
+    if (time == null) return;
+    moveTo(time);
+    preview(time);
   });
   bar.addEventListener("keydown", (event) => {
     const step = event.shiftKey ? 5 : 1;
@@ -44,6 +46,20 @@ function moveTo(time) {
   bar.setAttribute("aria-valuetext", seconds(cursor));
   bar.querySelector(".cursor").style.left = `${duration ? (cursor / duration) * 100 : 0}%`;
   $("#cursor-time").textContent = seconds(cursor);
+}
+
+/// A tap on a chosen moment plays it in the highlight (where that moment is in the clip).
+function preview(time) {
+  let offset = 0;
+  for (const s of [...segments].sort((a, b) => a.start - b.start)) {
+    if (time >= s.start && time <= s.end) {
+      const player = $("#player");
+      player.currentTime = offset + (time - s.start);
+      player.play().catch(() => {});
+      return;
+    }
+    offset += s.end - s.start;
+  }
 }
 
 /// Keeps the moment at the cursor in the re-cut (once).
