@@ -60,7 +60,7 @@ public struct PlanPolicy: Sendable {
     public func precheck(_ account: Account, uploadsInProgress: Int) async throws -> AccountPlan {
         let current = try await accountPlan(account)
         let now = clock()
-        let since = current.plan.uploadIdleSeconds.map { now.addingTimeInterval(-$0) } ?? .distantPast
+        let since = limits(current.entitlement.grantsPro).uploadsActiveSince(now)
         let uploadsInProgress =
             uploadsInProgress
             + (try await database.receivingUploads(accountId: account.id, now: now, activeSince: since))

@@ -70,16 +70,28 @@ public final class QualityAnalyzer {
     }
 
     public func consume(_ f: FrameFeatures) {
-        unchanged.append(matchesAnchor(f.thumb))
+        let n = f.thumb.count
         var change: Float = 255
-        if previousThumb.count == f.thumb.count {
-            var total: Float = 0
-            for i in 0..<f.thumb.count { total += abs(f.thumb[i] - previousThumb[i]) }
-            change = total / Float(f.thumb.count)
-            for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
+        if previousThumb.count == n && anchorThumb.count == n {
+            // One pass: the change from the previous picture, and the drift from the stretch's first.
+            var total: Float = 0, drift: Float = 0, largest: Float = 0
+            for i in 0..<n {
+                let t = f.thumb[i]
+                total += abs(t - previousThumb[i])
+                let d = abs(t - anchorThumb[i])
+                drift += d
+                largest = max(largest, d)
+                previousThumb[i] = t
+            }
+            change = total / Float(n)
+            let same = drift / Float(n) < settings.frozenDifference && largest < settings.frozenCellChange
+            if !same { for i in 0..<n { anchorThumb[i] = f.thumb[i] } }
+            unchanged.append(same)
         } else {
-            previousThumb = [Float](repeating: 0, count: f.thumb.count)  // own storage, never shared
-            for i in 0..<f.thumb.count { previousThumb[i] = f.thumb[i] }
+            // The first picture: own storage, never shared; allocated once.
+            previousThumb = f.thumb.map { $0 }
+            anchorThumb = f.thumb.map { $0 }
+            unchanged.append(false)
         }
         let black = f.meanLuma < settings.blackLuma && f.lumaDeviation < settings.blackDeviation
         var exposure: Float = 1
@@ -94,25 +106,6 @@ public final class QualityAnalyzer {
                 time: f.time, laplacianVariance: f.laplacianVariance, sharpness: 0, brightness: f.meanLuma,
                 exposure: black ? 0 : exposure, isBlack: black, isBlurred: false, isFrozen: false,
                 isFlash: false, change: change))
-    }
-
-    /// Compares the thumbnail with the stretch's first picture; a picture that differs starts a
-    /// new stretch. Allocates only on the first frame.
-    private func matchesAnchor(_ thumb: [Float]) -> Bool {
-        guard anchorThumb.count == thumb.count else {
-            anchorThumb = [Float](repeating: 0, count: thumb.count)
-            for i in 0..<thumb.count { anchorThumb[i] = thumb[i] }
-            return false
-        }
-        var total: Float = 0, largest: Float = 0
-        for i in 0..<thumb.count {
-            let d = abs(thumb[i] - anchorThumb[i])
-            total += d
-            largest = max(largest, d)
-        }
-        if total / Float(thumb.count) < settings.frozenDifference && largest < settings.frozenCellChange { return true }
-        for i in 0..<thumb.count { anchorThumb[i] = thumb[i] }
-        return false
     }
 
     public func finish() -> [Sample] {
