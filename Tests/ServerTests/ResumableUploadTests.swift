@@ -433,6 +433,9 @@ struct ResumableUploadTests {
             #expect(resumed.status == 429, "\(resumed.text)")
             #expect((try resumed.json()["type"] as? String)?.hasSuffix("/too_many_jobs") == true, "\(resumed.text)")
             #expect(try await offset(wire, stalled, key: key) == 100, "the stalled upload keeps its bytes")
+            // Another account cannot resume it, idle or not: it does not exist for them.
+            let (_, stranger) = try await client.createAccount()
+            #expect(try await patch(wire, stalled, key: stranger, offset: 100, video.suffix(from: 100)).status == 404)
             #expect(try await wire.send(.DELETE, fresh, key: key, headers: Self.tusHeaders).status == 204)
             let done = try await patch(wire, stalled, key: key, offset: 100, video.suffix(from: 100))
             #expect(done.status == 204, "\(done.text)")

@@ -11,6 +11,8 @@ const STORE = "moments.upload.";
 /// Seconds between attempts after a dropped connection (the last repeats), and how long to keep trying.
 const BACKOFF = [1, 2, 4, 8, 15, 30];
 const GIVE_UP_AFTER_MS = 15 * 60 * 1000;
+/// A saved upload marked this recently is being sent by another tab: it is not stale.
+const LIVE_MS = 60 * 1000;
 
 function b64(text) {
   let binary = "";
@@ -117,8 +119,9 @@ export async function upload(file, fields, progress, control = {}) {
   let offset = stored?.offset ?? null;
   const used = stored ? saved.fields || fields : fields;
   if (offset == null) {
-    // Anything else this browser left half-sent holds the account's place: cancel it first.
-    for (const other of savedUploads()) await discard(other);
+    // Anything else this browser left half-sent holds the account's place: cancel it first (not
+    // one another tab is still sending: it marks itself at every part it sends).
+    for (const other of savedUploads()) if (!(Date.now() - (other.at || 0) < LIVE_MS)) await discard(other);
     const metadata = [["filename", file.name], ...Object.entries(fields)]
       .map(([name, value]) => `${name} ${b64(String(value))}`).join(",");
     const xhr = await request("POST", "/api/v1/uploads", { "Upload-Length": String(file.size), "Upload-Metadata": metadata });
@@ -175,6 +178,7 @@ export async function upload(file, fields, progress, control = {}) {
     failures = 0;
     failingSince = null;
     control.waiting?.(null);
+    localStorage.setItem(storeKey, JSON.stringify({ url, fields: used, name: file.name, size: file.size, at: Date.now() }));
     offset = Number(xhr.getResponseHeader("Upload-Offset"));
     if (!Number.isSafeInteger(offset)) throw new ApiError(0, { detail: "The server's answer to the upload was not understood." });
     progress(offset, file.size, resumedFrom);

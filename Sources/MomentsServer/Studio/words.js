@@ -30,6 +30,7 @@ export function plainWords(status, code, problem) {
     case "processing_unavailable":
       return "Moments is busy right now. Try again in a few minutes; nothing was charged.";
     default:
-      return status === 401 || status === 403 ? "This key is not valid. Check it, or create a new account." : null;
+      // 401 is a key the server does not know; a 403 (a disabled account, say) keeps its own sentence.
+      return status === 401 ? "This key is not valid. Check it, or create a new account." : null;
   }
 }
