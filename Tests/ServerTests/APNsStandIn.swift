@@ -140,9 +140,17 @@ final class APNsStandIn: @unchecked Sendable {
     func hits() async throws -> [Hit] {
         let path = scratch.path("requests.jsonl")
         return try await RawConnection.offPool {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-            return try text.split(separator: "\n").map { try JSONDecoder().decode(Hit.self, from: Data($0.utf8)) }
+            try Self.completeLines(path).map { try JSONDecoder().decode(Hit.self, from: Data($0.utf8)) }
         }
+    }
+
+    /// The log's lines the stand-in has finished writing: a line still being appended (no newline
+    /// yet) is left for the next read.
+    static func completeLines(_ path: String) -> [Substring] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // empty after the last newline, or the unfinished line
+        return lines.filter { !$0.isEmpty }
     }
 
     /// A tarpit's stream that ended (the client reset it): when it was received and when it ended.
@@ -156,8 +164,7 @@ final class APNsStandIn: @unchecked Sendable {
     func ended() async throws -> [Ended] {
         let path = scratch.path("ended.jsonl")
         return try await RawConnection.offPool {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-            return try text.split(separator: "\n").map { try JSONDecoder().decode(Ended.self, from: Data($0.utf8)) }
+            try Self.completeLines(path).map { try JSONDecoder().decode(Ended.self, from: Data($0.utf8)) }
         }
     }
 
