@@ -67,10 +67,29 @@ extension HighlightEngine {
         _ a: VideoAnalysis, report: HighlightReport, source: String, to path: String,
         limits: DecodeLimits, cancellation: CancellationToken?
     ) throws(MediaError) {
+        let spec = storyboardSpec(a, report: report)
+        do {
+            try Storyboard.write(source: source, spec: spec, to: path, limits: limits, cancellation: cancellation)
+        } catch  where error.kind == .cancelled {
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// Where the storyboard's filmstrip sits (its layout needs no decoding: the row's place does
+    /// not depend on the picture's shape).
+    static func storyboardFrame(_ a: VideoAnalysis, report: HighlightReport) -> StoryboardFrame {
+        StoryboardFrame(
+            Storyboard.layout(for: storyboardSpec(a, report: report), displayWidth: a.width, displayHeight: a.height))
+    }
+
+    /// What the storyboard shows: the curves, the cuts and the chosen segments.
+    static func storyboardSpec(_ a: VideoAnalysis, report: HighlightReport) -> StoryboardSpec {
         let motion = report.signals.motion
         let scale =
             motion.isEmpty ? 1 : max(1e-3, motion.sorted()[min(motion.count - 1, Int(Double(motion.count) * 0.95))])
-        let spec = StoryboardSpec(
+        return StoryboardSpec(
             duration: a.duration,
             curves: [
                 StoryboardCurve(label: "motion", color: .motion, values: motion.map { min(1, $0 / scale) }),
@@ -82,12 +101,5 @@ extension HighlightEngine {
             ] + peopleLane(a),
             cuts: a.boundaries.map(\.time),
             segments: report.segments.map { TimeRange(start: $0.start, end: $0.end) })
-        do {
-            try Storyboard.write(source: source, spec: spec, to: path, limits: limits, cancellation: cancellation)
-        } catch  where error.kind == .cancelled {
-            throw error
-        } catch {
-            try? FileManager.default.removeItem(atPath: path)
-        }
     }
 }

@@ -36,6 +36,9 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     /// True when no storyboard was drawn because the earlier highlight's stands for this one (a
     /// returned highlight of a copy on the same timeline): the caller copies it.
     public var storyboardReused: Bool?
+    /// Where the storyboard picture's filmstrip sits, so a page can show that row alone (the studio's
+    /// timeline background); nil when no storyboard was drawn or copied.
+    public var storyboard: StoryboardFrame?
     /// How the input was decoded for the analysis: the plan, frames decoded and analysed, ranges refined.
     public var decode: AnalysisSummary?
     /// The crop to another shape, when the highlight was reframed (one track per segment).
@@ -50,6 +53,29 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     public var peopleMoments: Int?
     /// `quality=original`: whether the pictures were copied or encoded, and why.
     public var render: RenderChoice?
+}
+
+/// The storyboard picture's size and its filmstrip row, in pixels: the row's left and right edges
+/// are the time axis (0 to the input's duration).
+public struct StoryboardFrame: Sendable, Codable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var filmstrip: Box
+
+    public struct Box: Sendable, Codable, Equatable {
+        public var x: Int
+        public var y: Int
+        public var width: Int
+        public var height: Int
+    }
+
+    public init(_ layout: StoryboardLayout) {
+        width = layout.width
+        height = layout.height
+        filmstrip = Box(
+            x: layout.plotLeft, y: layout.filmstrip.y, width: layout.plotRight - layout.plotLeft,
+            height: layout.filmstrip.height)
+    }
 }
 
 /// A re-upload's analysis taken from the earlier upload it was recognised as (no analysis decode).
@@ -223,6 +249,7 @@ public enum HighlightEngine {
         var storyboard: SideThread?
         if obtained.copied != nil, request.reuse?.sameTimeline == true {
             report.storyboardReused = true
+            report.storyboard = storyboardFrame(analysis, report: report)
         } else if let path = request.storyboardOutput {
             let (drawn, source, limits) = (report, request.source, request.limits)
             storyboard = SideThread(name: "moments-storyboard") { () throws(MediaError) in
@@ -241,9 +268,10 @@ public enum HighlightEngine {
             try? storyboard?.wait()
             throw error
         }
-        if let storyboard {
+        if let storyboard, let path = request.storyboardOutput {
             progress?("storyboard", 0.98)
             try storyboard.wait()
+            if FileManager.default.fileExists(atPath: path) { report.storyboard = storyboardFrame(analysis, report: report) }
         }
         if let path = request.analysisOutput { try writeReport(report, to: path) }
         progress?("done", 1)

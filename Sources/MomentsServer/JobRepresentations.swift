@@ -150,8 +150,10 @@ struct JobDetailResponse: ResponseEncodable {
         var render: Render
         /// quality=original: the H.264 preview every browser plays.
         var preview: JobPreviewView?
+        /// The storyboard picture's size and its filmstrip row, in pixels.
+        var storyboard: JobStoryboard?
         enum CodingKeys: String, CodingKey {
-            case duration, size, width, height, analysisReused = "analysis_reused", render, preview
+            case duration, size, width, height, analysisReused = "analysis_reused", render, preview, storyboard
         }
     }
     struct Render: Codable {
@@ -242,7 +244,7 @@ struct JobDetailResponse: ResponseEncodable {
                 render: Render(
                     method: $0.render?.method ?? "encode", reason: $0.render?.reason,
                     largestStartShift: $0.render?.largestStartShift),
-                preview: JobPreviewView(job))
+                preview: JobPreviewView(job), storyboard: $0.storyboard)
         }
         segments = (job.segments ?? []).map {
             Segment(

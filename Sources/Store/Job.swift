@@ -82,9 +82,34 @@ public struct JobOutput: Codable, Sendable, Equatable {
     public var render: JobRender?
     /// `quality=original`: the small H.264 copy every browser plays, made after the job completed.
     public var preview: JobPreview?
+    /// The storyboard picture's size and its filmstrip row (nil: no storyboard).
+    public var storyboard: JobStoryboard?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
+    }
+}
+
+/// Where a storyboard picture's filmstrip sits, in pixels: the row's left edge is 0 s, its right
+/// edge the input's duration.
+public struct JobStoryboard: Codable, Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var filmstrip: Box
+
+    public struct Box: Codable, Sendable, Equatable {
+        public var x: Int
+        public var y: Int
+        public var width: Int
+        public var height: Int
+
+        public init(x: Int, y: Int, width: Int, height: Int) {
+            self.x = x; self.y = y; self.width = width; self.height = height
+        }
+    }
+
+    public init(width: Int, height: Int, filmstrip: Box) {
+        self.width = width; self.height = height; self.filmstrip = filmstrip
     }
 }
 

@@ -58,8 +58,30 @@ CONTRASTS = """() => {
   const drop = document.querySelector('#drop');
   out.drop = ratio(getComputedStyle(drop).borderTopColor, getComputedStyle(drop).backgroundColor);
   const segment = document.querySelector('#timeline .segment');
-  if (segment) out.moment = ratio(getComputedStyle(segment).backgroundColor, getComputedStyle(document.querySelector('#timeline')).backgroundColor);
+  const bar = document.querySelector('#timeline');
+  // Over the filmstrip a moment is framed (its outline); on the plain bar it is filled.
+  if (segment) {
+    const style = getComputedStyle(segment);
+    out.moment = ratio(bar.classList.contains('filmstrip') ? style.outlineColor : style.backgroundColor, getComputedStyle(bar).backgroundColor);
+  }
   return out;
+}"""
+
+# The timeline's filmstrip: its class, the storyboard picture's size as loaded and as the job
+# detail gives it, and the width the filmstrip row is drawn at against the bar's.
+FILMSTRIP = """async () => {
+  const bar = document.querySelector('#timeline');
+  const url = getComputedStyle(bar).backgroundImage.replace(/^url\\("?|"?\\)$/g, '');
+  const image = new Image();
+  image.src = url;
+  await image.decode();
+  const job = await (await fetch(`/api/v1/jobs/${document.querySelector('#jobs .showing')?.closest('[data-job]')?.dataset.job || ''}`,
+    { headers: { Authorization: `Bearer ${localStorage.getItem('moments.key') || ''}` } })).json().catch(() => ({}));
+  const frame = job.output?.storyboard;
+  const size = getComputedStyle(bar).backgroundSize.split(' ').map(parseFloat);  // per cent of the bar
+  return { class: bar.classList.contains('filmstrip'), loaded: [image.naturalWidth, image.naturalHeight],
+    size: frame ? [frame.width, frame.height] : null, barWidth: bar.clientWidth,
+    rowWidth: frame ? (size[0] / 100) * bar.clientWidth * frame.filmstrip.width / frame.width : 0 };
 }"""
 
 
@@ -98,6 +120,13 @@ def test_a_second_press_while_a_job_runs_loses_nothing(studio, media):
     assert page.evaluate(SMALL_TARGETS) == []
     contrasts = page.evaluate(CONTRASTS)
     assert "moment" in contrasts and all(v >= 3 for v in contrasts.values()), contrasts
+    # The timeline's background is the storyboard's filmstrip row: the picture the job detail
+    # describes, scaled so the row fills the bar.
+    page.wait_for_selector("#jobs .showing")
+    filmstrip = page.evaluate(FILMSTRIP)
+    assert filmstrip["class"] and filmstrip["loaded"] == filmstrip["size"], filmstrip
+    assert abs(filmstrip["rowWidth"] - filmstrip["barWidth"]) <= 1, filmstrip
+    page.locator("#timeline").screenshot(path="bench-out/studio-filmstrip.png")
     # A tap on a chosen moment of the original's timeline plays that moment of the highlight.
     first = page.locator("#timeline .segment").first
     first.click()

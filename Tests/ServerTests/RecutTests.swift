@@ -139,8 +139,19 @@ struct RecutTests {
         // The storyboard.
         let storyboard = try await client.get("/api/v1/jobs/\(recut)/storyboard.png", key: key)
         #expect(storyboard.status == .ok && storyboard.headers[.contentType] == "image/png")
-        #expect(
-            Array(storyboard.body.readableBytesView.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        let png = Array(storyboard.body.readableBytesView)
+        #expect(Array(png.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        // The job detail says where the filmstrip row sits in that picture (the studio's timeline
+        // shows it): the picture's size as its PNG header gives it, the row inside, full width
+        // but the margins.
+        let detail = try await client.get("/api/v1/jobs/\(recut)", key: key).json()
+        let frame = try #require((detail["output"] as? [String: Any])?["storyboard"] as? [String: Any], "\(detail)")
+        let row = try #require(frame["filmstrip"] as? [String: Int])
+        let header = { (at: Int) in png[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        let (width, height) = (header(16), header(20))
+        #expect(frame["width"] as? Int == width && frame["height"] as? Int == height)
+        let (x, y, w, h) = (row["x"] ?? -1, row["y"] ?? -1, row["width"] ?? 0, row["height"] ?? 0)
+        #expect(x > 0 && y > 0 && h >= 24 && x + w < width && y + h < height && w > width * 9 / 10, "\(row)")
 
         // Another account sees none of it.
         let (_, other) = try await client.createAccount()

@@ -140,6 +140,13 @@ struct ReuploadTests {
         #expect(abs(try #require(wholeDuplicate["offset_seconds"] as? Double)) <= 1.0 / 30 + 0.001)
         let wholeBoard = try await client.get("/api/v1/jobs/\(wholeID)/storyboard.png", key: key)
         #expect(wholeBoard.status == .ok && wholeBoard.body == firstBoard.body, "the earlier storyboard")
+        // Its detail places the filmstrip where the earlier picture has it.
+        let frame = { (id: String) in
+            ((try await client.get("/api/v1/jobs/\(id)", key: key).json()["output"] as? [String: Any])?["storyboard"]
+                as? [String: Any]).map { NSDictionary(dictionary: $0) }
+        }
+        let (firstFrame, wholeFrame) = (try await frame(firstID), try await frame(wholeID))
+        #expect(firstFrame != nil && firstFrame == wholeFrame)
         #expect(try await client.get("/api/v1/jobs/\(wholeID)/download", key: key).body == firstFile.body)
         #expect(try await Self.used(client, key: key) == 1)
         // Deleting the earlier job's media leaves the copy's own.

@@ -58,7 +58,7 @@ export async function showResult(id) {
   clearTimeout(previewTimer);
   showPreview(id, preview, links);
   $("#result").hidden = false;
-  showTimeline(job);
+  showTimeline(job, sameOrigin(links.storyboard));
   const pictures = [["#poster", links.poster], ["#storyboard", links.storyboard]].map(([selector, link]) => {
     const img = $(selector);
     img.hidden = false;

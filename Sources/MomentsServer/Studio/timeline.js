@@ -109,8 +109,27 @@ function draw() {
   excluded.forEach(([start, end], i) => item(`Cut ${seconds(start)}–${seconds(end)}`, () => excluded.splice(i, 1)));
 }
 
-/// Shows a job's original with its segments and its own pins and exclusions.
-export function showTimeline(job) {
+/// The storyboard's filmstrip row as the timeline's background (the row spans 0 s to the
+/// original's duration, as the timeline does); none when the job has no storyboard.
+function showFilmstrip(frame, url) {
+  const bar = $("#timeline");
+  const f = frame?.filmstrip;
+  const fits = url && f && f.width > 0 && f.height > 0 && frame.width > f.width && frame.height > f.height;
+  bar.classList.toggle("filmstrip", Boolean(fits));
+  if (!fits) {
+    bar.style.backgroundImage = bar.style.backgroundSize = bar.style.backgroundPosition = "";
+    return;
+  }
+  bar.style.backgroundImage = `url("${url.replace(/["\\\n]/g, encodeURIComponent)}")`;
+  bar.style.backgroundSize = `${(frame.width / f.width) * 100}% ${(frame.height / f.height) * 100}%`;
+  bar.style.backgroundPosition =
+    `${(f.x / (frame.width - f.width)) * 100}% ${(f.y / (frame.height - f.height)) * 100}%`;
+}
+
+/// Shows a job's original with its segments and its own pins and exclusions, over the
+/// storyboard's filmstrip (`storyboard`: the picture's link) where there is one.
+export function showTimeline(job, storyboard) {
+  showFilmstrip(job.output?.storyboard, storyboard);
   duration = job.input?.duration || 0;
   segments = (job.segments || []).filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end));
   pins = [...(job.parameters?.include || [])];
