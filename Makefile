@@ -27,7 +27,7 @@ release: setup
 
 # The HTTP service on http://127.0.0.1:8000 with the embedded defaults (SQLite + Storage/).
 # As root it runs the full sandbox; as another user (a laptop) the media children run as that
-# user without their own cgroup (isolation.allowWeaker, said at start-up): the README's Security.
+# user without their own cgroup (isolation.allowWeaker, said at start-up): docs/security.md.
 run: release
 	@if [ "$$(id -u)" -ne 0 ] && [ -z "$${ISOLATION_ALLOW_WEAKER:-}" ]; then \
 		echo "note: not root, so media children run as $$(id -un) (ISOLATION_ALLOW_WEAKER=user,cgroup); run as root for the full sandbox"; \
@@ -64,6 +64,7 @@ test-tools:
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg >/dev/null; }
 
 test: setup test-tools
+	scripts/check-imports
 	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests
 	scripts/swift-test --filter '^RouterTests\.'

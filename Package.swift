@@ -53,7 +53,7 @@ let package = Package(
         // The media operations on the raw layer: probe, analysis decode, render, poster, storyboard.
         .target(
             name: "MediaEngine",
-            dependencies: ["FFmpeg", "CFFmpeg", "CFFmpegLog", "CMediaKernels"]
+            dependencies: ["FFmpeg", "CFFmpeg", "CMediaKernels"]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
@@ -84,8 +84,13 @@ let package = Package(
         // Configuration: Config/moments.json with every key overridable by environment variables.
         .target(
             name: "MomentsConfig",
+            dependencies: [.product(name: "Configuration", package: "swift-configuration")]
+        ),
+        // The media section of the configuration mapped onto the engine's defaults (the root's).
+        .target(
+            name: "MediaConfig",
             dependencies: [
-                "Highlight", "MediaEngine",
+                "MomentsConfig", "Highlight", "Analysis", "MediaEngine",
                 .product(name: "Configuration", package: "swift-configuration")
             ]
         ),
@@ -100,8 +105,7 @@ let package = Package(
             name: "SQLiteStore",
             dependencies: [
                 "Store",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto")
+                .product(name: "GRDB", package: "GRDB.swift")
             ]
         ),
         // App Store: offline verification of Apple's signed transactions and notifications.
@@ -134,8 +138,6 @@ let package = Package(
             dependencies: [
                 "Store", "MomentsConfig", "ObjectStorage",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto")
             ]
@@ -151,7 +153,7 @@ let package = Package(
         .target(
             name: "Isolation",
             dependencies: [
-                "FFmpeg", "CIsolation", "Store", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                "FFmpeg", "CIsolation", "Highlight", "Analysis", "MediaEngine",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio")
@@ -171,12 +173,9 @@ let package = Package(
             dependencies: [
                 "Store", "Requests", "MomentsConfig", "Telemetry",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOPosix", package: "swift-nio")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         // Push notifications to phones through APNs: provider tokens, the client and the outbox dispatcher.
@@ -188,7 +187,6 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
@@ -197,11 +195,10 @@ let package = Package(
         .target(
             name: "Uploads",
             dependencies: [
-                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "MediaEngine", "MomentsConfig", "Telemetry", "ObjectStorage", "CFileSync",
+                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "MediaEngine", "MomentsConfig", "ObjectStorage", "CFileSync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
@@ -209,12 +206,9 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "FFmpeg", "Store", "JobMedia", "Isolation", "Webhooks", "Push", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                "FFmpeg", "Store", "JobMedia", "Isolation", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         // HTTP: Hummingbird application, one controller per resource, problem+json errors.
@@ -229,7 +223,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log")
             ],
@@ -265,13 +258,11 @@ let package = Package(
                 "FFmpeg", "MediaEngine", "Analysis",
                 "MediaSynth",
                 "Highlight",
-                "MomentsConfig",
+                "MomentsConfig", "MediaConfig",
                 "MomentsServer",
                 "Store",
                 "SQLiteStore",
                 "PostgresStore",
-                "Accounts",
-                "Uploads",
                 "Workers",
                 "JobMedia",
                 "Isolation",
@@ -299,7 +290,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "MomentsServer", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
-                "Requests", "Isolation", "MomentsConfig", "MediaSynth", "MediaEngine", "Highlight",
+                "Requests", "Isolation", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -316,6 +307,7 @@ let package = Package(
             name: "RouterTests",
             dependencies: [
                 "MomentsServer", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
+                "MediaConfig", "Highlight",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log")
             ]

@@ -103,3 +103,26 @@ extension HighlightEngine {
             segments: report.segments.map { TimeRange(start: $0.start, end: $0.end) })
     }
 }
+
+/// The storyboard picture's size and its filmstrip row, in pixels: the row's left and right edges
+/// are the time axis (0 to the input's duration).
+public struct StoryboardFrame: Sendable, Codable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var filmstrip: Box
+
+    public struct Box: Sendable, Codable, Equatable {
+        public var x: Int
+        public var y: Int
+        public var width: Int
+        public var height: Int
+    }
+
+    public init(_ layout: StoryboardLayout) {
+        width = layout.width
+        height = layout.height
+        filmstrip = Box(
+            x: layout.plotLeft, y: layout.filmstrip.y, width: layout.plotRight - layout.plotLeft,
+            height: layout.filmstrip.height)
+    }
+}

@@ -18,7 +18,7 @@ public struct ScoreWeights: Sendable, Codable, Equatable {
     public var novelty = 0.15
     /// `focus=auto`. At 0.8 a talking face (motion and sound at the video's 20th percentile)
     /// outscores a ball or a launch with no one in it (motion and sound at the 90th):
-    /// scripts/bench-people's tune half, people seconds 0.32 -> 0.6+ (see the README's figures).
+    /// scripts/bench-people's tune half, people seconds 0.32 -> 0.6+ (see docs/media-pipeline.md).
     public var people = 0.8
     /// `focus=people` multiplies `people` by this; `focus=action` sets it to 0 (today's blend).
     public var peopleFocusBoost = 2.5

@@ -34,6 +34,20 @@ public enum MomentsConfiguration {
     }
 }
 
+extension MomentsConfiguration {
+    /// The configuration file the process reads (absolute), and whether it exists: said at
+    /// start-up, as Config/moments.json is looked for relative to the working directory.
+    public static func fileInUse(environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> (path: String, exists: Bool)
+    {
+        let path = environment["MOMENTS_CONFIG"] ?? defaultFile
+        let absolute =
+            path.hasPrefix("/")
+            ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+        return ((absolute as NSString).standardizingPath, FileManager.default.fileExists(atPath: absolute))
+    }
+}
+
 public struct ConfigurationFileError: Error, CustomStringConvertible {
     public var path: String
     public var underlying: String

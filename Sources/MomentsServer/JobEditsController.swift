@@ -1,3 +1,4 @@
+import Highlight
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -167,12 +168,5 @@ struct JobEditsController {
         return try await files.respond(
             request, context: context, download: download, contentType: "image/png",
             disposition: "inline; filename=\"storyboard_\(job.id).png\"")
-    }
-}
-
-extension MediaDefaults {
-    /// Seconds of crossfade at each join of the highlights this service renders (0: hard cuts).
-    var crossfadeSeconds: Double {
-        template.style == .crossfade ? template.crossfadeSeconds : 0
     }
 }

@@ -1,3 +1,4 @@
+import Highlight
 import Accounts
 import Foundation
 import JobMedia

@@ -1,3 +1,5 @@
+import Highlight
+import MediaConfig
 import ArgumentParser
 import Configuration
 import Foundation

@@ -1,3 +1,5 @@
+import Highlight
+import MediaConfig
 import Analysis
 import ArgumentParser
 import Configuration
@@ -96,6 +98,14 @@ struct ProcessContext {
         var logger = Logger(label: "moments")
         let level = logLevel ?? operations.logLevel
         logger.logLevel = Logger.Level(rawValue: level) ?? .info
+        let file = MomentsConfiguration.fileInUse()
+        if file.exists {
+            logger.info("configuration: \(file.path) and the environment")
+        } else {
+            logger.warning(
+                "configuration: no file at \(file.path) (it is looked for from the working directory, or set MOMENTS_CONFIG): built-in defaults and the environment"
+            )
+        }
         let media = MediaDefaults(reader: config)
         let faces = media.template.analysis.faces
         if faces.enabled, let why = FaceDetector.load(faces.library) {

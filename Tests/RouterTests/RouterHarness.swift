@@ -1,3 +1,4 @@
+import Highlight
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,3 +1,5 @@
+import Highlight
+import MediaConfig
 import Foundation
 import HummingbirdTesting
 import MediaEngine

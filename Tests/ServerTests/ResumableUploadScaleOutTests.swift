@@ -1,3 +1,4 @@
+import Highlight
 import AsyncHTTPClient
 import Crypto
 import Foundation

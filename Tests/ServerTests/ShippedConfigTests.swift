@@ -1,3 +1,5 @@
+import Highlight
+import MediaConfig
 import Configuration
 import Foundation
 import MomentsConfig
@@ -30,6 +32,18 @@ struct ShippedConfigTests {
         let unread = inFile.subtracting(read), unwritten = read.subtracting(inFile)
         #expect(unread.isEmpty, "keys in the file that nothing reads: \(unread.sorted())")
         #expect(unwritten == Self.notInFile, "keys read but not in the file: \(unwritten.sorted())")
+    }
+
+    /// Start-up names the file it read, absolute: Config/moments.json from the working directory,
+    /// or MOMENTS_CONFIG; a missing one is said to be missing.
+    @Test func startUpNamesTheConfigurationFile() {
+        let cwd = FileManager.default.currentDirectoryPath
+        let shipped = MomentsConfiguration.fileInUse(environment: [:])
+        #expect(shipped.path == cwd + "/Config/moments.json" && shipped.exists)
+        let named = MomentsConfiguration.fileInUse(environment: ["MOMENTS_CONFIG": "./Config/../Config/moments.json"])
+        #expect(named.path == cwd + "/Config/moments.json" && named.exists)
+        let missing = MomentsConfiguration.fileInUse(environment: ["MOMENTS_CONFIG": "/nowhere/moments.json"])
+        #expect(missing.path == "/nowhere/moments.json" && !missing.exists)
     }
 
     /// The dotted keys of the file's values (an array is one value: `http.trustedProxies`).

@@ -1,25 +1,18 @@
 import Analysis
 import Configuration
-import Foundation
 import Highlight
 import MediaEngine
+import MomentsConfig
 
-/// The media defaults a deployment edits under `media` in Config/moments.json. Command-line options
-/// and API parameters override them; every key can also be set from the environment
-/// (`media.render.preset` → `MEDIA_RENDER_PRESET`). Each default is the engine's own, declared once
-/// in `HighlightRequest`, `AnalysisSettings` and `ScoreWeights`.
-public struct MediaDefaults: Sendable, Equatable {
-    /// The engine's request as configured, which `request(source:quality:style:)` starts from:
-    /// `media.render.*` sets quality, preset, audioFade and maxFrameRate; `media.highlight.*` style
-    /// and crossfadeSeconds; `media.analysis.*` the analysis; `media.weights.*` the scoring weights.
-    public var template = HighlightRequest(source: "")
-    /// `media.render.crossfadeSeconds`: the crossfade `moments render` puts at each join unless
-    /// --crossfade says otherwise (a highlight's is `media.highlight.crossfadeSeconds`).
-    public var renderCrossfadeSeconds = RenderRequest(source: "", segments: [], output: "").crossfade
-
-    public init() {}
-
+/// The `media` section of Config/moments.json (and the environment: `media.render.preset` →
+/// `MEDIA_RENDER_PRESET`) mapped onto the engine's defaults. Settings know no engine; this module,
+/// used by the composition root, is where the two meet.
+extension MediaDefaults {
+    /// `media.render.*` sets quality, preset, crossfadeSeconds (`moments render`'s), audioFade and
+    /// maxFrameRate; `media.highlight.*` style and crossfadeSeconds; `media.analysis.*` the
+    /// analysis; `media.weights.*` the scoring weights.
     public init(reader config: ConfigReader) {
+        self.init()
         let media = config.scoped(to: "media")
         let render = media.scoped(to: "render")
         let quality = render.string(forKey: "quality", default: template.quality.rawValue)
@@ -61,15 +54,5 @@ public struct MediaDefaults: Sendable, Equatable {
     /// Reads Config/moments.json (or MOMENTS_CONFIG) and the environment.
     public static func load() async throws -> MediaDefaults {
         MediaDefaults(reader: try await MomentsConfiguration.reader())
-    }
-
-    /// A highlight request for `source` with these defaults; the caller sets output paths and target.
-    public func request(source: String, quality: RenderQuality? = nil, style: HighlightStyle? = nil) -> HighlightRequest
-    {
-        var request = template
-        request.source = source
-        if let quality { request.quality = quality }
-        if let style { request.style = style }
-        return request
     }
 }
