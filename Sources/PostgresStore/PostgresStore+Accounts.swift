@@ -72,7 +72,7 @@ extension PostgresStore {
     /// Fire and forget: the request that used the key does not wait for this write.
     public func recordKeyUse(keyId: String, at date: Date) {
         let client = self.pool, logger = self.logger
-        Task.detached {
+        keyUses.add {
             do {
                 _ = try await client.query(
                     """
@@ -83,6 +83,10 @@ extension PostgresStore {
                 logger.debug("could not record a key's use", metadata: ["error": "\(PostgresStore.reason(error))"])
             }
         }
+    }
+
+    public func keyUsesRecorded() async {
+        await keyUses.settled()
     }
 
     public func keys(accountId: String) async throws -> [APIKey] {

@@ -21,6 +21,8 @@ public final class PostgresStore: MomentsStore, Service {
     public let sandboxForAll: Bool
     let logger: Logger
     let hub: EventHub
+    /// The key-use writes still running (fire and forget for the request, awaitable for tests).
+    let keyUses = BackgroundWrites()
     /// Opened once the schema is migrated and LISTEN is in place (or with the reason it is not).
     private let started = StartGate()
     /// Opened when `run()` has ended.

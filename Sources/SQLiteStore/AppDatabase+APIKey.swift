@@ -32,6 +32,11 @@ extension AppDatabase {
         }
     }
 
+    /// The writer runs writes in order: an empty write after them returns once they are done.
+    public func keyUsesRecorded() async {
+        _ = try? await pool.write { _ in }
+    }
+
     /// Every key of the account (active and revoked), oldest first.
     public func keys(accountId: String) async throws -> [APIKey] {
         try await pool.read { db in

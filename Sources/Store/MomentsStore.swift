@@ -28,6 +28,9 @@ public protocol KeyRepository: Sendable {
     func authenticate(keyHash: String) async throws -> KeyLookup
     /// Records that a key was used, in the background (the caller does not wait).
     func recordKeyUse(keyId: String, at date: Date)
+    /// Returns once every key use recorded before this call is written (or has failed): what a
+    /// caller awaits instead of guessing how long the background write takes.
+    func keyUsesRecorded() async
     /// Every key of the account (active and revoked), oldest first.
     func keys(accountId: String) async throws -> [APIKey]
     func createKey(accountId: String, label: String?, now: Date) async throws -> Result<(APIKey, String), KeyRefusal>

@@ -100,8 +100,17 @@ struct CrashRecoveryTests {
         )
         socket.send([UInt8](body.prefix(3 << 20)))
         let uploads = storage + "/uploads"
-        // The bytes are being written (to an unnamed file that only gets its name once complete).
-        try await Task.sleep(for: .seconds(1))
+        // The bytes are being written (to an unnamed file that only gets its name once complete):
+        // the server holds a file open in uploads/.
+        let pid = server.processIdentifier
+        let writing = await eventually(within: 20) {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.contains {
+                ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "")
+                    .hasPrefix(uploads + "/")
+            }
+        }
+        #expect(writing, "the server never opened a file in uploads/")
         kill(server.processIdentifier, SIGKILL)
         await server.exited()
         socket.close()

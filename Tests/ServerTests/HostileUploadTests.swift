@@ -275,10 +275,27 @@ struct HostileUploadTests {
                 return
             }
             let start = Date()
+            // Two streams, each holding its slot once its head has arrived (or failed: then the
+            // third is not refused and the test says so).
+            let (heads, head) = AsyncStream<Int>.makeStream()
             let streams = (0..<2).map { _ in
-                Task { try await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(40)) }
+                Task {
+                    do {
+                        return try await wire.send(
+                            .GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(40),
+                            headReceived: { head.yield($0) })
+                    } catch {
+                        head.yield(0)
+                        throw error
+                    }
+                }
             }
-            try await Task.sleep(for: .seconds(1))
+            var opened: [Int] = []
+            for await status in heads {
+                opened.append(status)
+                if opened.count == 2 { break }
+            }
+            #expect(opened == [200, 200])
             let third = try? await wire.send(.GET, "/api/v1/jobs/\(job)/events", key: spare, timeout: .seconds(5))
             #expect(
                 third?.status == 429 && third?.text.contains("too_many_streams") == true,

@@ -16,26 +16,38 @@ import Testing
 /// requests a test makes, one line each (`"PUT /bucket/key HTTP/1.1" 200`).
 struct S3RequestLog {
     let path: String
+    let endpoint: String
 
     init() throws {
-        guard let path = ProcessInfo.processInfo.environment["MOMENTS_TEST_S3_REQUEST_LOG"], !path.isEmpty,
-            FileManager.default.fileExists(atPath: path)
+        let env = ProcessInfo.processInfo.environment
+        guard let path = env["MOMENTS_TEST_S3_REQUEST_LOG"], !path.isEmpty,
+            FileManager.default.fileExists(atPath: path), let endpoint = env["MOMENTS_TEST_S3_ENDPOINT"]
         else {
             throw MissingTestServer(
                 what: "The S3 test server's request log (MOMENTS_TEST_S3_REQUEST_LOG)",
                 how: "eval \"$(scripts/s3-test-server start)\"")
         }
         self.path = path
+        self.endpoint = endpoint
     }
 
     /// Where the log ends now.
     func mark() throws -> Int { try Data(contentsOf: URL(fileURLWithPath: path)).count }
 
-    /// The request lines logged since `mark` (after a moment: moto logs once it has answered).
+    static let fence = "/moments-log-fence-"
+
+    /// The request lines logged since `mark`, up to now: moto logs a request once it has answered
+    /// it, so a request of the test's own (a fence) is sent after every request of interest, and
+    /// the log is read once the fence is in it (10 s at most).
     func lines(since mark: Int) async throws -> [String] {
-        try await Task.sleep(for: .milliseconds(500))
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return String(decoding: data.dropFirst(mark), as: UTF8.self).split(separator: "\n").map(String.init)
+        let fence = Self.fence + UUID().uuidString
+        _ = try? await HTTPClient.shared.execute(HTTPClientRequest(url: endpoint + fence), timeout: .seconds(5))
+        var text = ""
+        _ = try await eventually {
+            text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)).dropFirst(mark), as: UTF8.self)
+            return text.contains(fence)
+        }
+        return text.split(separator: "\n").map(String.init).filter { !$0.contains(Self.fence) }
     }
 }
 
@@ -74,9 +86,7 @@ struct ResumableUploadPartTests {
         try await withServer(server, .live) { client in
             // The upload sweeper's first pass, at start, lists the bucket's leftovers: that one is
             // expected. Under load it can come late, so the count starts after it.
-            for _ in 0..<40 {
-                if try await log.lines(since: boot).contains(where: isListing) { break }
-            }
+            _ = try await eventually(within: 20) { try await log.lines(since: boot).contains(where: isListing) }
             let wire = try Wire(client)
             let (_, key) = try await client.createAccount()
             let created = try await wire.send(

@@ -73,11 +73,11 @@ struct ScaleOutTests {
         workers[0] = try ProcessHarness.start(
             executable, ["worker", "--workers", "1", "--log-level", "warning"],
             environment: environment("worker-0"))
-        try await Task.sleep(for: .seconds(3))
         for index in 0..<2 {
-            let leftovers =
+            let leftovers = {
                 (try? FileManager.default.contentsOfDirectory(atPath: scratch.path("worker-\(index)/scratch"))) ?? []
-            #expect(leftovers.isEmpty, "scratch of worker \(index): \(leftovers)")
+            }
+            #expect(await eventually(within: 20) { leftovers().isEmpty }, "scratch of worker \(index): \(leftovers())")
         }
         // The bucket holds the results of these jobs and their inputs (kept for re-cuts), nothing else.
         let keys = Set(try await client.listObjects().map(\.key))

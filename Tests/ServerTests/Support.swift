@@ -329,3 +329,14 @@ extension MomentsServices {
         await jobs.sweepNow(orphanGraceSeconds: orphanGraceSeconds)
     }
 }
+
+/// Waits for a state rather than for a guessed time: checks `condition` every 20 ms until it
+/// holds or `seconds` pass; whether it held.
+func eventually(within seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        if try await condition() { return true }
+        if Date() >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+}

@@ -32,9 +32,11 @@ struct Wire: Sendable {
 
     /// `timeout` bounds the whole exchange: a stream that lasts a job (server-sent events) needs
     /// longer than HummingbirdTesting's client gives a request (20 s, from the request to its end).
+    /// `headReceived` is told the status as soon as the answer's head arrives (a stream's body may
+    /// last the job).
     func send(
         _ method: HTTPMethod, _ path: String, key: String?, headers: [(String, String)] = [], body: Data? = nil,
-        timeout: TimeAmount = .seconds(60)
+        timeout: TimeAmount = .seconds(60), headReceived: (@Sendable (Int) -> Void)? = nil
     ) async throws -> Reply {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
@@ -42,6 +44,7 @@ struct Wire: Sendable {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await Self.client.execute(request, timeout: timeout)
+        headReceived?(Int(response.status.code))
         var collected = try await response.body.collect(upTo: 1 << 24)
         return Reply(
             status: Int(response.status.code), headers: response.headers,
