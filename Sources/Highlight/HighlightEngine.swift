@@ -154,8 +154,11 @@ public struct HighlightResult: Sendable {
 
 /// Analysis (one decode pass, cached) -> candidates and scores -> selection -> render and poster.
 public enum HighlightEngine {
+    /// The highlight lengths the engine makes, in seconds: the one home of the bounds. A service
+    /// accepts a range inside it (`upload.minTargetDuration`, `upload.maxTargetDuration`: 5 to 180
+    /// by default); start-up refuses settings outside it.
     public static let minTarget = 5.0
-    public static let maxTarget = 180.0
+    public static let maxTarget = 600.0
 
     /// The analysis of `path`, from the cache when it has one for these settings.
     public static func analyze(

@@ -95,7 +95,8 @@ struct HighlightCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard targetDuration >= HighlightEngine.minTarget && targetDuration <= HighlightEngine.maxTarget else {
-            throw ValidationError("--target-duration must be between 5 and 180 seconds")
+            throw ValidationError(
+                "--target-duration must be between \(Int(HighlightEngine.minTarget)) and \(Int(HighlightEngine.maxTarget)) seconds")
         }
         if let quality, quality != "original", RenderQuality(rawValue: quality) == nil {
             throw ValidationError("--quality must be low, medium, high, uhd or original")

@@ -93,6 +93,10 @@ struct ProcessContext {
         }
         var settings = ServiceSettings(reader: config)
         if let storage { settings.storagePath = storage }
+        if let problem = Self.targetRangeProblem(settings) {
+            FileHandle.standardError.write(Data("moments: \(problem)\n".utf8))
+            throw ExitCode.failure
+        }
         let operations = OperationsSettings(reader: config)
         LogOutput.bootstrap(json: operations.logFormat == .json)
         var logger = Logger(label: "moments")
@@ -131,6 +135,17 @@ struct ProcessContext {
                 "children may start without these sandbox layers (isolation.allowWeaker): \(allowed.map(\.rawValue).sorted())")
         }
         return ProcessContext(config: config, settings: settings, media: media, logger: logger)
+    }
+
+    /// The accepted target_duration range must be one the engine makes (else every job would
+    /// fail inside its child): said at start-up instead.
+    static func targetRangeProblem(_ s: ServiceSettings) -> String? {
+        let (low, high) = (Int(HighlightEngine.minTarget), Int(HighlightEngine.maxTarget))
+        guard s.minTargetDuration < low || s.maxTargetDuration > high || s.minTargetDuration > s.maxTargetDuration
+            || !(s.minTargetDuration...max(s.minTargetDuration, s.maxTargetDuration)).contains(s.defaultTargetDuration)
+        else { return nil }
+        return
+            "upload.minTargetDuration, upload.maxTargetDuration and upload.defaultTargetDuration (\(s.minTargetDuration), \(s.maxTargetDuration), \(s.defaultTargetDuration)) must lie within the \(low) to \(high) seconds highlights are made in, the minimum no more than the default and the default no more than the maximum"
     }
 
     func fail(_ message: String) -> Never {
