@@ -76,7 +76,9 @@ public func buildRouter(
         .addRoutes(to: protected, table: table)
     MediaLinksController(jobs: services.jobs, links: services.links, baseURL: settings.baseURL)
         .addRoutes(to: router, protected: protected, table: table)
-    JobEventsController(jobs: services.jobs, accounts: services.accounts, settings: settings)
+    JobEventsController(
+        jobs: services.jobs, accounts: services.accounts, settings: settings,
+        storeEvents: { [store = services.store] in store.events() })
         .addRoutes(to: protected, table: table)
     AccountController(policy: services.policy, keys: services.store).addRoutes(to: protected, table: table)
     WebhookController(jobs: services.jobs, endpoints: services.store, webhooks: services.webhooks, clock: services.clock)

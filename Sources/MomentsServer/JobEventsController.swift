@@ -22,10 +22,11 @@ struct JobEventsController {
     let jobs: JobControl
     let accounts: AccountService
     let settings: ServiceSettings
+    /// The store's events: a stream reads its job again when the store says it changed
+    /// (`StoreEvent.jobChanged`: SQLite's commit observer, PostgreSQL's trigger and LISTEN).
+    let storeEvents: @Sendable () -> AsyncStream<StoreEvent>
     /// Streams open in this process, per account (`http.maxEventStreamsPerAccount`).
     let slots = EventStreamSlots()
-    /// How often the store is read for a change while a stream is open.
-    static let pollInterval = Duration.milliseconds(250)
     /// What EventSource waits before reconnecting (the stream's `retry:` field).
     static let reconnectMilliseconds = 2000
 
@@ -71,7 +72,7 @@ struct JobEventsController {
         if first.status.isFinished, lastSeen == snapshot.id {
             return Response(status: .noContent)
         }
-        // One account cannot hold an unbounded number of streams (each reads the store 4 times a second).
+        // One account cannot hold an unbounded number of streams (each reads the store at each change of its job).
         guard let slot = slots.take(account: account.id, limit: settings.maxEventStreamsPerAccount) else {
             let limit = settings.maxEventStreamsPerAccount
             throw Problem(
@@ -82,9 +83,25 @@ struct JobEventsController {
         }
         // A key revoked (or an account disabled) while the stream is open ends it within a few seconds.
         let revoked = EventStreamSlots.Flag()
-        let watch = APIKeyMiddleware.watchKey(of: request, accounts: accounts) { revoked.set() }
         let heartbeat = Duration.milliseconds(Int64((settings.eventsHeartbeatSeconds * 1000).rounded()))
         let jobs = self.jobs
+        // Wakes the stream: its job changed (or any may have), its key was revoked, or the heartbeat
+        // is due (then the job is read again too, should an event have been lost). Subscribed
+        // before the first read below, so no change after it is missed.
+        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let changes = storeEvents()
+        let listener = Task {
+            for await event in changes {
+                if case .jobChanged(let changed) = event, changed == nil || changed == id { wake.yield() }
+            }
+        }
+        let ticker = Task {
+            while (try? await Task.sleep(for: heartbeat)) != nil { wake.yield() }
+        }
+        let watch = APIKeyMiddleware.watchKey(of: request, accounts: accounts) {
+            revoked.set()
+            wake.yield()
+        }
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-cache",
@@ -93,15 +110,20 @@ struct JobEventsController {
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
-                // The slot goes back and the watch stops when the stream ends, however it ends.
-                defer { watch.cancel(); slot.release() }
+                // The slot goes back and the watchers stop when the stream ends, however it ends.
+                defer {
+                    watch.cancel(); listener.cancel(); ticker.cancel(); wake.finish()
+                    slot.release()
+                }
                 let clock = ContinuousClock()
                 var preamble = ByteBuffer()
                 preamble.writeString("retry: \(Self.reconnectMilliseconds)\n\n")
                 try await writer.write(preamble)
                 var sent: Snapshot? = nil
-                var current = snapshot
+                // Read once more now: a change between the first read and the subscription is not lost.
+                var current = try await jobs.job(id: id, account: account).map { Snapshot($0, baseURL: base) } ?? snapshot
                 var lastWrite = clock.now
+                var wakeUps = wakes.makeAsyncIterator()
                 while true {
                     if current != sent, lastSeen != current.id || sent != nil {
                         try await writer.write(current.event)
@@ -109,8 +131,7 @@ struct JobEventsController {
                     }
                     sent = current
                     if current.status.status.isFinished { break }
-                    try await Task.sleep(for: Self.pollInterval)
-                    if revoked.isSet { break }
+                    guard await wakeUps.next() != nil, !revoked.isSet else { break }
                     if clock.now - lastWrite >= heartbeat {
                         var ping = ByteBuffer()
                         ping.writeStaticString(": ping\n\n")

@@ -41,7 +41,7 @@ final class EventHub: Sendable {
 }
 
 extension PostgresStore {
-    /// The store's one listening connection: LISTEN on the four channels (jobs queued, cancels, webhooks, pushes), every notification fanned out
+    /// The store's one listening connection: LISTEN on the five channels (jobs queued, cancels, webhooks, pushes, job changes), every notification fanned out
     /// through `hub`. After a failure it connects again (after a second) and then yields `.jobQueued`
     /// once, since notifications sent meanwhile were missed. Ends when its task is cancelled.
     static func listen(client: PostgresClient, hub: EventHub, logger: Logger, ready: AsyncStream<Void>.Continuation)
@@ -55,14 +55,21 @@ extension PostgresStore {
                         try await connection.listen(on: cancelChannel) { cancelled in
                             try await connection.listen(on: webhookChannel) { webhooks in
                                 try await connection.listen(on: pushChannel) { pushes in
+                                  try await connection.listen(on: jobChangedChannel) { changed in
                                     ready.yield()
                                     if reconnecting {
                                         logger.info("PostgreSQL event listener connected again")
                                         hub.yield(.jobQueued)
                                         hub.yield(.webhookQueued)
                                         hub.yield(.pushQueued)
+                                        hub.yield(.jobChanged(id: nil))
                                     }
                                     try await withThrowingTaskGroup(of: Void.self) { group in
+                                        group.addTask {
+                                            for try await notification in changed {
+                                                hub.yield(.jobChanged(id: notification.payload))
+                                            }
+                                        }
                                         group.addTask {
                                             for try await _ in queued { hub.yield(.jobQueued) }
                                         }
@@ -81,6 +88,7 @@ extension PostgresStore {
                                         try await group.next()
                                         group.cancelAll()
                                     }
+                                  }
                                 }
                             }
                         }

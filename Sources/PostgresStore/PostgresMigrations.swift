@@ -290,6 +290,31 @@ enum PostgresMigrations {
                 #"CREATE INDEX signup_attempt_client ON signup_attempt (client, "createdAt")"#,
                 #"CREATE INDEX signup_attempt_time ON signup_attempt ("createdAt")"#
             ]
+        ),
+        (
+            9, "job changes notified",
+            [
+                // What a job's event stream shows (status, progress, message, whether its media
+                // are there) changed, or the job went: NOTIFY with its id, delivered on commit.
+                """
+                CREATE FUNCTION moments_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'DELETE' THEN
+                        PERFORM pg_notify('moments_job_changed', OLD.id);
+                    ELSIF NEW.status IS DISTINCT FROM OLD.status OR NEW.progress IS DISTINCT FROM OLD.progress
+                        OR NEW.message IS DISTINCT FROM OLD.message
+                        OR NEW."mediaDeletedAt" IS DISTINCT FROM OLD."mediaDeletedAt" THEN
+                        PERFORM pg_notify('moments_job_changed', NEW.id);
+                    END IF;
+                    RETURN NULL;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER job_changed AFTER UPDATE OR DELETE ON job
+                FOR EACH ROW EXECUTE FUNCTION moments_job_changed()
+                """
+            ]
         )
     ]
 

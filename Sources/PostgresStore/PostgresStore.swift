@@ -46,6 +46,8 @@ public final class PostgresStore: MomentsStore, Service {
     /// Channels of the events (NOTIFY inside the transactions that cause them).
     static let queuedChannel = "moments_jobs"
     static let cancelChannel = "moments_cancel"
+    /// Sent by a trigger on `job` (migration 9) when what its event stream shows changes.
+    static let jobChangedChannel = "moments_job_changed"
 
     /// Connects to the database at `url` (postgres://user:password@host:5432/database?sslmode=…),
     /// migrates it to the current schema and starts listening for the store's events.

@@ -32,6 +32,7 @@ public final class AppDatabase: MomentsStore {
         Self.makePrivate(path)
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        pool.add(transactionObserver: JobChangeObserver(broadcaster: broadcaster), extent: .databaseLifetime)
     }
 
     /// The database and its -wal and -shm files readable by this process's user only (0600): they

@@ -164,6 +164,9 @@ public enum StoreEvent: Sendable, Equatable {
     case webhookQueued
     /// A push was written to the outbox (a job with registered devices completed or failed).
     case pushQueued
+    /// What a job's event stream shows changed (status, progress, message, its media deleted),
+    /// or the job was removed; nil: any job may have (events were missed). Sent after commit.
+    case jobChanged(id: String?)
 }
 
 /// The whole store.

@@ -143,7 +143,7 @@ public final class JobRunner: Service, Sendable {
             case .jobCancelled(let id):
                 running.withLock { _ = $0[id]?.token.cancel() }
                 previews.withLock { _ = $0[id]?.cancel() }
-            case .webhookQueued, .pushQueued: break  // the webhook and push dispatchers listen for these themselves
+            case .webhookQueued, .pushQueued, .jobChanged: break  // the dispatchers and event streams listen for these
             }
         }
     }

@@ -121,6 +121,45 @@ struct JobEventsTests {
         }
     }
 
+    /// Changes reach a stream from the store's events, not from reading the store on a timer: with
+    /// the heartbeat (the stream's only timer) at 60 s, a worker's claim and progress and the
+    /// owner's cancel, made straight in the store, end the stream within seconds (SQLite: the
+    /// commit observer; PostgreSQL: the trigger's NOTIFY).
+    @Test func changesArriveFromTheStoresEvents() async throws {
+        let server = try await TestServer { s in
+            s.workers = 0
+            s.eventsHeartbeatSeconds = 60
+        }
+        let video = try await Fixtures.data(.tiny)
+        try await withServer(server, .live) { client in
+            let (accountId, key) = try await client.createAccount()
+            let accepted = try await client.upload(key: key, file: video, fields: [("target_duration", "5")])
+            let job = try #require(try accepted.json()["job_id"] as? String)
+            let (heads, head) = AsyncStream<Int>.makeStream()
+            let stream = Task {
+                try await Wire(client).send(
+                    .GET, "/api/v1/jobs/\(job)/events", key: key, timeout: .seconds(50),
+                    headReceived: { head.yield($0) })
+            }
+            var iterator = heads.makeAsyncIterator()
+            #expect(await iterator.next() == 200)
+            let store = server.service.database
+            let claimed = try await store.claimNextJob(worker: "test-worker", leaseSeconds: 60, now: Date())
+            #expect(claimed?.id == job)
+            #expect(
+                try await store.updateProgress(
+                    id: job, worker: "test-worker", progress: 40, stage: "rendering",
+                    message: "Rendering your highlight", now: Date()))
+            let cancelled = Date()
+            #expect(try await store.cancel(id: job, accountId: accountId, now: Date()) != nil)
+            let response = try await stream.value
+            let waited = Date().timeIntervalSince(cancelled)
+            #expect(waited < 5, "the stream ended \(waited) s after the cancel")
+            let (events, _, _) = try Self.parse(response.text)
+            #expect(events.first?.name == "pending" && events.last?.name == "cancelled", "\(response.text)")
+        }
+    }
+
     /// curl, a client that is not ours, reads the stream to the job's end (`-N`, no buffering),
     /// then reconnects with the last event's id and gets 204, and with an older id only what is
     /// newer: what an EventSource does after a dropped connection.
