@@ -46,14 +46,16 @@ let package = Package(
         .target(name: "CFFmpegLog", dependencies: ["CFFmpeg"]),
         // The raw layer: one Swift owner per FFmpeg C object (input, codec, frame, packet, scaler,
         // resampler, output, audio FIFO) and MediaError with FFmpeg's own text.
+        // Plain data the engine and the service share (shapes, focus, kinds of media failure); no FFmpeg.
+        .target(name: "MediaVocabulary"),
         .target(
             name: "FFmpeg",
-            dependencies: ["CFFmpeg", "CFFmpegLog"]
+            dependencies: ["MediaVocabulary", "CFFmpeg", "CFFmpegLog"]
         ),
         // The media operations on the raw layer: probe, analysis decode, render, poster, storyboard.
         .target(
             name: "MediaEngine",
-            dependencies: ["FFmpeg", "CFFmpeg", "CMediaKernels"]
+            dependencies: ["MediaVocabulary", "FFmpeg", "CFFmpeg", "CMediaKernels"]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
@@ -69,7 +71,7 @@ let package = Package(
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",
-            dependencies: ["FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL); Foundation only.
         .target(name: "Timeline"),
@@ -146,7 +148,7 @@ let package = Package(
         .target(
             name: "Requests",
             dependencies: [
-                "FFmpeg", "Store", "JobMedia", "MediaEngine", "Highlight", "MomentsConfig"
+                "MediaVocabulary", "Store", "JobMedia", "MomentsConfig"
             ]
         ),
         // The isolated child processes that parse uploads: limits and sandbox (CIsolation), the parent's supervisor, the child's entry.

@@ -1,3 +1,4 @@
+@_exported import MediaVocabulary
 import Analysis
 
 /// The blend that scores a candidate; weights are read from Config/ and need not sum to 1.
@@ -23,13 +24,6 @@ public struct ScoreWeights: Sendable, Codable, Equatable {
     /// `focus=people` multiplies `people` by this; `focus=action` sets it to 0 (today's blend).
     public var peopleFocusBoost = 2.5
     public init() {}
-}
-
-/// What the highlight favours. `auto`: people first where there are any, the lively moments
-/// otherwise; `people`: faces above all; `action`: motion and sound, faces not preferred (the
-/// crop still keeps them in frame).
-public enum HighlightFocus: String, Sendable, Codable, CaseIterable {
-    case auto, people, action
 }
 
 extension ScoreWeights {

@@ -1,6 +1,5 @@
+import MediaVocabulary
 import Foundation
-import Highlight
-import MediaEngine
 import Store
 
 /// The creative parameters of an upload or a re-cut, as a client sends them: `aspect`, `include`

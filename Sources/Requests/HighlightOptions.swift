@@ -1,5 +1,5 @@
+import MediaVocabulary
 import Foundation
-import Highlight
 import MomentsConfig
 import Store
 

@@ -1,7 +1,6 @@
-import FFmpeg
+import MediaVocabulary
 import Foundation
 import JobMedia
-import MediaEngine
 import Store
 
 /// What a refusal tells the client: a stable code, a sentence saying what is wrong and what to do
@@ -228,7 +227,7 @@ extension Refusal {
         }
     }
 
-    static func what(_ kind: MediaError.Kind, detail: String) -> String {
+    static func what(_ kind: MediaFailure, detail: String) -> String {
         switch kind {
         case .emptyFile: "The uploaded file is empty."
         case .notMedia: "The uploaded file is not a video this server can read."

@@ -1,6 +1,5 @@
-import FFmpeg
+import MediaVocabulary
 import Foundation
-import MediaEngine
 import Store
 
 /// Why the service refuses an upload, an append or a re-cut: each case names what was refused and
@@ -27,7 +26,7 @@ public enum Refusal: Error, Sendable, Equatable {
     /// The probe could not read the file at all.
     case unreadable
     /// The probe read the file and found it unusable (`kind` is FFmpeg's verdict, `detail` its figures).
-    case unusableMedia(kind: MediaError.Kind, detail: String)
+    case unusableMedia(kind: MediaFailure, detail: String)
     /// Shorter than a highlight needs (1 s).
     case tooShort(duration: Double)
     /// Longer than this server accepts of anyone.
