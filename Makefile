@@ -65,6 +65,7 @@ test-tools:
 
 test: setup test-tools
 	scripts/check-imports
+	scripts/long-functions
 	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests
 	scripts/swift-test --filter '^RouterTests\.'

@@ -101,6 +101,25 @@ public enum AnalysisPipeline {
         return analysis
     }
 
+    /// After the anchors pass: each cut found on a step over skipped frames placed on its exact
+    /// frame, and the jump cuts confirmed, by decoding those steps; the ranges decoded counted.
+    static func placeAnchorsCuts(
+        _ a: Analysers, steps: SkippedSteps, decoder: AnalysisDecoder, settings: AnalysisSettings,
+        summary: inout AnalysisSummary
+    ) throws(MediaError) -> [ShotBoundary] {
+        let found = a.shots.finish()
+        let placed = try CutPlacement.place(found, steps: steps, decoder: decoder)
+        let jumpCandidates = a.shots.jumpCandidates(
+            localRatio: JumpConfirmation.candidateLocalRatio, fineRatio: settings.shots.jumpFineRatio,
+            besides: found)
+        let confirmed = try JumpConfirmation.confirm(
+            placed.boundaries + jumpCandidates, decoder: decoder, settings: settings.shots,
+            frameRate: decoder.info.video.frameRate)
+        summary.refinedRanges = placed.steps + confirmed.ranges
+        summary.refinedFrames = placed.frames + confirmed.frames
+        return confirmed.boundaries
+    }
+
     /// One analysis on `plan`, with fresh analysers; nil when the anchors pass gave up on a group.
     static func run(
         _ decoder: AnalysisDecoder, plan: DecodePlan, survey: GOPSurvey, settings: AnalysisSettings,
@@ -157,17 +176,7 @@ public enum AnalysisPipeline {
                 let pass = try decoder.runAnchors(limits: settings.plan.anchorLimits, onFrame: onFrame, onAudio: onAudio)
             else { return nil }
             summary = pass
-            let found = a.shots.finish()
-            let placed = try CutPlacement.place(found, steps: steps, decoder: decoder)
-            let jumpCandidates = a.shots.jumpCandidates(
-                localRatio: JumpConfirmation.candidateLocalRatio, fineRatio: settings.shots.jumpFineRatio,
-                besides: found)
-            let confirmed = try JumpConfirmation.confirm(
-                placed.boundaries + jumpCandidates, decoder: decoder, settings: settings.shots,
-                frameRate: info.video.frameRate)
-            boundaries = confirmed.boundaries
-            summary.refinedRanges = placed.steps + confirmed.ranges
-            summary.refinedFrames = placed.frames + confirmed.frames
+            boundaries = try placeAnchorsCuts(a, steps: steps, decoder: decoder, settings: settings, summary: &summary)
         case .sampled:
             let sampled = try runSampledPlan(
                 decoder, plan: plan, survey: survey, settings: settings, analysers: a, onFrame: onFrame,

@@ -3,7 +3,7 @@ import MediaEngine
 
 /// How the highlight is chosen from the scored candidates.
 public struct SelectionSettings: Sendable, Codable, Equatable {
-    /// Length of the finished highlight, in seconds (5...180).
+    /// Length of the finished highlight, in seconds (`HighlightEngine.minTarget`...`maxTarget`).
     public var targetDuration = 30.0
     /// How far the result may be from it.
     public var tolerance = 0.5
@@ -162,17 +162,7 @@ public enum Selector {
                 start: c.candidate.start, end: c.candidate.end, lowest: run.0, highest: run.1, scored: c,
                 index: chosen.index)
             if !scenes.isEmpty, scenes[chosen.index] != nil, pick.duration < settings.peopleSeconds {
-                // A people moment: longer, within its clean run, where its faces are in view, and
-                // clear of what is chosen.
-                var lo = run.0, hi = run.1
-                lo = max(lo, picks.filter { $0.end <= pick.start + 1e-6 }.map { $0.end + 0.05 }.max() ?? lo)
-                hi = min(hi, picks.filter { $0.start >= pick.end - 1e-6 }.map { $0.start - 0.05 }.min() ?? hi)
-                if let window = peopleWindow(
-                    pick.start...pick.end, within: lo...hi, faces: analysis.faces?.tracks ?? [],
-                    length: settings.peopleSeconds)
-                {
-                    (pick.start, pick.end, pick.faces) = (window.segment.lowerBound, window.segment.upperBound, window.faces)
-                }
+                widenPeopleMoment(&pick, run: run, beside: picks, analysis: analysis, settings: settings)
             }
             if pick.duration > remaining + settings.tolerance * 0.5 {
                 let length = max(settings.minSegment, remaining)
@@ -182,22 +172,7 @@ public enum Selector {
             picks.append(pick)
         }
         guard !picks.isEmpty else { return [] }
-        picks.sort { $0.start < $1.start }
-        clampBounds(&picks)
-        fit(&picks, to: target(picks.count), minSegment: settings.minSegment, facesFirst: true)
-        snap(&picks, analysis: analysis, settings: settings)
-        growToPauses(&picks, to: target(picks.count), analysis: analysis, settings: settings)
-        shrinkToPauses(&picks, to: target(picks.count), analysis: analysis, settings: settings)
-        fit(
-            &picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8,
-            pauseTolerance: settings.tolerance, pauseShortfall: max(settings.tolerance, settings.pauseShortfall))
-        return picks.map {
-            var segment = SelectedSegment(
-                start: $0.start, end: $0.end, score: $0.scored.score,
-                reason: $0.pin != nil ? "pinned moment" : reason($0.scored))
-            segment.people = ($0.scored.candidate.people?.presence ?? 0) >= settings.peoplePresence
-            return segment
-        }
+        return finish(picks, analysis: analysis, settings: settings)
     }
 
     /// The people scene of each candidate (nil: not a people moment): consecutive shots that hold

@@ -81,27 +81,14 @@ struct JobEventsController {
                     "Your account already has \(limit) event stream\(limit == 1 ? "" : "s") open. Close one (each stream follows one job; poll GET /api/v1/jobs/{id}/status for the rest), then try again.",
                 extensions: ["limit": .int(limit)], headers: [.retryAfter: "10"])
         }
-        // A key revoked (or an account disabled) while the stream is open ends it within a few seconds.
-        let revoked = EventStreamSlots.Flag()
         let heartbeat = Duration.milliseconds(Int64((settings.eventsHeartbeatSeconds * 1000).rounded()))
-        let jobs = self.jobs
-        // Wakes the stream: its job changed (or any may have), its key was revoked, or the heartbeat
-        // is due (then the job is read again too, should an event have been lost). Subscribed
-        // before the first read below, so no change after it is missed.
-        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let changes = storeEvents()
-        let listener = Task {
-            for await event in changes {
-                if case .jobChanged(let changed) = event, changed == nil || changed == id { wake.yield() }
-            }
+        // Subscribed before the stream's own read of the job, so no change after it is missed. A key
+        // revoked (or an account disabled) while the stream is open ends it within a few seconds.
+        let wakeUps = StreamWakeUps(job: id, events: storeEvents(), heartbeat: heartbeat) { revoked in
+            APIKeyMiddleware.watchKey(of: request, accounts: accounts, onRevoked: revoked)
         }
-        let ticker = Task {
-            while (try? await Task.sleep(for: heartbeat)) != nil { wake.yield() }
-        }
-        let watch = APIKeyMiddleware.watchKey(of: request, accounts: accounts) {
-            revoked.set()
-            wake.yield()
-        }
+        let follow = Follow(
+            jobs: jobs, id: id, account: account, baseURL: base, lastSeen: lastSeen, heartbeat: heartbeat)
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-cache",
@@ -112,38 +99,92 @@ struct JobEventsController {
             body: ResponseBody { writer in
                 // The slot goes back and the watchers stop when the stream ends, however it ends.
                 defer {
-                    watch.cancel(); listener.cancel(); ticker.cancel(); wake.finish()
+                    wakeUps.stop()
                     slot.release()
                 }
-                let clock = ContinuousClock()
-                var preamble = ByteBuffer()
-                preamble.writeString("retry: \(Self.reconnectMilliseconds)\n\n")
-                try await writer.write(preamble)
-                var sent: Snapshot? = nil
-                // Read once more now: a change between the first read and the subscription is not lost.
-                var current = try await jobs.job(id: id, account: account).map { Snapshot($0, baseURL: base) } ?? snapshot
-                var lastWrite = clock.now
-                var wakeUps = wakes.makeAsyncIterator()
-                while true {
-                    if current != sent, lastSeen != current.id || sent != nil {
-                        try await writer.write(current.event)
-                        lastWrite = clock.now
-                    }
-                    sent = current
-                    if current.status.status.isFinished { break }
-                    guard await wakeUps.next() != nil, !revoked.isSet else { break }
-                    if clock.now - lastWrite >= heartbeat {
-                        var ping = ByteBuffer()
-                        ping.writeStaticString(": ping\n\n")
-                        try await writer.write(ping)
-                        lastWrite = clock.now
-                    }
-                    // A job deleted meanwhile ends the stream (its owner removed it).
-                    guard let job = try await jobs.job(id: id, account: account) else { break }
-                    current = Snapshot(job, baseURL: base)
-                }
-                try await writer.finish(nil)
+                try await follow.run(writer: &writer, from: snapshot, wakeUps: wakeUps)
             })
+    }
+
+    /// One stream's loop: an event for each new state of the job, a ping when quiet, until the job
+    /// ends, is deleted, or the key goes.
+    struct Follow: Sendable {
+        let jobs: JobControl
+        let id: String
+        let account: Account
+        let baseURL: String
+        let lastSeen: String?
+        let heartbeat: Duration
+
+        func run(
+            writer: inout any ResponseBodyWriter, from first: Snapshot, wakeUps: StreamWakeUps
+        ) async throws {
+            let clock = ContinuousClock()
+            var preamble = ByteBuffer()
+            preamble.writeString("retry: \(JobEventsController.reconnectMilliseconds)\n\n")
+            try await writer.write(preamble)
+            var sent: Snapshot? = nil
+            // Read once more now: a change between the first read and the subscription is not lost.
+            var current = try await jobs.job(id: id, account: account).map { Snapshot($0, baseURL: baseURL) } ?? first
+            var lastWrite = clock.now
+            var wakes = wakeUps.wakes.makeAsyncIterator()
+            while true {
+                if current != sent, lastSeen != current.id || sent != nil {
+                    try await writer.write(current.event)
+                    lastWrite = clock.now
+                }
+                sent = current
+                if current.status.status.isFinished { break }
+                guard await wakes.next() != nil, !wakeUps.revoked.isSet else { break }
+                if clock.now - lastWrite >= heartbeat {
+                    var ping = ByteBuffer()
+                    ping.writeStaticString(": ping\n\n")
+                    try await writer.write(ping)
+                    lastWrite = clock.now
+                }
+                // A job deleted meanwhile ends the stream (its owner removed it).
+                guard let job = try await jobs.job(id: id, account: account) else { break }
+                current = Snapshot(job, baseURL: baseURL)
+            }
+            try await writer.finish(nil)
+        }
+    }
+}
+
+/// What wakes a job's event stream: the store saying its job changed (or that any may have), its
+/// key revoked, or the heartbeat due (the job is then read again too, should an event have been
+/// lost). Wake-ups that come while the stream is busy collapse into one.
+final class StreamWakeUps: Sendable {
+    let wakes: AsyncStream<Void>
+    let revoked = EventStreamSlots.Flag()
+    private let wake: AsyncStream<Void>.Continuation
+    private let tasks: [Task<Void, Never>]
+
+    init(
+        job id: String, events: AsyncStream<StoreEvent>, heartbeat: Duration,
+        watchKey: (@escaping @Sendable () -> Void) -> Task<Void, Never>
+    ) {
+        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let revoked = self.revoked
+        self.wakes = wakes
+        self.wake = wake
+        tasks = [
+            Task {
+                for await event in events {
+                    if case .jobChanged(let changed) = event, changed == nil || changed == id { wake.yield() }
+                }
+            },
+            Task { while (try? await Task.sleep(for: heartbeat)) != nil { wake.yield() } },
+            watchKey {
+                revoked.set()
+                wake.yield()
+            }
+        ]
+    }
+
+    func stop() {
+        for task in tasks { task.cancel() }
+        wake.finish()
     }
 }
 

@@ -13,7 +13,7 @@ struct AnalyzeCommand: AsyncParsableCommand {
 
     @Argument(help: "The video.") var file: String
     @Flag(help: "Print the analysis as JSON.") var json = false
-    @Option(help: "Target highlight length in seconds, for the segments (5...180).") var targetDuration = 30.0
+    @Option(help: "Target highlight length in seconds, for the segments (5...600).") var targetDuration = 30.0
     @Flag(help: "Analyse again even when a cached analysis exists.") var noCache = false
     @OptionGroup var creative: CreativeOptions
 
@@ -81,7 +81,7 @@ struct HighlightCommand: AsyncParsableCommand {
 
     @Argument(help: "The video.") var file: String
     @Option(name: .shortAndLong, help: "Output MP4 path.") var output: String
-    @Option(help: "Highlight length in seconds (5...180).") var targetDuration = 30.0
+    @Option(help: "Highlight length in seconds (5...600).") var targetDuration = 30.0
     @Option(
         help:
             "low (≤480p), medium (≤720p), high (≤1080p), uhd (≤2160p) or original (the video's own pictures, copied where the highlight allows) (default from Config/)."

@@ -37,129 +37,57 @@ extension AnalysisDecoder {
         onFrame: (borrowing AnalysisFrame) -> Void,
         onAudio: (borrowing AudioChunk) -> Void = { _ in }
     ) throws(MediaError) -> AnalysisSummary? {
-        let (input, videoStream) = try openInput()
-        let audio = try audioPath(input, video: videoStream)
-        let start = input.startSeconds
-        let cores = workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let pool = try GroupDecodeWorkers(
-            stream: videoStream, path: path, start: start, width: width, height: height,
-            options: options, workers: cores, skipFrame: AVDISCARD_BIDIR)
-        defer { pool.stop() }
-        var summary = AnalysisSummary()
-        summary.width = width
-        summary.height = height
-        summary.plan = DecodePlan.Mode.anchors.rawValue
-        summary.skippedLoopFilter = options.skipLoopFilter
-        summary.groups = 0
-        var limiter = DecodeGuard(options.limits, path: path)
-        let packet = try Packet()
-        var free: [GroupJob] = []
-        for _ in 0..<max(cores + 1, limits.groupsAhead) {
-            free.append(try GroupJob(packets: 0, pictures: 0, width: width, height: height, grows: true))
+        let pass = try GroupPass(self, plan: .anchors, workers: workers, skipFrame: AVDISCARD_BIDIR)
+        defer { pass.stop() }
+        for _ in 0..<max(pass.cores + 1, limits.groupsAhead) {
+            pass.free.append(try GroupJob(packets: 0, pictures: 0, width: width, height: height, grows: true))
         }
         var bytesAhead = 0
-        var pending: [GroupJob] = []
-        var current: GroupJob?
-        var group = -1
-        var keyTime: Double?
-        let timeBase = videoStream.timeBase
-        let interval = options.maxFrameRate.map { 1 / max($0, 0.001) }
-        var nextTick = -Double.infinity
-        var last: Double?
-        // A frame of the group before was left out after the last one delivered.
-        var skippedAfterLast = false
+        var frames = AnchorFrames(interval: options.maxFrameRate.map { 1 / max($0, 0.001) })
 
-        func deliver(_ job: GroupJob) throws(MediaError) {
-            pool.wait(job)
-            if let error = job.error { throw error }
-            summary.framesDecoded += job.framesDecoded
-            summary.damagedPackets += job.damaged
+        func deliver() throws(MediaError) {
+            let job = try pass.takeDecoded()
             job.packetTimes.sort()
-            var skippedUpTo = 0  // packet times before this index are at or before `last`
-            for i in 0..<job.produced {
-                let time = job.times[i]
-                try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
-                if let last, time <= last { continue }
-                if let interval {
-                    if nextTick == -Double.infinity { nextTick = time }
-                    if time + 1e-6 < nextTick { continue }
-                    while nextTick <= time + 1e-6 { nextTick += interval }
+            frames.beginGroup()
+            for i in 0..<job.produced where try pass.accepts(job, frame: i) {
+                guard let skipped = frames.take(job.times[i], last: pass.last, packetTimes: job.packetTimes) else {
+                    continue
                 }
-                // Packets of this group shown between the last frame delivered and this one.
-                var skipped = skippedAfterLast
-                while skippedUpTo < job.packetTimes.count && job.packetTimes[skippedUpTo] < time - 1e-6 {
-                    if last.map({ job.packetTimes[skippedUpTo] > $0 + 1e-6 }) ?? true { skipped = true }
-                    skippedUpTo += 1
-                }
-                while skippedUpTo < job.packetTimes.count && job.packetTimes[skippedUpTo] <= time + 1e-6 {
-                    skippedUpTo += 1
-                }
-                skippedAfterLast = false
-                last = time
-                onFrame(
-                    AnalysisFrame(
-                        picture: job.pictures[i], index: summary.framesAnalysed, time: time,
-                        follows: !skipped || summary.framesAnalysed == 0, group: job.index))
-                if summary.firstFrameTime == nil { summary.firstFrameTime = time }
-                summary.lastFrameTime = time
-                summary.framesAnalysed += 1
+                pass.deliver(
+                    job, frame: i, follows: !skipped || pass.summary.framesAnalysed == 0, onFrame: onFrame)
             }
-            if let last, job.packetTimes.last.map({ $0 > last + 1e-6 }) ?? false { skippedAfterLast = true }
-            summary.groups = job.index + 1
+            frames.endGroup(last: pass.last, packetTimes: job.packetTimes)
+            pass.summary.groups = job.index + 1
             bytesAhead -= job.bytes
-            free.append(job)
+            pass.free.append(job)
         }
-
         func endGroup() {
-            guard let job = current else { return }
-            pool.submit(job)
-            pending.append(job)
-            bytesAhead += job.bytes
-            current = nil
+            bytesAhead += pass.current?.bytes ?? 0
+            pass.submitCurrent()
         }
 
-        // A read error once a group has started ends the pass early: what was read is analysed.
-        let survives = { (_: MediaError) -> Bool in
-            guard group >= 0 else { return false }
-            summary.endedEarly = true
+        let complete = try pass.readPackets(onAudio: onAudio) { packet, time throws(MediaError) in
+            if packet.isKeyframe, let time, pass.keyTime.map({ time > $0 }) ?? true {
+                endGroup()
+                pass.keyTime = time
+                while !pass.pending.isEmpty && (pass.free.isEmpty || bytesAhead > limits.bytesAhead) {
+                    try deliver()
+                }
+                pass.beginGroup(at: time)
+            }
+            guard let job = pass.current else { return true }  // before the first keyframe: nothing decodable
+            let size = Int(max(0, packet.pointer.pointee.size))
+            guard job.count < limits.packets, job.bytes + size <= limits.bytes, let slot = try job.nextPacket()
+            else { return false }  // a group too long to hold: the full plan instead
+            try slot.ref(packet)
+            job.count += 1
+            job.bytes += size
+            if let time, time.isFinite { job.packetTimes.append(time) }
             return true
         }
-        while try nextPacket(input, into: packet, stage: "analysis decode", survives: survives) {
-            defer { packet.unref() }
-            if packet.isCorrupt { summary.damagedPackets += 1 }
-            if packet.streamIndex == videoStream.index {
-                let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
-                let time = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, timeBase) - start
-                try limiter.videoPacket(time: time)
-                if packet.isKeyframe, let time, keyTime.map({ time > $0 }) ?? true {
-                    endGroup()
-                    keyTime = time
-                    while !pending.isEmpty && (free.isEmpty || bytesAhead > limits.bytesAhead) {
-                        try deliver(pending.removeFirst())
-                    }
-                    group += 1
-                    let job = free.removeLast()
-                    job.reset(index: group, keyTime: time)
-                    current = job
-                }
-                guard let job = current else { continue }  // before the first keyframe: nothing decodable
-                let size = Int(max(0, packet.pointer.pointee.size))
-                guard job.count < limits.packets, job.bytes + size <= limits.bytes,
-                    let slot = try job.nextPacket()
-                else { return nil }  // a group too long to hold: the full plan instead
-                try slot.ref(packet)
-                job.count += 1
-                job.bytes += size
-                if let time, time.isFinite { job.packetTimes.append(time) }
-            } else if let audio, packet.streamIndex == audio.streamIndex {
-                try audio.decode(packet, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
-            }
-        }
+        guard complete else { return nil }
         endGroup()
-        while !pending.isEmpty { try deliver(pending.removeFirst()) }
-        try audio?.decode(nil, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
-        try cancellation?.check("analysis decode", path: path)
-        return summary
+        return try pass.finish(onAudio: onAudio, deliver: deliver)
     }
 
     /// Decodes the frames of each step (`from` and `to` are frames the anchors pass delivered with
@@ -312,5 +240,44 @@ extension AnalysisDecoder {
             }
         }
         return hash
+    }
+}
+
+/// Which frames of the anchors pass are delivered (at most `options.maxFrameRate`), and whether
+/// frames were left out between one and the frame before it: packets of its group shown between
+/// them, or left at the end of the group before.
+struct AnchorFrames {
+    let interval: Double?
+    var nextTick = -Double.infinity
+    /// A frame of the group before was left out after the last one delivered.
+    var skippedAfterLast = false
+    /// Packet times before this index are at or before the last frame delivered.
+    var skippedUpTo = 0
+
+    init(interval: Double?) { self.interval = interval }
+
+    mutating func beginGroup() { skippedUpTo = 0 }
+
+    /// For a frame at `time`: nil when the frame rate cap leaves it out, else whether frames were
+    /// skipped before it.
+    mutating func take(_ time: Double, last: Double?, packetTimes: [Double]) -> Bool? {
+        if let interval {
+            if nextTick == -Double.infinity { nextTick = time }
+            if time + 1e-6 < nextTick { return nil }
+            while nextTick <= time + 1e-6 { nextTick += interval }
+        }
+        var skipped = skippedAfterLast
+        while skippedUpTo < packetTimes.count && packetTimes[skippedUpTo] < time - 1e-6 {
+            if last.map({ packetTimes[skippedUpTo] > $0 + 1e-6 }) ?? true { skipped = true }
+            skippedUpTo += 1
+        }
+        while skippedUpTo < packetTimes.count && packetTimes[skippedUpTo] <= time + 1e-6 { skippedUpTo += 1 }
+        skippedAfterLast = false
+        return skipped
+    }
+
+    /// After a group: were packets of it left after the last frame delivered?
+    mutating func endGroup(last: Double?, packetTimes: [Double]) {
+        if let last, packetTimes.last.map({ $0 > last + 1e-6 }) ?? false { skippedAfterLast = true }
     }
 }

@@ -62,121 +62,52 @@ extension AnalysisDecoder {
         onAudio: (borrowing AudioChunk) -> Void = { _ in },
         onGroup: (GOPRecord) -> Void
     ) throws(MediaError) -> AnalysisSummary {
-        let (input, videoStream) = try openInput()
-        let audio = try audioPath(input, video: videoStream)
-        let start = input.startSeconds
-        let cores = workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let pool = try GroupDecodeWorkers(
-            stream: videoStream, path: path, start: start, width: width, height: height,
-            options: options, workers: cores)
-        defer { pool.stop() }
-        var summary = AnalysisSummary()
-        summary.width = width
-        summary.height = height
-        summary.plan = DecodePlan.Mode.sampled.rawValue
-        summary.skippedLoopFilter = options.skipLoopFilter
-        summary.groups = 0
-        var limiter = DecodeGuard(options.limits, path: path)
-        let packet = try Packet()
-
+        let pass = try GroupPass(self, plan: .sampled, workers: workers, skipFrame: AVDISCARD_DEFAULT)
+        defer { pass.stop() }
         let wanted = max(1, burstFrames) + 1
         let perGroup = wanted + (reorders ? 4 : 0)
-        var free: [GroupJob] = []
-        for _ in 0..<(2 * cores + 1) {
-            free.append(try GroupJob(packets: perGroup, pictures: wanted, width: width, height: height))
+        for _ in 0..<(2 * pass.cores + 1) {
+            pass.free.append(try GroupJob(packets: perGroup, pictures: wanted, width: width, height: height))
         }
-        var pending: [GroupJob] = []
-        var current: GroupJob?
-        var group = -1
-        var keyTime: Double?
-        var packetsInGroup = 0
-        var last: Double?
-        var sizes: [Int32] = []
-        sizes.reserveCapacity(1024)
-        let maxSizes = 4096
-        let timeBase = videoStream.timeBase
+        var shape = GroupShape()
 
-        func deliver(_ job: GroupJob) throws(MediaError) {
-            pool.wait(job)
-            if let error = job.error { throw error }
-            summary.framesDecoded += job.framesDecoded
-            summary.damagedPackets += job.damaged
-            for i in 0..<job.produced {
-                let time = job.times[i]
-                try limiter.videoFrame(time: time, width: job.decodedWidth, height: job.decodedHeight)
-                if let last, time <= last { continue }
-                last = time
-                onFrame(
-                    AnalysisFrame(
-                        picture: job.pictures[i], index: summary.framesAnalysed, time: time,
-                        follows: i > 0 || job.index == 0, group: job.index))
-                if summary.firstFrameTime == nil { summary.firstFrameTime = time }
-                summary.lastFrameTime = time
-                summary.framesAnalysed += 1
+        func deliver() throws(MediaError) {
+            let job = try pass.takeDecoded()
+            for i in 0..<job.produced where try pass.accepts(job, frame: i) {
+                pass.deliver(job, frame: i, follows: i > 0 || job.index == 0, onFrame: onFrame)
             }
             if let record = job.record { onGroup(record) }
-            summary.groups = job.index + 1
-            free.append(job)
+            pass.summary.groups = job.index + 1
+            pass.free.append(job)
         }
-
         func endGroup() {
-            guard let job = current else { return }
-            var ratio = 0.0
-            if sizes.count >= 4 {
-                let largest = sizes.max() ?? 0
-                sizes.sort()
-                ratio = Double(largest) / Double(max(1, sizes[sizes.count / 2]))
-            }
-            job.record = GOPRecord(
-                index: job.index, keyTime: job.keyTime, packets: packetsInGroup, largestPacketRatio: ratio,
-                complete: job.count == packetsInGroup)
-            pool.submit(job)
-            pending.append(job)
-            current = nil
+            guard let job = pass.current else { return }
+            job.record = shape.record(of: job)
+            pass.submitCurrent()
         }
 
-        // A read error once a group has started ends the pass early: what was read is analysed.
-        let survives = { (_: MediaError) -> Bool in
-            guard group >= 0 else { return false }
-            summary.endedEarly = true
+        _ = try pass.readPackets(onAudio: onAudio) { packet, time throws(MediaError) in
+            if let time, time.isFinite {
+                pass.summary.lastPacketTime = max(pass.summary.lastPacketTime ?? time, time)
+            }
+            if packet.isKeyframe, let time, pass.keyTime.map({ time > $0 }) ?? true {
+                endGroup()
+                pass.keyTime = time
+                if let decodesGroup, !decodesGroup(time) { return true }  // read, not decoded
+                if pass.free.isEmpty, !pass.pending.isEmpty { try deliver() }
+                shape.reset()
+                pass.beginGroup(at: time)
+            }
+            guard let job = pass.current else { return true }  // before the first keyframe: nothing decodable
+            shape.add(packet)
+            if job.count < perGroup {
+                try job.packets[job.count].ref(packet)
+                job.count += 1
+            }
             return true
         }
-        while try nextPacket(input, into: packet, stage: "analysis decode", survives: survives) {
-            defer { packet.unref() }
-            if packet.isCorrupt { summary.damagedPackets += 1 }
-            if packet.streamIndex == videoStream.index {
-                let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
-                let time = ts == MediaTime.noPTS ? nil : MediaTime.seconds(ts, timeBase) - start
-                try limiter.videoPacket(time: time)
-                if let time, time.isFinite { summary.lastPacketTime = max(summary.lastPacketTime ?? time, time) }
-                if packet.isKeyframe, let time, keyTime.map({ time > $0 }) ?? true {
-                    endGroup()
-                    keyTime = time
-                    if let decodesGroup, !decodesGroup(time) { continue }  // read, not decoded
-                    if free.isEmpty, !pending.isEmpty { try deliver(pending.removeFirst()) }
-                    group += 1
-                    packetsInGroup = 0
-                    sizes.removeAll(keepingCapacity: true)
-                    let job = free.removeLast()
-                    job.reset(index: group, keyTime: time)
-                    current = job
-                }
-                guard let job = current else { continue }  // before the first keyframe: nothing decodable
-                packetsInGroup += 1
-                if packetsInGroup > 1, sizes.count < maxSizes { sizes.append(packet.pointer.pointee.size) }
-                if job.count < perGroup {
-                    try job.packets[job.count].ref(packet)
-                    job.count += 1
-                }
-            } else if let audio, packet.streamIndex == audio.streamIndex {
-                try audio.decode(packet, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
-            }
-        }
         endGroup()
-        while !pending.isEmpty { try deliver(pending.removeFirst()) }
-        try audio?.decode(nil, start: start, summary: &summary, limiter: &limiter, onAudio: onAudio)
-        try cancellation?.check("analysis decode", path: path)
-        return summary
+        return try pass.finish(onAudio: onAudio, deliver: deliver)
     }
 
     /// Decodes every frame of each range (in order; each range should start at a keyframe time),
@@ -240,5 +171,39 @@ extension AnalysisDecoder {
         }
         video.decoder.flushBuffers()
         return summary
+    }
+}
+
+/// The shape of the keyframe group being read in the sampled pass: its packets, and how the
+/// largest compares with the median (a scene change inside the group shows as one large packet).
+struct GroupShape {
+    var packets = 0
+    var sizes: [Int32] = []
+    static let maxSizes = 4096
+
+    init() { sizes.reserveCapacity(1024) }
+
+    mutating func reset() {
+        packets = 0
+        sizes.removeAll(keepingCapacity: true)
+    }
+
+    /// Another packet of the group (the keyframe's size is not compared).
+    mutating func add(_ packet: Packet) {
+        packets += 1
+        if packets > 1, sizes.count < Self.maxSizes { sizes.append(packet.pointer.pointee.size) }
+    }
+
+    /// The group's record once it ends.
+    mutating func record(of job: GroupJob) -> GOPRecord {
+        var ratio = 0.0
+        if sizes.count >= 4 {
+            let largest = sizes.max() ?? 0
+            sizes.sort()
+            ratio = Double(largest) / Double(max(1, sizes[sizes.count / 2]))
+        }
+        return GOPRecord(
+            index: job.index, keyTime: job.keyTime, packets: packets, largestPacketRatio: ratio,
+            complete: job.count == packets)
     }
 }
