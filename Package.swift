@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "moments", targets: ["moments"]),
-        .library(name: "MediaEngine", targets: ["MediaEngine"])
+        .library(name: "MediaEngine", targets: ["MediaEngine", "AnalysisDecode", "MediaPictures"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -57,6 +57,16 @@ let package = Package(
             name: "MediaEngine",
             dependencies: ["MediaVocabulary", "FFmpeg", "CFFmpeg", "CMediaKernels"]
         ),
+        // The analysis decode: the plans (full, anchors, sampled) and their passes over the input.
+        .target(
+            name: "AnalysisDecode",
+            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"]
+        ),
+        // Pictures of a video: the poster, the storyboard (filmstrip, curves, PNG).
+        .target(
+            name: "MediaPictures",
+            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"]
+        ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
         // loops (the jump-cut grids most) beside live servers, and unoptimised they starve.
@@ -71,7 +81,7 @@ let package = Package(
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",
-            dependencies: ["MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["AnalysisDecode", "MediaPictures", "MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL); Foundation only.
         .target(name: "Timeline"),
@@ -256,7 +266,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "moments",
-            dependencies: [
+            dependencies: ["AnalysisDecode", "MediaPictures", 
                 "FFmpeg", "MediaEngine", "Analysis",
                 "MediaSynth",
                 "Highlight",
@@ -278,11 +288,11 @@ let package = Package(
         // otherwise a CLI that writes the seed corpus, replays inputs and runs a mutation loop.
         .executableTarget(
             name: "ProbeFuzz",
-            dependencies: ["MediaEngine", "MediaSynth"]
+            dependencies: ["AnalysisDecode", "MediaEngine", "MediaSynth"]
         ),
         .testTarget(
             name: "MediaEngineTests",
-            dependencies: ["FFmpeg", "MediaEngine", "MediaSynth"]
+            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "MediaEngine", "MediaSynth"]
         ),
         .testTarget(
             name: "AnalysisTests",
@@ -291,6 +301,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
+                "AnalysisDecode", "MediaPictures",
                 "MomentsServer", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
@@ -342,7 +353,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HighlightTests",
-            dependencies: ["FFmpeg", "Highlight", "Analysis", "MediaEngine", "MediaSynth"]
+            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "Highlight", "Analysis", "MediaEngine", "MediaSynth"]
         )
     ],
     swiftLanguageModes: [.v6]

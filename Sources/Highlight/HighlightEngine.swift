@@ -1,3 +1,5 @@
+@_exported import AnalysisDecode
+@_exported import MediaPictures
 import Analysis
 import FFmpeg
 import Foundation

@@ -1,3 +1,4 @@
+import AnalysisDecode
 import Foundation
 import MediaEngine
 

@@ -1,3 +1,4 @@
+import AnalysisDecode
 import ArgumentParser
 import FFmpeg
 import Foundation

@@ -1,3 +1,4 @@
+import MediaPictures
 import ArgumentParser
 import FFmpeg
 import Foundation

@@ -1,7 +1,9 @@
 import Analysis
 import Foundation
 @testable import Highlight
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

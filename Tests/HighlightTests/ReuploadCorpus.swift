@@ -1,6 +1,8 @@
 import Analysis
 import Foundation
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

@@ -2,7 +2,9 @@ import Analysis
 import FFmpeg
 import Foundation
 import Highlight
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

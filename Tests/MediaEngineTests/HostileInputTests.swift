@@ -1,7 +1,9 @@
 import CFFmpeg
 @testable import FFmpeg
 import Foundation
+@testable import AnalysisDecode
 @testable import MediaEngine
+@testable import MediaPictures
 import MediaSynth
 import Testing
 

@@ -1,5 +1,7 @@
 import Foundation
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

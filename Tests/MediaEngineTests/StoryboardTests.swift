@@ -1,7 +1,9 @@
 import CFFmpeg
 import FFmpeg
 import Foundation
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

@@ -1,6 +1,8 @@
 import FFmpeg
 import Foundation
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import Testing
 

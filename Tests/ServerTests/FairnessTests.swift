@@ -3,7 +3,9 @@ import HTTPTypes
 import Highlight
 import HummingbirdTesting
 import Logging
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MomentsConfig
 import SQLiteStore
 import Store

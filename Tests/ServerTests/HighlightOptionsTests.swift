@@ -1,5 +1,7 @@
 import Foundation
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 @testable import Requests
 import Store
 import Testing

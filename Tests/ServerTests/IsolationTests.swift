@@ -4,7 +4,9 @@ import Highlight
 import HummingbirdTesting
 @testable import Isolation
 import Logging
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MomentsConfig
 import Store
 import Testing

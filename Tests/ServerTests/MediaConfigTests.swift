@@ -2,7 +2,9 @@ import Highlight
 import MediaConfig
 import Foundation
 import HummingbirdTesting
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MomentsConfig
 import Testing
 

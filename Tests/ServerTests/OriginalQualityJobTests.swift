@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import MediaSynth
 import MomentsConfig
 import Testing

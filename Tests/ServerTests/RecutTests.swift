@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Store
+import AnalysisDecode
 import MediaEngine
+import MediaPictures
 import NIOCore
 import Testing
 import Timeline

@@ -5,9 +5,9 @@ import Foundation
 /// segment (so sound never drifts from picture), a short fade at every hard join (no clicks), an
 /// equal-power crossfade where segments overlap. Hands the sound on in blocks taken from a pool of
 /// free ones; all buffers are allocated once.
-final class AudioJoiner {
+package final class AudioJoiner {
     /// Where the blocks come from and go to.
-    struct Sink {
+    package struct Sink {
         let free: () throws(MediaError) -> AudioBlock
         let send: (AudioBlock) throws(MediaError) -> Void
     }
@@ -22,14 +22,14 @@ final class AudioJoiner {
     /// Samples of the current segment already laid down.
     private(set) var position = 0
 
-    convenience init(sink: Sink, plan: EditPlan, fade: Double) {
+    package convenience init(sink: Sink, plan: EditPlan, fade: Double) {
         self.init(
             sink: sink, sampleRate: plan.sampleRate, fade: fade,
             overlapSamples: plan.segments.map { max($0.overlapInSamples, $0.overlapOutSamples) }.max() ?? 1)
     }
 
     /// `overlapSamples`: the longest crossfade it lays (0: hard joins only).
-    init(sink: Sink, sampleRate: Int, fade: Double, overlapSamples: Int) {
+    package init(sink: Sink, sampleRate: Int, fade: Double, overlapSamples: Int) {
         self.sink = sink
         fadeSamples = max(1, Int(fade * Double(sampleRate)))
         holdCapacity = max(1, overlapSamples)
@@ -43,22 +43,22 @@ final class AudioJoiner {
         holdLeft.deallocate(); holdRight.deallocate()
     }
 
-    func begin(_ segment: EditPlan.Segment) {
+    package func begin(_ segment: EditPlan.Segment) {
         self.segment = segment
         position = 0
     }
 
-    var remaining: Int { (segment?.samples ?? 0) - position }
+    package var remaining: Int { (segment?.samples ?? 0) - position }
 
     /// Appends up to `remaining` samples of the current segment; returns how many were taken.
     @discardableResult
-    func push(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int) throws(MediaError) -> Int {
+    package func push(left: UnsafePointer<Float>, right: UnsafePointer<Float>, count: Int) throws(MediaError) -> Int {
         let n = min(count, remaining)
         for i in 0..<n { try put(left[i], right[i]) }
         return n
     }
 
-    func pushSilence(_ count: Int) throws(MediaError) {
+    package func pushSilence(_ count: Int) throws(MediaError) {
         for _ in 0..<min(count, remaining) { try put(0, 0) }
     }
 
@@ -92,7 +92,7 @@ final class AudioJoiner {
         if block.count == AudioBlock.capacity { try flush() }
     }
 
-    func flush() throws(MediaError) {
+    package func flush() throws(MediaError) {
         guard let block = out, block.count > 0 else { return }
         out = nil
         try sink.send(block)

@@ -4,9 +4,9 @@ import FFmpeg
 /// The output's sound track: AAC (FFmpeg's native encoder) fed planar float samples through a
 /// FIFO, one encoder frame at a time, with sample-counted timestamps. Owns the encoder, the FIFO
 /// and the frame; writes to a stream of its caller's `FormatOutput`.
-final class AudioTrackEncoder {
-    let encoder: CodecContext
-    let stream: UnsafeMutablePointer<AVStream>
+package final class AudioTrackEncoder {
+    package let encoder: CodecContext
+    package let stream: UnsafeMutablePointer<AVStream>
     private let output: FormatOutput
     private let fifo: AudioFIFO
     private let frame: Frame
@@ -14,9 +14,9 @@ final class AudioTrackEncoder {
     private let frameSize: Int
     private var pts: Int64 = 0
     private(set) var samplesWritten = 0
-    let path: String
+    package let path: String
 
-    init(_ settings: AudioEncoding, output: FormatOutput, path: String) throws(MediaError) {
+    package init(_ settings: AudioEncoding, output: FormatOutput, path: String) throws(MediaError) {
         self.output = output
         self.path = path
         let globalHeader = output.needsGlobalHeader
@@ -42,17 +42,17 @@ final class AudioTrackEncoder {
         packet = try Packet()
     }
 
-    var channels: Int { Int(encoder.pointer.pointee.ch_layout.nb_channels) }
+    package var channels: Int { Int(encoder.pointer.pointee.ch_layout.nb_channels) }
 
     /// Appends planar float samples: one pointer per channel, `count` samples each.
-    func write(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
+    package func write(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
         try fifo.write(planes, count: count)
         samplesWritten += count
         try drain(final: false)
     }
 
     /// Encodes what the FIFO still holds and flushes the encoder.
-    func finish() throws(MediaError) {
+    package func finish() throws(MediaError) {
         try drain(final: true)
         try encode(nil)
     }

@@ -40,7 +40,7 @@ public enum CopyPlan {
     }
 
     /// The run from keyframe `key` to the last clean cut at or before `end`.
-    static func run(_ table: PacketTable, from key: Int, until end: Int64, frame: Int64) -> CopyRun {
+    package static func run(_ table: PacketTable, from key: Int, until end: Int64, frame: Int64) -> CopyRun {
         let entries = table.entries
         let keyTime = entries[key].pts
         // The packets that may matter: until one is decoded a second past the end (pictures are

@@ -25,11 +25,11 @@ public enum CopyRenderer {
 
 /// One copy render: the demuxer the pictures are copied from, a second demuxer and decoder for the
 /// sound (each reads its own position in the file), and the writer.
-final class CopySession {
-    let request: RenderRequest
-    let table: PacketTable
-    let runs: [CopyRun]
-    let cancellation: CancellationToken?
+package final class CopySession {
+    package let request: RenderRequest
+    package let table: PacketTable
+    package let runs: [CopyRun]
+    package let cancellation: CancellationToken?
     private let input: FormatInput
     private let video: StreamHandle
     private let info: MediaInfo
@@ -40,7 +40,7 @@ final class CopySession {
     private let block = AudioBlock()
     private var limiter: DecodeGuard
 
-    init(_ request: RenderRequest, table: PacketTable, runs: [CopyRun], cancellation: CancellationToken?)
+    package init(_ request: RenderRequest, table: PacketTable, runs: [CopyRun], cancellation: CancellationToken?)
         throws(MediaError)
     {
         self.request = request
@@ -70,9 +70,9 @@ final class CopySession {
         limiter = DecodeGuard(request.limits, path: request.source)
     }
 
-    var path: String { request.source }
+    package var path: String { request.source }
 
-    func run(progress: ((Double) -> Void)?) throws(MediaError) -> RenderResult {
+    package func run(progress: ((Double) -> Void)?) throws(MediaError) -> RenderResult {
         progress?(0)
         let joiner = AudioJoiner(
             sink: AudioJoiner.Sink(

@@ -7,18 +7,18 @@ import Foundation
 /// and content light levels, rotation) are carried over as they are; HEVC is tagged `hvc1`, as
 /// Apple's players require; `moov` goes first. Writes to a hidden temporary file beside `path`
 /// and renames it into place in `finish()`; dropped before that, it deletes the temporary file.
-final class CopyWriter {
-    let path: String
+package final class CopyWriter {
+    package let path: String
     private let temporaryPath: String
     private let output: FormatOutput
     private let videoStream: UnsafeMutablePointer<AVStream>
     private let sourceTimeBase: AVRational
-    let audio: AudioTrackEncoder?
+    package let audio: AudioTrackEncoder?
     private var lastDTS = Int64.min
     private var finished = false
     private(set) var videoPackets = 0
 
-    init(path: String, copying source: StreamHandle, audio audioSettings: AudioEncoding?, cancellation: CancellationToken?)
+    package init(path: String, copying source: StreamHandle, audio audioSettings: AudioEncoding?, cancellation: CancellationToken?)
         throws(MediaError)
     {
         self.path = path
@@ -44,7 +44,7 @@ final class CopyWriter {
         if !finished { unlink(temporaryPath) }
     }
 
-    static let hvc1 =
+    package static let hvc1 =
         UInt32(UInt8(ascii: "h")) | UInt32(UInt8(ascii: "v")) << 8 | UInt32(UInt8(ascii: "c")) << 16
         | UInt32(UInt8(ascii: "1")) << 24
 
@@ -66,7 +66,7 @@ final class CopyWriter {
 
     /// Appends a copied picture, its times already moved onto the output's timeline (the source
     /// stream's time base). Decode times must keep rising, or the copy is refused.
-    func writeVideo(_ packet: Packet, pts: Int64, dts: Int64) throws(MediaError) {
+    package func writeVideo(_ packet: Packet, pts: Int64, dts: Int64) throws(MediaError) {
         guard dts > lastDTS else {
             throw MediaError(
                 .unsupportedCodec, operation: "copy pictures", path: path,
@@ -81,7 +81,7 @@ final class CopyWriter {
     }
 
     /// Flushes the sound, writes the index at the front of the file and moves it into place.
-    func finish() throws(MediaError) {
+    package func finish() throws(MediaError) {
         try audio?.finish()
         try output.finish()
         try PartialFile(path: path, temporaryPath: temporaryPath).moveIntoPlace()

@@ -34,7 +34,7 @@ public struct DecodeLimits: Sendable, Codable, Equatable {
     }
 
     /// "600 s" or "10 min" for a person.
-    static func describe(seconds: Double) -> String {
+    package static func describe(seconds: Double) -> String {
         guard seconds.isFinite else { return "an unbounded time" }
         if seconds >= 3600 && seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600)) h" }
         if seconds >= 60 && seconds.truncatingRemainder(dividingBy: 60) == 0 { return "\(Int(seconds / 60)) min" }
@@ -44,9 +44,9 @@ public struct DecodeLimits: Sendable, Codable, Equatable {
 
 /// Enforces DecodeLimits during one pass (or one rendered segment): fed every video packet,
 /// every decoded video frame and every audio chunk, it throws as soon as one is out of bounds.
-struct DecodeGuard {
-    let limits: DecodeLimits
-    let path: String
+package struct DecodeGuard {
+    package let limits: DecodeLimits
+    package let path: String
     private(set) var videoPackets = 0
     private(set) var videoFrames = 0
     private var first: Double?
@@ -54,7 +54,7 @@ struct DecodeGuard {
     private var lastVideo: Double?
     private var lastAudio: Double?
 
-    init(_ limits: DecodeLimits, path: String) {
+    package init(_ limits: DecodeLimits, path: String) {
         self.limits = limits
         self.path = path
     }
@@ -112,14 +112,14 @@ struct DecodeGuard {
     }
 
     /// A video packet read (its time in seconds from the container's start, when it has one).
-    mutating func videoPacket(time: Double?) throws(MediaError) {
+    package mutating func videoPacket(time: Double?) throws(MediaError) {
         videoPackets += 1
         if let time, time <= limits.maxDecodedSeconds { saw(time) }
         try checkCount(videoPackets, "packets")
     }
 
     /// A decoded video frame: its picture size, and its time when it has one.
-    mutating func videoFrame(time: Double?, width: Int, height: Int) throws(MediaError) {
+    package mutating func videoFrame(time: Double?, width: Int, height: Int) throws(MediaError) {
         if width > MediaLimits.maxSide || height > MediaLimits.maxSide || width * height > MediaLimits.maxPixels
             || width < 0 || height < 0
         {
@@ -140,7 +140,7 @@ struct DecodeGuard {
     }
 
     /// A decoded audio chunk starting at `time`.
-    mutating func audio(time: Double) throws(MediaError) {
+    package mutating func audio(time: Double) throws(MediaError) {
         try checkTime(time)
         try checkJump(from: lastAudio, to: time)
         lastAudio = max(lastAudio ?? time, time)

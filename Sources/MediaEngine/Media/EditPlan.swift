@@ -42,7 +42,7 @@ public struct TimeRange: Sendable, Codable, Equatable, CustomStringConvertible {
     }
 }
 
-func format(_ seconds: Double) -> String {
+package func format(_ seconds: Double) -> String {
     let rounded = (seconds * 1000).rounded() / 1000
     return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
 }
@@ -88,11 +88,11 @@ public enum RenderQuality: String, Sendable, CaseIterable, Codable {
 /// Output picture size: the source's display aspect with square pixels, the shorter side capped,
 /// never upscaled, even dimensions. Sizes are in stored orientation (rotation goes in the display
 /// matrix).
-struct OutputGeometry: Equatable {
-    let width: Int
-    let height: Int
+package struct OutputGeometry: Equatable {
+    package let width: Int
+    package let height: Int
 
-    init(codedWidth: Int, codedHeight: Int, sampleAspectRatio: Double, maxShortSide: Int) {
+    package init(codedWidth: Int, codedHeight: Int, sampleAspectRatio: Double, maxShortSide: Int) {
         let w = Double(codedWidth) * (sampleAspectRatio > 0 ? sampleAspectRatio : 1)
         let h = Double(codedHeight)
         let scale = min(1, Double(maxShortSide) / min(w, h))
@@ -101,7 +101,7 @@ struct OutputGeometry: Equatable {
     }
 
     /// A size chosen elsewhere (a reframe), in stored orientation.
-    init(width: Int, height: Int) {
+    package init(width: Int, height: Int) {
         self.width = max(2, width / 2 * 2)
         self.height = max(2, height / 2 * 2)
     }
@@ -109,8 +109,8 @@ struct OutputGeometry: Equatable {
 
 /// The exact output timeline of an edit: frames and audio samples per segment, with overlaps for
 /// crossfades. All arithmetic is in integers so audio and video never drift apart.
-struct EditPlan {
-    struct Segment {
+package struct EditPlan {
+    package struct Segment {
         let range: TimeRange
         /// Output frames this segment contributes (its overlap with a neighbour counted here too).
         let frames: Int
@@ -129,15 +129,15 @@ struct EditPlan {
         }
     }
 
-    let segments: [Segment]
-    let frameRate: Rational
-    let sampleRate: Int
-    let totalFrames: Int
-    let totalSamples: Int
-    let crossfadeFrames: Int
+    package let segments: [Segment]
+    package let frameRate: Rational
+    package let sampleRate: Int
+    package let totalFrames: Int
+    package let totalSamples: Int
+    package let crossfadeFrames: Int
 
     /// Validates `ranges` against the source and lays them out.
-    init(
+    package init(
         ranges: [TimeRange], sourceDuration: Double, frameRate: Rational, sampleRate: Int,
         crossfade: Double, path: String
     ) throws(MediaError) {
@@ -199,5 +199,5 @@ struct EditPlan {
         totalSamples = sampleAt(totalFrames)
     }
 
-    var duration: Double { Double(totalFrames) * Double(frameRate.den) / Double(frameRate.num) }
+    package var duration: Double { Double(totalFrames) * Double(frameRate.den) / Double(frameRate.num) }
 }

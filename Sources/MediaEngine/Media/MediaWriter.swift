@@ -9,8 +9,8 @@ public struct Rational: Sendable, Codable, Equatable, CustomStringConvertible {
     public init(_ num: Int, _ den: Int) { self.num = num; self.den = den }
     public var value: Double { den == 0 ? 0 : Double(num) / Double(den) }
     public var description: String { den == 1 ? "\(num)" : "\(num)/\(den)" }
-    var av: AVRational { AVRational(num: Int32(num), den: Int32(den)) }
-    init(_ q: AVRational) { self.init(Int(q.num), Int(q.den)) }
+    package var av: AVRational { AVRational(num: Int32(num), den: Int32(den)) }
+    package init(_ q: AVRational) { self.init(Int(q.num), Int(q.den)) }
 }
 
 /// Colour tags written on an encoded stream.
@@ -75,7 +75,7 @@ public struct VideoEncoding: Sendable {
     public var threads = 0
 
     /// The thread count the encoder is opened with.
-    var encoderThreads: Int {
+    package var encoderThreads: Int {
         threads > 0 ? threads : max(1, min(ProcessInfo.processInfo.activeProcessorCount, 16))
     }
 
@@ -114,7 +114,7 @@ public struct PicturePlanes {
 /// before that (an error, a cancel), the temporary file is deleted and nothing is left behind.
 public final class MediaWriter {
     public let path: String
-    let temporaryPath: String
+    package let temporaryPath: String
     private let output: FormatOutput
     /// The encoder of the current run of encoded pictures; nil after pictures were copied in (the
     /// next encoded picture opens a new run, which starts with an IDR frame).
@@ -234,7 +234,7 @@ public final class MediaWriter {
 
     /// The encoder's private options: preset, CRF and, for a fixed GOP, the GOP structure spelled
     /// out in the encoder's own parameters (the generic fields do not reach every x265 setting).
-    static func encoderOptions(_ settings: VideoEncoding, gop: Int) -> [String: String] {
+    package static func encoderOptions(_ settings: VideoEncoding, gop: Int) -> [String: String] {
         var options = ["preset": settings.preset, "crf": "\(settings.crf)"]
         switch settings.codec {
         case .h264:
@@ -257,9 +257,9 @@ public final class MediaWriter {
         return options
     }
 
-    var videoTimeBase: AVRational { timeBase }
-    var audioFrameSize: Int { Int(audio?.encoder.pointer.pointee.frame_size ?? 1024) }
-    var hasAudio: Bool { audio != nil }
+    package var videoTimeBase: AVRational { timeBase }
+    package var audioFrameSize: Int { Int(audio?.encoder.pointer.pointee.frame_size ?? 1024) }
+    package var hasAudio: Bool { audio != nil }
 
     /// Encodes one picture drawn by `draw`; `pts` in the video time base (default: the next frame);
     /// `keyframe` makes it an IDR frame.
@@ -278,7 +278,7 @@ public final class MediaWriter {
 
     /// Encodes a picture already in the output size and pixel format; `keyframe` makes it an IDR
     /// frame (the start of a piece that can later be copied on its own).
-    func write(_ frame: Frame, pts: Int64, keyframe: Bool = false) throws(MediaError) {
+    package func write(_ frame: Frame, pts: Int64, keyframe: Bool = false) throws(MediaError) {
         let video = try encoderForNextPicture()
         let p = frame.pointer
         p.pointee.pts = pts
@@ -293,7 +293,7 @@ public final class MediaWriter {
     }
 
     /// The parameter sets (SPS/PPS) every picture of the stream is decoded with.
-    var videoExtradata: [UInt8] {
+    package var videoExtradata: [UInt8] {
         let par = videoStream.pointee.codecpar.pointee
         guard let data = par.extradata, par.extradata_size > 0 else { return [] }
         return Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))
@@ -318,7 +318,7 @@ public final class MediaWriter {
     /// Appends an already-encoded picture (a copy from an earlier render with the same parameter
     /// sets): `pts` and `dts` in frames (the video time base). The open encoder run is flushed
     /// first. Decode times must keep rising, or the copy is refused (nothing is written).
-    func copyVideo(_ packet: Packet, pts: Int64, dts: Int64) throws(MediaError) {
+    package func copyVideo(_ packet: Packet, pts: Int64, dts: Int64) throws(MediaError) {
         if let video {
             try encode(nil, with: video, to: videoStream)
             self.video = nil
@@ -357,7 +357,7 @@ public final class MediaWriter {
     }
 
     /// Appends planar float samples: one pointer per channel, `count` samples each.
-    func writeAudio(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
+    package func writeAudio(planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>, count: Int) throws(MediaError) {
         try audio?.write(planes: planes, count: count)
     }
 

@@ -24,7 +24,7 @@ public struct PacketTable: Sendable {
     /// True when pictures are shown in another order than they are decoded (B-frames).
     public let reorders: Bool
 
-    init(entries: [Entry], timeBase: Rational, start: Int64) {
+    package init(entries: [Entry], timeBase: Rational, start: Int64) {
         self.entries = entries
         self.timeBase = timeBase
         self.start = start

@@ -3,11 +3,11 @@ import Foundation
 
 /// An output written under a hidden temporary name beside its final path and renamed into place
 /// only when complete, so a reader never sees half a file (the writers delete it when dropped).
-struct PartialFile {
-    let path: String
-    let temporaryPath: String
+package struct PartialFile {
+    package let path: String
+    package let temporaryPath: String
 
-    init(_ path: String) {
+    package init(_ path: String) {
         self.path = path
         let url = URL(fileURLWithPath: path)
         temporaryPath =
@@ -15,12 +15,12 @@ struct PartialFile {
             .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).partial").path
     }
 
-    init(path: String, temporaryPath: String) {
+    package init(path: String, temporaryPath: String) {
         self.path = path
         self.temporaryPath = temporaryPath
     }
 
-    func moveIntoPlace() throws(MediaError) {
+    package func moveIntoPlace() throws(MediaError) {
         if rename(temporaryPath, path) != 0 {
             let reason = String(cString: strerror(errno))
             throw MediaError(

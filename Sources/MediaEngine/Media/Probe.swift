@@ -28,7 +28,7 @@ public enum Probe {
     /// Opens `path` for reading after the checks every reader needs: the file exists and is not
     /// empty, it is a container FFmpeg reads, no picture is larger than MediaLimits (checked on the
     /// header before any stream is decoded), and it has a usable video stream.
-    static func open(
+    package static func open(
         _ path: String, size: Int64? = nil, cancellation: CancellationToken?,
         allowStillImage: Bool = false
     ) throws(MediaError) -> FormatInput {
@@ -45,7 +45,7 @@ public enum Probe {
     /// Opens `source` (a file already open, or bytes in memory) through the safe path: the
     /// container is sniffed from its content and must be one `ContainerPolicy` accepts; FFmpeg
     /// reads only `source` and can open nothing else.
-    static func open(_ source: InputSource, cancellation: CancellationToken?, allowStillImage: Bool = false)
+    package static func open(_ source: InputSource, cancellation: CancellationToken?, allowStillImage: Bool = false)
         throws(MediaError) -> FormatInput
     {
         _ = FFmpegLog.installed
@@ -90,9 +90,9 @@ public enum Probe {
         return input
     }
 
-    static let notMediaDetail = "not a video file: its content matches no container this server reads"
+    package static let notMediaDetail = "not a video file: its content matches no container this server reads"
 
-    static func fileSize(_ path: String) throws(MediaError) -> Int64 {
+    package static func fileSize(_ path: String) throws(MediaError) -> Int64 {
         var info = stat()
         if stat(path, &info) != 0 {
             let code = errno
@@ -123,7 +123,7 @@ public enum Probe {
 
     /// The main video stream: FFmpeg's best video stream that is not cover art. Refuses still
     /// images and audio-only files with a reason.
-    static func videoStreamIndex(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> Int {
+    package static func videoStreamIndex(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> Int {
         let name = input.formatName
         if !allowStillImage && (name == "image2" || name.hasSuffix("_pipe")) {
             throw MediaError(
@@ -165,7 +165,7 @@ public enum Probe {
     }
 
     /// The main video stream's handle (after `open`'s checks).
-    static func videoStream(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> StreamHandle {
+    package static func videoStream(_ input: FormatInput, allowStillImage: Bool = false) throws(MediaError) -> StreamHandle {
         let index = try videoStreamIndex(input, allowStillImage: allowStillImage)
         guard let handle = input.stream(index: index) else {
             throw MediaError(
@@ -175,7 +175,7 @@ public enum Probe {
     }
 
     /// The main audio stream, if any has a decoder here.
-    static func audioStream(_ input: FormatInput, video: Int) -> StreamHandle? {
+    package static func audioStream(_ input: FormatInput, video: Int) -> StreamHandle? {
         let found = av_find_best_stream(input.pointer, AVMEDIA_TYPE_AUDIO, -1, Int32(video), nil, 0)
         guard found >= 0, let handle = input.stream(index: Int(found)) else { return nil }
         let par = handle.parameters.pointee
@@ -194,7 +194,7 @@ public enum Probe {
             ].contains(id)
     }
 
-    static func describe(_ input: FormatInput, fileSize: Int64, allowStillImage: Bool = false) throws(MediaError)
+    package static func describe(_ input: FormatInput, fileSize: Int64, allowStillImage: Bool = false) throws(MediaError)
         -> MediaInfo
     {
         let handle = try videoStream(input, allowStillImage: allowStillImage)
@@ -276,7 +276,7 @@ public enum Probe {
     }
 
     /// Clockwise rotation from the stream's display matrix, snapped to a multiple of 90.
-    static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
+    package static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
         var size: Int = 0
         guard let data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 36 else { return 0 }
         let angle = data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }

@@ -61,17 +61,17 @@ public struct Reframe: Sendable, Codable, Equatable {
 
 /// Turns a reframe's displayed-picture fractions into stored-picture pixels (the output keeps the
 /// source's rotation as display metadata, so the crop is taken from the stored picture).
-struct StoredCrop {
-    let codedWidth: Int
-    let codedHeight: Int
-    let rotation: Int
+package struct StoredCrop {
+    package let codedWidth: Int
+    package let codedHeight: Int
+    package let rotation: Int
     /// Crop size in stored pixels.
-    let width: Int
-    let height: Int
+    package let width: Int
+    package let height: Int
     /// Chroma alignment of the crop's origin.
-    let alignment = 2
+    package let alignment = 2
 
-    init(reframe: Reframe, codedWidth: Int, codedHeight: Int, rotation: Int) {
+    package init(reframe: Reframe, codedWidth: Int, codedHeight: Int, rotation: Int) {
         self.codedWidth = codedWidth
         self.codedHeight = codedHeight
         self.rotation = ((rotation % 360) + 360) % 360
@@ -84,7 +84,7 @@ struct StoredCrop {
     }
 
     /// The stored-pixel window whose centre shows at display fractions (`x`, `y`).
-    func rect(centerX x: Double, centerY y: Double) -> CropRect {
+    package func rect(centerX x: Double, centerY y: Double) -> CropRect {
         let (u, v): (Double, Double)
         switch rotation {
         case 90: (u, v) = (y, 1 - x)

@@ -5,13 +5,13 @@ import Foundation
 /// The render's middle stage: turns source pictures into output pictures (tone map, scale, crop)
 /// and lays crossfades; a source already in the output's form goes on untouched. Owns the
 /// converter and the pictures held back for a crossfade; sound and copies pass through in order.
-final class RenderConvertStage {
-    let converter: VideoConverter
+package final class RenderConvertStage {
+    package let converter: VideoConverter
     /// The tail of the previous segment, converted, for the next segment's crossfade.
     private let hold: [Frame]
     private let queues: RenderQueues
 
-    init(converter: VideoConverter, crossfadeFrames: Int, queues: RenderQueues) throws(MediaError) {
+    package init(converter: VideoConverter, crossfadeFrames: Int, queues: RenderQueues) throws(MediaError) {
         self.converter = converter
         self.queues = queues
         var held: [Frame] = []
@@ -21,7 +21,7 @@ final class RenderConvertStage {
         hold = held
     }
 
-    func run() throws(MediaError) {
+    package func run() throws(MediaError) {
         while true {
             let step = try queues.decoded.pop()
             guard case .picture(let picture) = step else {

@@ -5,46 +5,46 @@ import Foundation
 /// The render's first stage: seeks to each segment, demuxes and decodes it, and hands on, in
 /// output order, the source picture of every output slot and the segment's sound (laid by the
 /// joiner). Owns the demuxer, the decoders and the joiner.
-final class RenderDecodeStage {
-    let request: RenderRequest
-    let cancellation: CancellationToken?
-    let input: FormatInput
-    let videoStream: StreamHandle
-    let video: CodecContext
+package final class RenderDecodeStage {
+    package let request: RenderRequest
+    package let cancellation: CancellationToken?
+    package let input: FormatInput
+    package let videoStream: StreamHandle
+    package let video: CodecContext
     /// The sound's decoder and resampler (nil: the source is silent).
-    let sound: SegmentSound?
-    let plan: EditPlan
-    let queues: RenderQueues
-    let joiner: AudioJoiner
-    let start: Double
+    package let sound: SegmentSound?
+    package let plan: EditPlan
+    package let queues: RenderQueues
+    package let joiner: AudioJoiner
+    package let start: Double
     // Reused per-frame objects.
-    let packet: Packet
-    let decoded: Frame
-    let current: Frame
+    package let packet: Packet
+    package let decoded: Frame
+    package let current: Frame
     private var videoDamaged = 0
     /// Damaged packets and frames skipped over.
-    var damaged: Int { videoDamaged + (sound?.damaged ?? 0) }
+    package var damaged: Int { videoDamaged + (sound?.damaged ?? 0) }
     /// Within the current segment.
-    var segment: EditPlan.Segment
-    var slot = 0
-    var haveCurrent = false
-    var videoDone = false
+    package var segment: EditPlan.Segment
+    package var slot = 0
+    package var haveCurrent = false
+    package var videoDone = false
     /// The current segment's decode bounds (reset at each segment's seek).
-    var limiter: DecodeGuard
+    package var limiter: DecodeGuard
     /// The reframe's window in stored pixels, and the segment being rendered (its track).
-    let crop: StoredCrop?
-    var segmentIndex = 0
+    package let crop: StoredCrop?
+    package var segmentIndex = 0
     /// Where each new segment lies in the earlier render (nil when nothing is copied).
-    let reused: ReusedSegments?
+    package let reused: ReusedSegments?
     private(set) var copiedFrames = 0
     /// The current segment's piece of the earlier render, until it is copied.
-    var duePiece: ReusedSegments.Piece?
+    package var duePiece: ReusedSegments.Piece?
     /// After a copied piece: video packets are not decoded until this keyframe (its decode
     /// timestamp), the last one before the frames the segment still has to encode.
-    var resumeVideoAt: Int64?
-    var lastVideoDTS = Int64.min
+    package var resumeVideoAt: Int64?
+    package var lastVideoDTS = Int64.min
 
-    init(
+    package init(
         _ source: RenderSource, request: RenderRequest, crop: StoredCrop?, reused: ReusedSegments?,
         queues: RenderQueues, cancellation: CancellationToken?
     ) throws(MediaError) {
@@ -72,11 +72,11 @@ final class RenderDecodeStage {
     }
 
     /// How long before a range's start every frame is decoded again (covers B-frame reordering).
-    static let preRollMargin = 1.0
+    package static let preRollMargin = 1.0
 
-    var path: String { request.source }
+    package var path: String { request.source }
 
-    func run() throws(MediaError) {
+    package func run() throws(MediaError) {
         for (index, s) in plan.segments.enumerated() {
             segmentIndex = index
             try renderSegment(s)
@@ -177,7 +177,7 @@ final class RenderDecodeStage {
         return false
     }
 
-    func packetTime(_ stream: StreamHandle) -> Double {
+    package func packetTime(_ stream: StreamHandle) -> Double {
         let ts = packet.pts != MediaTime.noPTS ? packet.pts : packet.dts
         return ts == MediaTime.noPTS ? -Double.infinity : MediaTime.seconds(ts, stream.timeBase) - start
     }

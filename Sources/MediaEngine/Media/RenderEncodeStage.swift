@@ -4,8 +4,8 @@ import Foundation
 /// The render's last stage: encodes the output pictures and sound in the order they come and
 /// copies the earlier render's pieces; owns the writer (and the earlier render), and reports the
 /// progress.
-final class RenderEncodeStage {
-    let writer: MediaWriter
+package final class RenderEncodeStage {
+    package let writer: MediaWriter
     private let earlier: EarlierRender?
     private let queues: RenderQueues
     private let cancellation: CancellationToken?
@@ -16,7 +16,7 @@ final class RenderEncodeStage {
     private var framesDone = 0
     private var lastReported = -1.0
 
-    init(
+    package init(
         writer: MediaWriter, earlier: EarlierRender?, queues: RenderQueues, plan: EditPlan,
         cancellation: CancellationToken?, progress: ((Double) -> Void)?, path: String
     ) {
@@ -29,7 +29,7 @@ final class RenderEncodeStage {
         totalSlots = max(1, plan.totalFrames + plan.crossfadeFrames * (plan.segments.count - 1))
     }
 
-    func run() throws(MediaError) {
+    package func run() throws(MediaError) {
         while true {
             let step = try queues.converted.pop()
             try cancellation?.check("render", path: path)
@@ -57,7 +57,7 @@ final class RenderEncodeStage {
         }
     }
 
-    func report(_ fraction: Double) {
+    package func report(_ fraction: Double) {
         guard let progress else { return }
         let value = min(1, max(0, fraction))
         if value >= 1 || value - lastReported >= 0.005 {

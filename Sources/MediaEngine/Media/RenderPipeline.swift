@@ -4,8 +4,8 @@ import Foundation
 
 /// One output slot's picture on its way from the decode stage (a source picture) through the
 /// convert stage (an output picture) to the encoder.
-struct RenderPicture {
-    enum Blend {
+package struct RenderPicture {
+    package enum Blend {
         /// Encoded as it is.
         case none
         /// Blended with held-back picture `index` of the previous segment's tail, at `weight`.
@@ -14,20 +14,20 @@ struct RenderPicture {
         case hold(index: Int)
     }
 
-    var frame: Frame
+    package var frame: Frame
     /// In output frames.
-    var pts: Int64
-    var keyframe: Bool
+    package var pts: Int64
+    package var keyframe: Bool
     /// The reframe's window, in the source picture's stored pixels.
-    var crop: CropRect?
-    var blend: Blend
+    package var crop: CropRect?
+    package var blend: Blend
     /// The frame is one of the convert stage's output pictures (else a source picture's shell).
-    var converted: Bool
+    package var converted: Bool
 }
 
 /// What one stage hands the next, in output order: the encoder sees pictures and sound in the
 /// order a single thread would have written them, so the file is the same.
-enum RenderStep {
+package enum RenderStep {
     case picture(RenderPicture)
     case audio(AudioBlock)
     /// Frames `first..<first+count` of the earlier render, copied to output frame `to`.
@@ -40,14 +40,14 @@ enum RenderStep {
 
 /// A block of output sound (48 kHz stereo, planar float) on its way to the encoder; blocks go back
 /// to the decode stage through a queue of free ones.
-final class AudioBlock {
-    static let capacity = 4096
-    let left: UnsafeMutablePointer<Float>
-    let right: UnsafeMutablePointer<Float>
-    let planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    var count = 0
+package final class AudioBlock {
+    package static let capacity = 4096
+    package let left: UnsafeMutablePointer<Float>
+    package let right: UnsafeMutablePointer<Float>
+    package let planes: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    package var count = 0
 
-    init() {
+    package init() {
         left = .allocate(capacity: AudioBlock.capacity)
         right = .allocate(capacity: AudioBlock.capacity)
         planes = .allocate(capacity: 2)
@@ -65,21 +65,21 @@ final class AudioBlock {
 /// The queues of one render: the steps between the stages and the free buffers going back.
 /// Every buffer is allocated up front; a queue of free ones holds all of its kind, so giving one
 /// back never waits.
-final class RenderQueues: @unchecked Sendable {
+package final class RenderQueues: @unchecked Sendable {
     /// Source pictures in flight (4K 10-bit: 25 MB each, in the decoder's buffers).
-    static let sourcePictures = 4
+    package static let sourcePictures = 4
     /// Output pictures in flight.
-    static let outputPictures = 3
-    static let audioBlocks = 8
+    package static let outputPictures = 3
+    package static let audioBlocks = 8
 
-    let stop = RenderStop()
-    let decoded: RenderQueue<RenderStep>
-    let converted: RenderQueue<RenderStep>
-    let freeSources: RenderQueue<Frame>
-    let freeOutputs: RenderQueue<Frame>
-    let freeAudio: RenderQueue<AudioBlock>
+    package let stop = RenderStop()
+    package let decoded: RenderQueue<RenderStep>
+    package let converted: RenderQueue<RenderStep>
+    package let freeSources: RenderQueue<Frame>
+    package let freeOutputs: RenderQueue<Frame>
+    package let freeAudio: RenderQueue<AudioBlock>
 
-    init(width: Int, height: Int) throws(MediaError) {
+    package init(width: Int, height: Int) throws(MediaError) {
         decoded = RenderQueue(capacity: 2, stop: stop)
         converted = RenderQueue(capacity: 2, stop: stop)
         freeSources = RenderQueue(capacity: RenderQueues.sourcePictures, stop: stop)
@@ -93,7 +93,7 @@ final class RenderQueues: @unchecked Sendable {
     }
 
     /// Gives a picture back to the pool it came from once it is encoded or converted.
-    func giveBack(_ picture: RenderPicture) {
+    package func giveBack(_ picture: RenderPicture) {
         if picture.converted {
             try? freeOutputs.push(picture.frame)
         } else {
@@ -104,7 +104,7 @@ final class RenderQueues: @unchecked Sendable {
 
     /// Runs each stage on its own thread (not Swift's cooperative pool: a render blocks for
     /// minutes) and waits for all of them. The first error stops the others and is thrown.
-    func run(_ stages: [(name: String, body: () throws(MediaError) -> Void)]) throws(MediaError) {
+    package func run(_ stages: [(name: String, body: () throws(MediaError) -> Void)]) throws(MediaError) {
         let finished = DispatchSemaphore(value: 0)
         for stage in stages {
             let body = StageBody(done: finished) { [stop] in
@@ -127,12 +127,12 @@ private final class StageBody: @unchecked Sendable {
     private var work: (() -> Void)?
     private let done: DispatchSemaphore
 
-    init(done: DispatchSemaphore, _ work: @escaping () -> Void) {
+    package init(done: DispatchSemaphore, _ work: @escaping () -> Void) {
         self.work = work
         self.done = done
     }
 
-    func run() {
+    package func run() {
         work?()
         work = nil
         done.signal()

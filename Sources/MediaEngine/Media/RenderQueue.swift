@@ -4,30 +4,30 @@ import Synchronization
 
 /// The first error of a render's stages. Recording it stops every stage: each queue wakes its
 /// waiters, and they throw `RenderStop.stopped`, which is not recorded (the first error wins).
-final class RenderStop: @unchecked Sendable {
+package final class RenderStop: @unchecked Sendable {
     /// What a stage throws when another stage stopped the render; never reported.
-    static let stopped = MediaError(.cancelled, operation: "render", detail: "stopped by another stage")
+    package static let stopped = MediaError(.cancelled, operation: "render", detail: "stopped by another stage")
 
     private let lock = NSLock()
     private var first: MediaError?
     private var wakers: [() -> Void] = []
     private let flag = Atomic<Bool>(false)
 
-    var isStopped: Bool { flag.load(ordering: .acquiring) }
+    package var isStopped: Bool { flag.load(ordering: .acquiring) }
 
-    var error: MediaError? {
+    package var error: MediaError? {
         lock.lock()
         defer { lock.unlock() }
         return first
     }
 
-    func register(_ waker: @escaping () -> Void) {
+    package func register(_ waker: @escaping () -> Void) {
         lock.lock()
         wakers.append(waker)
         lock.unlock()
     }
 
-    func fail(_ error: MediaError) {
+    package func fail(_ error: MediaError) {
         lock.lock()
         let wake = first == nil ? wakers : []
         if first == nil { first = error }
@@ -41,14 +41,14 @@ final class RenderStop: @unchecked Sendable {
 /// back): `push` waits while it is full and `pop` while it is empty, so the stages run at once
 /// but no stage gets more than `capacity` items ahead. Items are moved through it; the ring is
 /// allocated once.
-final class RenderQueue<Element>: @unchecked Sendable {
+package final class RenderQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
     private var ring: [Element?]
     private var head = 0
     private var count = 0
     private let stop: RenderStop
 
-    init(capacity: Int, stop: RenderStop) {
+    package init(capacity: Int, stop: RenderStop) {
         ring = Array(repeating: nil, count: max(1, capacity))
         self.stop = stop
         stop.register { [condition] in
@@ -59,7 +59,7 @@ final class RenderQueue<Element>: @unchecked Sendable {
         }
     }
 
-    func push(_ element: Element) throws(MediaError) {
+    package func push(_ element: Element) throws(MediaError) {
         condition.lock()
         defer { condition.unlock() }
         while count == ring.count && !stop.isStopped { condition.wait() }
@@ -69,7 +69,7 @@ final class RenderQueue<Element>: @unchecked Sendable {
         condition.broadcast()
     }
 
-    func pop() throws(MediaError) -> Element {
+    package func pop() throws(MediaError) -> Element {
         condition.lock()
         defer { condition.unlock() }
         while count == 0 && !stop.isStopped { condition.wait() }

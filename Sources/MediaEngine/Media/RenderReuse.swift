@@ -25,8 +25,8 @@ public struct RenderReuse: Sendable {
 /// from a keyframe in that part (every segment starts on one, and the encoder puts one at least
 /// every 2 s) to the last keyframe or segment end in it decode on their own and are copied; the
 /// frames around them are encoded.
-struct ReusedSegments {
-    struct Piece: Equatable {
+package struct ReusedSegments {
+    package struct Piece: Equatable {
         /// The earlier render's output frame showing the piece's first frame.
         var earlierFirst: Int
         /// Frames copied.
@@ -35,9 +35,9 @@ struct ReusedSegments {
         var offset: Int
     }
     /// For each new segment, the longest piece of the earlier render it can copy.
-    let pieces: [Piece?]
+    package let pieces: [Piece?]
 
-    init(plan: EditPlan, earlier: [TimeRange], render: EarlierRender) {
+    package init(plan: EditPlan, earlier: [TimeRange], render: EarlierRender) {
         let frameDuration = Double(plan.frameRate.den) / Double(plan.frameRate.num)
         var layout: [(start: Double, first: Int, frames: Int)] = []
         var first = 0
@@ -67,28 +67,28 @@ struct ReusedSegments {
         }
     }
 
-    var isEmpty: Bool { pieces.allSatisfy { $0 == nil } }
+    package var isEmpty: Bool { pieces.allSatisfy { $0 == nil } }
 }
 
 /// The earlier render opened for copying: its video packets indexed (decode order, times in
 /// output frames), and each copyable piece checked before anything is written.
-final class EarlierRender {
-    struct Entry {
+package final class EarlierRender {
+    package struct Entry {
         var pts: Int64
         var dts: Int64
         var key: Bool
     }
 
-    let input: FormatInput
-    let stream: StreamHandle
-    let start: Double
-    let frameRate: Rational
+    package let input: FormatInput
+    package let stream: StreamHandle
+    package let start: Double
+    package let frameRate: Rational
     private(set) var entries: [Entry] = []
     private let packet: Packet
 
     /// Opens `path` and indexes its video; nil when it cannot be copied from into a stream with
     /// this size, rate, rotation and these parameter sets (then everything is encoded).
-    init?(
+    package init?(
         path: String, width: Int, height: Int, frameRate: Rational, rotation: Int, extradata: [UInt8],
         cancellation: CancellationToken?
     ) {
@@ -134,7 +134,7 @@ final class EarlierRender {
     /// The longest run of frames within `lo..<hi` that decodes on its own: from the first keyframe
     /// at or after `lo` to the last keyframe at or before `hi` (or to `hi` when it is the earlier
     /// segment's end, where the next segment's IDR frame, or the end, follows).
-    func piece(from lo: Int, to hi: Int, segmentEnd: Int) -> (first: Int, count: Int)? {
+    package func piece(from lo: Int, to hi: Int, segmentEnd: Int) -> (first: Int, count: Int)? {
         let keys = entries.lazy.filter { $0.key }.map { Int($0.pts) }
         guard let start = keys.filter({ $0 >= lo && $0 < hi }).min() else { return nil }
         let end = hi == segmentEnd ? hi : keys.filter { $0 > start && $0 <= hi }.max()
@@ -144,7 +144,7 @@ final class EarlierRender {
 
     /// True when frames `first..<first+count` are exactly the pictures from a keyframe at `first`
     /// to the next keyframe at `first+count` or a later one (or the end): a piece that decodes alone.
-    func holds(first: Int, count: Int) -> Bool {
+    package func holds(first: Int, count: Int) -> Bool {
         guard let k = entries.firstIndex(where: { $0.pts == Int64(first) }), entries[k].key else { return false }
         let end = Int64(first + count)
         var n = 0
@@ -158,7 +158,7 @@ final class EarlierRender {
 
     /// The writer's stream carries Annex B pictures (start codes, as libx264 gives them; the MP4
     /// muxer turns them into length-prefixed units): an MP4's 4-byte lengths become start codes.
-    static func toAnnexB(_ packet: Packet, path: String) throws(MediaError) {
+    package static func toAnnexB(_ packet: Packet, path: String) throws(MediaError) {
         try check(av_packet_make_writable(packet.pointer), "av_packet_make_writable", path: path)
         guard let data = packet.pointer.pointee.data else { return }
         let size = Int(packet.pointer.pointee.size)
@@ -176,7 +176,7 @@ final class EarlierRender {
     }
 
     /// Copies the piece `first..<first+count` to `writer`, its frame `first` becoming `to`.
-    func copy(first: Int, count: Int, to outputFrame: Int, writer: MediaWriter, path: String) throws(MediaError) {
+    package func copy(first: Int, count: Int, to outputFrame: Int, writer: MediaWriter, path: String) throws(MediaError) {
         try input.seek(
             stream: stream.index, to: MediaTime.timestamp(Double(first) / frameRate.value + start, stream.timeBase))
         let shift = Int64(outputFrame - first)
@@ -211,14 +211,14 @@ final class EarlierRender {
 /// The SPS and PPS NAL units of H.264 extradata, in either form: Annex B (start codes, what
 /// libx264 gives) or `avcC` (length-prefixed, what an MP4 holds). Two streams whose sets are equal
 /// decode each other's pictures.
-struct H264ParameterSets: Equatable {
-    var units: [[UInt8]]
+package struct H264ParameterSets: Equatable {
+    package var units: [[UInt8]]
 
-    init(_ data: [UInt8]) {
+    package init(_ data: [UInt8]) {
         units = data.first == 1 ? H264ParameterSets.avcC(data) : H264ParameterSets.annexB(data)
     }
 
-    static func annexB(_ d: [UInt8]) -> [[UInt8]] {
+    package static func annexB(_ d: [UInt8]) -> [[UInt8]] {
         var units: [[UInt8]] = []
         var i = 0, start: Int?
         while i + 2 < d.count {
@@ -241,7 +241,7 @@ struct H264ParameterSets: Equatable {
         return u
     }
 
-    static func avcC(_ d: [UInt8]) -> [[UInt8]] {
+    package static func avcC(_ d: [UInt8]) -> [[UInt8]] {
         guard d.count >= 7 else { return [] }
         var units: [[UInt8]] = []
         var i = 5

@@ -5,16 +5,16 @@ import Foundation
 /// One render: opens the source and the output, then runs it as three stages on their own threads
 /// (decode, convert, encode) joined by small bounded queues, so that the decoder, the converter
 /// and the encoder work at once. Each C object belongs to one stage.
-final class RenderSession {
-    let request: RenderRequest
-    let plan: EditPlan
-    let rotation: Int
+package final class RenderSession {
+    package let request: RenderRequest
+    package let plan: EditPlan
+    package let rotation: Int
     private let queues: RenderQueues
     private let decodeStage: RenderDecodeStage
     private let convertStage: RenderConvertStage
     private let encodeStage: RenderEncodeStage
 
-    init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
+    package init(_ request: RenderRequest, cancellation: CancellationToken?, progress: ((Double) -> Void)?) throws(MediaError) {
         self.request = request
         if let last = request.segments.map(\.end).max(), last > request.limits.maxDecodedSeconds {
             throw MediaError(
@@ -71,7 +71,7 @@ final class RenderSession {
 
     /// The output's size: the source's display size within the quality's short side, or the
     /// reframe's window; and that window in stored pixels.
-    static func outputGeometry(_ video: VideoStreamInfo, request: RenderRequest) -> (OutputGeometry, StoredCrop?) {
+    package static func outputGeometry(_ video: VideoStreamInfo, request: RenderRequest) -> (OutputGeometry, StoredCrop?) {
         guard let reframe = request.reframe else {
             return (
                 OutputGeometry(
@@ -93,7 +93,7 @@ final class RenderSession {
 
     /// The encoder's settings; an SDR source keeps its colour tags (yuv->yuv scaling keeps its
     /// matrix; BT.709 when untagged), a tone-mapped one gets the encoder's BT.709 defaults.
-    static func videoEncoding(
+    package static func videoEncoding(
         _ geometry: OutputGeometry, frameRate: Rational, rotation: Int, source par: AVCodecParameters,
         toneMapped: Bool, request: RenderRequest
     ) -> VideoEncoding {
@@ -109,9 +109,9 @@ final class RenderSession {
         return settings
     }
 
-    var frameDuration: Double { Double(plan.frameRate.den) / Double(plan.frameRate.num) }
+    package var frameDuration: Double { Double(plan.frameRate.den) / Double(plan.frameRate.num) }
 
-    func run() throws(MediaError) -> RenderResult {
+    package func run() throws(MediaError) -> RenderResult {
         encodeStage.report(0)
         try queues.run([
             (name: "decode", body: decodeStage.run),
@@ -136,16 +136,16 @@ final class RenderSession {
 
 /// The opened source of a render: its demuxer, streams and decoders, and the edit laid on its
 /// frames.
-struct RenderSource {
-    let input: FormatInput
-    let info: MediaInfo
-    let videoStream: StreamHandle
-    let video: CodecContext
-    let sound: SegmentSound?
-    let plan: EditPlan
-    let start: Double
+package struct RenderSource {
+    package let input: FormatInput
+    package let info: MediaInfo
+    package let videoStream: StreamHandle
+    package let video: CodecContext
+    package let sound: SegmentSound?
+    package let plan: EditPlan
+    package let start: Double
 
-    init(_ request: RenderRequest, cancellation: CancellationToken?) throws(MediaError) {
+    package init(_ request: RenderRequest, cancellation: CancellationToken?) throws(MediaError) {
         // One open: the probe's packet scan is undone by the seek each segment starts with.
         let size = try Probe.fileSize(request.source)
         input = try Probe.open(request.source, size: size, cancellation: cancellation)

@@ -76,7 +76,7 @@ public enum Renderer {
 
     /// The output frame rate for a source: its average rate, snapped to a standard rate when the
     /// source's rate varies, capped at `maximum`.
-    static func outputFrameRate(average: AVRational, real: AVRational, variable: Bool, maximum: Double) -> Rational {
+    package static func outputFrameRate(average: AVRational, real: AVRational, variable: Bool, maximum: Double) -> Rational {
         func valid(_ q: AVRational) -> Bool { q.num > 0 && q.den > 0 && av_q2d(q) >= 1 && av_q2d(q) <= 1000 }
         var rate = valid(average) ? Rational(average) : valid(real) ? Rational(real) : Rational(30, 1)
         let standard = [

@@ -6,13 +6,13 @@ import Foundation
 /// and lays them on the segment by their timestamps (silence over gaps, overlap trimmed) through
 /// an `AudioJoiner`. Owns the audio decoder, the resampler and their buffers; both render paths
 /// (encoded and copied pictures) use it.
-final class SegmentSound {
-    let stream: StreamHandle
-    let decoder: CodecContext
-    let resampler: Resampler
-    let path: String
+package final class SegmentSound {
+    package let stream: StreamHandle
+    package let decoder: CodecContext
+    package let resampler: Resampler
+    package let path: String
     /// The container's start, in seconds (Moments' times count from it).
-    let start: Double
+    package let start: Double
     private let frame: Frame
     private let left: UnsafeMutablePointer<Float>
     private let right: UnsafeMutablePointer<Float>
@@ -23,7 +23,7 @@ final class SegmentSound {
     /// Damaged packets and frames skipped over.
     private(set) var damaged = 0
 
-    init(stream: StreamHandle, path: String, start: Double) throws(MediaError) {
+    package init(stream: StreamHandle, path: String, start: Double) throws(MediaError) {
         self.stream = stream
         self.path = path
         self.start = start
@@ -43,7 +43,7 @@ final class SegmentSound {
     }
 
     /// Before a segment's first packet (after a seek).
-    func reset() throws(MediaError) {
+    package func reset() throws(MediaError) {
         decoder.flushBuffers()
         try resampler.reset()
         cursor = nil
@@ -51,7 +51,7 @@ final class SegmentSound {
 
     /// Decodes `packet` (nil: drain) into the joiner's current segment, which starts at
     /// `segmentStart` seconds of the source.
-    func decode(
+    package func decode(
         _ packet: Packet?, into joiner: AudioJoiner, segmentStart: Double, limiter: inout DecodeGuard
     ) throws(MediaError) {
         let rc = decoder.send(packet)

@@ -7,12 +7,12 @@ import Foundation
 /// Luminance-based tone curve (hue preserved): linear up to a knee, then an exponential shoulder
 /// that reaches white at the content's peak; diffuse white (203 nits, ITU-R BT.2408) lands near
 /// SDR white. Lookup tables are built once; the per-pixel work is a few multiplies.
-final class ToneMapper {
-    enum Transfer {
+package final class ToneMapper {
+    package enum Transfer {
         case pq, hlg
 
         /// The HDR transfer a stream is tagged with; nil for SDR (and untagged) video.
-        init?(of stream: StreamHandle) {
+        package init?(of stream: StreamHandle) {
             switch stream.parameters.pointee.color_trc {
             case AVCOL_TRC_SMPTE2084: self = .pq
             case AVCOL_TRC_ARIB_STD_B67: self = .hlg
@@ -22,11 +22,11 @@ final class ToneMapper {
     }
 
     /// Reference (diffuse) white in nits: 1.0 in the linear domain below.
-    static let referenceWhite = 203.0
+    package static let referenceWhite = 203.0
     /// Below this linear level the curve is the identity.
-    static let knee: Float = 0.5
+    package static let knee: Float = 0.5
     /// Assumed mastering peak for PQ content; HLG's nominal display peak.
-    static let peakNits = 1000.0
+    package static let peakNits = 1000.0
 
     // The kernel's tables (moments_tone_tables): non-linear value -> linear, luminance -> gain,
     // linear -> 8-bit code. The whole curve is looked up: no transcendental maths per pixel.
@@ -35,9 +35,9 @@ final class ToneMapper {
     private let kernelGamma: UnsafeMutablePointer<UInt8>
     private let kernelGrey: UnsafeMutablePointer<Float>
     /// Linear luminance covered by the gain table: PQ's 10 000 nits.
-    static let gainMax: Float = Float(10_000 / referenceWhite)
+    package static let gainMax: Float = Float(10_000 / referenceWhite)
 
-    init(transfer: Transfer) {
+    package init(transfer: Transfer) {
         let steps = Int(MOMENTS_TONE_STEPS), gainSteps = Int(MOMENTS_GAIN_STEPS)
         kernelLinear = .allocate(capacity: steps)
         kernelGamma = .allocate(capacity: steps)
@@ -84,7 +84,7 @@ final class ToneMapper {
 
     /// Maps a 10-bit BT.2020 yuv420p picture to an 8-bit BT.709 yuv420p picture of the same size,
     /// or of half its width and height (`halve`: each output sample the mean of 2x2).
-    func map(yuv420p10 source: Frame, into output: Frame, halve: Bool = false) throws(MediaError) {
+    package func map(yuv420p10 source: Frame, into output: Frame, halve: Bool = false) throws(MediaError) {
         guard let y = source.data(0), let u = source.data(1), let v = source.data(2),
             let oy = output.data(0), let ou = output.data(1), let ov = output.data(2)
         else {
@@ -103,7 +103,7 @@ final class ToneMapper {
     }
 
     /// The tone curve on linear luminance (1.0 = reference white); returns 0...1.
-    static func curve(_ l: Float, peak: Float) -> Float {
+    package static func curve(_ l: Float, peak: Float) -> Float {
         guard l > knee else { return l }
         let span = 1 - knee
         let x = (l - knee) / max(peak - knee, 1e-3) * 4  // reaches ~98 % of white at the peak

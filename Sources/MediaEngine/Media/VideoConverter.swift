@@ -4,16 +4,16 @@ import FFmpeg
 /// Turns decoded source pictures into output pictures: 8-bit yuv420p at the output size. A source
 /// already in that form passes through untouched; HDR goes through the tone mapper; anything else
 /// (other sizes, 10-bit, full range, 4:2:2...) through one sws conversion.
-final class VideoConverter {
-    let width: Int
-    let height: Int
+package final class VideoConverter {
+    package let width: Int
+    package let height: Int
     private let scaler: Scaler
     /// HDR: scaled to the output size first, staying in 10 bits, then tone-mapped there.
     private let hdr: (toOutputSize: Scaler, scaled: Frame, mapper: ToneMapper)?
 
     /// `filter`: the sws scaling filter (bicubic for output pictures; the analysis's large
     /// reductions take area averaging).
-    init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?, filter: Int32 = SWS_BICUBIC) throws(MediaError) {
+    package init(width: Int, height: Int, hdrTransfer: ToneMapper.Transfer?, filter: Int32 = SWS_BICUBIC) throws(MediaError) {
         self.width = width
         self.height = height
         scaler = Scaler(width: width, height: height, format: AV_PIX_FMT_YUV420P, flags: filter)
@@ -33,12 +33,12 @@ final class VideoConverter {
     /// BT.709 so that the analysers, their thresholds (measured on SDR footage) and the look-alike
     /// colours see an HDR recording as they see the same scene in SDR (HLG's BT.2020 code values
     /// crowd colours together: distinct moments looked alike).
-    static func analysis(width: Int, height: Int, stream: StreamHandle) throws(MediaError) -> VideoConverter {
+    package static func analysis(width: Int, height: Int, stream: StreamHandle) throws(MediaError) -> VideoConverter {
         try VideoConverter(width: width, height: height, hdrTransfer: ToneMapper.Transfer(of: stream), filter: SWS_AREA)
     }
 
     /// True when `frame` can go to the encoder as it is.
-    func passesThrough(_ frame: Frame) -> Bool {
+    package func passesThrough(_ frame: Frame) -> Bool {
         hdr == nil && frame.width == width && frame.height == height && frame.pixelFormat == AV_PIX_FMT_YUV420P
             && frame.pointer.pointee.color_range != AVCOL_RANGE_JPEG
     }
@@ -46,7 +46,7 @@ final class VideoConverter {
     /// Converts `source` (or its `crop` window) into `output` (a writable yuv420p frame of the output
     /// size). A tone-mapped picture is tagged as what the tone mapper writes (BT.709, limited range),
     /// for a conversion that reads the tags after it (the storyboard's RGB, the poster's JPEG).
-    func convert(_ source: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
+    package func convert(_ source: Frame, into output: Frame, crop: CropRect? = nil) throws(MediaError) {
         try output.makeWritable()
         if hdr != nil {
             output.pointer.pointee.colorspace = AVCOL_SPC_BT709
@@ -78,7 +78,7 @@ final class VideoConverter {
     }
 
     /// Blends `other` into `frame`: frame = frame * weight + other * (1 - weight), weight in 0...1.
-    static func blend(_ frame: Frame, with other: Frame, weight: Double) {
+    package static func blend(_ frame: Frame, with other: Frame, weight: Double) {
         let w = Int32((weight * 256).rounded())
         for plane in 0..<3 {
             guard let a = frame.data(plane), let b = other.data(plane) else { continue }

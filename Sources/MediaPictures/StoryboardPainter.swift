@@ -1,3 +1,4 @@
+import MediaEngine
 import Foundation
 
 /// The storyboard's colours.

@@ -1,3 +1,4 @@
+import MediaEngine
 import FFmpeg
 import Foundation
 

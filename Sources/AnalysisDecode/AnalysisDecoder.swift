@@ -1,3 +1,4 @@
+import MediaEngine
 import CFFmpeg
 import FFmpeg
 import Foundation

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// A colour of the storyboard, 8 bits a channel (sRGB).
 public struct StoryboardColor: Sendable, Equatable, Hashable {
     public var red: UInt8

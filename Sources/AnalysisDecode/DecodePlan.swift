@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// How the analysis decodes an input, chosen per input from what it costs to decode and how its
 /// keyframes are spaced.
 ///
