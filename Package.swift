@@ -110,7 +110,7 @@ let package = Package(
         // pushes) and the repository protocols both engines implement; no database library.
         .target(
             name: "Store",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaVocabulary", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The embedded engine: the store on SQLite (GRDB, WAL), schema by migrations.
         .target(
@@ -227,6 +227,7 @@ let package = Package(
         .target(
             name: "MomentsServer",
             dependencies: [
+                "MediaVocabulary",
                 "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia", "Requests", "Isolation",
                 "MediaEngine", "Highlight", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),

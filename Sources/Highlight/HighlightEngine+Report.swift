@@ -104,25 +104,13 @@ extension HighlightEngine {
     }
 }
 
-/// The storyboard picture's size and its filmstrip row, in pixels: the row's left and right edges
-/// are the time axis (0 to the input's duration).
-public struct StoryboardFrame: Sendable, Codable, Equatable {
-    public var width: Int
-    public var height: Int
-    public var filmstrip: Box
-
-    public struct Box: Sendable, Codable, Equatable {
-        public var x: Int
-        public var y: Int
-        public var width: Int
-        public var height: Int
-    }
-
-    public init(_ layout: StoryboardLayout) {
-        width = layout.width
-        height = layout.height
-        filmstrip = Box(
-            x: layout.plotLeft, y: layout.filmstrip.y, width: layout.plotRight - layout.plotLeft,
-            height: layout.filmstrip.height)
+extension StoryboardFrame {
+    /// Where `layout` puts the filmstrip: the row's height, and its width between the time axis's ends.
+    init(_ layout: StoryboardLayout) {
+        self.init(
+            width: layout.width, height: layout.height,
+            filmstrip: Box(
+                x: layout.plotLeft, y: layout.filmstrip.y, width: layout.plotRight - layout.plotLeft,
+                height: layout.filmstrip.height))
     }
 }

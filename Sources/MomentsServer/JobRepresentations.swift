@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Accounts
 import Foundation
 import Hummingbird
@@ -151,7 +152,7 @@ struct JobDetailResponse: ResponseEncodable {
         /// quality=original: the H.264 preview every browser plays.
         var preview: JobPreviewView?
         /// The storyboard picture's size and its filmstrip row, in pixels.
-        var storyboard: JobStoryboard?
+        var storyboard: StoryboardFrame?
         enum CodingKeys: String, CodingKey {
             case duration, size, width, height, analysisReused = "analysis_reused", render, preview, storyboard
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 public enum JobState: String, Codable, Sendable, CaseIterable {
     case pending, processing, completed, failed, cancelled
@@ -83,33 +84,10 @@ public struct JobOutput: Codable, Sendable, Equatable {
     /// `quality=original`: the small H.264 copy every browser plays, made after the job completed.
     public var preview: JobPreview?
     /// The storyboard picture's size and its filmstrip row (nil: no storyboard).
-    public var storyboard: JobStoryboard?
+    public var storyboard: StoryboardFrame?
 
     public init(duration: Double, size: Int64, width: Int, height: Int) {
         self.duration = duration; self.size = size; self.width = width; self.height = height
-    }
-}
-
-/// Where a storyboard picture's filmstrip sits, in pixels: the row's left edge is 0 s, its right
-/// edge the input's duration.
-public struct JobStoryboard: Codable, Sendable, Equatable {
-    public var width: Int
-    public var height: Int
-    public var filmstrip: Box
-
-    public struct Box: Codable, Sendable, Equatable {
-        public var x: Int
-        public var y: Int
-        public var width: Int
-        public var height: Int
-
-        public init(x: Int, y: Int, width: Int, height: Int) {
-            self.x = x; self.y = y; self.width = width; self.height = height
-        }
-    }
-
-    public init(width: Int, height: Int, filmstrip: Box) {
-        self.width = width; self.height = height; self.filmstrip = filmstrip
     }
 }
 

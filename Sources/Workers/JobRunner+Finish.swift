@@ -142,7 +142,7 @@ extension JobRunner {
             earlier.preview = nil
         }
         if earlier.preview?.state != .ready { earlier.preview = nil }
-        earlier.storyboard = Self.storyboard(of: result.report)
+        earlier.storyboard = result.report.storyboard
         if result.report.storyboardReused == true,
             (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard])) == nil
         {
@@ -196,18 +196,8 @@ extension JobRunner {
         output.duplicateOf = result.report.duplicateOf.map {
             JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
         }
-        output.storyboard = earlier != nil ? earlier?.storyboard : storyboard(of: result.report)
+        output.storyboard = earlier != nil ? earlier?.storyboard : result.report.storyboard
         return output
-    }
-
-    /// Where the storyboard's filmstrip sits, as the report says (nil: no storyboard).
-    static func storyboard(of report: HighlightReport) -> JobStoryboard? {
-        report.storyboard.map {
-            JobStoryboard(
-                width: $0.width, height: $0.height,
-                filmstrip: JobStoryboard.Box(
-                    x: $0.filmstrip.x, y: $0.filmstrip.y, width: $0.filmstrip.width, height: $0.filmstrip.height))
-        }
     }
 
     /// The chosen segments with their scores and, when reframed, each one's mean crop window.
