@@ -153,7 +153,8 @@ struct JobEventsController {
 
 /// What wakes a job's event stream: the store saying its job changed (or that any may have), its
 /// key revoked, or the heartbeat due (the job is then read again too, should an event have been
-/// lost). Wake-ups that come while the stream is busy collapse into one.
+/// lost). Wake-ups that come while the stream is busy collapse into one. Its tasks hold the
+/// continuation, not this object.
 final class StreamWakeUps: Sendable {
     let wakes: AsyncStream<Void>
     let revoked = EventStreamSlots.Flag()
@@ -186,6 +187,10 @@ final class StreamWakeUps: Sendable {
         for task in tasks { task.cancel() }
         wake.finish()
     }
+
+    /// Should the response never run (the client went before its head), its watchers stop when
+    /// the last reference goes, as the stream's slot does.
+    deinit { stop() }
 }
 
 /// Event streams open in this process, per account. A slot is given back by `release` or, should
