@@ -614,8 +614,13 @@ int moments_map_large_allocations(size_t threshold) {
     return mallopt(M_MMAP_THRESHOLD, (int)threshold) == 1 ? 0 : -1;
 }
 
-size_t moments_mapped_allocation_bytes(void) {
-    return mallinfo2().hblkhd;
+int moments_is_mapped_allocation(const void *pointer) {
+    // glibc keeps a chunk's size in the word before the pointer; bit 1 (IS_MMAPPED) says the chunk
+    // has a mapping of its own. Asked of one buffer, so other threads' allocations cannot change
+    // the answer (mallinfo2's process-wide total can).
+    if (pointer == NULL) return 0;
+    const size_t *header = (const size_t *)pointer - 1;
+    return (*header & 0x2) != 0;
 }
 
 // MARK: - The job's cgroup

@@ -16,6 +16,8 @@ public enum ProcessMemory {
         _ = moments_map_large_allocations(largeAllocation)
     }
 
-    /// Bytes in allocations mapped on their own: the ones freeing gives back at once.
-    public static var mappedBytes: Int { Int(moments_mapped_allocation_bytes()) }
+    /// Whether a malloc'd buffer has a mapping of its own, which freeing gives back at once.
+    public static func isMappedOnItsOwn(_ buffer: UnsafeMutableRawPointer) -> Bool {
+        moments_is_mapped_allocation(buffer) == 1
+    }
 }

@@ -102,8 +102,8 @@ int moments_is_dumpable(void);
 /// freed buffers of one pass in its arenas while the next allocates anew, and the peak RSS is the
 /// sum. 0, or -1 when glibc refused the value.
 int moments_map_large_allocations(size_t threshold);
-/// Bytes glibc holds in allocations mapped on their own (mallinfo2's hblkhd).
-size_t moments_mapped_allocation_bytes(void);
+/// 1 when glibc gave this malloc'd buffer a mapping of its own (freeing it unmaps it), else 0.
+int moments_is_mapped_allocation(const void *pointer);
 
 /// open(path, O_WRONLY | O_CLOEXEC): the descriptor or -errno.
 int moments_open_write(const char *path);
