@@ -165,7 +165,7 @@ let package = Package(
         .target(
             name: "Isolation",
             dependencies: [
-                "FFmpeg", "CIsolation", "Highlight", "Analysis", "MediaEngine",
+                "CIsolation", "MediaVocabulary",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio")
@@ -207,7 +207,7 @@ let package = Package(
         .target(
             name: "Uploads",
             dependencies: [
-                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "MediaEngine", "MomentsConfig", "ObjectStorage", "CFileSync",
+                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "HighlightJob", "MomentsConfig", "ObjectStorage", "CFileSync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -218,9 +218,18 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "FFmpeg", "Store", "JobMedia", "Isolation", "Requests", "Highlight", "Analysis", "MediaEngine", "MomentsConfig", "Telemetry",
+                "MediaVocabulary", "Store", "JobMedia", "Isolation", "HighlightJob", "Requests", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
+        // A highlight job's media side: its request, the job child (protocol and program), the
+        // recognition of re-uploads, and the result to record, in the store's terms.
+        .target(
+            name: "HighlightJob",
+            dependencies: [
+                "FFmpeg", "MediaEngine", "Highlight", "Analysis", "Isolation", "Store", "JobMedia", "Telemetry",
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // HTTP: Hummingbird application, one controller per resource, problem+json errors.
@@ -229,7 +238,7 @@ let package = Package(
             dependencies: [
                 "MediaVocabulary",
                 "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia", "Requests", "Isolation",
-                "MediaEngine", "Highlight", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
+                "MediaEngine", "Highlight", "HighlightJob", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -272,7 +281,7 @@ let package = Package(
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig", "MediaConfig",
-                "MomentsServer",
+                "MomentsServer", "HighlightJob",
                 "Store",
                 "SQLiteStore",
                 "PostgresStore",
@@ -304,7 +313,7 @@ let package = Package(
             dependencies: [
                 "AnalysisDecode", "MediaPictures",
                 "MomentsServer", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
-                "Requests", "Isolation", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
+                "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,18 +1,8 @@
-import FFmpeg
-import Synchronization
+import MediaVocabulary
 
-/// Asks a long media operation (analysis decode, render) to stop. The operation checks it between
-/// packets and inside FFmpeg's blocking I/O, so it stops well within a second and throws
-/// `MediaError.Kind.cancelled`.
-public final class CancellationToken: Sendable {
-    private let flag = Atomic<Bool>(false)
-
-    public init() {}
-
-    public func cancel() { flag.store(true, ordering: .relaxed) }
-
-    public var isCancelled: Bool { flag.load(ordering: .relaxed) }
-
+extension CancellationToken {
+    /// Throws `MediaError.Kind.cancelled` once the token is cancelled: the media layer's check,
+    /// between packets, so an operation stops well within a second.
     public func check(_ operation: String, path: String?) throws(MediaError) {
         if isCancelled {
             throw MediaError(.cancelled, operation: operation, path: path, detail: "cancelled")

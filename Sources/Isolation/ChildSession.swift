@@ -5,11 +5,11 @@ import NIOCore
 /// The parent's side of one running `moments job-exec` child, for the time of
 /// `IsolatedChild.withChild`: the messages it writes, in order, and its input, to which a second
 /// task may be sent (a recognition that `continues`). Used from the task that started the child.
-public final class ChildSession {
+public final class ChildSession<Reply: ChildReply> {
     public let pid: pid_t
-    /// The last answer (probe, recognition or result) and the last failure read so far.
-    public private(set) var answer: ChildMessage?
-    public private(set) var failure: ChildFailure?
+    /// The last answer and the last failure read so far.
+    public private(set) var answer: Reply?
+    public private(set) var failure: Reply?
     /// Whether the child's input is still open (a task may still be sent).
     public private(set) var isInputOpen = true
 
@@ -33,26 +33,24 @@ public final class ChildSession {
 
     /// The next message; nil once the output has ended. Progress is also reported to `onProgress`;
     /// an unreadable line is logged and skipped.
-    public func next() async -> ChildMessage? {
+    public func next() async -> Reply? {
         while true {
             let line: Data?
             do { line = try await lines.next() } catch { line = nil }
             guard let line else { return nil }
-            guard let message = try? decoder.decode(ChildMessage.self, from: line) else {
+            guard let message = try? decoder.decode(Reply.self, from: line) else {
                 logger.warning("child wrote an unreadable line", metadata: ["bytes": "\(line.count)"])
                 continue
             }
-            if let p = message.progress { onProgress(p.stage, p.fraction) }
-            if message.probe != nil || message.result != nil || message.recognition != nil || message.preview != nil {
-                answer = message
-            }
-            if let f = message.failure { failure = f }
+            if let p = message.progressReport { onProgress(p.stage, p.fraction) }
+            if message.isAnswer { answer = message }
+            if message.isFailure { failure = message }
             return message
         }
     }
 
     /// Writes `task` as one JSON line to the child's input.
-    public func send(_ task: ChildTask) async throws {
+    public func send(_ task: some Encodable) async throws {
         guard isInputOpen else { throw ChildInputClosed() }
         var line = try JSONEncoder().encode(task)
         line.append(0x0A)
@@ -75,12 +73,12 @@ public final class ChildSession {
     public func stop() { watch.stop() }
 
     public struct Messages: AsyncSequence {
-        public typealias Element = ChildMessage
+        public typealias Element = Reply
         let session: ChildSession
 
         public struct AsyncIterator: AsyncIteratorProtocol {
             let session: ChildSession
-            public mutating func next() async -> ChildMessage? { await session.next() }
+            public mutating func next() async -> Reply? { await session.next() }
         }
 
         public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(session: session) }

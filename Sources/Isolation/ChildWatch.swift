@@ -1,8 +1,7 @@
 import CIsolation
-import FFmpeg
 import Foundation
 import Logging
-import MediaEngine
+import MediaVocabulary
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,16 +1,26 @@
 import CIsolation
-import FFmpeg
 import Foundation
 import Logging
-import MediaEngine
+import MediaVocabulary
 import NIOPosix
 
+/// One JSON line a child writes. The sandbox reads only what these say (progress, an answer, a
+/// reported failure); what the messages hold is its client's (the job child's protocol).
+public protocol ChildReply: Decodable, Sendable {
+    /// The stage and the fraction done, when this line reports progress.
+    var progressReport: (stage: String, fraction: Double)? { get }
+    /// An answer to the task: the last one read is the outcome's.
+    var isAnswer: Bool { get }
+    /// A failure the child reports (the input's fault), exiting with `ChildExit.mediaError`.
+    var isFailure: Bool { get }
+}
+
 /// How a child ended.
-public enum ChildOutcome: Sendable {
+public enum IsolatedOutcome<Reply: ChildReply>: Sendable {
     /// It answered (a probe or a highlight result).
-    case answered(ChildMessage)
-    /// It reported a media error: the input's fault (not a crash).
-    case failed(MediaError)
+    case answered(Reply)
+    /// It reported a failure: the input's fault (not a crash). The reply says which.
+    case failed(Reply)
     /// Stopped on request (cancel or shutdown).
     case cancelled
     /// It died or misbehaved: a signal (crash, out of memory, CPU limit), a time budget overrun, an
@@ -22,17 +32,19 @@ public enum ChildOutcome: Sendable {
 }
 
 /// Runs tasks in `moments job-exec` children with resource limits, talking to them over
-/// non-blocking pipes: nothing here holds a thread while a child works.
+/// non-blocking pipes: nothing here holds a thread while a child works. Generic over what the
+/// child is asked (`Task`, one JSON line) and what it answers (`Reply`, JSON lines): the sandbox
+/// knows no media; the job child (`HighlightJob.MediaChild`) is its client.
 public enum IsolatedChild {
     /// Runs one task in a child, reporting its progress; its answer, failure or end.
-    public static func run(
-        _ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
-        cancellation: CancellationToken?, logger: Logger,
+    public static func run<Task: Encodable, Reply: ChildReply>(
+        _ task: Task, replies: Reply.Type, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double,
+        cpuSeconds: UInt64, cancellation: CancellationToken?, logger: Logger,
         onProgress: @escaping (String, Double) -> Void = { _, _ in }
-    ) async -> ChildOutcome {
+    ) async -> IsolatedOutcome<Reply> {
         await withChild(
-            task, settings: settings, access: access, wallSeconds: wallSeconds, cpuSeconds: cpuSeconds,
-            cancellation: cancellation, logger: logger, onProgress: onProgress
+            task, replies: replies, settings: settings, access: access, wallSeconds: wallSeconds,
+            cpuSeconds: cpuSeconds, cancellation: cancellation, logger: logger, onProgress: onProgress
         ) { child in
             await child.finishInput()
         }
@@ -43,12 +55,12 @@ public enum IsolatedChild {
     /// returns, the input is closed, the rest of the output read, and the child's end awaited: the
     /// outcome is the last task's (its answer, failure or end). The limits hold for both tasks
     /// together; a cancelled task stops the child, and nothing it started outlives this call.
-    public static func withChild(
-        _ task: ChildTask, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double, cpuSeconds: UInt64,
-        cancellation: CancellationToken?, logger: Logger,
+    public static func withChild<Task: Encodable, Reply: ChildReply>(
+        _ task: Task, replies: Reply.Type, settings: IsolationSettings, access: ChildAccess, wallSeconds: Double,
+        cpuSeconds: UInt64, cancellation: CancellationToken?, logger: Logger,
         onProgress: @escaping (String, Double) -> Void = { _, _ in },
-        _ body: (ChildSession) async -> Void
-    ) async -> ChildOutcome {
+        _ body: (ChildSession<Reply>) async -> Void
+    ) async -> IsolatedOutcome<Reply> {
         var line: Data
         do { line = try JSONEncoder().encode(task) } catch {
             return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false)
@@ -62,11 +74,11 @@ public enum IsolatedChild {
         }
         let watch = ChildWatch(
             pid: spawned.pid, wallSeconds: wallSeconds, cancellation: cancellation, logger: logger)
-        let status: ChildExitStatus, session: (answer: ChildMessage?, failure: ChildFailure?, wrote: Bool)
+        let status: ChildExitStatus, session: (answer: Reply?, failure: Reply?, wrote: Bool)
         do {
             let pipes = try await ChildPipes.open(spawned, watch: watch)
             (status, session) = try await pipes.output.executeThenClose { lines in
-                let child = ChildSession(
+                let child = ChildSession<Reply>(
                     pid: spawned.pid, lines: lines, input: pipes.input, watch: watch, logger: logger,
                     onProgress: onProgress)
                 return await converse(child, first: line, watch: watch, body)
@@ -81,14 +93,14 @@ public enum IsolatedChild {
         let stderrText = watch.errorText
         if !stderrText.isEmpty { logger.debug("child stderr", metadata: ["text": "\(stderrText.suffix(2000))"]) }
         return outcome(
-            status, answer: session.answer, failure: session.failure, wrote: session.wrote, task: task,
-            watch: watch, wallSeconds: wallSeconds)
+            status, answer: session.answer, failure: session.failure, wrote: session.wrote, watch: watch,
+            wallSeconds: wallSeconds)
     }
 
     /// The first task, `body`, the rest of the output, while `watch` keeps the child in its limits.
-    private static func converse(
-        _ child: ChildSession, first line: Data, watch: ChildWatch, _ body: (ChildSession) async -> Void
-    ) async -> (ChildExitStatus, (answer: ChildMessage?, failure: ChildFailure?, wrote: Bool)) {
+    private static func converse<Reply: ChildReply>(
+        _ child: ChildSession<Reply>, first line: Data, watch: ChildWatch, _ body: (ChildSession<Reply>) async -> Void
+    ) async -> (ChildExitStatus, (answer: Reply?, failure: Reply?, wrote: Bool)) {
         await withTaskGroup(of: ChildExitStatus.self) { group in
             group.addTask { await watch.run() }
             // The task is small (well under a pipe's buffer); the child reads it whole first.
@@ -116,16 +128,16 @@ public enum IsolatedChild {
         }
     }
 
-    static func outcome(
-        _ status: ChildExitStatus, answer: ChildMessage?, failure: ChildFailure?, wrote: Bool, task: ChildTask,
-        watch: ChildWatch, wallSeconds: Double
-    ) -> ChildOutcome {
+    static func outcome<Reply: ChildReply>(
+        _ status: ChildExitStatus, answer: Reply?, failure: Reply?, wrote: Bool, watch: ChildWatch,
+        wallSeconds: Double
+    ) -> IsolatedOutcome<Reply> {
         let timedOut = watch.timedOut
         let stderrText = watch.errorText
         if watch.cancelled && answer == nil { return .cancelled }
         if let code = status.code {
             if code == 0, let answer { return .answered(answer) }
-            if code == ChildExit.mediaError, let failure { return .failed(failure.mediaError(path: task.source)) }
+            if code == ChildExit.mediaError, let failure { return .failed(failure) }
             if code == ChildExit.cancelled { return .cancelled }
             if let layer = sandboxExits[code] { return .sandboxUnavailable(reason: "the child could not \(layer)") }
             return .abnormal(

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// For the tests of the child's sandbox: `moments job-exec --sandbox-probe REPORT …` enters the
-/// same sandbox as a media child (`ChildMain.enterSandbox`, in a process the server started with
+/// same sandbox as a media child (`ChildSide.enterSandbox`, in a process the server started with
 /// `IsolatedChild.run`), then tries, as code an attacker got to run through a decoder would, each
 /// way out, and writes what worked as JSON to REPORT (in a folder the child may write). The server
 /// never passes these arguments; run by hand, the probe only attacks its own sandbox.
@@ -29,7 +29,7 @@ public enum SandboxProbe {
 
     /// Each attempt: "allowed" or "blocked: <error>" (plus "limit" figures: "nproc").
     public static func run(_ targets: Targets) -> Int32 {
-        if targets.enterSandbox { ChildMain.enterSandbox() }
+        if targets.enterSandbox { ChildSide.enterSandbox() }
         var results: [String: String] = [:]
         func outcome(_ ok: Bool) -> String { ok ? "allowed" : "blocked: \(String(cString: strerror(errno)))" }
 

@@ -64,7 +64,7 @@ public func buildRouter(
     .addRoutes(to: router, table: table)
     let uploads = UploadRegistry(
         maxConcurrent: settings.maxConcurrentUploads, perAccount: settings.maxConcurrentUploadsPerAccount)
-    UploadController(intake: services.intake, settings: settings, uploads: uploads)
+    UploadController(intake: services.intake, settings: settings, uploads: uploads, catalog: services.formats)
         .addRoutes(to: router, protected: protected, table: table)
     ResumableUploadController(
         intake: services.intake, accounts: services.accounts, settings: settings, uploads: uploads,
@@ -72,7 +72,9 @@ public func buildRouter(
     )
     .addRoutes(to: router, protected: protected, table: table)
     JobsController(jobs: services.jobs, baseURL: settings.baseURL).addRoutes(to: protected, table: table)
-    JobEditsController(jobs: services.jobs, intake: services.intake, media: services.media, baseURL: settings.baseURL)
+    JobEditsController(
+        jobs: services.jobs, intake: services.intake, crossfadeSeconds: services.media.crossfadeSeconds,
+        baseURL: settings.baseURL)
         .addRoutes(to: protected, table: table)
     MediaLinksController(jobs: services.jobs, links: services.links, baseURL: settings.baseURL)
         .addRoutes(to: router, protected: protected, table: table)

@@ -1,4 +1,4 @@
-import Highlight
+import MediaVocabulary
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -15,7 +15,8 @@ import Workers
 struct JobEditsController {
     let jobs: JobControl
     let intake: UploadIntake
-    let media: MediaDefaults
+    /// The crossfade between segments (seconds), as timelines show it.
+    let crossfadeSeconds: Double
     let baseURL: String
     let files = MediaResponder()
 
@@ -126,7 +127,7 @@ struct JobEditsController {
             // The same answers as a download of a job that has none.
             throw JobMediaState.unavailable(job)
         }
-        let document = Self.document(job, segments: segments, output: output, crossfade: media.crossfadeSeconds)
+        let document = Self.document(job, segments: segments, output: output, crossfade: crossfadeSeconds)
         let text = TimelineExport.render(document, as: format)
         let filename = "highlight_\(job.id).\(format.fileExtension)"
         var headers: HTTPFields = [

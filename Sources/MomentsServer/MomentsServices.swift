@@ -1,5 +1,7 @@
-import Highlight
 import Accounts
+import Highlight
+import HighlightJob
+import MediaEngine
 import Foundation
 import JobMedia
 import Logging
@@ -18,6 +20,8 @@ import Workers
 public struct MomentsServices: Sendable {
     public let settings: ServiceSettings
     public let media: MediaDefaults
+    /// What this server accepts, asked of the linked FFmpeg once (GET /api/v1/upload/formats).
+    public let formats = FormatCatalog.current()
     public let store: any MomentsStore
     public let layout: StorageLayout
     public let mediaStorage: any MediaStorage
@@ -63,7 +67,9 @@ public struct MomentsServices: Sendable {
         accounts = AccountService(database: store, clock: clock)
         policy = PlanPolicy(plans: plans, database: store, clock: clock)
         runner = JobRunner(
-            database: store, layout: layout, mediaStorage: mediaStorage, settings: settings, media: media,
+            database: store, layout: layout, mediaStorage: mediaStorage, settings: settings,
+            highlights: HighlightJobs(
+                media: media, database: store, layout: layout, mediaStorage: mediaStorage, clock: clock),
             plans: plans, logger: logger, clock: clock)
         intake = UploadIntake(
             database: store, layout: layout, mediaStorage: mediaStorage, settings: settings, policy: policy,

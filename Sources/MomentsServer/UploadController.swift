@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import MomentsConfig
-import MediaEngine
+import MediaVocabulary
 import Requests
 import Store
 import Telemetry
@@ -15,6 +15,8 @@ struct UploadController {
     let settings: ServiceSettings
     /// The uploads being received now (per account, server-wide, disk declared).
     let uploads: UploadRegistry
+    /// What this server accepts (the root asks the linked FFmpeg once).
+    let catalog: FormatCatalog
 
     func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/upload", on: protected, use: upload)
@@ -128,7 +130,6 @@ struct UploadController {
     }
 
     /// The containers and codecs the linked FFmpeg reads (computed once).
-    static let catalog = FormatCatalog.current()
 
     static func megabytes(_ bytes: Int64) -> String {
         bytes >= 1_000_000 ? String(format: "%.1f MB", Double(bytes) / 1_000_000) : "\(bytes) bytes"
@@ -156,7 +157,6 @@ struct UploadController {
     }
 
     @Sendable func formats(_ request: Request, context: AppRequestContext) async throws -> FormatsResponse {
-        let catalog = Self.catalog
         let s = settings
         return FormatsResponse(
             containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,

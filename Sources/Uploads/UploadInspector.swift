@@ -1,7 +1,7 @@
 import Foundation
+import HighlightJob
 import Isolation
 import Logging
-import MediaEngine
 import Requests
 import Store
 
@@ -20,23 +20,14 @@ public struct UploadInspector: Sendable {
 
     /// The input description, or the reason this file cannot become a job.
     public func inspect(_ path: String) async throws(Refusal) -> JobInput {
-        let (isolation, limit, logger) = (self.isolation, timeLimitSeconds, self.logger)
-        let outcome = await IsolatedChild.run(
-            .probe(path), settings: isolation, access: ChildAccess(readable: [path]), wallSeconds: limit,
-            cpuSeconds: UInt64(limit), cancellation: nil, logger: logger)
-        switch outcome {
-        case .answered(let message):
-            guard let info = message.probe else { throw .unreadable }
-            return try check(info).get()
-        case .failed(let error):
-            logger.info(
-                "upload refused by the probe",
-                metadata: ["kind": "\(error.kind.rawValue)", "error": "\(error.description)"])
-            throw .unusableMedia(kind: error.kind, detail: error.detail)
-        case .cancelled:
-            throw .unreadable
-        case .abnormal(let reason, _):
-            logger.warning("the probe of an upload died", metadata: ["reason": "\(reason)"])
+        switch await InputProbe.probe(path, isolation: isolation, seconds: timeLimitSeconds, logger: logger) {
+        case .video(let input):
+            return try check(input).get()
+        case .unusable(let kind, let detail, let logText):
+            logger.info("upload refused by the probe", metadata: ["kind": "\(kind.rawValue)", "error": "\(logText)"])
+            throw .unusableMedia(kind: kind, detail: detail)
+        case .unreadable(let reason):
+            logger.warning("the probe of an upload gave no description", metadata: ["reason": "\(reason)"])
             throw .unreadable
         case .sandboxUnavailable(let reason):
             logger.error("an upload was not probed: its sandbox is incomplete", metadata: ["reason": "\(reason)"])
@@ -44,18 +35,13 @@ public struct UploadInspector: Sendable {
         }
     }
 
-    func check(_ info: MediaInfo) -> Result<JobInput, Refusal> {
-        guard info.duration >= 1 else {
-            return .failure(.tooShort(duration: info.duration))
+    func check(_ input: JobInput) -> Result<JobInput, Refusal> {
+        guard input.duration >= 1 else {
+            return .failure(.tooShort(duration: input.duration))
         }
-        guard info.duration <= maxDurationSeconds else {
-            return .failure(.tooLongForServer(duration: info.duration, limit: maxDurationSeconds))
+        guard input.duration <= maxDurationSeconds else {
+            return .failure(.tooLongForServer(duration: input.duration, limit: maxDurationSeconds))
         }
-        let v = info.video
-        return .success(
-            JobInput(
-                size: info.fileSize, duration: info.duration, container: info.container,
-                videoCodec: v.codec, audioCodec: info.mainAudio?.codec, width: v.displayWidth,
-                height: v.displayHeight, rotation: v.rotation, frameRate: v.frameRate))
+        return .success(input)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Highlight
 import Accounts
 import JobMedia
 import Requests

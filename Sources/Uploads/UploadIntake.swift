@@ -3,7 +3,6 @@ import Foundation
 import Isolation
 import JobMedia
 import Logging
-import MediaEngine
 import MomentsConfig
 import Requests
 import Store

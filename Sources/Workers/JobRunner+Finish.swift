@@ -1,12 +1,8 @@
-import Analysis
-import FFmpeg
 import Foundation
-import Highlight
-import Isolation
+import HighlightJob
 import JobMedia
 import Logging
 import Requests
-import MediaEngine
 import MomentsConfig
 import ServiceLifecycle
 import Store
@@ -22,8 +18,7 @@ extension JobRunner {
     /// Records how the job's child ended: completed (results stored first), handed back at
     /// shutdown, cancelled, retried or failed; every outcome settles the job's quota unit.
     func finish(
-        _ job: Job, worker: String, outcome: ChildOutcome, token: CancellationToken, started: Date,
-        recognized: RecognizedReupload?, stages: JobStageTimer, log: Logger
+        _ job: Job, worker: String, attempt: HighlightAttempt, started: Date, stages: JobStageTimer, log: Logger
     ) async {
         let now = clock()
         let elapsed = now.timeIntervalSince(started)
@@ -32,31 +27,29 @@ extension JobRunner {
         let isRecut = job.edit?.recutOf != nil
         let charge = isRecut ? 0 : elapsed
         do {
-            switch outcome {
-            case .answered(let message):
-                guard let result = message.result else {
-                    try await failForGood(
-                        job, worker: worker, code: "internal", message: Self.serviceFailureMessage, charge: 0, log: log,
-                        reason: "the child answered without a result")
-                    return
-                }
+            switch attempt.outcome {
+            case .answeredWithoutResult:
+                try await failForGood(
+                    job, worker: worker, code: "internal", message: JobSentences.serviceFailure, charge: 0, log: log,
+                    reason: "the child answered without a result")
+            case .made(let made):
                 let finished = Finished(
-                    job: job, worker: worker, result: result, recognized: recognized, now: now, elapsed: elapsed)
+                    job: job, worker: worker, made: made, recognized: attempt.recognized, now: now, elapsed: elapsed)
                 try await complete(finished, stages: stages, log: log)
             case .cancelled:
                 try await stopped(job, worker: worker, now: now, elapsed: elapsed, log: log)
-            case .failed(let error) where Self.isTransient(error):
+            case .failed(let problem) where problem.isTransient:
                 try await retryOrFail(
                     job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
-                    finalCode: error.kind.rawValue, finalMessage: Self.serviceFailureMessage, log: log,
-                    detail: error.description)
-            case .failed(let error):
+                    finalCode: problem.code, finalMessage: JobSentences.serviceFailure, log: log,
+                    detail: problem.description)
+            case .failed(let problem):
                 // The input's fault: its unit is released, the worker time stays charged. A re-cut's
                 // input already made a highlight: its failure is the service's, charged nothing.
-                let (code, message) = Self.failure(error)
                 try await failForGood(
-                    job, worker: worker, code: code, message: isRecut ? Self.recutFailureMessage : message,
-                    charge: charge, log: log, reason: error.description)
+                    job, worker: worker, code: problem.code,
+                    message: isRecut ? JobSentences.recutFailure : problem.message, charge: charge, log: log,
+                    reason: problem.description)
             case .abnormal(let reason, let timedOut):
                 try await abnormal(job, worker: worker, reason: reason, timedOut: timedOut, charge: charge, log: log)
             case .sandboxUnavailable(let reason):
@@ -75,7 +68,7 @@ extension JobRunner {
     struct Finished {
         var job: Job
         var worker: String
-        var result: ChildMessage.Result
+        var made: MadeHighlight
         var recognized: RecognizedReupload?
         var now: Date
         var elapsed: Double
@@ -84,16 +77,15 @@ extension JobRunner {
     /// The highlight is made: its files are stored (an earlier highlight's copied for a
     /// recognised re-upload), then the job is completed, unless it was cancelled meanwhile.
     private func complete(_ done: Finished, stages: JobStageTimer, log: Logger) async throws {
-        let (job, worker, result) = (done.job, done.worker, done.result)
-        let duplicate = result.report.duplicateOf
+        let (job, worker, made) = (done.job, done.worker, done.made)
         var earlierOutput: JobOutput?
-        if let duplicate, duplicate.resultCopied {
+        if let earlierJobId = made.copiesHighlightOf {
             stages.step("copy earlier highlight")
-            earlierOutput = await copyEarlierHighlight(duplicate, of: result, to: job, log: log)
+            earlierOutput = await copyEarlierHighlight(of: earlierJobId, as: made, to: job, log: log)
             guard earlierOutput != nil else {
                 try await retryOrFail(
                     job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false,
-                    charge: 0, finalCode: "io", finalMessage: Self.serviceFailureMessage, log: log,
+                    charge: 0, finalCode: "io", finalMessage: JobSentences.serviceFailure, log: log,
                     detail: "the earlier job's result is gone or could not be copied")
                 return
             }
@@ -103,12 +95,12 @@ extension JobRunner {
         guard (try? await mediaStorage.publish(jobID: job.id, files: MediaFile.results)) != nil else {
             try await retryOrFail(
                 job, worker: worker, reason: "the server could not store the result", abnormal: false,
-                charge: 0, finalCode: "io", finalMessage: Self.serviceFailureMessage, log: log,
+                charge: 0, finalCode: "io", finalMessage: JobSentences.serviceFailure, log: log,
                 detail: "the media storage refused the results")
             return
         }
-        let output = Self.output(of: result, earlier: earlierOutput)
-        let segments = Self.segments(of: result.report)
+        let output = made.output(earlier: earlierOutput)
+        let segments = made.segments
         stages.step("record")
         let completed = try await retrying {
             try await self.database.complete(
@@ -129,24 +121,24 @@ extension JobRunner {
     /// A re-upload given its earlier highlight: that highlight's files become this job's. Nil when
     /// they could not be copied (the storyboard is best effort: without it there is none).
     private func copyEarlierHighlight(
-        _ duplicate: ReuploadMatch, of result: ChildMessage.Result, to job: Job, log: Logger
+        of earlierJobId: String, as made: MadeHighlight, to job: Job, log: Logger
     ) async -> JobOutput? {
-        let earlier = try? await database.job(id: duplicate.jobId, accountId: job.accountId)?.output
+        let earlier = try? await database.job(id: earlierJobId, accountId: job.accountId)?.output
         guard var earlier,
-            (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.result, .poster])) != nil
+            (try? await mediaStorage.copyMedia(from: earlierJobId, to: job.id, files: [.result, .poster])) != nil
         else { return nil }
         // An original-quality highlight's preview comes along (best effort: without it there is none).
         if earlier.preview?.state == .ready,
-            (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.preview])) == nil
+            (try? await mediaStorage.copyMedia(from: earlierJobId, to: job.id, files: [.preview])) == nil
         {
             earlier.preview = nil
         }
         if earlier.preview?.state != .ready { earlier.preview = nil }
-        earlier.storyboard = result.report.storyboard
-        if result.report.storyboardReused == true,
-            (try? await mediaStorage.copyMedia(from: duplicate.jobId, to: job.id, files: [.storyboard])) == nil
+        earlier.storyboard = made.storyboard
+        if made.reusesStoryboard,
+            (try? await mediaStorage.copyMedia(from: earlierJobId, to: job.id, files: [.storyboard])) == nil
         {
-            log.info("the earlier storyboard could not be copied", metadata: ["of": "\(duplicate.jobId)"])
+            log.info("the earlier storyboard could not be copied", metadata: ["of": "\(earlierJobId)"])
             earlier.storyboard = nil
         }
         return earlier
@@ -154,63 +146,20 @@ extension JobRunner {
 
     /// The completed job's input, kept inputs and fingerprint settled, and the completion logged.
     private func afterCompletion(_ done: Finished, stages: JobStageTimer, log: Logger) async {
-        let (job, result, render) = (done.job, done.result, done.result.render)
+        let job = done.job
         // The input stays for the plan's retention where re-cuts are allowed (the sweeper removes it with the rest).
         if !settings.keepUploads, job.edit?.keepsInput != true {
             await mediaStorage.removeInput(jobID: job.id)
         }
         await settleKeptInputs(job, recognized: done.recognized, log: log)
-        await storeFingerprint(
-            result.fingerprint ?? (result.report.analysisReused == true ? done.recognized?.fingerprint : nil),
-            job: job, log: log)
+        await highlights.storeFingerprint(of: done.made, recognized: done.recognized, job: job, log: log)
         log.info(
             "job completed",
             metadata: [
-                "seconds": "\(String(format: "%.1f", done.elapsed))", "output_bytes": "\(render?.fileSize ?? 0)",
-                "copied_frames": "\(render?.copiedFrames ?? 0)", "steps_ms": "\(stages.breakdown)"
+                "seconds": "\(String(format: "%.1f", done.elapsed))", "output_bytes": "\(done.made.fileSize)",
+                "copied_frames": "\(done.made.copiedFrames)", "steps_ms": "\(stages.breakdown)"
             ])
         JobMetrics.finished(.completed)
-    }
-
-    /// The job's output as its owner sees it: the render's (upright dimensions), or the earlier
-    /// highlight's for a copied re-upload.
-    static func output(of result: ChildMessage.Result, earlier: JobOutput?) -> JobOutput {
-        let render = result.render
-        let upright = (render?.rotation ?? 0) % 180 != 0
-        var output = JobOutput(
-            duration: render?.duration ?? 0, size: render?.fileSize ?? 0,
-            width: upright ? render?.height ?? 0 : render?.width ?? 0,
-            height: upright ? render?.width ?? 0 : render?.height ?? 0)
-        if let earlier {
-            output = JobOutput(
-                duration: earlier.duration, size: earlier.size, width: earlier.width, height: earlier.height)
-            output.render = earlier.render
-            output.preview = earlier.preview
-        }
-        output.analysisReused = result.report.analysisReused ?? result.cached
-        output.render = result.report.render.map {
-            JobRender(method: $0.method.rawValue, reason: $0.reason, largestStartShift: $0.largestStartShift)
-        }
-        // quality=original: a preview every browser plays follows the completion.
-        if result.report.render != nil, result.render != nil { output.preview = JobPreview(state: .pending) }
-        output.duplicateOf = result.report.duplicateOf.map {
-            JobDuplicate(jobId: $0.jobId, offsetSeconds: $0.offset, resultCopied: $0.resultCopied)
-        }
-        output.storyboard = earlier != nil ? earlier?.storyboard : result.report.storyboard
-        return output
-    }
-
-    /// The chosen segments with their scores and, when reframed, each one's mean crop window.
-    static func segments(of report: HighlightReport) -> [JobSegment] {
-        let reframe = report.reframe
-        return report.segments.enumerated().map { index, s in
-            var segment = JobSegment(start: s.start, end: s.end, score: s.score, reason: s.reason)
-            segment.people = s.people
-            if let reframe, index < reframe.tracks.count {
-                segment.crop = Self.meanWindow(reframe, track: reframe.tracks[index])
-            }
-            return segment
-        }
     }
 
     /// Stopped before the end: handed back to the queue at shutdown, else cancelled by its owner
@@ -238,47 +187,21 @@ extension JobRunner {
         if timedOut {
             try await failForGood(
                 job, worker: worker, code: "time_limit",
-                message:
-                    "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it.",
+                message: JobSentences.timeLimit,
                 charge: charge, log: log, reason: reason)
         } else if job.abnormalExits + 1 >= Self.abnormalExitLimit {
             try await failForGood(
                 job, worker: worker, code: "processing_failed",
-                message: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                message: isRecut ? JobSentences.recutFailure : JobSentences.unprocessable,
                 charge: charge, log: log, reason: reason)
         } else {
             try await retryOrFail(
                 job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
                 finalCode: "processing_failed",
-                finalMessage: isRecut ? Self.recutFailureMessage : Self.unprocessableMessage,
+                finalMessage: isRecut ? JobSentences.recutFailure : JobSentences.unprocessable,
                 log: log, detail: reason)
         }
     }
-
-    /// A reframe track's mean window over its segment (for timelines: one transform per clip).
-    static func meanWindow(_ reframe: Reframe, track: CropTrack) -> JobCrop {
-        let n = Double(max(1, track.x.count))
-        let cx = track.x.isEmpty ? 0.5 : track.x.reduce(0, +) / n
-        let cy = track.y.isEmpty ? 0.5 : track.y.reduce(0, +) / n
-        return JobCrop(
-            x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width,
-            height: reframe.height)
-    }
-
-    static let unprocessableMessage =
-        "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
-    static let recutFailureMessage =
-        "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
-    static let serviceFailureMessage =
-        "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
-
-    /// The input could not be brought to the worker (the media storage failed): worth another attempt.
-    static let workspaceFailure = ChildOutcome.failed(
-        MediaError(.io, operation: "prepare workspace", detail: "the input could not be fetched from the media storage")
-    )
-
-    /// Failures of the service, not of the video: worth another attempt.
-    static func isTransient(_ error: MediaError) -> Bool { error.kind == .io }
 
     /// Fails the job; the input and every file of it are removed (only a final failure deletes the input).
     func failForGood(
@@ -329,31 +252,6 @@ extension JobRunner {
                 try? await Task.sleep(for: .seconds(delay))
                 delay *= 2
             }
-        }
-    }
-
-    /// The code and sentence a failed job shows to its owner: the user's terms, never a path or
-    /// FFmpeg's text (those go to the log).
-    static func failure(_ error: MediaError) -> (String, String) {
-        switch error.kind {
-        case .unusable:
-            return (
-                error.kind.rawValue,
-                "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight."
-            )
-        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge, .unsupportedContainer:
-            return (
-                error.kind.rawValue,
-                "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it."
-            )
-        case .tooLong, .tooManyFrames, .badTimestamps:
-            // Limits on decoded data: the detail names the limit in the user's terms.
-            return (
-                error.kind.rawValue,
-                "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it."
-            )
-        case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
-            return (error.kind.rawValue, unprocessableMessage)
         }
     }
 }

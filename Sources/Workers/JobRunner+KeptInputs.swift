@@ -1,4 +1,5 @@
 import Foundation
+import HighlightJob
 import Store
 import Logging
 import MomentsConfig

@@ -1,14 +1,14 @@
-import FFmpeg
 import Foundation
-import Isolation
+import HighlightJob
+import MediaVocabulary
 import JobMedia
 import Logging
 import Store
 
 /// A `quality=original` highlight's preview: the original is stored and the job completed first;
 /// then, in the same worker slot, an isolated child renders the highlight again as H.264 at most
-/// 540p (HEVC and HDR play in few browsers), and the preview is published and recorded as ready
-/// (or failed: the original is still there to download).
+/// 540p (`HighlightJobs.makePreview`), and the preview is published and recorded as ready (or
+/// failed: the original is still there to download).
 extension JobRunner {
     func makePreview(_ job: Job, workspace: JobWorkspace, log: Logger) async {
         guard let current = try? await database.job(id: job.id), current.status == .completed,
@@ -20,24 +20,15 @@ extension JobRunner {
         defer { _ = previews.withLock { $0.removeValue(forKey: job.id) } }
         let started = clock()
         let seconds = max(60, min(timeBudget(job), settings.timeBudgetSeconds + 2 * (current.output?.duration ?? 0)))
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let outcome = await IsolatedChild.withChild(
-            .preview(of: workspace.resultPath, to: workspace.previewPath), settings: isolation,
-            access: ChildAccess(writable: [workspace.directory]), wallSeconds: seconds,
-            cpuSeconds: UInt64(seconds) * UInt64(max(1, cores)), cancellation: token, logger: log
-        ) { _ in }
         var preview = JobPreview(state: .failed)
-        if case .answered(let message) = outcome, let made = message.preview {
+        if let made = await highlights.makePreview(
+            workspace: workspace, isolation: isolation, seconds: seconds, token: token, log: log)
+        {
             if (try? await mediaStorage.publish(jobID: job.id, files: [.preview])) != nil {
-                let upright = made.rotation % 180 != 0
-                preview = JobPreview(
-                    state: .ready, size: made.fileSize, width: upright ? made.height : made.width,
-                    height: upright ? made.width : made.height)
+                preview = JobPreview(state: .ready, size: made.size, width: made.width, height: made.height)
             } else {
                 log.warning("the preview could not be stored")
             }
-        } else {
-            log.warning("no preview was made", metadata: ["outcome": "\(outcome)"])
         }
         do {
             try await database.setPreview(id: job.id, preview, now: clock())

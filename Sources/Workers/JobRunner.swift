@@ -1,19 +1,17 @@
-import Analysis
-import FFmpeg
 import Foundation
-import Highlight
+import HighlightJob
+import MediaVocabulary
 import Isolation
 import JobMedia
 import Logging
-import MediaEngine
 import MomentsConfig
 import ServiceLifecycle
 import Store
 import Synchronization
 import Telemetry
 
-/// The workers: N loops that claim jobs from the durable queue and run the highlight engine, plus
-/// the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
+/// The workers: N loops that claim jobs from the durable queue and have each made
+/// (`HighlightJobs`: the job's media side), plus the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
 /// them back in the queue (they start again with the next process).
 public final class JobRunner: Service, Sendable {
     struct Running: Sendable {
@@ -30,7 +28,8 @@ public final class JobRunner: Service, Sendable {
     let layout: StorageLayout
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
-    let media: MediaDefaults
+    /// The media side of each job: its request, children and result.
+    let highlights: HighlightJobs
     /// The plans (kept-input allowance when a highlight is made).
     let plans: PlanSettings
     let logger: Logger
@@ -47,11 +46,12 @@ public final class JobRunner: Service, Sendable {
 
     public init(
         database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil,
-        settings: ServiceSettings, media: MediaDefaults,
+        settings: ServiceSettings, highlights: HighlightJobs,
         plans: PlanSettings = PlanSettings(), logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.database = database; self.layout = layout; self.settings = settings; self.media = media; self.plans = plans
+        self.database = database; self.layout = layout; self.settings = settings; self.highlights = highlights
+        self.plans = plans
         self.mediaStorage = mediaStorage ?? FilesystemMediaStorage(layout: layout, logger: logger)
         self.logger = logger; self.clock = clock
         var host = [CChar](repeating: 0, count: 256)
@@ -318,18 +318,14 @@ public final class JobRunner: Service, Sendable {
         stages.step("fetch input")
         let prepared = try? await mediaStorage.prepareWorkspace(jobID: job.id)
         let workspace = prepared ?? JobWorkspace(directory: layout.jobDirectory(job.id))
-        let request = highlightRequest(for: job, in: workspace)
-        let children = jobChildren(
-            for: job, workspace: workspace, token: token, reporter: reporter, stages: stages, log: log)
-        var outcome = Self.workspaceFailure
         // A recognised re-upload is not analysed: its keyframes' fingerprint stands for it.
-        var recognized: RecognizedReupload?
+        var attempt = HighlightAttempt.workspaceFailure
         if prepared != nil {
-            (outcome, recognized) = await runChildren(
-                job, workspace: workspace, request: request, children: children, token: token,
-                stages: stages, log: log)
-            Self.removeRecognitionFiles(workspace)
-            keepCacheEntries(workspace, accountId: job.accountId)
+            attempt = await highlights.make(
+                job, workspace: workspace, isolation: isolation, seconds: timeBudget(job),
+                maxDurationSeconds: settings.maxDurationSeconds, token: token,
+                onProgress: { stage, fraction in reporter.report(stage: stage, fraction: fraction) }, stages: stages,
+                log: log)
         }
         progressTask.cancel()
         stages.publishing()
@@ -338,9 +334,7 @@ public final class JobRunner: Service, Sendable {
             // Another worker holds the job now: its media are that worker's; nothing to record.
             log.warning("job stopped: its lease was lost (rescued while this worker stalled)")
         } else {
-            await finish(
-                job, worker: worker, outcome: outcome, token: token, started: started, recognized: recognized,
-                stages: stages, log: log)
+            await finish(job, worker: worker, attempt: attempt, started: started, stages: stages, log: log)
             // After `completed`: it does not delay the highlight.
             if job.quality == "original", prepared != nil, !shuttingDown.load(ordering: .relaxed) {
                 await makePreview(job, workspace: workspace, log: log)
@@ -384,37 +378,6 @@ public final class JobRunner: Service, Sendable {
             token.cancel()
         }
         return token
-    }
-
-    /// The engine's request for the job: its length, shape, pinned and excluded moments, the
-    /// workspace's files, the account's analysis cache and the plan's length limit.
-    private func highlightRequest(for job: Job, in workspace: JobWorkspace) -> HighlightRequest {
-        var quality = RenderQuality(rawValue: job.quality) ?? .high
-        if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
-        var request = media.request(source: workspace.inputPath, quality: quality)
-        // The source's own pictures, copied where the highlight allows (else encoded as `high`).
-        if job.quality == "original" { request.original = OriginalSettings(maxShortSide: job.outputCap) }
-        request.output = workspace.resultPath
-        request.posterOutput = workspace.posterPath
-        request.analysisOutput = workspace.analysisPath
-        // The analysis cache is per account: an identical upload of another account is analysed
-        // again, so nothing (not even a shorter processing time) tells one account of another's videos.
-        request.cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        // The child only reads the cache (other jobs of the account may run at once); a new entry
-        // goes to its own folder, and the worker moves it in after (`keepCacheEntries`).
-        request.cacheOutputDirectory = workspace.cacheOutputDirectory
-        request.selection.targetDuration = Double(job.targetDuration)
-        request.analysisData = workspace.analysisDataPath
-        request.storyboardOutput = workspace.storyboardPath
-        if let edit = job.edit {
-            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
-            request.focus = edit.focus.flatMap { HighlightFocus(rawValue: $0) } ?? .auto
-            request.selection.include = edit.include
-            request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
-        }
-        // The plan's length limit holds on decoded timestamps, whatever the header claims.
-        request.limits = DecodeLimits(maxDecodedSeconds: job.maxDurationSeconds ?? settings.maxDurationSeconds)
-        return request
     }
 }
 

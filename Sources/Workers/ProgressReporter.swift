@@ -1,6 +1,5 @@
-import FFmpeg
 import Foundation
-import MediaEngine
+import MediaVocabulary
 import Store
 import Synchronization
 

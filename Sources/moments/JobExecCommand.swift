@@ -1,4 +1,5 @@
 import ArgumentParser
+import HighlightJob
 import Isolation
 
 /// `moments job-exec` (hidden): the isolated child the service starts for each probe and job. It
@@ -36,7 +37,7 @@ struct JobExecCommand: ParsableCommand {
             if status != 0 { throw ExitCode(status) }
             return
         }
-        let status = ChildMain.run()
+        let status = MediaChildMain.run()
         if status != 0 { throw ExitCode(status) }
     }
 }

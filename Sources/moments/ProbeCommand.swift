@@ -1,6 +1,7 @@
 import ArgumentParser
 import FFmpeg
 import Foundation
+import HighlightJob
 import Isolation
 import Logging
 import MediaEngine
@@ -67,7 +68,7 @@ extension ProbeCommand {
         let settings = IsolationSettings(
             executable: IsolationSettings.defaultExecutable(), memoryBytes: 4 << 30, niceness: 0)
         let path = URL(fileURLWithPath: file).path
-        switch await IsolatedChild.run(
+        switch await MediaChild.run(
             .probe(path), settings: settings, access: ChildAccess(readable: [path]), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil,
             logger: Logger(label: "moments"))

@@ -1,5 +1,6 @@
 import FFmpeg
 import Foundation
+import HighlightJob
 import HTTPTypes
 import HummingbirdTesting
 @testable import Isolation
@@ -8,7 +9,7 @@ import Testing
 
 /// Code an attacker got to run inside a media child (through a decoder bug) tries every way out:
 /// `moments job-exec --sandbox-probe` enters the very sandbox a job's child enters (same start by
-/// `IsolatedChild.run`, same `ChildMain.enterSandbox`), then tries each escape and reports. And a
+/// `IsolatedChild.run`, same `ChildSide.enterSandbox`), then tries each escape and reports. And a
 /// child that leaves something holding its pipes does not hold the request or the worker.
 @Suite("Hostile clients: the child's sandbox", .serialized)
 struct HostileChildTests {
@@ -125,7 +126,7 @@ struct HostileChildTests {
         let report = own + "/report.json"
         let script = try Self.probeScript(in: targets.scratch, report: report, targets: targets)
         let started = Date()
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("/nonexistent"), settings: IsolationSettings(executable: script, memoryBytes: 4 << 30, niceness: 0),
             access: ChildAccess(writable: [own]), wallSeconds: 60, cpuSeconds: 60, cancellation: nil, logger: Self.quiet
         )
@@ -157,7 +158,7 @@ struct HostileChildTests {
             """.write(toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
             let started = Date()
-            let outcome = await IsolatedChild.run(
+            let outcome = await MediaChild.run(
                 .probe("/nonexistent"),
                 settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
                 access: ChildAccess(writable: [own]), wallSeconds: budget, cpuSeconds: 60, cancellation: nil,
@@ -289,7 +290,7 @@ struct HostileChildTests {
             try "#!/bin/sh\necho \"uid=$(/usr/bin/id -u)\" >&2\nexit 9\n".write(
                 toFile: script, atomically: true, encoding: .utf8)
             chmod(script, 0o755)
-            let outcome = await IsolatedChild.run(
+            let outcome = await MediaChild.run(
                 .probe("/nonexistent"),
                 settings: IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0),
                 access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: Self.quiet)
@@ -343,7 +344,7 @@ struct HostileChildTests {
             settings.executable = sleeper
             let stopSleeper = CancellationToken()
             let sleeping = Task { [settings] in
-                await IsolatedChild.run(
+                await MediaChild.run(
                     .probe("/nonexistent"), settings: settings, access: ChildAccess(writable: [other]),
                     wallSeconds: 30, cpuSeconds: 10, cancellation: stopSleeper, logger: Self.quiet)
             }
@@ -367,7 +368,7 @@ struct HostileChildTests {
             chmod(script, 0o755)
             settings.executable = script
             let niceBefore = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-            let outcome = await IsolatedChild.run(
+            let outcome = await MediaChild.run(
                 .probe("/nonexistent"), settings: settings, access: ChildAccess(writable: [own]), wallSeconds: 60,
                 cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
             let results = try #require(Self.readReport(report), "mode \(String(mode, radix: 8)): no report: \(outcome)")

@@ -1,4 +1,5 @@
 import Foundation
+import HighlightJob
 import Isolation
 import Logging
 import Testing
@@ -46,7 +47,7 @@ struct IsolationSupervisorTests {
             exit 7
             """)
         var seen: [String] = []
-        let outcome = await IsolatedChild.withChild(
+        let outcome = await MediaChild.withChild(
             .probe("first-task"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil, logger: Self.quiet
         ) { child in
@@ -54,7 +55,7 @@ struct IsolationSupervisorTests {
                 if let stage = message.progress?.stage { seen.append(stage) }
                 guard child.isInputOpen else { continue }
                 #expect(seen == ["looked"])
-                try? await child.send(.probe("second-task"))
+                try? await child.send(ChildTask.probe("second-task"))
                 await child.finishInput()
                 #expect(!child.isInputOpen)
             }
@@ -78,7 +79,7 @@ struct IsolationSupervisorTests {
             read second && exit 7
             exit 9
             """)
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("only"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil, logger: Self.quiet)
         guard case .abnormal(let reason, false) = outcome else {
@@ -101,7 +102,7 @@ struct IsolationSupervisorTests {
         let pid = PIDBox()
         let started = ContinuousClock.now
         let waiting = Task {
-            await IsolatedChild.withChild(
+            await MediaChild.withChild(
                 .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 120, cpuSeconds: 120,
                 cancellation: nil, logger: Self.quiet
             ) { child in
@@ -127,7 +128,7 @@ struct IsolationSupervisorTests {
         let scratch = Scratch()
         let settings = try Self.child(scratch, "/usr/bin/yes | /usr/bin/tr -d '\\n'")
         let started = ContinuousClock.now
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 100, cpuSeconds: 100,
             cancellation: nil, logger: Self.quiet)
         let took = ContinuousClock.now - started
@@ -144,7 +145,7 @@ struct IsolationSupervisorTests {
         let scratch = Scratch()
         let settings = try Self.child(scratch, "exec /bin/sleep 300")
         let started = ContinuousClock.now
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 1, cpuSeconds: 10,
             cancellation: nil, logger: Self.quiet)
         guard case .abnormal(let reason, true) = outcome else {

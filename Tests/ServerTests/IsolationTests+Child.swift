@@ -1,4 +1,5 @@
 import Foundation
+import HighlightJob
 import HTTPTypes
 import Highlight
 import HummingbirdTesting
@@ -29,7 +30,7 @@ extension IsolationTests {
         settings.openFiles = 32
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 7,
             cancellation: nil, logger: logger)
         guard case .abnormal(let reason, let timedOut) = outcome else {
@@ -61,7 +62,7 @@ extension IsolationTests {
         let (task, quiet) = (ChildTask.highlight(request), logger)
         // Clock ticks of CPU used per niceness, over the child's threads, at the last progress report.
         var busy: [Int: Int] = [:]
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             task, settings: settings, access: access, wallSeconds: 120, cpuSeconds: 120,
             cancellation: nil, logger: quiet
         ) { _, _ in
@@ -125,7 +126,7 @@ extension IsolationTests {
         func run(_ next: ChildTask?) async -> (ChildOutcome, [String]) {
             var stages: [String] = []
             var asked = 0
-            let outcome = await IsolatedChild.withChild(
+            let outcome = await MediaChild.withChild(
                 look, settings: settings, access: access, wallSeconds: 60, cpuSeconds: 120, cancellation: nil,
                 logger: logger, onProgress: { stage, _ in if stages.last != stage { stages.append(stage) } }
             ) { child in
@@ -172,7 +173,7 @@ extension IsolationTests {
                 bytes.withUnsafeBytes { _ = write(writeEnd, $0.baseAddress, $0.count) }; close(writeEnd)
             }
             writer.start()
-            var reader = ChildMain.TaskReader(fd: fds[0])
+            var reader = ChildSide.TaskReader(fd: fds[0])
             var out: [Data?] = []
             while let line = reader.nextLine() { out.append(line) }
             close(fds[0])
@@ -257,7 +258,7 @@ extension IsolationTests {
         chmod(path, 0o755)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe(secret), settings: IsolationSettings(executable: path, memoryBytes: 1 << 30, niceness: 0),
             access: ChildAccess(writable: [own]), wallSeconds: 10, cpuSeconds: 10, cancellation: nil, logger: logger)
         guard case .abnormal(let reason, _) = outcome else {

@@ -8,6 +8,7 @@ import MediaSynth
 import NIOCore
 import Store
 import Testing
+@testable import HighlightJob
 @testable import Workers
 
 /// Re-uploads recognised per account: a trimmed, re-encoded copy of an earlier upload
@@ -192,7 +193,7 @@ struct ReuploadFamilyTests {
         "a copy of a copy belongs to the first upload; a chain leaving the candidates ends where it leaves; a cycle ends"
     )
     func families() {
-        let families = JobRunner.families([
+        let families = HighlightJobs.families([
             ("o", nil), ("a", "o"), ("b", "a"), ("c", "gone"), ("x", nil), ("p", "q"), ("q", "p")
         ])
         #expect(families["o"] == "o" && families["a"] == "o" && families["b"] == "o")

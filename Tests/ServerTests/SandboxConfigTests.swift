@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HighlightJob
 import HummingbirdTesting
 @testable import Isolation
 @testable import JobMedia
@@ -45,7 +46,7 @@ struct SandboxConfigTests {
         chmod(script, 0o755)
         var settings = IsolationSettings(executable: script, memoryBytes: 1 << 30, niceness: 0)
         settings.childUsers = 61000...61009
-        let outcome = await IsolatedChild.run(
+        let outcome = await MediaChild.run(
             .probe("/nonexistent"), settings: settings, access: ChildAccess(), wallSeconds: 10, cpuSeconds: 10,
             cancellation: nil, logger: HostileChildTests.quiet)
         guard case .abnormal(let reason, _) = outcome else {

@@ -1,25 +1,8 @@
 import CFFmpeg
 import FFmpeg
 
-/// What the server accepts: the containers of `ContainerPolicy` (those the linked FFmpeg has), and
-/// the codecs the linked FFmpeg decodes, asked of the libraries at run time.
-public struct FormatCatalog: Codable, Sendable, Equatable {
-    public struct Entry: Codable, Sendable, Equatable {
-        public var name: String
-        public var longName: String
-        /// File extensions the container is known by (containers only).
-        public var extensions: [String]?
-
-        enum CodingKeys: String, CodingKey { case name, longName = "long_name", extensions }
-    }
-
-    /// Container formats (demuxers) accepted for uploads: exactly `ContainerPolicy.demuxers`
-    /// that this FFmpeg build has.
-    public var containers: [Entry]
-    /// Codecs with a decoder, by kind.
-    public var videoCodecs: [Entry]
-    public var audioCodecs: [Entry]
-
+extension FormatCatalog {
+    /// The catalog of the linked FFmpeg, asked of its libraries.
     public static func current() -> FormatCatalog {
         var containers: [Entry] = []
         var opaque: UnsafeMutableRawPointer?

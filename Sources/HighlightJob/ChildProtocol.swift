@@ -3,6 +3,7 @@ import FFmpeg
 import Foundation
 import Highlight
 import MediaEngine
+import Isolation
 
 /// What the service asks of an isolated child (`moments job-exec`), sent as one JSON line on its
 /// standard input. The child answers with JSON lines on its standard output (`ChildMessage`). A
@@ -51,7 +52,7 @@ public struct RecognizeSpec: Codable, Sendable {
 }
 
 /// One line the child writes: progress, then exactly one of probe / result / failure.
-public struct ChildMessage: Codable, Sendable {
+public struct ChildMessage: Codable, Sendable, ChildReply {
     public struct Progress: Codable, Sendable { public var stage: String; public var fraction: Double }
     public struct Result: Codable, Sendable {
         public var report: HighlightReport
@@ -68,6 +69,10 @@ public struct ChildMessage: Codable, Sendable {
     /// A `.preview` task's render.
     public var preview: RenderResult?
     public var failure: ChildFailure?
+
+    public var progressReport: (stage: String, fraction: Double)? { progress.map { ($0.stage, $0.fraction) } }
+    public var isAnswer: Bool { probe != nil || result != nil || recognition != nil || preview != nil }
+    public var isFailure: Bool { failure != nil }
 }
 
 /// A MediaError as JSON. The kind travels as its raw name, so kinds added later still round-trip.

@@ -1,18 +1,17 @@
 import Analysis
+import FFmpeg
 import Foundation
 import Highlight
-import Isolation
+import MediaEngine
 import JobMedia
 import Logging
-import MediaEngine
 import Store
-import Synchronization
 import Telemetry
 
 /// Re-uploads recognised: before a job's analysis, its input is compared with the
 /// account's earlier uploads whose media are still stored. Never another account's: the
 /// candidates come from the job's own account only, and the analysis cache is per account.
-extension JobRunner {
+extension HighlightJobs {
     /// Earlier uploads a new one is compared with (the account's newest completed jobs).
     static let reuploadCandidateLimit = 20
     /// Files the worker writes in the job's folder for its child (removed after the run).
@@ -80,17 +79,6 @@ extension JobRunner {
         return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality
             && job.outputCap == earlier.outputCap
             && a.aspect == b.aspect && (a.focus ?? "auto") == (b.focus ?? "auto") && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
-    }
-
-    /// What the worker keeps of a recognised re-upload for finishing the job.
-    struct RecognizedReupload {
-        /// The new video's keyframe fingerprint (stored for its own re-uploads: it is not analysed).
-        var fingerprint: ContentFingerprint?
-        /// The earlier job it is a copy of.
-        var earlierJobId: String = ""
-        /// It starts and ends where the earlier video does (to a frame): the same video, whose
-        /// kept input can serve both jobs (`settleKeptInputs`).
-        var sameTimeline = false
     }
 
     /// The recognition task for the job's child, its candidates written to the job's folder; nil
@@ -217,8 +205,16 @@ extension JobRunner {
         }
     }
 
-    /// Stores the fingerprint of an analysed input, for recognising its re-uploads (best effort:
-    /// without it, a re-upload is analysed again).
+    /// Stores the fingerprint of a completed job's input, for recognising its re-uploads: the
+    /// analysis's, or for a recognised re-upload whose analysis was reused, its keyframe look's
+    /// (best effort: without it, a re-upload is analysed again).
+    public func storeFingerprint(of made: MadeHighlight, recognized: RecognizedReupload?, job: Job, log: Logger) async {
+        let result = made.result
+        await storeFingerprint(
+            result.fingerprint ?? (result.report.analysisReused == true ? recognized?.fingerprint : nil), job: job,
+            log: log)
+    }
+
     func storeFingerprint(_ fingerprint: ContentFingerprint?, job: Job, log: Logger) async {
         guard let fingerprint, job.edit?.recutOf == nil,
             let data = try? JSONEncoder().encode(fingerprint), data.count <= Self.maxFingerprintBytes,
@@ -233,4 +229,15 @@ extension JobRunner {
             log.warning("cannot store the input's fingerprint", metadata: ["error": "\(error)"])
         }
     }
+}
+
+/// What the worker keeps of a recognised re-upload for finishing the job.
+public struct RecognizedReupload: Sendable {
+    /// The new video's keyframe fingerprint (stored for its own re-uploads: it is not analysed).
+    var fingerprint: ContentFingerprint?
+    /// The earlier job it is a copy of.
+    public var earlierJobId: String = ""
+    /// It starts and ends where the earlier video does (to a frame): the same video, whose
+    /// kept input can serve both jobs (`settleKeptInputs`).
+    public var sameTimeline = false
 }

@@ -1,10 +1,10 @@
 import FFmpeg
 import Foundation
 import Highlight
+import MediaEngine
 import Isolation
 import JobMedia
 import Logging
-import MediaEngine
 import Store
 import Telemetry
 
@@ -15,48 +15,26 @@ struct JobChildren: Sendable {
     var access: ChildAccess
     var deadline: ContinuousClock.Instant
     var token: CancellationToken
-    var reporter: ProgressReporter
+    var onProgress: @Sendable (String, Double) -> Void
     var stages: JobStageTimer
     var log: Logger
 
     /// Runs `task` in a child and hands it to `body` (which may send it a second task); its outcome.
-    func run(_ task: ChildTask, _ body: (ChildSession) async -> Void = { _ in }) async -> ChildOutcome {
+    func run(_ task: ChildTask, _ body: (ChildSession<ChildMessage>) async -> Void = { _ in }) async -> ChildOutcome {
         let left = max(1, Double((deadline - ContinuousClock.now).components.seconds))
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let (reporter, stages) = (self.reporter, self.stages)
-        return await IsolatedChild.withChild(
+        let (onProgress, stages) = (self.onProgress, self.stages)
+        return await MediaChild.withChild(
             task, settings: isolation, access: access, wallSeconds: left,
             cpuSeconds: UInt64(left) * UInt64(max(1, cores)), cancellation: token, logger: log,
             onProgress: { stage, fraction in
-                reporter.report(stage: stage, fraction: fraction)
+                onProgress(stage, fraction)
                 stages.enter(stage)
             }, body)
     }
 }
 
-extension JobRunner {
-    func jobChildren(
-        for job: Job, workspace: JobWorkspace, token: CancellationToken, reporter: ProgressReporter,
-        stages: JobStageTimer, log: Logger
-    ) -> JobChildren {
-        let cacheDirectory = layout.accountCacheDirectory(job.accountId)
-        // The child writes its own job's folder and reads its account's analysis cache (read-only:
-        // the account's other jobs may run at once, each as its own user), nothing else of the
-        // storage; and it may load the face detector (a library only the analysis loads), from its
-        // folder and the libraries beside it (a wheel's "<name>.libs").
-        try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        chmod(cacheDirectory, 0o755)  // inside Storage/cache (0700): for the children's users only
-        let faceLibrary = (media.template.analysis.faces.library as NSString).deletingLastPathComponent
-        let access = ChildAccess(
-            readable: [cacheDirectory]
-                + [faceLibrary, faceLibrary + ".libs"].filter { FileManager.default.fileExists(atPath: $0) },
-            writable: [workspace.directory])
-        return JobChildren(
-            isolation: isolation, access: access,
-            deadline: ContinuousClock.now + .seconds(timeBudget(job)), token: token, reporter: reporter,
-            stages: stages, log: log)
-    }
-
+extension HighlightJobs {
     /// The job's children: the keyframe look at earlier uploads when there are candidates, then
     /// the highlight in the same child; or the highlight alone.
     func runChildren(
@@ -102,17 +80,3 @@ extension JobRunner {
     }
 }
 
-extension JobRunner {
-    /// Moves the analysis the child wrote for the cache into its account's cache (readable by
-    /// the account's later children: 0644, inside Storage/cache, which only this user enters).
-    func keepCacheEntries(_ workspace: JobWorkspace, accountId: String) {
-        let folder = workspace.cacheOutputDirectory
-        let cache = layout.accountCacheDirectory(accountId)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".json") {
-            let entry = folder + "/" + name
-            chmod(entry, 0o644)
-            _ = rename(entry, cache + "/" + name)
-        }
-        try? FileManager.default.removeItem(atPath: folder)
-    }
-}
