@@ -40,22 +40,17 @@ struct JobEditsController {
         let id = try context.parameters.require("id")
         let body = try await request.body.collect(upTo: Self.maxBodyBytes)
         let recut = try Self.parse(body)
-        do {
-            let (job, usage) = try await intake.recut(id, account: account, request: recut)
-            let base = baseURL
-            let response = UploadResponse(
-                jobId: job.id,
-                message:
-                    "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
-                estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
-                links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
-            return EditedResponse(
-                status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
-        } catch let refusal as RecutRefusal {
-            throw Problem(refusal, jobID: id)
-        } catch let refusal as Refusal {
-            throw Problem(refusal)
-        }
+        // A refusal (Refusal, RecutRefusal) becomes its problem in ProblemMiddleware.
+        let (job, usage) = try await intake.recut(id, account: account, request: recut)
+        let base = baseURL
+        let response = UploadResponse(
+            jobId: job.id,
+            message:
+                "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
+            estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
+            links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
+        return EditedResponse(
+            status: .created, headers: [.location: "\(base)/api/v1/jobs/\(job.id)"], response: response)
     }
 
     /// The JSON body: any of target_duration, quality, aspect, focus, include, exclude (an empty body
@@ -75,40 +70,36 @@ struct JobEditsController {
             )
         }
         var recut = RecutRequest()
-        do {
-            if let value = object["target_duration"] {
-                guard let number = EditRequest.jsonNumber(value), number == number.rounded(), abs(number) < 1e6 else {
-                    throw Refusal.targetDurationNotWhole
-                }
-                recut.targetDuration = Int(number)
+        if let value = object["target_duration"] {
+            guard let number = EditRequest.jsonNumber(value), number == number.rounded(), abs(number) < 1e6 else {
+                throw Refusal.targetDurationNotWhole
             }
-            if let value = object["quality"] {
-                guard let text = value as? String else { throw Refusal.qualityNotAString }
-                recut.quality = text
-            }
-            if let value = object["aspect"] {
-                guard let text = value as? String else { throw Refusal.aspectNotAString }
-                recut.aspect = try EditRequest.parseAspect(text).rawValue
-            }
-            if let value = object["focus"] {
-                guard let text = value as? String else { throw Refusal.invalidFocus("\(value)") }
-                recut.focus = try EditRequest.parseFocus(text).rawValue
-            }
-            // include and exclude take the same shapes as the upload's fields, as JSON.
-            if let value = object["include"] {
-                let text = String(
-                    decoding: try JSONSerialization.data(withJSONObject: value is [Any] ? value : [value]),
-                    as: UTF8.self)
-                recut.include = try EditRequest.parse(aspect: nil, include: text, exclude: nil).include
-            }
-            if let value = object["exclude"], !(value is NSNull) {
-                guard value is [Any] else { throw Refusal.invalidExclude(.notAList) }
-                let text = String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
-                recut.exclude = try EditRequest.parse(aspect: nil, include: nil, exclude: text).exclude
-                if (value as? [Any])?.isEmpty == true { recut.exclude = [] }
-            }
-        } catch let refusal as Refusal {
-            throw Problem(refusal)
+            recut.targetDuration = Int(number)
+        }
+        if let value = object["quality"] {
+            guard let text = value as? String else { throw Refusal.qualityNotAString }
+            recut.quality = text
+        }
+        if let value = object["aspect"] {
+            guard let text = value as? String else { throw Refusal.aspectNotAString }
+            recut.aspect = try EditRequest.parseAspect(text).rawValue
+        }
+        if let value = object["focus"] {
+            guard let text = value as? String else { throw Refusal.invalidFocus("\(value)") }
+            recut.focus = try EditRequest.parseFocus(text).rawValue
+        }
+        // include and exclude take the same shapes as the upload's fields, as JSON.
+        if let value = object["include"] {
+            let text = String(
+                decoding: try JSONSerialization.data(withJSONObject: value is [Any] ? value : [value]),
+                as: UTF8.self)
+            recut.include = try EditRequest.parse(aspect: nil, include: text, exclude: nil).include
+        }
+        if let value = object["exclude"], !(value is NSNull) {
+            guard value is [Any] else { throw Refusal.invalidExclude(.notAList) }
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
+            recut.exclude = try EditRequest.parse(aspect: nil, include: nil, exclude: text).exclude
+            if (value as? [Any])?.isEmpty == true { recut.exclude = [] }
         }
         return recut
     }

@@ -32,6 +32,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return problem
         case let refusal as Refusal:
             return Problem(refusal)
+        case let refusal as RecutRefusal:
+            return Problem(refusal)
         case let error as any HTTPResponseError:
             return problem(for: error, request: request, context: context)
         case let error as DecodingError:

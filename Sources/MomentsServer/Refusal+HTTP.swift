@@ -60,9 +60,9 @@ extension Problem {
 
 extension Problem {
     /// Why a job cannot be re-cut (before any of its options are looked at), as its problem.
-    init(_ refusal: RecutRefusal, jobID: String) {
+    init(_ refusal: RecutRefusal) {
         switch refusal {
-        case .notFound:
+        case .notFound(let jobID):
             self = Problem.jobNotFound(jobID)
         case .notCompleted(let state):
             self.init(

@@ -38,7 +38,7 @@ struct UploadController {
             throw problem
         } catch let refusal as Refusal {
             UploadMetrics.refused(code: refusal.code)
-            throw Problem(refusal)
+            throw refusal  // its problem: ProblemMiddleware
         } catch {
             UploadMetrics.refused(code: "error")
             throw error
@@ -99,11 +99,7 @@ struct UploadController {
         ) { written in
             uploads.wrote(ticket, bytes: written)
             // Every upload in progress, this one included, may still write what it declared.
-            do {
-                try intake.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
-            } catch let refusal as Refusal {
-                throw Problem(refusal)
-            }
+            try intake.checkDiskSpace(expectedBytes: uploads.outstandingBytes())
         }
         uploads.wrote(ticket, bytes: received.fileBytes)
         let options: HighlightOptions

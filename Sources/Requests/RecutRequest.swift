@@ -21,7 +21,8 @@ public struct RecutRequest: Sendable, Equatable {
 
 /// Why a job cannot be re-cut, for the API to tell.
 public enum RecutRefusal: Error, Sendable, Equatable {
-    case notFound
+    /// No such job of the account.
+    case notFound(jobID: String)
     /// Not completed (yet, or ever).
     case notCompleted(JobState)
     /// The plan does not allow re-cuts.

@@ -10,7 +10,7 @@ extension UploadIntake {
     /// (no analysis decode). The job gets its own copy of both (links or server-side copies), so
     /// it lives and is retained like any other; it counts against the month's quota like an upload.
     public func recut(_ originalID: String, account: Account, request: RecutRequest) async throws -> (Job, QuotaUsage) {
-        guard let original = try await database.job(id: originalID, accountId: account.id) else { throw RecutRefusal.notFound }
+        guard let original = try await database.job(id: originalID, accountId: account.id) else { throw RecutRefusal.notFound(jobID: originalID) }
         guard original.status == .completed else { throw RecutRefusal.notCompleted(original.status) }
         let current = try await policy.precheck(account)
         guard current.plan.recuts else { throw RecutRefusal.notAllowed(plan: current.plan.name) }
