@@ -51,30 +51,10 @@ struct UploadController {
         _ = try MultipartUpload.boundary(contentType: request.headers[.contentType])
         let (ticket, _) = uploads.begin(account: account.id)
         defer { uploads.end(ticket) }
-        let current: AccountPlan
-        // The account's other uploads in progress count through their places in the store (below),
+        // The account's other uploads in progress count through their places in the store,
         // whichever process receives them.
-        let admission = intake.newUploadAdmissionID()
-        current = try await intake.policy.precheck(account, uploadsInProgress: 0)
-        try await intake.admitUpload(id: admission, account: account, plan: current)
-        let intake = self.intake
-        let renewal = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(UploadIntake.uploadAdmissionSeconds / 4))
-                if Task.isCancelled { break }
-                await intake.renewUploadAdmission(id: admission)
-            }
-        }
-        do {
-            let response = try await receiveAdmitted(
-                request, context: context, account: account, ticket: ticket, current: current)
-            renewal.cancel()
-            await intake.releaseUploadAdmission(id: admission)
-            return response
-        } catch {
-            renewal.cancel()
-            await intake.releaseUploadAdmission(id: admission)
-            throw error
+        return try await intake.whileAdmitted(account) { current in
+            try await receiveAdmitted(request, context: context, account: account, ticket: ticket, current: current)
         }
     }
 

@@ -27,6 +27,34 @@ extension UploadIntake {
     /// A new plain upload's place, named after this process (`UploadHolder`).
     public func newUploadAdmissionID() -> String { UploadHolder.current.name + "/" + UUID().uuidString.lowercased() }
 
+    /// Runs `body` while a plain upload holds its place against the account's plan: the plan's
+    /// checks (quota, jobs at once counting the account's uploads in progress on any process), the
+    /// place taken in one transaction, renewed while the body arrives and given back after,
+    /// whatever `body` does. A resumable upload's place is its row (`createAdmitted`).
+    public func whileAdmitted<T: Sendable>(
+        _ account: Account, _ body: (AccountPlan) async throws -> T
+    ) async throws -> T {
+        let admission = newUploadAdmissionID()
+        let current = try await policy.precheck(account, uploadsInProgress: 0)
+        try await admitUpload(id: admission, account: account, plan: current)
+        let renewal = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(Self.uploadAdmissionSeconds / 4))
+                if Task.isCancelled { break }
+                await self.renewUploadAdmission(id: admission)
+            }
+        }
+        defer { renewal.cancel() }
+        do {
+            let result = try await body(current)
+            await releaseUploadAdmission(id: admission)
+            return result
+        } catch {
+            await releaseUploadAdmission(id: admission)
+            throw error
+        }
+    }
+
     /// Takes a plain upload's place (`id`) against the plan, in one transaction.
     public func admitUpload(id: String, account: Account, plan current: AccountPlan) async throws {
         await releasePlacesOfDeadProcesses.value
