@@ -237,8 +237,8 @@ let package = Package(
             name: "MomentsServer",
             dependencies: [
                 "MediaVocabulary",
-                "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia", "Requests", "Isolation",
-                "MediaEngine", "Highlight", "HighlightJob", "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
+                "Store", "Accounts", "Uploads", "Workers", "Webhooks", "JobMedia", "Requests", "Isolation",
+                "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -249,6 +249,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log")
             ],
             resources: [.copy("openapi.json"), .copy("Studio")]
+        ),
+        // The composition root: the service's parts built once on one store and one media
+        // storage, the background services of each process, the HTTP edge's parts. A library, so
+        // the tests build the very processes the commands run.
+        .target(
+            name: "MomentsRoot",
+            dependencies: [
+                "MomentsServer", "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "Highlight", "HighlightJob", "MediaEngine", "MomentsConfig",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log")
+            ]
         ),
         // S3-compatible object storage (AWS S3, Cloudflare R2, MinIO): SigV4 signing and a streaming client.
         .target(
@@ -281,7 +294,7 @@ let package = Package(
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig", "MediaConfig",
-                "MomentsServer", "HighlightJob",
+                "MomentsServer", "MomentsRoot", "HighlightJob",
                 "Store",
                 "SQLiteStore",
                 "PostgresStore",
@@ -312,7 +325,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "AnalysisDecode", "MediaPictures",
-                "MomentsServer", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -329,7 +342,7 @@ let package = Package(
         .testTarget(
             name: "RouterTests",
             dependencies: [
-                "MomentsServer", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
+                "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
                 "MediaConfig", "Highlight",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log")

@@ -8,10 +8,10 @@ import Workers
 
 /// Builds the HTTP application on the service's parts: routes, middleware, the transport limits of
 /// `ServiceSettings` (connections, header and idle timeouts, body rate). `background` runs as
-/// services of the application (they start and stop with it): the tests pass
-/// `services.background`; `moments serve` runs those in its own ServiceGroup beside the app.
+/// services of the application (they start and stop with it): the tests pass the root's
+/// background services; `moments serve` runs those in its own ServiceGroup beside the app.
 public func buildApplication(
-    _ services: MomentsServices, logger: Logger, operations: OperationsSettings = OperationsSettings(),
+    _ services: EdgeServices, logger: Logger, operations: OperationsSettings = OperationsSettings(),
     background: [any Service] = []
 ) -> (app: some ApplicationProtocol, routes: RouteTable) {
     let (router, table) = buildRouter(services, logger: logger, operations: operations)
@@ -31,7 +31,7 @@ public func buildApplication(
 
 /// The router alone (tests drive it with `.router`): each controller gets the parts it uses.
 public func buildRouter(
-    _ services: MomentsServices, logger: Logger? = nil, operations: OperationsSettings = OperationsSettings()
+    _ services: EdgeServices, logger: Logger? = nil, operations: OperationsSettings = OperationsSettings()
 ) -> (Router<AppRequestContext>, RouteTable) {
     let router = Router(context: AppRequestContext.self)
     let table = RouteTable()
@@ -73,7 +73,7 @@ public func buildRouter(
     .addRoutes(to: router, protected: protected, table: table)
     JobsController(jobs: services.jobs, baseURL: settings.baseURL).addRoutes(to: protected, table: table)
     JobEditsController(
-        jobs: services.jobs, intake: services.intake, crossfadeSeconds: services.media.crossfadeSeconds,
+        jobs: services.jobs, intake: services.intake, crossfadeSeconds: services.crossfadeSeconds,
         baseURL: settings.baseURL)
         .addRoutes(to: protected, table: table)
     MediaLinksController(jobs: services.jobs, links: services.links, baseURL: settings.baseURL)
@@ -86,7 +86,7 @@ public func buildRouter(
     WebhookController(jobs: services.jobs, endpoints: services.store, webhooks: services.webhooks, clock: services.clock)
         .addRoutes(to: protected, table: table)
     DeviceController(
-        devices: services.store, settings: settings.push, pushEnabled: services.pushes != nil, clock: services.clock
+        devices: services.store, settings: settings.push, pushEnabled: services.pushEnabled, clock: services.clock
     )
     .addRoutes(to: protected, table: table)
     SubscriptionsController(appStore: services.appStore, policy: services.policy, subscriptions: services.store)

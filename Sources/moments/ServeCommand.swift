@@ -5,6 +5,7 @@ import Isolation
 import Logging
 import ServiceLifecycle
 import MomentsConfig
+import MomentsRoot
 import MomentsServer
 
 /// `moments serve`: the HTTP service with its workers, until SIGTERM or SIGINT.
@@ -51,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
         // SIGINT: the app first, the workers next, the store last.
         let group = ServiceGroup(
             configuration: .init(
-                services: (storeServices(services.store) + services.background + [app]).map { .init(service: $0) },
+                services: (storeServices(services.store) + services.background(for: .api) + [app]).map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         try await services.store.close()

@@ -8,7 +8,8 @@ import Isolation
 import JobMedia
 import Logging
 import MomentsConfig
-import MomentsServer
+import MomentsServer  // the worker's /metrics endpoint (HTTP)
+import MomentsRoot
 import Push
 import ServiceLifecycle
 import Store
@@ -54,7 +55,7 @@ struct WorkerCommand: AsyncParsableCommand {
         ) { await sampler.refresh() }
         let group = ServiceGroup(
             configuration: .init(
-                services: (storeServices(services.store) + workerServices(services)).map { .init(service: $0) }
+                services: (storeServices(services.store) + services.background(for: .worker)).map { .init(service: $0) }
                     + (metrics.map { [$0] } ?? []),
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -68,13 +69,6 @@ func storeServices(_ store: any MomentsStore) -> [any Service] {
     (store as? any Service).map { [$0] } ?? []
 }
 
-/// A worker process's services: the dispatchers and the runner (no HTTP, no resumable uploads).
-func workerServices(_ services: MomentsServices) -> [any Service] {
-    var list: [any Service] = [services.webhooks]
-    if let pushes = services.pushes { list.append(pushes) }
-    list.append(services.runner)
-    return list
-}
 
 /// What `serve` and `worker` share: configuration, logger, the store and the service's parts.
 struct ProcessContext {

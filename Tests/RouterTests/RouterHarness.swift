@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JobMedia
 import Logging
 import MomentsConfig
+import MomentsRoot
 import MomentsServer
 import NIOCore
 import Requests

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import MomentsConfig
+import MomentsRoot
 import MomentsServer
 import NIOCore
 import Store

@@ -8,6 +8,7 @@ import HummingbirdTesting
 import JobMedia
 import Logging
 import MomentsConfig
+import MomentsRoot
 import MomentsServer
 import NIOCore
 import NIOHTTP1

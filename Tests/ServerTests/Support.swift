@@ -7,6 +7,7 @@ import JobMedia
 import Logging
 import MediaSynth
 import MomentsConfig
+import MomentsRoot
 import MomentsServer
 import NIOCore
 import SQLiteStore

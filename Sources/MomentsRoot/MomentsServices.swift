@@ -4,19 +4,22 @@ import HighlightJob
 import MediaEngine
 import Foundation
 import JobMedia
+import Hummingbird
 import Logging
 import MomentsConfig
 import Push
 import ServiceLifecycle
+import MomentsServer
 import Store
 import Uploads
 import Webhooks
 import Workers
 
-/// The service's parts, built once and wired as siblings on one store and one media storage:
-/// accounts and plans, the upload intake, the workers and job control, signed media links,
-/// readiness, and the webhook and push dispatchers. The HTTP application takes what each
-/// controller needs from here; `background` is what runs beside it in the process's ServiceGroup.
+/// The composition root: the service's parts, built once and wired as siblings on one store and
+/// one media storage: accounts and plans, the upload intake, the workers and job control (with
+/// the job's media side, `HighlightJobs`), signed media links, readiness, and the webhook and push
+/// dispatchers. The HTTP edge takes its parts from `edge`; `background(for:)` is what runs beside
+/// it (or alone, in a worker process) in the process's ServiceGroup.
 public struct MomentsServices: Sendable {
     public let settings: ServiceSettings
     public let media: MediaDefaults
@@ -101,14 +104,50 @@ public struct MomentsServices: Sendable {
             logger: logger, clock: clock)
     }
 
-    /// What runs beside the HTTP application (in `serve`; `worker` runs the same without the
-    /// resumable uploads' sweeper), in start order: a ServiceGroup stops them in reverse, so the
-    /// workers finish or hand back their jobs before the dispatchers stop.
-    public var background: [any Service] {
+    /// The parts the HTTP edge uses.
+    public var edge: EdgeServices {
+        EdgeServices(
+            settings: settings, crossfadeSeconds: media.crossfadeSeconds, formats: formats, store: store,
+            accounts: accounts, policy: policy, appStore: appStore, intake: intake, resumable: resumable, jobs: jobs,
+            links: links, readiness: readiness, webhooks: webhooks, pushEnabled: pushes != nil, clock: clock)
+    }
+
+    /// Which process the background services are for.
+    public enum ProcessRole: Sendable {
+        /// `moments serve`: the API (it holds resumable uploads' bytes) and its workers.
+        case api
+        /// `moments worker`: the workers alone.
+        case worker
+    }
+
+    /// What runs beside the HTTP application, in start order: a ServiceGroup stops them in
+    /// reverse, so the workers finish or hand back their jobs before the dispatchers stop. A worker
+    /// process has no resumable uploads to sweep.
+    public func background(for role: ProcessRole) -> [any Service] {
         var services: [any Service] = [webhooks]
         if let pushes { services.append(pushes) }
         services.append(runner)
-        services.append(ResumableUploadSweeper(uploads: resumable, intervalSeconds: settings.sweepIntervalSeconds))
+        if role == .api {
+            services.append(ResumableUploadSweeper(uploads: resumable, intervalSeconds: settings.sweepIntervalSeconds))
+        }
         return services
     }
+
+    /// The API process's background services (`background(for: .api)`).
+    public var background: [any Service] { background(for: .api) }
+}
+
+/// The HTTP application on the root's parts (`MomentsServer.buildApplication` over `edge`).
+public func buildApplication(
+    _ services: MomentsServices, logger: Logger, operations: OperationsSettings = OperationsSettings(),
+    background: [any Service] = []
+) -> (app: some ApplicationProtocol, routes: RouteTable) {
+    MomentsServer.buildApplication(services.edge, logger: logger, operations: operations, background: background)
+}
+
+/// The router alone on the root's parts, for tests driving it with `.router`.
+public func buildRouter(
+    _ services: MomentsServices, logger: Logger? = nil, operations: OperationsSettings = OperationsSettings()
+) -> (Router<AppRequestContext>, RouteTable) {
+    MomentsServer.buildRouter(services.edge, logger: logger, operations: operations)
 }

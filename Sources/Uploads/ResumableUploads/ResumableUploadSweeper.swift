@@ -1,14 +1,17 @@
 import ServiceLifecycle
-import Uploads
 
 /// Runs in every API process (the processes that hold uploads' bytes): expires abandoned
 /// resumable uploads and removes staged bytes no upload needs, every `storage.sweepIntervalSeconds`;
 /// at shutdown, waits for answered appends to record their bytes.
-struct ResumableUploadSweeper: Service {
+public struct ResumableUploadSweeper: Service {
     let uploads: ResumableUploads
     let intervalSeconds: Double
 
-    func run() async throws {
+    public init(uploads: ResumableUploads, intervalSeconds: Double) {
+        self.uploads = uploads; self.intervalSeconds = intervalSeconds
+    }
+
+    public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             await uploads.sweep()
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(max(1, intervalSeconds))) }
