@@ -50,10 +50,9 @@ struct ServeCommand: AsyncParsableCommand {
         // The composition root: the store (PostgreSQL's pool and listener), the background services
         // and the HTTP application as siblings in one group, stopped in reverse order on SIGTERM or
         // SIGINT: the app first, the workers next, the store last.
-        let group = ServiceGroup(
-            configuration: .init(
-                services: (storeServices(services.store) + services.background(for: .api) + [app]).map { .init(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = processGroup(
+            (storeServices(services.store) + services.background(for: .api) + [app]).map { .init(service: $0) },
+            logger: logger)
         try await group.run()
         try await services.store.close()
         logger.notice("Moments stopped; database closed")

@@ -53,16 +53,29 @@ struct WorkerCommand: AsyncParsableCommand {
         let metrics = workerMetricsService(
             OperationsSettings(reader: context.config), host: settings.host, logger: logger
         ) { await sampler.refresh() }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: (storeServices(services.store) + services.background(for: .worker)).map { .init(service: $0) }
-                    + (metrics.map { [$0] } ?? []),
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = processGroup(
+            (storeServices(services.store) + services.background(for: .worker)).map { .init(service: $0) }
+                + (metrics.map { [$0] } ?? []), logger: logger)
         try await group.run()
         try await services.store.close()
         logger.notice("Moments worker stopped; its jobs were finished or handed back")
     }
 }
+
+/// A process's ServiceGroup: graceful shutdown on SIGTERM or SIGINT, in reverse start order. A
+/// shutdown that has not ended after `shutdownSeconds` (a service that missed it) becomes
+/// cancellation, so the process always ends: its jobs were handed back at the shutdown's start.
+func processGroup(_ services: [ServiceGroupConfiguration.ServiceConfiguration], logger: Logger) -> ServiceGroup {
+    var configuration = ServiceGroupConfiguration(
+        services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    configuration.maximumGracefulShutdownDuration = .seconds(shutdownSeconds)
+    return ServiceGroup(configuration: configuration)
+}
+
+/// How long a graceful shutdown may take before it becomes cancellation: the children's SIGTERM
+/// and SIGKILL (3 s), the jobs handed back (store writes retried for up to 15 s), the answers in
+/// flight, with room to spare.
+let shutdownSeconds: Int64 = 45
 
 /// The store, when it is a service of its own (PostgreSQL: its pool and event listener).
 func storeServices(_ store: any MomentsStore) -> [any Service] {

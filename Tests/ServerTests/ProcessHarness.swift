@@ -132,7 +132,16 @@ struct MissingTestServer: Error, CustomStringConvertible {
 extension Process {
     /// Waits for the process to end on a thread of its own, not on the pool the servers under test
     /// need (a graceful stop can take seconds on a loaded machine).
-    func exited() async {
+    /// Waits for the process to end; one still running after `seconds` is killed (SIGKILL) and
+    /// the test records it: a process that ignores SIGTERM must not hang the suite.
+    func exited(within seconds: Double = 90, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let ended = await eventually(within: seconds) { !self.isRunning }
+        if !ended {
+            Issue.record(
+                "process \(processIdentifier) (\(arguments ?? [])) still running \(Int(seconds)) s after it was asked to stop",
+                sourceLocation: sourceLocation)
+            kill(processIdentifier, SIGKILL)
+        }
         _ = try? await RawConnection.offPool { self.waitUntilExit() }
     }
 }
