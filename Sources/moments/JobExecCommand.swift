@@ -21,8 +21,14 @@ struct JobExecCommand: ParsableCommand {
     @Option(name: .customLong("victim-pid"), help: .hidden) var victims: [Int32] = []
     /// The probe as the child's first program: only what was set up before exec holds it.
     @Flag(name: .customLong("outer-only"), help: .hidden) var outerOnly = false
+    /// Tests of the child's allocations: prints how many of eight 1080p frames got pages of their own.
+    @Flag(name: .customLong("memory-check"), help: .hidden) var memoryCheck = false
 
     func run() throws {
+        if memoryCheck {
+            print(ProcessMemory.checkPictureBuffers())
+            return
+        }
         if let sandboxProbe {
             var targets = SandboxProbe.Targets(report: sandboxProbe)
             targets.serverPID = serverPID

@@ -86,7 +86,13 @@ struct PushTests {
                     // The dead device and the bad token are gone; the others stay.
                     try await Self.expectDevices(client, key: key, [good, sandbox, flaky, stalled])
 
-                    let pushes = try await server.service.database.pushDeliveries(jobId: job)
+                    // APNs has answered each; the dispatcher records an answer just after it reads it.
+                    let database = server.service.database
+                    var pushes = try await database.pushDeliveries(jobId: job)
+                    _ = try await eventually(within: 10) {
+                        pushes = try await database.pushDeliveries(jobId: job)
+                        return Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky]
+                    }
                     #expect(pushes.count == 6 && pushes.allSatisfy { $0.accountId == accountId && $0.jobId == job })
                     #expect(Set(pushes.filter { $0.status == .sent }.map(\.token)) == [good, sandbox, flaky])
 
