@@ -317,6 +317,33 @@ let package = Package(
             name: "MediaEngineTests",
             dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "MediaEngine", "MediaSynth"]
         ),
+        // Tests by room: each domain module's own target, run once in the unit tier.
+        .testTarget(
+            name: "IsolationTests",
+            dependencies: ["Isolation", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "RequestsTests",
+            dependencies: ["Requests", "Store"]
+        ),
+        .testTarget(
+            name: "MomentsConfigTests",
+            dependencies: [
+                "MomentsConfig", "MediaConfig", "Highlight",
+                .product(name: "Configuration", package: "swift-configuration")
+            ]
+        ),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "Webhooks", "MomentsConfig", "Store",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log")
+            ]
+        ),
         .testTarget(
             name: "AnalysisTests",
             dependencies: ["Analysis"]
@@ -344,6 +371,8 @@ let package = Package(
             dependencies: [
                 "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
                 "MediaConfig", "Highlight",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log")
             ]

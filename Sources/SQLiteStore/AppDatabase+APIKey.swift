@@ -25,7 +25,7 @@ extension AppDatabase {
 
     /// Records that a key was used, on the database's writer queue (the caller does not wait).
     public func recordKeyUse(keyId: String, at date: Date) {
-        pool.asyncWriteWithoutTransaction { db in
+        writer.asyncWriteWithoutTransaction { db in
             try? db.execute(
                 sql: "UPDATE api_key SET lastUsedAt = ? WHERE id = ? AND (lastUsedAt IS NULL OR lastUsedAt < ?)",
                 arguments: [date, keyId, date])
@@ -34,12 +34,12 @@ extension AppDatabase {
 
     /// The writer runs writes in order: an empty write after them returns once they are done.
     public func keyUsesRecorded() async {
-        _ = try? await pool.write { _ in }
+        _ = try? await writer.write { _ in }
     }
 
     /// Every key of the account (active and revoked), oldest first.
     public func keys(accountId: String) async throws -> [APIKey] {
-        try await pool.read { db in
+        try await writer.read { db in
             try APIKey.filter(Column("accountId") == accountId).order(Column("createdAt"), Column.rowID).fetchAll(db)
         }
     }
@@ -48,7 +48,7 @@ extension AppDatabase {
     public func createKey(accountId: String, label: String?, now: Date) async throws -> Result<
         (APIKey, String), KeyRefusal
     > {
-        try await pool.write { db in
+        try await writer.write { db in
             guard try Account.exists(db, key: accountId) else { return .failure(.noSuchAccount) }
             let active = try APIKey.filter(Column("accountId") == accountId && Column("revokedAt") == nil).fetchCount(
                 db)
@@ -64,7 +64,7 @@ extension AppDatabase {
     /// Revokes one key of the account. Revoking a revoked key changes nothing; the account's last
     /// active key is refused, so an account is never locked out (an operator rotates or disables).
     public func revokeKey(id: String, accountId: String, now: Date) async throws -> Result<APIKey, KeyRefusal> {
-        try await pool.write { db in
+        try await writer.write { db in
             guard var key = try APIKey.fetchOne(db, key: id), key.accountId == accountId else {
                 return .failure(.notFound)
             }
@@ -84,7 +84,7 @@ extension AppDatabase {
     public func rotateKey(accountId: String, label: String? = "rotated", now: Date) async throws -> (
         key: APIKey, secret: String, revoked: Int
     )? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard try Account.exists(db, key: accountId) else { return nil }
             try db.execute(
                 sql: "UPDATE api_key SET revokedAt = ? WHERE accountId = ? AND revokedAt IS NULL",

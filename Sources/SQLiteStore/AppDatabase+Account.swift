@@ -10,7 +10,7 @@ extension AppDatabase {
     ) {
         let account = Account(id: UUID().uuidString.lowercased(), plan: plan, label: label, createdAt: now)
         let (key, secret) = APIKey.make(accountId: account.id, label: nil, now: now)
-        try await pool.write { db in
+        try await writer.write { db in
             try account.insert(db)
             try key.insert(db)
         }
@@ -21,7 +21,7 @@ extension AppDatabase {
     /// returned too: callers that authenticate use `authenticate(keyHash:)`.
     public func account(apiKey: String) async throws -> Account? {
         let hash = Account.hash(apiKey: apiKey)
-        return try await pool.read { db in
+        return try await writer.read { db in
             try Account.fetchOne(
                 db,
                 sql: """
@@ -32,14 +32,14 @@ extension AppDatabase {
     }
 
     public func account(id: String) async throws -> Account? {
-        try await pool.read { db in try Account.fetchOne(db, key: id) }
+        try await writer.read { db in try Account.fetchOne(db, key: id) }
     }
 
     /// Disables (or enables again) an account. Takes effect on the next request: keys are checked
     /// against the database on every request. Nil: no such account.
     @discardableResult
     public func setDisabled(accountId: String, _ disabled: Bool, now: Date) async throws -> Account? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard var account = try Account.fetchOne(db, key: accountId) else { return nil }
             if disabled { account.disabledAt = account.disabledAt ?? now } else { account.disabledAt = nil }
             try account.update(db)
@@ -50,7 +50,7 @@ extension AppDatabase {
     /// Marks an account as a tester (sandbox purchases grant it pro) or not. Nil: no such account.
     @discardableResult
     public func setTester(accountId: String, _ tester: Bool) async throws -> Account? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard var account = try Account.fetchOne(db, key: accountId) else { return nil }
             account.tester = tester
             try account.update(db)

@@ -4,13 +4,13 @@ import Store
 
 extension AppDatabase {
     public func saveFingerprint(_ fingerprint: StoredFingerprint) async throws {
-        try await pool.write { db in try fingerprint.save(db) }
+        try await writer.write { db in try fingerprint.save(db) }
     }
 
     public func reuploadCandidates(accountId: String, excludingJob: String, limit: Int) async throws -> [(
         job: Job, fingerprint: StoredFingerprint
     )] {
-        try await pool.read { db in
+        try await writer.read { db in
             let prints = try StoredFingerprint.fetchAll(
                 db,
                 sql: """

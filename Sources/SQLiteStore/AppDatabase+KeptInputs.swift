@@ -4,7 +4,7 @@ import Store
 
 extension AppDatabase {
     public func keptInputJobs(accountId: String) async throws -> [Job] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.fetchAll(
                 db,
                 sql: """
@@ -16,7 +16,7 @@ extension AppDatabase {
     }
 
     public func releaseKeptInput(jobId: String, accountId: String) async throws -> [String] {
-        try await pool.write { db in
+        try await writer.write { db in
             let ids = try String.fetchAll(
                 db,
                 sql: """
@@ -32,7 +32,7 @@ extension AppDatabase {
     }
 
     public func moveKeptInput(from: String, to: String, accountId: String) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE job SET edit = json_set(edit, '$.inputHeldBy', ?)

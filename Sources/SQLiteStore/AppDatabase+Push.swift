@@ -63,7 +63,7 @@ extension AppDatabase {
     public func registerDevice(accountId: String, token: String, environment: PushEnvironment, limit: Int, now: Date)
         async throws -> DeviceRegistration
     {
-        try await pool.write { db in
+        try await writer.write { db in
             let existing = try Row.fetchOne(db, sql: "SELECT * FROM push_device WHERE token = ?", arguments: [token])
                 .map(Self.device)
             if let existing, existing.accountId == accountId {
@@ -94,7 +94,7 @@ extension AppDatabase {
     }
 
     public func devices(accountId: String) async throws -> [PushDevice] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT * FROM push_device WHERE accountId = ? ORDER BY createdAt, rowid",
                 arguments: [accountId]
@@ -104,7 +104,7 @@ extension AppDatabase {
     }
 
     public func deleteDevice(accountId: String, token: String, now: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             guard
                 try Bool.fetchOne(
                     db, sql: "SELECT 1 FROM push_device WHERE token = ? AND accountId = ?",
@@ -128,7 +128,7 @@ extension AppDatabase {
     public func claimDuePushes(worker: String, leaseSeconds: Double, limit: Int, now: Date) async throws
         -> [PushDelivery]
     {
-        try await pool.write { db in
+        try await writer.write { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -152,7 +152,7 @@ extension AppDatabase {
     public func recordPushAttempt(
         id: String, worker: String, outcome: PushOutcome, statusCode: Int?, reason: String?, now: Date
     ) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             guard
                 let token = try String.fetchOne(
                     db,
@@ -174,7 +174,7 @@ extension AppDatabase {
     }
 
     public func pushDeliveries(jobId: String) async throws -> [PushDelivery] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT * FROM push_delivery WHERE jobId = ? ORDER BY createdAt, rowid", arguments: [jobId]
             )

@@ -10,7 +10,7 @@ extension AppDatabase {
     public func insertReserving(_ job: Job, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws -> Result<
         Job, QuotaRefusal
     > {
-        let result = try await pool.write { db -> Result<Job, QuotaRefusal> in
+        let result = try await writer.write { db -> Result<Job, QuotaRefusal> in
             let pro = try Self.entitlement(db, accountId: job.accountId, now: now).grantsPro
             let limits = limits(pro)
             let period = UsagePeriod.month(of: now).name
@@ -44,7 +44,7 @@ extension AppDatabase {
 
     /// Units counted this period: reserved (jobs in flight) and consumed (delivered).
     public func usedUnits(accountId: String, period: String) async throws -> Int {
-        try await pool.read { db in try Self.used(db, accountId: accountId, period: period) }
+        try await writer.read { db in try Self.used(db, accountId: accountId, period: period) }
     }
 
     static func used(_ db: Database, accountId: String, period: String) throws -> Int {
@@ -66,7 +66,7 @@ extension AppDatabase {
 
     /// The ledger of an account, newest first.
     public func ledger(accountId: String, limit: Int = 100) async throws -> [UsageEntry] {
-        try await pool.read { db in
+        try await writer.read { db in
             try UsageEntry.filter(Column("accountId") == accountId).order(Column("id").desc).limit(limit).fetchAll(db)
         }
     }

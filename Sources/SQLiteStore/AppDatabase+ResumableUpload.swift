@@ -35,7 +35,7 @@ extension AppDatabase {
     /// offset back to bytes that are on disk (the client sends the rest again), and a lost hold is
     /// no hold. It saves a WAL fsync per append, most of a 5 MB PATCH's overhead.
     func relaxedWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await pool.writeWithoutTransaction { db in
+        try await writer.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
             var result: T?
@@ -48,17 +48,17 @@ extension AppDatabase {
     }
 
     public func createUpload(_ upload: ResumableUpload) async throws {
-        try await pool.write { db in try upload.insert(db) }
+        try await writer.write { db in try upload.insert(db) }
     }
 
     public func upload(id: String, accountId: String) async throws -> ResumableUpload? {
-        try await pool.read { db in
+        try await writer.read { db in
             try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId).fetchOne(db)
         }
     }
 
     public func upload(id: String) async throws -> ResumableUpload? {
-        try await pool.read { db in try ResumableUpload.fetchOne(db, key: id) }
+        try await writer.read { db in try ResumableUpload.fetchOne(db, key: id) }
     }
 
     public func holdUpload(id: String, accountId: String, holder: String, until: Date, now: Date) async throws
@@ -120,7 +120,7 @@ extension AppDatabase {
         id: String, holder: String, state: ResumableUploadState, jobId: String?, errorCode: String?,
         errorMessage: String?, now: Date
     ) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE resumable_upload SET state = ?, jobId = ?, errorCode = ?, errorMessage = ?, holder = NULL, heldUntil = NULL, updatedAt = ?
@@ -131,7 +131,7 @@ extension AppDatabase {
     }
 
     public func terminateUpload(id: String, accountId: String, now: Date) async throws -> ResumableUpload? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard
                 let upload = try ResumableUpload.filter(Column("id") == id && Column("accountId") == accountId)
                     .fetchOne(db)
@@ -147,14 +147,14 @@ extension AppDatabase {
     }
 
     public func expiredUploads(now: Date, limit: Int) async throws -> [ResumableUpload] {
-        try await pool.read { db in
+        try await writer.read { db in
             try ResumableUpload.filter(Column("state") == "receiving" && Column("expiresAt") < now).limit(limit)
                 .fetchAll(db)
         }
     }
 
     public func expireUpload(id: String, now: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE resumable_upload SET state = 'expired', holder = NULL, heldUntil = NULL, updatedAt = ?
@@ -165,7 +165,7 @@ extension AppDatabase {
     }
 
     public func purgeFinishedUploads(before: Date) async throws -> Int {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: "DELETE FROM resumable_upload WHERE state != 'receiving' AND updatedAt < ?", arguments: [before])
             return db.changesCount
@@ -173,7 +173,7 @@ extension AppDatabase {
     }
 
     public func receivingUploads(accountId: String, now: Date, activeSince: Date) async throws -> Int {
-        try await pool.read { db in
+        try await writer.read { db in
             try Int.fetchOne(
                 db,
                 sql: "SELECT COUNT(*) FROM resumable_upload WHERE accountId = ?1 AND \(Self.holdsPlace)",
@@ -190,7 +190,7 @@ extension AppDatabase {
     public func uploadPlaceRefusal(
         id: String, accountId: String, now: Date, limits: @Sendable (Bool) -> QuotaLimits
     ) async throws -> QuotaRefusal? {
-        try await pool.write { db in
+        try await writer.write { db in
             let limits = limits(try Self.entitlement(db, accountId: accountId, now: now).grantsPro)
             let busy =
                 try Int.fetchOne(
@@ -206,7 +206,7 @@ extension AppDatabase {
 
     public func receivingUploadIDs(_ ids: [String]) async throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
-        return try await pool.read { db in
+        return try await writer.read { db in
             Set(
                 try String.fetchAll(
                     db,

@@ -26,7 +26,7 @@ extension AppDatabase {
     }
 
     public func entitlement(accountId: String, now: Date) async throws -> Entitlement {
-        try await pool.read { db in try Self.entitlement(db, accountId: accountId, now: now) }
+        try await writer.read { db in try Self.entitlement(db, accountId: accountId, now: now) }
     }
 
     /// Applies a verified transaction the app sent for `accountId`.
@@ -41,7 +41,7 @@ extension AppDatabase {
     public func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<
         Entitlement, SubscriptionRefusal
     > {
-        try await pool.write { db in
+        try await writer.write { db in
             let existing = try Subscription.fetchOne(db, key: tx.originalTransactionId)
             guard case .success(let sub) = Subscription.applying(tx, to: existing, accountId: accountId, now: now)
             else {
@@ -60,7 +60,7 @@ extension AppDatabase {
         uuid: String, type: String, subtype: String?, signedDate: Date, tx: TransactionFacts?,
         effect: NotificationEffect, now: Date
     ) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             if try StoreNotification.fetchOne(db, key: uuid) != nil { return false }
             var applied = false
             if let tx, effect != .none {
@@ -103,7 +103,7 @@ extension AppDatabase {
     /// account's App Store subscriptions: they stay revoked until their next transaction or
     /// renewal, which then applies again.
     public func grantPro(accountId: String, until: Date, now: Date) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "UPDATE subscription SET revokedAt = NULL WHERE accountId = ?", arguments: [accountId])
             try Subscription(
                 originalTransactionId: "admin:\(accountId)", accountId: accountId, productId: "admin-grant",
@@ -115,7 +115,7 @@ extension AppDatabase {
 
     /// Revokes every subscription of the account (admin CLI).
     public func revokeSubscriptions(accountId: String, now: Date) async throws -> Int {
-        try await pool.write { db in
+        try await writer.write { db in
             // revokedAt makes it stick against later transactions and renewals too; lastSignedDate
             // moves to now, so no notification signed before the revoke applies.
             try db.execute(
@@ -128,6 +128,6 @@ extension AppDatabase {
     }
 
     public func subscriptions(accountId: String) async throws -> [Subscription] {
-        try await pool.read { db in try Subscription.filter(Column("accountId") == accountId).fetchAll(db) }
+        try await writer.read { db in try Subscription.filter(Column("accountId") == accountId).fetchAll(db) }
     }
 }

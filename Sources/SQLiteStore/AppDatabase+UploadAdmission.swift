@@ -53,7 +53,7 @@ extension AppDatabase {
     public func createUpload(_ upload: ResumableUpload, now: Date, limits: @Sendable (Bool) -> QuotaLimits) async throws
         -> Result<ResumableUpload, QuotaRefusal>
     {
-        try await pool.write { db in
+        try await writer.write { db in
             if let refusal = try Self.uploadRefusal(db, accountId: upload.accountId, now: now, limits: limits) {
                 return .failure(refusal)
             }
@@ -66,7 +66,7 @@ extension AppDatabase {
         id: String, accountId: String, until: Date, now: Date,
         limits: @Sendable (Bool) -> QuotaLimits
     ) async throws -> Result<Void, QuotaRefusal> {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "DELETE FROM upload_admission WHERE expiresAt < ?", arguments: [now])
             if let refusal = try Self.uploadRefusal(db, accountId: accountId, now: now, limits: limits) {
                 return .failure(refusal)
@@ -91,7 +91,7 @@ extension AppDatabase {
     }
 
     public func uploadAdmissionIDs(prefix: String) async throws -> [String] {
-        try await pool.read { db in
+        try await writer.read { db in
             try String.fetchAll(
                 db, sql: "SELECT id FROM upload_admission WHERE substr(id, 1, length(?1)) = ?1", arguments: [prefix])
         }
@@ -101,7 +101,7 @@ extension AppDatabase {
         -> SignupAdmission
     {
         guard perWindow > 0 else { return .admitted }
-        return try await pool.write { db in
+        return try await writer.write { db in
             let since = now.addingTimeInterval(-windowSeconds)
             try db.execute(sql: "DELETE FROM signup_attempt WHERE createdAt < ?", arguments: [since])
             let times = try Date.fetchAll(

@@ -62,7 +62,7 @@ extension AppDatabase {
     }
 
     public func webhookEndpoint(accountId: String) async throws -> WebhookEndpoint? {
-        try await pool.read { db in
+        try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId]).map(
                 Self.endpoint)
         }
@@ -71,7 +71,7 @@ extension AppDatabase {
     public func setWebhookEndpoint(accountId: String, url: String, secret: String, now: Date) async throws
         -> WebhookEndpoint
     {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: """
                     INSERT INTO webhook_endpoint (accountId, url, secret, createdAt) VALUES (?, ?, ?, ?)
@@ -84,7 +84,7 @@ extension AppDatabase {
     }
 
     public func deleteWebhookEndpoint(accountId: String) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "DELETE FROM webhook_endpoint WHERE accountId = ?", arguments: [accountId])
             return db.changesCount > 0
         }
@@ -93,7 +93,7 @@ extension AppDatabase {
     public func claimDueWebhooks(worker: String, leaseSeconds: Double, limit: Int, failingLimit: Int, now: Date)
         async throws -> [ClaimedWebhook]
     {
-        try await pool.write { db in
+        try await writer.write { db in
             // The oldest due delivery of each account none of whose deliveries is leased now; of
             // those of accounts whose endpoint is failing (a pending delivery already attempted),
             // the first `failingLimit` only.
@@ -137,7 +137,7 @@ extension AppDatabase {
     public func recordWebhookAttempt(_ attempt: WebhookAttempt, worker: String, outcome: WebhookOutcome, now: Date)
         async throws -> Bool
     {
-        try await pool.write { db in
+        try await writer.write { db in
             guard
                 try Bool.fetchOne(
                     db,
@@ -167,7 +167,7 @@ extension AppDatabase {
     public func webhookDeliveries(jobId: String, accountId: String) async throws -> [(
         delivery: WebhookDelivery, attempts: [WebhookAttempt]
     )] {
-        try await pool.read { db in
+        try await writer.read { db in
             let deliveries = try Row.fetchAll(
                 db,
                 sql: """

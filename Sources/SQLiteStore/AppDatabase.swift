@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 import Store
 
-/// The service's database: accounts and the job queue, in SQLite through GRDB. One DatabasePool
-/// (WAL: readers never wait for the writer); every consistent change is one write transaction.
+/// The service's database: accounts and the job queue, in SQLite through GRDB. On a file, one
+/// DatabasePool (WAL: readers never wait for the writer); in memory (`inMemory`, for unit tests),
+/// one DatabaseQueue with the same schema and code. Every consistent change is one write transaction.
 public final class AppDatabase: MomentsStore {
-    public let pool: DatabasePool
+    public let writer: any DatabaseWriter
     public var engine: String { "sqlite" }
     /// One process per database: the server holds the storage lock.
     public var isExclusive: Bool { true }
@@ -16,8 +17,28 @@ public final class AppDatabase: MomentsStore {
     public let sandboxForAll: Bool
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
-    public init(path: String, sandboxForAll: Bool = false) throws {
+    public convenience init(path: String, sandboxForAll: Bool = false) throws {
+        let configuration = Self.configuration(sandboxForAll: sandboxForAll)
+        Self.makePrivate(path)
+        try self.init(writer: try DatabasePool(path: path, configuration: configuration), sandboxForAll: sandboxForAll)
+    }
+
+    /// A database that lives in memory only, for tests that need a store but not its file (the
+    /// hummingbird-examples' in-memory repository, with this store's own code and schema).
+    public static func inMemory(sandboxForAll: Bool = false) throws -> AppDatabase {
+        try AppDatabase(
+            writer: try DatabaseQueue(configuration: configuration(sandboxForAll: sandboxForAll)),
+            sandboxForAll: sandboxForAll)
+    }
+
+    private init(writer: any DatabaseWriter, sandboxForAll: Bool) throws {
         self.sandboxForAll = sandboxForAll
+        self.writer = writer
+        try Self.migrator.migrate(writer)
+        writer.add(transactionObserver: JobChangeObserver(broadcaster: broadcaster), extent: .databaseLifetime)
+    }
+
+    static func configuration(sandboxForAll: Bool) -> Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.maximumReaderCount = 8
@@ -29,10 +50,7 @@ public final class AppDatabase: MomentsStore {
                 function: DatabaseFunction("moments_sandbox_for_all", argumentCount: 0, pure: true) { _ in sandboxForAll
                 })
         }
-        Self.makePrivate(path)
-        pool = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(pool)
-        pool.add(transactionObserver: JobChangeObserver(broadcaster: broadcaster), extent: .databaseLifetime)
+        return configuration
     }
 
     /// The database and its -wal and -shm files readable by this process's user only (0600): they
@@ -45,10 +63,10 @@ public final class AppDatabase: MomentsStore {
         for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
     }
 
-    /// A lookup of the hot paths (API key, job status): one cached statement on one of the pool's
+    /// A lookup of the hot paths (API key, job status): one cached statement on one of the
     /// readers, no transaction around it (a single SELECT is atomic on its own), awaited.
     func lookup<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await pool.unsafeRead(body)
+        try await writer.unsafeRead(body)
     }
 
     public func events() -> AsyncStream<StoreEvent> { broadcaster.subscribe() }
@@ -56,7 +74,7 @@ public final class AppDatabase: MomentsStore {
     /// Closes the database (checkpointing the WAL). Further use throws.
     public func close() throws {
         broadcaster.finish()
-        try pool.close()
+        try writer.close()
     }
 
     static var migrator: DatabaseMigrator {

@@ -8,13 +8,13 @@ extension AppDatabase {
     /// Inserts a job without reserving quota: for tools and tests. The service accepts jobs with
     /// `insertReserving`.
     public func insertUnmetered(_ job: Job) async throws {
-        try await pool.write { db in try job.insert(db) }
+        try await writer.write { db in try job.insert(db) }
         broadcaster.send(.jobQueued)
     }
 
     /// The job if it belongs to `accountId` (another account's job is indistinguishable from none).
     public func job(id: String, accountId: String) async throws -> Job? {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db)
         }
     }
@@ -35,12 +35,12 @@ extension AppDatabase {
     }
 
     public func job(id: String) async throws -> Job? {
-        try await pool.read { db in try Job.fetchOne(db, key: id) }
+        try await writer.read { db in try Job.fetchOne(db, key: id) }
     }
 
     /// One page of an account's jobs, newest first, and the account's total.
     public func jobs(accountId: String, limit: Int, offset: Int) async throws -> (jobs: [Job], total: Int) {
-        try await pool.read { db in
+        try await writer.read { db in
             let all = Job.filter(Job.Columns.accountId == accountId)
             let page = try all.order(Job.Columns.createdAt.desc, Column.rowID.desc).limit(limit, offset: offset)
                 .fetchAll(db)
@@ -53,7 +53,7 @@ extension AppDatabase {
     /// whose last job started longest ago (round robin), then the oldest job. So one account's
     /// backlog never starves the others. Jobs waiting out a retry backoff (`runAfter`) are skipped.
     public func claimNextJob(worker: String, leaseSeconds: Double, now: Date) async throws -> Job? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard
                 var job = try Job.fetchOne(
                     db,
@@ -88,7 +88,7 @@ extension AppDatabase {
     public func retryLater(
         id: String, worker: String, runAfter: Date, abnormal: Bool, chargeSeconds: Double, reason: String, now: Date
     ) async throws -> Bool {
-        let queued = try await pool.write { db -> Bool in
+        let queued = try await writer.write { db -> Bool in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else {
                 return false
             }
@@ -114,7 +114,7 @@ extension AppDatabase {
     public func updateProgress(id: String, worker: String, progress: Int, stage: String, message: String, now: Date)
         async throws -> Bool
     {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE job SET progress = MAX(progress, ?), stage = ?, message = ?, updatedAt = ?
@@ -129,7 +129,7 @@ extension AppDatabase {
         String
     > {
         guard !jobIDs.isEmpty else { return [] }
-        return try await pool.write { db in
+        return try await writer.write { db in
             var held = Set<String>()
             let statement = try db.cachedStatement(
                 sql: """
@@ -147,7 +147,7 @@ extension AppDatabase {
     public func rescueExpiredLeases(maxAttempts: Int, backoffSeconds: Double, now: Date) async throws -> (
         requeued: [String], failed: [String]
     ) {
-        let result = try await pool.write { db in
+        let result = try await writer.write { db in
             let expired = try Job.filter(
                 Job.Columns.status == JobState.processing.rawValue
                     && (Job.Columns.leaseExpiresAt == nil || Job.Columns.leaseExpiresAt < now)
@@ -165,7 +165,7 @@ extension AppDatabase {
         id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
         workerSeconds: Double = 0, now: Date
     ) async throws -> Bool {
-        let completed = try await pool.write { db in
+        let completed = try await writer.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .processing, job.leaseOwner == worker else {
                 return false
             }
@@ -188,7 +188,7 @@ extension AppDatabase {
     public func fail(id: String, worker: String?, code: String, message: String, chargeSeconds: Double = 0, now: Date)
         async throws -> Bool
     {
-        let failed = try await pool.write { db in
+        let failed = try await writer.write { db in
             guard var job = try Job.fetchOne(db, key: id) else { return false }
             if let worker {
                 guard job.status == .processing, job.leaseOwner == worker else { return false }
@@ -209,7 +209,7 @@ extension AppDatabase {
     /// Cancels a pending or processing job of `accountId`. Returns the job after the change and the
     /// state it had before, or nil when there is no such job for this account.
     public func cancel(id: String, accountId: String, now: Date) async throws -> (job: Job, previous: JobState)? {
-        let result = try await pool.write { db -> (job: Job, previous: JobState)? in
+        let result = try await writer.write { db -> (job: Job, previous: JobState)? in
             guard var job = try Job.filter(Job.Columns.id == id && Job.Columns.accountId == accountId).fetchOne(db)
             else { return nil }
             let previous = job.status
@@ -230,7 +230,7 @@ extension AppDatabase {
 
     /// Marks a finished job's media deleted (the files are removed by the caller).
     public func markMediaDeleted(id: String, now: Date) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: "UPDATE job SET mediaDeletedAt = COALESCE(mediaDeletedAt, ?), updatedAt = ? WHERE id = ?",
                 arguments: [now, now, id])
@@ -240,7 +240,7 @@ extension AppDatabase {
     }
 
     public func setPreview(id: String, _ preview: JobPreview, now: Date) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             guard var job = try Job.fetchOne(db, key: id), job.status == .completed, job.output != nil else { return }
             job.output?.preview = preview
             job.updatedAt = now
@@ -250,7 +250,7 @@ extension AppDatabase {
 
     /// Puts a processing job back in the queue without counting the attempt (graceful shutdown).
     public func requeue(id: String, worker: String, now: Date) async throws {
-        let queued = try await pool.write { db -> Bool in
+        let queued = try await writer.write { db -> Bool in
             try db.execute(
                 sql: """
                     UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL, leaseOwner = NULL,
@@ -266,7 +266,7 @@ extension AppDatabase {
     /// left processing by a crash go back to the queue at once (no lease to wait out), or fail once
     /// they have been started `maxAttempts` times. Returns (re-queued, failed) ids.
     public func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String]) {
-        try pool.write { db in
+        try writer.write { db in
             try Self.recover(
                 try Job.filter(Job.Columns.status == JobState.processing.rawValue).fetchAll(db), in: db,
                 maxAttempts: maxAttempts, backoffSeconds: 0, now: now)
@@ -297,7 +297,7 @@ extension AppDatabase {
     /// Finished jobs whose media still exist and whose retention (their own, else
     /// `defaultRetentionHours`) has run out at `now`.
     public func jobsWithExpiredMedia(now: Date, defaultRetentionHours: Double, limit: Int = 500) async throws -> [Job] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.fetchAll(
                 db,
                 sql: """
@@ -309,14 +309,14 @@ extension AppDatabase {
 
     /// Ids of all jobs that exist (the sweeper removes directories belonging to none).
     public func existingJobIDs(_ ids: [String]) async throws -> Set<String> {
-        try await pool.read { db in
+        try await writer.read { db in
             Set(try String.fetchAll(db, Job.select(Job.Columns.id).filter(ids.contains(Job.Columns.id))))
         }
     }
 
     /// Recent successful jobs (input and processing time), newest first, for the time estimate.
     public func recentCompletedJobs(limit: Int = 20) async throws -> [Job] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.filter(Job.Columns.status == JobState.completed.rawValue && Column("processingSeconds") != nil)
                 .order(Job.Columns.finishedAt.desc).limit(limit).fetchAll(db)
         }
@@ -324,7 +324,7 @@ extension AppDatabase {
 
     /// An account's jobs waiting or running.
     public func activeJobs(accountId: String) async throws -> [Job] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.filter(
                 Job.Columns.accountId == accountId
                     && [JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status)
@@ -334,14 +334,14 @@ extension AppDatabase {
 
     /// Jobs waiting or running, oldest first (queue position and wait estimate).
     public func unfinishedJobs() async throws -> [Job] {
-        try await pool.read { db in
+        try await writer.read { db in
             try Job.filter([JobState.pending.rawValue, JobState.processing.rawValue].contains(Job.Columns.status))
                 .order(Job.Columns.createdAt, Column.rowID).fetchAll(db)
         }
     }
 
     public func queueStatistics(now: Date) async throws -> QueueStatistics {
-        try await pool.read { db in
+        try await writer.read { db in
             let row = try Row.fetchOne(
                 db,
                 sql: """
@@ -358,7 +358,7 @@ extension AppDatabase {
 
     /// Writes the heartbeat row: proves the database file (and its WAL) accepts writes.
     public func checkWritable(now: Date = Date()) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(
                 sql: "INSERT INTO heartbeat(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
                 arguments: [now])

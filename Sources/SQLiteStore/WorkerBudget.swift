@@ -16,7 +16,7 @@ extension AppDatabase {
 
     /// Worker seconds charged to an account since the start of `now`'s UTC day.
     public func workerSecondsUsed(accountId: String, now: Date) async throws -> Double {
-        try await pool.read { db in
+        try await writer.read { db in
             try Self.workerSecondsUsed(db, accountId: accountId, since: UsagePeriod.day(of: now).start)
         }
     }
@@ -24,7 +24,7 @@ extension AppDatabase {
     /// Charges one attempt's worker time without settling the job (a cancel, a shutdown, a retry).
     public func chargeWorkerTime(jobId: String, seconds: Double, reason: String, now: Date) async throws {
         guard seconds > 0 else { return }
-        try await pool.write { db in
+        try await writer.write { db in
             guard var job = try Job.fetchOne(db, key: jobId) else { return }
             job.workerSeconds += seconds
             try job.update(db)

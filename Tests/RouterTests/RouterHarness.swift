@@ -33,9 +33,9 @@ struct RouterHarness {
         settings.workers = 0
         settings.minFreeBytes = 1
         configure(&settings)
-        let layout = StorageLayout(root: root)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let store = try AppDatabase(path: layout.databasePath)
+        // The store in memory: the router tier needs its behaviour, not its file.
+        let store = try AppDatabase.inMemory()
         var logger = Logger(label: "moments-router-test")
         logger.logLevel = .critical
         services = try MomentsServices(

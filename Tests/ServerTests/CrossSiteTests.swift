@@ -10,7 +10,7 @@ import Testing
 /// own requests and API clients without an Origin work as before. On a live server, through
 /// AsyncHTTPClient (a refused request with a body ends its connection; this client opens another;
 /// it sends `Host: localhost:<port>`, so the service's own origin by host is http://localhost:<port>).
-@Suite("Hostile clients: cross-site requests")
+@Suite("Hostile clients: cross-site requests", .onceAcrossEngines)
 struct CrossSiteTests {
     static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
 

@@ -11,7 +11,7 @@ import Testing
 /// `moments job-exec --sandbox-probe` enters the very sandbox a job's child enters (same start by
 /// `IsolatedChild.run`, same `ChildSide.enterSandbox`), then tries each escape and reports. And a
 /// child that leaves something holding its pipes does not hold the request or the worker.
-@Suite("Hostile clients: the child's sandbox", .serialized)
+@Suite("Hostile clients: the child's sandbox", .serialized, .onceAcrossEngines)
 struct HostileChildTests {
     /// What the probe is pointed at: a listening abstract and path Unix socket, a /dev/shm file
     /// anybody may write, and this process (standing for the server).

@@ -13,7 +13,7 @@ import Testing
 
 /// Untrusted media is parsed only in `moments job-exec` children: their crashes, hangs and limits
 /// are contained, and the server and its workers go on.
-@Suite("Isolated children")
+@Suite("Isolated children", .onceAcrossEngines)
 struct IsolationTests {
     /// Shell: `ws` becomes the job's folder (the one place a job's child writes), from the task
     /// on standard input (`$input`): the folder of its result.

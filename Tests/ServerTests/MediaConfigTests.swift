@@ -10,7 +10,7 @@ import Testing
 
 /// The `media.analysis.*` and `media.render.*` keys of Config/ change what jobs do (read back from
 /// the job's analysis JSON and its highlight), not only what the CLI does.
-@Suite("Media config reaches jobs", .serialized)
+@Suite("Media config reaches jobs", .serialized, .onceAcrossEngines)
 struct MediaConfigTests {
     private func job(_ media: MediaDefaults) async throws -> (analysis: [String: Any], highlight: Data) {
         let server = try await TestServer(media: media)

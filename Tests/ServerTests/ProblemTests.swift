@@ -5,7 +5,7 @@ import NIOCore
 import Testing
 
 /// Every bad input gets a problem+json that says what to do, and leaves nothing behind.
-@Suite("Errors are problem+json")
+@Suite("Errors are problem+json", .onceAcrossEngines)
 struct ProblemTests {
     @Test func authentication() async throws {
         let server = try await TestServer()

@@ -4,7 +4,7 @@ import Testing
 
 /// A media process gives the picture buffers it frees back to the system, so a job's peak memory
 /// is the largest pass's, not the sum of its passes' (issue 27: at most 600 MB on 4K input).
-@Suite("Process memory")
+@Suite("Process memory", .onceAcrossEngines)
 struct ProcessMemoryTests {
     /// Asked of a fresh job child (`moments job-exec --memory-check`), as the media children are:
     /// in this test process, other tests' freed blocks may serve an allocation from an arena.

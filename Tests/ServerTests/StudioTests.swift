@@ -5,7 +5,7 @@ import Testing
 
 /// The web studio's files: served from the binary's resources with a strict CSP, ETags and
 /// Cache-Control; nothing but its own files.
-@Suite("The web studio's files")
+@Suite("The web studio's files", .onceAcrossEngines)
 struct StudioTests {
     @Test func pageAndAssets() async throws {
         let server = try await TestServer()

@@ -4,7 +4,7 @@ import Testing
 
 /// The target_duration bounds have one home, the engine's range: a service may accept any range
 /// inside it, and a range outside it is refused at start-up rather than by every job's child.
-@Suite("Target duration bounds")
+@Suite("Target duration bounds", .onceAcrossEngines)
 struct TargetRangeTests {
     /// Raised to 300 s (inside the engine's 600), a 300 s request is made (the clip is shorter:
     /// the highlight is the clip's best, not a failure).

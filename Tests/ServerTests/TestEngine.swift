@@ -37,3 +37,11 @@ enum TestEngine: String {
         }
     }
 }
+
+extension Trait where Self == ConditionTrait {
+    /// For suites whose assertions do not depend on the store or the media storage (the sandbox,
+    /// the transport, configuration, the studio's files): run once, in the embedded tier.
+    static var onceAcrossEngines: Self {
+        .enabled(if: TestEngine.isEmbedded, "does not depend on the engines: runs once, in the embedded tier")
+    }
+}

@@ -8,7 +8,7 @@ import Testing
 /// The HTTP transport: what one client can hold of the server (uploads in flight,
 /// connections, disk), how long it can hold it (header, idle and body-rate limits), what it learns
 /// before it may send a body (100 Continue), and what errors and /ready tell it.
-@Suite("Transport limits")
+@Suite("Transport limits", .onceAcrossEngines)
 struct TransportLimitTests {
     static func port(_ client: any TestClientProtocol) throws -> Int { try #require(client.port) }
 

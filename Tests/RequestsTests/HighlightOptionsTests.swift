@@ -1,7 +1,4 @@
 import Foundation
-import AnalysisDecode
-import MediaEngine
-import MediaPictures
 @testable import Requests
 import Store
 import Testing

@@ -1,9 +1,6 @@
 import Foundation
 import HTTPTypes
 @testable import JobMedia
-import AnalysisDecode
-import MediaEngine
-import MediaPictures
 @testable import MomentsServer
 @testable import Requests
 import Store

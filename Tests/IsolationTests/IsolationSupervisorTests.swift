@@ -1,5 +1,4 @@
 import Foundation
-import HighlightJob
 import Isolation
 import Logging
 import Testing
@@ -8,9 +7,10 @@ import Testing
     import Glibc
 #endif
 
-/// The parent's side of a child (`IsolatedChild.withChild`), with shell scripts standing in for
-/// `moments job-exec`: a second task sent once the first message is read, a child stopped when
-/// the task waiting for it is cancelled, and a child flooding its output cut off.
+/// The sandbox's parent side (`IsolatedChild.withChild`), generic over what its children are asked
+/// and answer, with shell scripts standing in for `moments job-exec`: a second task sent once the
+/// first message is read, a child stopped when the task waiting for it is cancelled, a child
+/// flooding its output cut off, one over its budget killed.
 @Suite(.timeLimit(.minutes(2)))
 struct IsolationSupervisorTests {
     static let quiet: Logger = {
@@ -47,25 +47,25 @@ struct IsolationSupervisorTests {
             exit 7
             """)
         var seen: [String] = []
-        let outcome = await MediaChild.withChild(
-            .probe("first-task"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
+        let outcome = await IsolatedChild.withChild(
+            TestTask("first-task"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil, logger: Self.quiet
         ) { child in
             for await message in child.messages {
                 if let stage = message.progress?.stage { seen.append(stage) }
                 guard child.isInputOpen else { continue }
                 #expect(seen == ["looked"])
-                try? await child.send(ChildTask.probe("second-task"))
+                try? await child.send(TestTask("second-task"))
                 await child.finishInput()
                 #expect(!child.isInputOpen)
             }
         }
         #expect(seen == ["looked"])
-        guard case .failed(let error) = outcome else {
+        guard case .failed(let reply) = outcome else {
             Issue.record("expected the second task's failure, got \(outcome)")
             return
         }
-        #expect(error.detail == "took it" && error.path == "first-task")
+        #expect(reply.failure?.detail == "took it")
     }
 
     /// Without a second task the input just ends: the child reads its end.
@@ -79,8 +79,8 @@ struct IsolationSupervisorTests {
             read second && exit 7
             exit 9
             """)
-        let outcome = await MediaChild.run(
-            .probe("only"), settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
+        let outcome = await IsolatedChild.run(
+            TestTask("only"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 30, cpuSeconds: 30,
             cancellation: nil, logger: Self.quiet)
         guard case .abnormal(let reason, false) = outcome else {
             Issue.record("expected an abnormal end, got \(outcome)")
@@ -102,8 +102,8 @@ struct IsolationSupervisorTests {
         let pid = PIDBox()
         let started = ContinuousClock.now
         let waiting = Task {
-            await MediaChild.withChild(
-                .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 120, cpuSeconds: 120,
+            await IsolatedChild.withChild(
+                TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 120, cpuSeconds: 120,
                 cancellation: nil, logger: Self.quiet
             ) { child in
                 pid.value = child.pid
@@ -128,8 +128,8 @@ struct IsolationSupervisorTests {
         let scratch = Scratch()
         let settings = try Self.child(scratch, "/usr/bin/yes | /usr/bin/tr -d '\\n'")
         let started = ContinuousClock.now
-        let outcome = await MediaChild.run(
-            .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 100, cpuSeconds: 100,
+        let outcome = await IsolatedChild.run(
+            TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 100, cpuSeconds: 100,
             cancellation: nil, logger: Self.quiet)
         let took = ContinuousClock.now - started
         guard case .abnormal(let reason, let timedOut) = outcome else {
@@ -145,8 +145,8 @@ struct IsolationSupervisorTests {
         let scratch = Scratch()
         let settings = try Self.child(scratch, "exec /bin/sleep 300")
         let started = ContinuousClock.now
-        let outcome = await MediaChild.run(
-            .probe("x"), settings: settings, access: ChildAccess(), wallSeconds: 1, cpuSeconds: 10,
+        let outcome = await IsolatedChild.run(
+            TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 1, cpuSeconds: 10,
             cancellation: nil, logger: Self.quiet)
         guard case .abnormal(let reason, true) = outcome else {
             Issue.record("expected a timed-out child, got \(outcome)")
@@ -159,4 +159,32 @@ struct IsolationSupervisorTests {
 
 private final class PIDBox: @unchecked Sendable {
     var value: pid_t = 0
+}
+
+/// A task for the stand-in children: one JSON line.
+struct TestTask: Encodable {
+    var name: String
+    init(_ name: String) { self.name = name }
+}
+
+/// What the stand-in children write: the job child's progress and failure lines, read by the
+/// sandbox through `ChildReply` only.
+struct TestReply: ChildReply {
+    struct Progress: Decodable { var stage: String; var fraction: Double }
+    struct Failure: Decodable { var detail: String }
+    var progress: Progress?
+    var failure: Failure?
+    var answer: String?
+
+    var progressReport: (stage: String, fraction: Double)? { progress.map { ($0.stage, $0.fraction) } }
+    var isAnswer: Bool { answer != nil }
+    var isFailure: Bool { failure != nil }
+}
+
+/// A temporary directory removed when released.
+final class Scratch: @unchecked Sendable {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("moments-isolation-\(UUID().uuidString)")
+    init() { try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 }
