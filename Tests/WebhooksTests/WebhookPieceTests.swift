@@ -141,7 +141,7 @@ struct WebhookPieceTests {
     /// Lookups beyond an account's share are refused at once (the account is told to try again);
     /// other accounts keep theirs; a finished lookup gives its share back.
     @Test func lookupBudgetIsPerAccount() async throws {
-        let gate = HostileWebhookTests.Gate()
+        let gate = LookupGate()
         defer { gate.open() }
         let network = WebhookNetwork(resolve: { _ in
             while !gate.isOpen { Thread.sleep(forTimeInterval: 0.01) }
@@ -175,7 +175,7 @@ struct WebhookPieceTests {
     /// the account until the resolver returns: an account whose names hang in the resolver is
     /// refused once its threads are used up, while another account is not.
     @Test func givenUpLookupsCountAgainstTheirAccountUntilTheResolverReturns() async throws {
-        let gate = HostileWebhookTests.Gate()
+        let gate = LookupGate()
         defer { gate.open() }
         let network = WebhookNetwork(resolve: { host in
             if host.hasPrefix("slow") {
@@ -203,7 +203,7 @@ struct WebhookPieceTests {
         }
         #expect(try await checker.check("https://fine.example.net/", account: "b").pinned == "93.184.215.14")
         gate.open()
-        #expect(try await HostileWebhookTests.waitFor(5) { budget.inResolver == 0 })
+        #expect(try await waitFor(5) { budget.inResolver == 0 })
         #expect(try await checker.check("https://fine.example.net/", account: "a").pinned == "93.184.215.14")
     }
 
@@ -240,4 +240,21 @@ struct WebhookPieceTests {
         #expect(shipped == WebhookSettings())
         #expect(!shipped.allowPrivateTargets && shipped.retryBackoffSeconds == 10 && shipped.pollSeconds == 5)
     }
+}
+
+/// Holds the stand-in resolvers until the test opens it.
+final class LookupGate: Sendable {
+    let raised = Atomic<Bool>(false)
+    var isOpen: Bool { raised.load(ordering: .relaxed) }
+    func open() { raised.store(true, ordering: .relaxed) }
+}
+
+/// Polls `condition` until it holds or `timeout` seconds pass; whether it held.
+func waitFor(_ timeout: Double, _ condition: () -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return condition()
 }
