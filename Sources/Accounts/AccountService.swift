@@ -4,10 +4,10 @@ import Synchronization
 
 /// Accounts and their API keys: creating an account, and what a key is worth on each request.
 public final class AccountService: Sendable {
-    let database: any MomentsStore
+    let database: any AccountRepository & KeyRepository
     let clock: @Sendable () -> Date
 
-    public init(database: any MomentsStore, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(database: any AccountRepository & KeyRepository, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database
         self.clock = clock
     }

@@ -25,10 +25,10 @@ public struct QuotaUsage: Sendable, Equatable {
 /// would lift them) when the month's quota, the jobs at once or the day's worker time are used up.
 public struct PlanPolicy: Sendable {
     public let plans: PlanSettings
-    let database: any MomentsStore
+    let database: any JobRepository & SubscriptionRepository & UploadRepository & UsageRepository
     public let clock: @Sendable () -> Date
 
-    public init(plans: PlanSettings, database: any MomentsStore, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(plans: PlanSettings, database: any JobRepository & SubscriptionRepository & UploadRepository & UsageRepository, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.plans = plans
         self.database = database
         self.clock = clock

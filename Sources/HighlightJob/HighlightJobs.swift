@@ -15,13 +15,13 @@ import Telemetry
 /// leases, retries, heartbeats and the hand-off of files to the storage, and knows no engine.
 public struct HighlightJobs: Sendable {
     let media: MediaDefaults
-    let database: any MomentsStore
+    let database: any FingerprintRepository
     let layout: StorageLayout
     let mediaStorage: any MediaStorage
     let clock: @Sendable () -> Date
 
     public init(
-        media: MediaDefaults, database: any MomentsStore, layout: StorageLayout, mediaStorage: any MediaStorage,
+        media: MediaDefaults, database: any FingerprintRepository, layout: StorageLayout, mediaStorage: any MediaStorage,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.media = media; self.database = database; self.layout = layout; self.mediaStorage = mediaStorage

@@ -94,11 +94,11 @@ public enum MediaLinks {
 
 /// Signs links for an account's jobs and opens them, against the keys in the store now.
 public struct MediaLinkSigner: Sendable {
-    let database: any MomentsStore
+    let database: any AccountRepository & JobRepository & KeyRepository
     let secret: ServerSecret
     let clock: @Sendable () -> Date
 
-    public init(database: any MomentsStore, secret: ServerSecret, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(database: any AccountRepository & JobRepository & KeyRepository, secret: ServerSecret, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database
         self.secret = secret
         self.clock = clock

@@ -11,7 +11,7 @@ import Store
 struct SubscriptionsController {
     let appStore: AppStoreGate
     let policy: PlanPolicy
-    let subscriptions: any MomentsStore
+    let subscriptions: any SubscriptionRepository
 
     func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
         table.add(.post, "/api/v1/subscriptions/apple", on: protected, use: presentTransaction)

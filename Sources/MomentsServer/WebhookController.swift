@@ -9,7 +9,7 @@ import Workers
 /// delivery log.
 struct WebhookController {
     let jobs: JobControl
-    let endpoints: any MomentsStore
+    let endpoints: any WebhookRepository
     let webhooks: WebhookDispatcher
     let clock: @Sendable () -> Date
 

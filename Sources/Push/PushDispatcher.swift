@@ -14,7 +14,7 @@ import Telemetry
 /// given up. Runs beside the webhook dispatcher in every process running the job runner, on its own
 /// tasks: a stalled or refusing APNs holds only its pushes, never jobs or webhooks.
 public final class PushDispatcher: Service, Sendable {
-    let database: any MomentsStore
+    let database: any PushRepository & StoreEventSource
     let client: APNsClient
     let settings: PushSettings
     let logger: Logger
@@ -38,7 +38,7 @@ public final class PushDispatcher: Service, Sendable {
     static let pollSeconds = 1.0
 
     public init(
-        database: any MomentsStore, client: APNsClient, settings: PushSettings, worker: String, logger: Logger,
+        database: any PushRepository & StoreEventSource, client: APNsClient, settings: PushSettings, worker: String, logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database; self.client = client; self.settings = settings; self.worker = worker

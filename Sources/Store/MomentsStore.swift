@@ -139,6 +139,8 @@ public protocol UsageRepository: Sendable {
 
 /// App Store subscriptions and the notifications that change them.
 public protocol SubscriptionRepository: Sendable {
+    /// App Store sandbox (TestFlight) subscriptions grant pro to every account, not only testers.
+    var sandboxForAll: Bool { get }
     func entitlement(accountId: String, now: Date) async throws -> Entitlement
     func applyTransaction(_ tx: TransactionFacts, accountId: String, now: Date) async throws -> Result<
         Entitlement, SubscriptionRefusal
@@ -169,10 +171,17 @@ public enum StoreEvent: Sendable, Equatable {
     case jobChanged(id: String?)
 }
 
-/// The whole store.
+/// The store's events (jobs queued, cancelled and changed, deliveries queued): this process's, and
+/// with PostgreSQL every process's.
+public protocol StoreEventSource: Sendable {
+    /// A stream of the store's events for as long as the caller iterates it.
+    func events() -> AsyncStream<StoreEvent>
+}
+
+/// The whole store. A service takes only the repositories it uses (`any JobRepository & …`).
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository,
     SubscriptionRepository,
-    UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository
+    UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository, StoreEventSource
 {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
@@ -184,10 +193,6 @@ public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, Q
     /// crash; each goes back to the queue, or fails after `maxAttempts`. A shared store recovers by
     /// leases instead and returns nothing here.
     func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String])
-    /// App Store sandbox (TestFlight) subscriptions grant pro to every account, not only testers.
-    var sandboxForAll: Bool { get }
-    /// A stream of the store's events for as long as the caller iterates it.
-    func events() -> AsyncStream<StoreEvent>
     /// Proves the database accepts writes (GET /ready).
     func checkWritable(now: Date) async throws
     /// Closes connections. Further use throws.

@@ -81,7 +81,7 @@ extension UploadIntake {
 
 extension UploadIntake {
     /// Frees the places this host's dead processes held (once per process, before its first admission).
-    static func releaseDeadHolders(_ database: any MomentsStore) async {
+    static func releaseDeadHolders(_ database: any UploadRepository) async {
         let holder = UploadHolder.current
         guard let ids = try? await database.uploadAdmissionIDs(prefix: holder.hostPrefix) else { return }
         for id in ids where UploadHolder.isDead(id, on: holder) {

@@ -11,7 +11,7 @@ import Store
 /// plan's length and quota checks, storing the input and inserting the job in one transaction
 /// that reserves a unit of the month's quota. Plain and resumable uploads and re-cuts come here.
 public final class UploadIntake: Sendable {
-    let database: any MomentsStore
+    let database: any JobRepository & UploadRepository & UsageRepository
     public let layout: StorageLayout
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
@@ -24,7 +24,7 @@ public final class UploadIntake: Sendable {
     let releasePlacesOfDeadProcesses: Task<Void, Never>
 
     public init(
-        database: any MomentsStore, layout: StorageLayout, mediaStorage: any MediaStorage, settings: ServiceSettings,
+        database: any JobRepository & UploadRepository & UsageRepository, layout: StorageLayout, mediaStorage: any MediaStorage, settings: ServiceSettings,
         policy: PlanPolicy, isolation: IsolationSettings, probe: (any UploadProbe)? = nil, logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {

@@ -23,7 +23,7 @@ import Telemetry
 /// (`moments serve` and `moments worker`), woken by the store's `webhookQueued` event and every
 /// `webhooks.pollSeconds`.
 public final class WebhookDispatcher: Service, Sendable {
-    let database: any MomentsStore
+    let database: any WebhookRepository & StoreEventSource
     let settings: WebhookSettings
     /// The public origin, for the `result_url` of completed jobs.
     let baseURL: String
@@ -61,7 +61,7 @@ public final class WebhookDispatcher: Service, Sendable {
     public static let secretPurpose = "webhook-secrets"
 
     public init(
-        database: any MomentsStore, settings: WebhookSettings, baseURL: String, worker: String, secret: ServerSecret,
+        database: any WebhookRepository & StoreEventSource, settings: WebhookSettings, baseURL: String, worker: String, secret: ServerSecret,
         logger: Logger, deadline: AttemptDeadline = WebhookDispatcher.defaultDeadline,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {

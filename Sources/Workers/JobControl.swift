@@ -6,13 +6,13 @@ import Store
 /// this process stops at once; another process's worker sees the cancellation through the store),
 /// delete a finished one's media, and reach a completed one's files.
 public final class JobControl: Sendable {
-    let database: any MomentsStore
+    let database: any JobRepository
     let mediaStorage: any MediaStorage
     let runner: JobRunner
     let clock: @Sendable () -> Date
 
     public init(
-        database: any MomentsStore, mediaStorage: any MediaStorage, runner: JobRunner,
+        database: any JobRepository, mediaStorage: any MediaStorage, runner: JobRunner,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database

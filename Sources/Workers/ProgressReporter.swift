@@ -11,13 +11,13 @@ final class ProgressReporter: Sendable {
     private let state = Mutex(State())
     let jobID: String
     let worker: String
-    let database: any MomentsStore
+    let database: any QueueRepository
     let token: CancellationToken
     let interval: Duration
     let clock: @Sendable () -> Date
 
     init(
-        jobID: String, worker: String, database: any MomentsStore, token: CancellationToken, interval: Duration,
+        jobID: String, worker: String, database: any QueueRepository, token: CancellationToken, interval: Duration,
         clock: @escaping @Sendable () -> Date
     ) {
         self.jobID = jobID; self.worker = worker; self.database = database; self.token = token;

@@ -7,7 +7,7 @@ import Store
 /// Periodic clean-up: results past their retention, uploads kept by a crash, folders that belong to
 /// no job, stale analysis-cache entries.
 struct Sweeper: Sendable {
-    let database: any MomentsStore
+    let database: any JobRepository
     let layout: StorageLayout
     /// Where job media live (folders under jobs/, or a bucket).
     let storage: any MediaStorage

@@ -46,7 +46,7 @@ public final class ResumableUploads: Sendable {
         self.logger = logger
     }
 
-    var store: any MomentsStore { intake.database }
+    var store: any UploadRepository { intake.database }
     var now: Date { intake.clock() }
 
     // MARK: Looking up
