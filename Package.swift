@@ -175,6 +175,7 @@ let package = Package(
         .target(
             name: "Accounts",
             dependencies: [
+                "MediaVocabulary",
                 "Store", "Requests", "AppStore", "MomentsConfig", "Telemetry",
                 .product(name: "Logging", package: "swift-log")
             ]
@@ -207,6 +208,7 @@ let package = Package(
         .target(
             name: "Uploads",
             dependencies: [
+                "MediaVocabulary",
                 "Store", "Accounts", "Requests", "JobMedia", "Isolation", "HighlightJob", "MomentsConfig", "ObjectStorage", "CFileSync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -280,7 +282,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "Store",
+                "Store", "MediaVocabulary",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -324,7 +326,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RequestsTests",
-            dependencies: ["Requests", "Store"]
+            dependencies: ["Requests", "Store", "MediaVocabulary"]
         ),
         .testTarget(
             name: "MomentsConfigTests",
@@ -351,7 +353,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "AnalysisDecode", "MediaPictures",
+                "AnalysisDecode", "MediaPictures", "MediaVocabulary",
                 "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
@@ -394,7 +396,7 @@ let package = Package(
         .testTarget(
             name: "StoreTests",
             dependencies: [
-                "Store", "SQLiteStore", "PostgresStore",
+                "Store", "SQLiteStore", "PostgresStore", "MediaVocabulary",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log")
             ]

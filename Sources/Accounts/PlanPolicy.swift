@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import MomentsConfig
 import Requests
 import Store

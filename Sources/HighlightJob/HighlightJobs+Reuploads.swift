@@ -78,7 +78,7 @@ extension HighlightJobs {
         let a = job.edit ?? JobEdit(), b = earlier.edit ?? JobEdit()
         return job.targetDuration == earlier.targetDuration && job.quality == earlier.quality
             && job.outputCap == earlier.outputCap
-            && a.aspect == b.aspect && (a.focus ?? "auto") == (b.focus ?? "auto") && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
+            && a.aspect == b.aspect && (a.focus ?? .auto) == (b.focus ?? .auto) && a.include.isEmpty && a.exclude.isEmpty && b.include.isEmpty && b.exclude.isEmpty
     }
 
     /// The recognition task for the job's child, its candidates written to the job's folder; nil

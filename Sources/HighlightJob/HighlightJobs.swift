@@ -51,11 +51,12 @@ public struct HighlightJobs: Sendable {
     /// The engine's request for the job: its length, shape, pinned and excluded moments, the
     /// workspace's files, the account's analysis cache and the plan's length limit.
     func request(for job: Job, in workspace: JobWorkspace, maxDurationSeconds: Double) -> HighlightRequest {
-        var quality = RenderQuality(rawValue: job.quality) ?? .high
+        // An encode at the job's quality; `original` is encoded as `high` where it cannot be copied.
+        var quality = RenderQuality(rawValue: job.quality.rawValue) ?? .high
         if quality == .high, (job.outputCap ?? 1080) >= RenderQuality.uhd.maxShortSide { quality = .uhd }
         var request = media.request(source: workspace.inputPath, quality: quality)
         // The source's own pictures, copied where the highlight allows (else encoded as `high`).
-        if job.quality == "original" { request.original = OriginalSettings(maxShortSide: job.outputCap) }
+        if job.quality == .original { request.original = OriginalSettings(maxShortSide: job.outputCap) }
         request.output = workspace.resultPath
         request.posterOutput = workspace.posterPath
         request.analysisOutput = workspace.analysisPath
@@ -69,8 +70,8 @@ public struct HighlightJobs: Sendable {
         request.analysisData = workspace.analysisDataPath
         request.storyboardOutput = workspace.storyboardPath
         if let edit = job.edit {
-            request.aspect = AspectRatio(rawValue: edit.aspect) ?? .source
-            request.focus = edit.focus.flatMap { HighlightFocus(rawValue: $0) } ?? .auto
+            request.aspect = edit.aspect
+            request.focus = edit.focus ?? .auto
             request.selection.include = edit.include
             request.selection.exclude = edit.exclude.map { TimeRange(start: $0.start, end: $0.end) }
         }

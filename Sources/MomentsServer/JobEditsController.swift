@@ -46,7 +46,7 @@ struct JobEditsController {
         let response = UploadResponse(
             jobId: job.id,
             message:
-                "Re-cut of \(id) queued: \(job.targetDuration) s, \(job.edit?.aspect ?? "source"), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
+                "Re-cut of \(id) queued: \(job.targetDuration) s, \((job.edit?.aspect ?? .source).rawValue), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
             estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
         return EditedResponse(

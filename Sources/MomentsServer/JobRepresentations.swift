@@ -224,7 +224,8 @@ struct JobDetailResponse: ResponseEncodable {
         jobId = job.id; status = job.status; progress = job.progress; stage = job.stage; message = job.message
         let edit = job.edit ?? JobEdit()
         parameters = Parameters(
-            targetDuration: job.targetDuration, quality: job.quality, aspect: edit.aspect, focus: edit.focus ?? "auto",
+            targetDuration: job.targetDuration, quality: job.quality.rawValue, aspect: edit.aspect.rawValue,
+            focus: (edit.focus ?? .auto).rawValue,
             include: edit.include, exclude: edit.exclude)
         recutOf = edit.recutOf
         duplicateOf = job.output?.duplicateOf.map {
@@ -294,7 +295,7 @@ struct JobListResponse: ResponseEncodable {
             sourceName = job.edit?.sourceName
             targetDuration = job.targetDuration
             duration = job.status == .completed ? job.output.map { ms($0.duration) } : nil
-            aspect = job.edit?.aspect ?? "source"
+            aspect = (job.edit?.aspect ?? .source).rawValue
             recutOf = job.edit?.recutOf
             if resultUrl != nil, let finished = job.finishedAt, let hours = job.retentionHours {
                 keptUntil = finished.addingTimeInterval(hours * 3600)

@@ -71,7 +71,7 @@ struct ResumableUploadController {
         let creation = ResumableUploads.Creation(
             flavor: proto == .tus ? "tus" : "ietf", length: terms.length,
             filename: terms.filename, targetDuration: options.targetDuration,
-            quality: options.quality.rawValue, edit: options.edit)
+            quality: options.quality, edit: options.edit)
         let (upload, _) = try await resumable.create(creation, account: account) { plan in
             intake.policy.fileTooLarge(limit: resumable.maxBytes(plan), plan: plan)
         }
@@ -202,7 +202,7 @@ struct ResumableUploadController {
             if proto == .tus {
                 fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
                     ("filename", upload.filename), ("target_duration", String(upload.targetDuration)),
-                    ("quality", upload.quality)
+                    ("quality", upload.quality.rawValue)
                 ])
             }
             if let job = upload.jobId { fields[.momentsJobId] = job }

@@ -91,7 +91,7 @@ struct UploadController {
             throw error
         }
         let (job, usage) = try await intake.acceptUpload(
-            at: path, account: account, targetDuration: options.targetDuration, quality: options.quality.rawValue,
+            at: path, account: account, targetDuration: options.targetDuration, quality: options.quality,
             plan: current, edit: options.edit, sourceName: received.filename)
         let base = settings.baseURL
         let estimate = job.estimatedSeconds

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Store
 import Logging
 import PostgresNIO
@@ -37,9 +38,13 @@ enum Rows {
         guard let input = try value(JobInput.self, json: try r["input"].decode(String.self)) else {
             throw PostgresStoreError.corrupt("a job row has no input")
         }
+        let storedQuality = try r["quality"].decode(String.self)
+        guard let quality = HighlightQuality(rawValue: storedQuality) else {
+            throw PostgresStoreError.corrupt("a job row has an unknown quality \(storedQuality.prefix(20))")
+        }
         var job = Job(
             id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
-            targetDuration: try r["targetDuration"].decode(Int.self), quality: try r["quality"].decode(String.self),
+            targetDuration: try r["targetDuration"].decode(Int.self), quality: quality,
             input: input, estimatedSeconds: try r["estimatedSeconds"].decode(Int.self),
             now: try r["createdAt"].decode(Date.self))
         job.status = status
@@ -80,7 +85,7 @@ enum Rows {
                 output, segments, "mediaDeletedAt", "quotaPeriod", "quotaState", "outputCap", "retentionHours", "maxDurationSeconds",
                 "abnormalExits", "runAfter", "workerSeconds", "leaseOwner", "leaseExpiresAt", edit)
             VALUES (\(job.id), \(job.accountId), \(job.status.rawValue), \(job.stage), \(job.progress), \(job.message),
-                \(job.targetDuration), \(job.quality), \(input)::jsonb, \(job.estimatedSeconds), \(job.attempts), \(job.createdAt),
+                \(job.targetDuration), \(job.quality.rawValue), \(input)::jsonb, \(job.estimatedSeconds), \(job.attempts), \(job.createdAt),
                 \(job.startedAt), \(job.finishedAt), \(job.updatedAt), \(job.processingSeconds), \(job.errorCode), \(job.errorMessage),
                 \(output)::jsonb, \(segments)::jsonb, \(job.mediaDeletedAt), \(job.quotaPeriod), \(job.quotaState), \(job.outputCap),
                 \(job.retentionHours), \(job.maxDurationSeconds), \(job.abnormalExits), \(job.runAfter), \(job.workerSeconds),
@@ -97,7 +102,7 @@ enum Rows {
             """
             UPDATE job SET "accountId" = \(job.accountId), status = \(job.status.rawValue), stage = \(job.stage),
                 progress = \(job.progress), message = \(job.message), "targetDuration" = \(job.targetDuration),
-                quality = \(job.quality), input = \(input)::jsonb, "estimatedSeconds" = \(job.estimatedSeconds),
+                quality = \(job.quality.rawValue), input = \(input)::jsonb, "estimatedSeconds" = \(job.estimatedSeconds),
                 attempts = \(job.attempts), "createdAt" = \(job.createdAt), "startedAt" = \(job.startedAt),
                 "finishedAt" = \(job.finishedAt), "updatedAt" = \(job.updatedAt), "processingSeconds" = \(job.processingSeconds),
                 "errorCode" = \(job.errorCode), "errorMessage" = \(job.errorMessage), output = \(output)::jsonb,

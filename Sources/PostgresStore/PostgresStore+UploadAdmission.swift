@@ -49,7 +49,7 @@ extension PostgresStore {
                 """
                 INSERT INTO resumable_upload (id, "accountId", flavor, length, "offset", filename, "targetDuration", quality, state,
                     "createdAt", "updatedAt", "expiresAt", edit)
-                VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality),
+                VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality.rawValue),
                     \(u.state.rawValue), \(u.createdAt), \(u.updatedAt), \(u.expiresAt), \(try Rows.json(u.edit))::jsonb)
                 """, logger: logger)
             return .success(u)

@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Foundation
 import Store
 import PostgresNIO
@@ -15,11 +16,15 @@ extension PostgresStore {
         guard let state = ResumableUploadState(rawValue: try r["state"].decode(String.self)) else {
             throw PostgresStoreError.corrupt("an upload row has an unknown state")
         }
+        let storedQuality = try r["quality"].decode(String.self)
+        guard let quality = HighlightQuality(rawValue: storedQuality) else {
+            throw PostgresStoreError.corrupt("an upload row has an unknown quality")
+        }
         var upload = ResumableUpload(
             id: try r["id"].decode(String.self), accountId: try r["accountId"].decode(String.self),
             flavor: try r["flavor"].decode(String.self), length: try r["length"].decode(Int64?.self),
             filename: try r["filename"].decode(String?.self), targetDuration: try r["targetDuration"].decode(Int.self),
-            quality: try r["quality"].decode(String.self), now: try r["createdAt"].decode(Date.self),
+            quality: quality, now: try r["createdAt"].decode(Date.self),
             expiresAt: try r["expiresAt"].decode(Date.self))
         upload.offset = try r["offset"].decode(Int64.self)
         upload.state = state
@@ -38,7 +43,7 @@ extension PostgresStore {
             """
             INSERT INTO resumable_upload (id, "accountId", flavor, length, "offset", filename, "targetDuration", quality, state,
                 "createdAt", "updatedAt", "expiresAt", edit)
-            VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality),
+            VALUES (\(u.id), \(u.accountId), \(u.flavor), \(u.length), \(u.offset), \(u.filename), \(u.targetDuration), \(u.quality.rawValue),
                 \(u.state.rawValue), \(u.createdAt), \(u.updatedAt), \(u.expiresAt), \(try Rows.json(u.edit))::jsonb)
             """)
     }

@@ -164,10 +164,10 @@ public struct EditRequest: Sendable, Equatable {
 
     /// The client's choice as stored with a resumable upload (nil: a plain highlight).
     public init(_ stored: JobEdit?) {
-        aspect = stored.flatMap { AspectRatio(rawValue: $0.aspect) } ?? .source
+        aspect = stored?.aspect ?? .source
         include = stored?.include ?? []
         exclude = stored?.exclude ?? []
-        focus = stored?.focus.flatMap { HighlightFocus(rawValue: $0) } ?? .auto
+        focus = stored?.focus ?? .auto
     }
 
     /// A client's file name as a label: its last path component, control characters dropped, at
@@ -185,9 +185,9 @@ public struct EditRequest: Sendable, Equatable {
     /// The stored form, with what the job needs beyond the client's choice.
     public func job(sourceName: String?, recutOf: String? = nil, keepsInput: Bool) -> JobEdit {
         var edit = JobEdit(
-            aspect: aspect.rawValue, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf,
+            aspect: aspect, include: include, exclude: exclude, sourceName: sourceName, recutOf: recutOf,
             keepsInput: keepsInput)
-        edit.focus = focus == .auto ? nil : focus.rawValue
+        edit.focus = focus == .auto ? nil : focus
         return edit
     }
 }

@@ -3,15 +3,6 @@ import Foundation
 import MomentsConfig
 import Store
 
-/// How much care the render takes (the stored job keeps the raw value): an encode up to 480p,
-/// 720p or 1080p (2160p on a plan whose `maxOutputSide` allows it), or `original`, the source's own
-/// coded pictures copied where the highlight allows (a plan's `original` must allow it).
-public enum HighlightQuality: String, CaseIterable, Sendable {
-    case low, medium, high, original
-
-    public static let `default` = HighlightQuality.high
-}
-
 /// What a client asks of a highlight: its length, quality and the creative choices (`edit`:
 /// aspect, pinned and excluded moments), validated here for every way they arrive: the upload's
 /// form fields, tus metadata and IETF query parameters (`parse(fields:)`), and a re-cut's JSON
@@ -66,13 +57,14 @@ public struct HighlightOptions: Sendable, Equatable {
         let base = original.edit ?? JobEdit()
         let target = request.targetDuration ?? original.targetDuration
         try check(target: target, limits: limits, listsAllowed: false)
-        guard let quality = HighlightQuality(rawValue: request.quality?.lowercased() ?? original.quality) else {
+        guard let quality = request.quality.map({ HighlightQuality(rawValue: $0.lowercased()) }) ?? original.quality
+        else {
             throw .invalidQuality(request.quality ?? "", listsAllowed: false)
         }
         var edit = EditRequest(
-            aspect: try EditRequest.parseAspect(request.aspect ?? base.aspect),
+            aspect: try request.aspect.map(EditRequest.parseAspect) ?? base.aspect,
             include: request.include ?? base.include, exclude: request.exclude ?? base.exclude,
-            focus: try EditRequest.parseFocus(request.focus ?? base.focus ?? HighlightFocus.auto.rawValue))
+            focus: try request.focus.map(EditRequest.parseFocus) ?? base.focus ?? .auto)
         edit.include = edit.include.filter { $0.isFinite }
         let validRanges = edit.exclude.allSatisfy {
             $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start

@@ -32,14 +32,14 @@ public struct JobInput: Codable, Sendable, Equatable {
 /// How the highlight is to be cut, beyond its length and quality: its shape, moments pinned and
 /// excluded, the upload's file name (for timelines) and, for a re-cut, the job it re-cuts.
 public struct JobEdit: Codable, Sendable, Equatable {
-    /// "source", "16:9", "9:16", "1:1" or "4:5".
-    public var aspect: String
+    /// The shape: the source's, or a crop to 16:9, 9:16, 1:1 or 4:5.
+    public var aspect: AspectRatio
     /// Source seconds that must be shown.
     public var include: [Double]
     /// Source ranges never shown.
     public var exclude: [JobRange]
-    /// "people" or "action" (nil: "auto", people first where there are any).
-    public var focus: String?
+    /// People or action first (nil: auto, people first where there are any).
+    public var focus: HighlightFocus?
     public var sourceName: String?
     /// The job whose input and stored analysis this one reuses.
     public var recutOf: String?
@@ -51,7 +51,7 @@ public struct JobEdit: Codable, Sendable, Equatable {
     public var inputHeldBy: String?
 
     public init(
-        aspect: String = "source", include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
+        aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
         recutOf: String? = nil, keepsInput: Bool? = nil
     ) {
         self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName;
@@ -186,7 +186,7 @@ public struct Job: Codable, Sendable, Equatable {
     public var progress: Int
     public var message: String
     public var targetDuration: Int
-    public var quality: String
+    public var quality: HighlightQuality
     public var input: JobInput
     public var estimatedSeconds: Int
     /// Times a worker has started this job (a crash leaves it processing; start-up re-queues it).
@@ -226,7 +226,7 @@ public struct Job: Codable, Sendable, Equatable {
     public var edit: JobEdit?
 
     public init(
-        id: String, accountId: String, targetDuration: Int, quality: String, input: JobInput,
+        id: String, accountId: String, targetDuration: Int, quality: HighlightQuality, input: JobInput,
         estimatedSeconds: Int, now: Date
     ) {
         self.id = id; self.accountId = accountId; self.status = .pending; self.stage = nil; self.progress = 0

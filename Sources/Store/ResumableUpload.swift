@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Foundation
 
 /// Where a resumable upload is (tus 1.0 or the IETF draft, one resource `/api/v1/uploads/{id}`).
@@ -33,7 +34,7 @@ public struct ResumableUpload: Codable, Sendable, Equatable {
     public var offset: Int64
     public var filename: String?
     public var targetDuration: Int
-    public var quality: String
+    public var quality: HighlightQuality
     public var state: ResumableUploadState
     public var jobId: String?
     public var errorCode: String?
@@ -50,7 +51,7 @@ public struct ResumableUpload: Codable, Sendable, Equatable {
 
     public init(
         id: String, accountId: String, flavor: String, length: Int64?, filename: String?, targetDuration: Int,
-        quality: String, now: Date, expiresAt: Date
+        quality: HighlightQuality, now: Date, expiresAt: Date
     ) {
         self.id = id; self.accountId = accountId; self.flavor = flavor; self.length = length; self.offset = 0
         self.filename = filename; self.targetDuration = targetDuration; self.quality = quality; self.state = .receiving

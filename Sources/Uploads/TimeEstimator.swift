@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Foundation
 import Store
 
@@ -16,9 +17,9 @@ public struct TimeEstimator: Sendable {
 
     public init() {}
 
-    public func units(input: JobInput, targetDuration: Int, quality: String) -> Double {
+    public func units(input: JobInput, targetDuration: Int, quality: HighlightQuality) -> Double {
         let megapixels = Double(input.width * input.height) / 1_000_000
-        let capSide: Double = quality == "low" ? 480 : quality == "medium" ? 720 : 1080
+        let capSide: Double = quality == .low ? 480 : quality == .medium ? 720 : 1080
         let shorter = Double(max(1, min(input.width, input.height)))
         let scale = min(1, capSide / shorter)
         let outputMegapixels = megapixels * scale * scale
@@ -40,7 +41,7 @@ public struct TimeEstimator: Sendable {
     /// Seconds until a new job would be done: its own processing plus the queue ahead of it shared
     /// among `workers`.
     public func estimate(
-        input: JobInput, targetDuration: Int, quality: String, recent: [Job], queue: [Job],
+        input: JobInput, targetDuration: Int, quality: HighlightQuality, recent: [Job], queue: [Job],
         workers: Int
     ) -> Int {
         let rate = rate(recent: recent)

@@ -32,7 +32,7 @@ extension UploadIntake {
         let base = original.edit ?? JobEdit()
         let options = try HighlightOptions.recut(request, of: original, limits: settings.highlightLimits)
         try policy.check(quality: options.quality, plan: current)
-        let (target, quality, edit) = (options.targetDuration, options.quality.rawValue, options.edit)
+        let (target, quality, edit) = (options.targetDuration, options.quality, options.edit)
 
         let now = clock()
         let recent = (try? await database.recentCompletedJobs(limit: 20)) ?? []

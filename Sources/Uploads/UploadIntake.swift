@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Accounts
 import Foundation
 import Isolation
@@ -60,7 +61,7 @@ public final class UploadIntake: Sendable {
     /// moved into the job's folder, or deleted when refused: nothing is left behind either way.
     /// `edit` (shape, pinned and excluded moments) is checked against the video's length here.
     public func acceptUpload(
-        at path: String, account: Account, targetDuration: Int, quality: String,
+        at path: String, account: Account, targetDuration: Int, quality: HighlightQuality,
         plan current: AccountPlan, edit: EditRequest = EditRequest(), sourceName: String? = nil
     ) async throws -> (Job, QuotaUsage) {
         let input: JobInput

@@ -336,7 +336,7 @@ public final class JobRunner: Service, Sendable {
         } else {
             await finish(job, worker: worker, attempt: attempt, started: started, stages: stages, log: log)
             // After `completed`: it does not delay the highlight.
-            if job.quality == "original", prepared != nil, !shuttingDown.load(ordering: .relaxed) {
+            if job.quality == .original, prepared != nil, !shuttingDown.load(ordering: .relaxed) {
                 await makePreview(job, workspace: workspace, log: log)
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 @testable import Requests
 import Store
 import Testing
@@ -31,12 +32,12 @@ struct HighlightOptionsTests {
         #expect(people.edit.focus == .people)
         // Stored as the job's edit (auto is the absence of a choice) and read back.
         let stored = people.edit.job(sourceName: nil, keepsInput: true)
-        #expect(stored.focus == "people")
+        #expect(stored.focus == .people)
         #expect(EditRequest(stored).focus == .people)
         #expect(EditRequest(try Self.parse([:]).get().edit.job(sourceName: nil, keepsInput: true)).focus == .auto)
         // A re-cut keeps the original's focus unless it names one.
         var original = Self.original()
-        original.edit?.focus = "action"
+        original.edit?.focus = .action
         let kept = try HighlightOptions.recut(RecutRequest(), of: original, limits: Self.limits)
         #expect(kept.edit.focus == .action)
         var request = RecutRequest()
@@ -61,7 +62,9 @@ struct HighlightOptionsTests {
         #expect(Self.parse(["target_duration": "1", "quality": "ultra"]).failure?.code == "invalid_target_duration")
     }
 
-    static func original(quality: String = "medium", edit: JobEdit? = JobEdit(aspect: "1:1", include: [10])) -> Job {
+    static func original(
+        quality: HighlightQuality = .medium, edit: JobEdit? = JobEdit(aspect: .square, include: [10])
+    ) -> Job {
         let input = JobInput(
             size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: nil,
             width: 1920, height: 1080, rotation: 0, frameRate: 30)

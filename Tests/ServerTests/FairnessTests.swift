@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import Highlight
 import HummingbirdTesting
@@ -27,17 +28,17 @@ struct FairnessTests {
         for i in 0..<5 {
             try await database.insertUnmetered(
                 Job(
-                    id: "a\(i)", accountId: a.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                    id: "a\(i)", accountId: a.id, targetDuration: 10, quality: .low, input: input, estimatedSeconds: 1,
                     now: now))
             now += 1
         }
         try await database.insertUnmetered(
             Job(
-                id: "b0", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                id: "b0", accountId: b.id, targetDuration: 10, quality: .low, input: input, estimatedSeconds: 1,
                 now: now))
         try await database.insertUnmetered(
             Job(
-                id: "b1", accountId: b.id, targetDuration: 10, quality: "low", input: input, estimatedSeconds: 1,
+                id: "b1", accountId: b.id, targetDuration: 10, quality: .low, input: input, estimatedSeconds: 1,
                 now: now + 1))
         var order: [String] = []
         for _ in 0..<4 {

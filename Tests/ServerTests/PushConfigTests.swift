@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -239,7 +240,7 @@ struct PushConfigTests {
     /// The alert in the user's words, always under APNs' 4 KB, whatever the user named the file.
     @Test func payloadStaysSmallAndReadable() throws {
         var job = Job(
-            id: "job-1", accountId: "a", targetDuration: 5, quality: "medium",
+            id: "job-1", accountId: "a", targetDuration: 5, quality: .medium,
             input: JobInput(
                 size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 1, height: 1,
                 rotation: 0, frameRate: 30), estimatedSeconds: 1, now: Date())

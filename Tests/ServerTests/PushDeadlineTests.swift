@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Logging
 import MomentsConfig
 import Push
@@ -111,7 +112,7 @@ struct PushDeadlineTests {
     /// A job of `account` that failed (its pushes are queued with it).
     static func failedJob(_ store: any MomentsStore, account: String) async throws -> String {
         let job = Job(
-            id: UUID().uuidString.lowercased(), accountId: account, targetDuration: 5, quality: "medium",
+            id: UUID().uuidString.lowercased(), accountId: account, targetDuration: 5, quality: .medium,
             input: JobInput(
                 size: 1000, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320,
                 height: 180, rotation: 0, frameRate: 30),

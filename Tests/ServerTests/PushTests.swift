@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -214,7 +215,7 @@ struct PushTests {
             var jobs: [String] = []
             for _ in 0..<10 {
                 let job = Job(
-                    id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium",
+                    id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: .medium,
                     input: JobInput(
                         size: 1000, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320,
                         height: 180, rotation: 0, frameRate: 30),
@@ -274,7 +275,7 @@ struct PushTests {
             _ = try await store.registerDevice(
                 accountId: account.id, token: expired, environment: .production, limit: 20, now: Date())
             let job = Job(
-                id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium",
+                id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: .medium,
                 input: JobInput(
                     size: 1000, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320,
                     height: 180, rotation: 0, frameRate: 30),

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import HummingbirdTesting
 import MomentsConfig
@@ -139,7 +140,7 @@ struct QuotaTests {
             size: 1, duration: 10, container: "mp4", videoCodec: "h264", audioCodec: nil, width: 320, height: 180,
             rotation: 0, frameRate: 30)
         let job = Job(
-            id: "crashy", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5,
+            id: "crashy", accountId: account.id, targetDuration: 10, quality: .high, input: input, estimatedSeconds: 5,
             now: Date())
         let limits = QuotaLimits(monthly: 3, concurrent: 1, outputCap: 1080, retentionHours: 168)
         _ = try await db.insertReserving(job, now: Date()) { _ in limits }

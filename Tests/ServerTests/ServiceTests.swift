@@ -1,5 +1,6 @@
 import Highlight
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import HummingbirdTesting
 import JobMedia
@@ -96,7 +97,7 @@ struct ServiceTests {
             rotation: 0, frameRate: 30)
         try await db.insertUnmetered(
             Job(
-                id: "a", accountId: account.id, targetDuration: 10, quality: "high", input: input, estimatedSeconds: 5,
+                id: "a", accountId: account.id, targetDuration: 10, quality: .high, input: input, estimatedSeconds: 5,
                 now: Date()))
         for attempt in 1...3 {
             let claimed = try #require(try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: Date()))
@@ -124,7 +125,7 @@ struct ServiceTests {
         for i in 0..<40 {
             try await db.insertUnmetered(
                 Job(
-                    id: "job\(i)", accountId: account.id, targetDuration: 10, quality: "high", input: input,
+                    id: "job\(i)", accountId: account.id, targetDuration: 10, quality: .high, input: input,
                     estimatedSeconds: 5, now: Date()))
         }
         let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -155,7 +156,7 @@ struct ServiceTests {
         let old = Date().addingTimeInterval(-7200)
         try await db.insertUnmetered(
             Job(
-                id: "old", accountId: account.id, targetDuration: 10, quality: "high", input: input,
+                id: "old", accountId: account.id, targetDuration: 10, quality: .high, input: input,
                 estimatedSeconds: 5, now: old))
         _ = try await db.claimNextJob(worker: "test", leaseSeconds: 30, now: old)
         _ = try await db.complete(

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaVocabulary
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -259,7 +260,7 @@ struct WebhookTests {
             size: 1000, duration: 2, container: "mov,mp4,m4a,3gp,3g2,mj2", videoCodec: "h264", audioCodec: nil,
             width: 160, height: 90, rotation: 0, frameRate: 30)
         let job = Job(
-            id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: "medium",
+            id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: 5, quality: .medium,
             input: input,
             estimatedSeconds: 5, now: now)
         try await store.insertUnmetered(job)

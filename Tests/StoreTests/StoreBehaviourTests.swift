@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Store
 import Testing
 
@@ -10,7 +11,7 @@ struct StoreBehaviourTests {
 
     static func job(_ accountId: String, at date: Date = t0) -> Job {
         Job(
-            id: UUID().uuidString.lowercased(), accountId: accountId, targetDuration: 30, quality: "standard",
+            id: UUID().uuidString.lowercased(), accountId: accountId, targetDuration: 30, quality: .high,
             input: JobInput(
                 size: 1_000_000, duration: 60, container: "mp4", videoCodec: "h264", audioCodec: "aac",
                 width: 1920, height: 1080, rotation: 0, frameRate: 30),

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Store
 import PostgresStore
 import Testing
@@ -12,7 +13,7 @@ struct UploadAdmissionStoreTests {
     static func upload(_ accountId: String, at now: Date = t0, expiresAt: Date? = nil) -> ResumableUpload {
         ResumableUpload(
             id: UUID().uuidString.lowercased(), accountId: accountId, flavor: "tus", length: 1000, filename: nil,
-            targetDuration: 30, quality: "high", now: now, expiresAt: expiresAt ?? now.addingTimeInterval(86400))
+            targetDuration: 30, quality: .high, now: now, expiresAt: expiresAt ?? now.addingTimeInterval(86400))
     }
 
     /// An upload that received nothing for the plan's idle time stops holding the account's place

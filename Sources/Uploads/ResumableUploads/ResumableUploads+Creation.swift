@@ -1,5 +1,6 @@
 import Accounts
 import Foundation
+import MediaVocabulary
 import Requests
 import Store
 
@@ -9,12 +10,12 @@ extension ResumableUploads {
         public var length: Int64?
         public var filename: String?
         public var targetDuration: Int
-        public var quality: String
+        public var quality: HighlightQuality
         /// Shape, pinned and excluded moments (checked against the video when the last byte is in).
         public var edit = EditRequest()
 
         public init(
-            flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: String,
+            flavor: String, length: Int64?, filename: String?, targetDuration: Int, quality: HighlightQuality,
             edit: EditRequest = EditRequest()
         ) {
             self.flavor = flavor; self.length = length; self.filename = filename; self.targetDuration = targetDuration;
@@ -35,7 +36,7 @@ extension ResumableUploads {
         -> (ResumableUpload, AccountPlan)
     {
         let plan = try await intake.policy.precheck(account)
-        try intake.policy.check(quality: HighlightQuality(rawValue: creation.quality) ?? .default, plan: plan)
+        try intake.policy.check(quality: creation.quality, plan: plan)
         if let length = creation.length {
             if length > maxBytes(plan) { throw tooLarge(plan) }
             try intake.checkDiskSpace(expectedBytes: length)
