@@ -118,7 +118,9 @@ struct IsolationSupervisorTests {
             Issue.record("expected a cancelled child, got \(outcome)")
             return
         }
-        #expect(took < .seconds(10), "\(took)")
+        // Far below its budget (120 s) and its sleep (300 s); the unit tier's media suites share the
+        // two cores, so starting the child alone can take seconds.
+        #expect(took < .seconds(60), "\(took)")
         #expect(pid.value > 0 && kill(pid.value, 0) != 0, "the child was reaped")
     }
 
@@ -153,7 +155,8 @@ struct IsolationSupervisorTests {
             return
         }
         #expect(reason.contains("time budget"), "\(reason)")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Far below its sleep (300 s), whatever the media suites beside it cost the start.
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 }
 
