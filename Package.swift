@@ -336,17 +336,6 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "WebhooksTests",
-            dependencies: [
-                "Webhooks", "MomentsConfig", "Store",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log")
-            ]
-        ),
-        .testTarget(
             name: "AnalysisTests",
             dependencies: ["Analysis"]
         ),

@@ -151,7 +151,9 @@ struct WebhookPieceTests {
         let budget = WebhookLookupBudget(total: 3, perAccount: 2, deadline: .seconds(120))
         let checker = WebhookTargetChecker(allowPrivate: false, network: network, budget: budget)
         let held = (0..<2).map { n in Task { try await checker.check("https://slow\(n).example.net/", account: "a") } }
-        let deadline = Date().addingTimeInterval(5)
+        // Each wait ends as soon as the lookups are held; the deadline is only a safety net (the unit
+        // tier's media suites can keep both cores busy for seconds).
+        let deadline = Date().addingTimeInterval(60)
         while budget.waiting < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         await #expect(throws: WebhookTargetRefusal.self) {
             try await checker.check("https://third.example.net/", account: "a")
@@ -243,14 +245,14 @@ struct WebhookPieceTests {
 }
 
 /// Holds the stand-in resolvers until the test opens it.
-final class LookupGate: Sendable {
+private final class LookupGate: Sendable {
     let raised = Atomic<Bool>(false)
     var isOpen: Bool { raised.load(ordering: .relaxed) }
     func open() { raised.store(true, ordering: .relaxed) }
 }
 
 /// Polls `condition` until it holds or `timeout` seconds pass; whether it held.
-func waitFor(_ timeout: Double, _ condition: () -> Bool) async throws -> Bool {
+private func waitFor(_ timeout: Double, _ condition: () -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
