@@ -31,6 +31,9 @@ extension IsolatedChild {
             return try await NIOThreadPool.singleton.runIfActive {
                 spawnBlocking(settings: settings, access: access, cpuSeconds: cpuSeconds, logger: logger)
             }
+        } catch is CancellationError {
+            // Cancelled while the start waited for a thread: nothing was started.
+            return .failure(SpawnFailure(reason: "cancelled before it started", cancelled: true))
         } catch {
             return .failure(SpawnFailure(reason: "cannot start a child: \(error)"))
         }
@@ -40,6 +43,8 @@ extension IsolatedChild {
         var reason: String
         /// A layer of the sandbox could not be set up: the operator's to fix, not the input's.
         var sandbox = false
+        /// The task waiting for the child was cancelled before the child was started.
+        var cancelled = false
     }
 
     private static func spawnBlocking(

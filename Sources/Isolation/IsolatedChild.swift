@@ -66,9 +66,11 @@ public enum IsolatedChild {
             return .abnormal(reason: "cannot encode the task: \(error)", timedOut: false)
         }
         line.append(0x0A)
+        if cancellation?.isCancelled == true || _Concurrency.Task.isCancelled { return .cancelled }
         let spawned: SpawnedChild
         switch await spawn(settings: settings, access: access, cpuSeconds: cpuSeconds, logger: logger) {
         case .success(let child): spawned = child
+        case .failure(let failure) where failure.cancelled: return .cancelled
         case .failure(let failure) where failure.sandbox: return .sandboxUnavailable(reason: failure.reason)
         case .failure(let failure): return .abnormal(reason: failure.reason, timedOut: false)
         }
@@ -116,16 +118,25 @@ public enum IsolatedChild {
     /// Ends the rest of the child's cgroup (off the cooperative pool: it waits for the cgroup to empty).
     private static func endCgroup(_ cgroup: ChildCgroup?) async {
         guard let cgroup else { return }
-        try? await NIOThreadPool.singleton.runIfActive { cgroup.end() }
+        await cleanUp { cgroup.end() }
     }
 
     /// Takes the child's folders back and frees its user, once it and what it started are gone.
     private static func release(_ spawned: SpawnedChild) async {
         guard let claim = spawned.claim else { return }
-        try? await NIOThreadPool.singleton.runIfActive {
+        await cleanUp {
             takeBack(spawned.handedOver)
             ChildUserSlots.shared.release(claim)
         }
+    }
+
+    /// Runs blocking clean-up on NIO's blocking pool even when the task waiting for the child was
+    /// cancelled (that is when a child is most often stopped): the pool skips the work of a
+    /// cancelled task, so it is submitted from a task of its own, which nothing cancels.
+    private static func cleanUp(_ work: @escaping @Sendable () -> Void) async {
+        await _Concurrency.Task.detached {
+            try? await NIOThreadPool.singleton.runIfActive(work)
+        }.value
     }
 
     static func outcome<Reply: ChildReply>(

@@ -100,10 +100,13 @@ struct IsolationSupervisorTests {
             exec /bin/sleep 300
             """)
         let pid = PIDBox()
+        let handed = scratch.path("handed")
+        try FileManager.default.createDirectory(atPath: handed, withIntermediateDirectories: false)
         let started = ContinuousClock.now
         let waiting = Task {
             await IsolatedChild.withChild(
-                TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 120, cpuSeconds: 120,
+                TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(writable: [handed]),
+                wallSeconds: 120, cpuSeconds: 120,
                 cancellation: nil, logger: Self.quiet
             ) { child in
                 pid.value = child.pid
@@ -122,6 +125,30 @@ struct IsolationSupervisorTests {
         // two cores, so starting the child alone can take seconds.
         #expect(took < .seconds(60), "\(took)")
         #expect(pid.value > 0 && kill(pid.value, 0) != 0, "the child was reaped")
+        // The folder handed to the child is ours again, although the task that waited was cancelled.
+        var info = stat()
+        #expect(stat(handed, &info) == 0 && info.st_uid == geteuid(), "owner \(info.st_uid)")
+    }
+
+    /// A task cancelled before its child could start: the outcome is cancelled (not a failure to
+    /// start), and no child is started.
+    @Test func taskCancelledBeforeTheStart() async throws {
+        let scratch = Scratch()
+        let marker = scratch.path("ran")
+        let settings = try Self.child(scratch, "touch '\(marker)'\nexit 0")
+        let waiting = Task {
+            while !Task.isCancelled { await Task.yield() }
+            return await IsolatedChild.run(
+                TestTask("x"), replies: TestReply.self, settings: settings, access: ChildAccess(), wallSeconds: 60,
+                cpuSeconds: 60, cancellation: nil, logger: Self.quiet)
+        }
+        waiting.cancel()
+        let outcome = await waiting.value
+        guard case .cancelled = outcome else {
+            Issue.record("expected a cancelled outcome, got \(outcome)")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker), "no child was started")
     }
 
     /// A child writing a line without end is killed once the line passes 32 MB, long before its
