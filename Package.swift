@@ -235,10 +235,25 @@ let package = Package(
             ]
         ),
         // HTTP: Hummingbird application, one controller per resource, problem+json errors.
+        // The HTTP edge's plumbing, which knows no resource: the request context, problems and
+        // refusals as responses, the connection guards, request ids, metrics, files and ranges.
+        .target(
+            name: "HTTPEdge",
+            dependencies: [
+                "Store", "Requests", "MomentsConfig", "Telemetry",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log")
+            ]
+        ),
         .target(
             name: "MomentsServer",
             dependencies: [
-                "MediaVocabulary",
+                "HTTPEdge", "MediaVocabulary",
                 "Store", "Accounts", "Uploads", "Workers", "Webhooks", "JobMedia", "Requests", "Isolation",
                 "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -246,7 +261,6 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log")
             ],
@@ -258,7 +272,7 @@ let package = Package(
         .target(
             name: "MomentsRoot",
             dependencies: [
-                "MomentsServer", "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "HTTPEdge", "MomentsServer", "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Highlight", "HighlightJob", "MediaEngine", "MomentsConfig",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -296,7 +310,7 @@ let package = Package(
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig", "MediaConfig",
-                "MomentsServer", "MomentsRoot", "HighlightJob",
+                "HTTPEdge", "MomentsServer", "MomentsRoot", "HighlightJob",
                 "Store",
                 "SQLiteStore",
                 "PostgresStore",
@@ -343,7 +357,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "AnalysisDecode", "MediaPictures", "MediaVocabulary",
-                "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "HTTPEdge", "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -360,7 +374,7 @@ let package = Package(
         .testTarget(
             name: "RouterTests",
             dependencies: [
-                "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
+                "HTTPEdge", "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
                 "MediaConfig", "Highlight",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

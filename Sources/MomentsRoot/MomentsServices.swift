@@ -9,6 +9,7 @@ import Logging
 import MomentsConfig
 import Push
 import ServiceLifecycle
+import HTTPEdge
 import MomentsServer
 import Store
 import Uploads

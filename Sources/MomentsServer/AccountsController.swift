@@ -1,6 +1,7 @@
 import Accounts
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 import Store
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEdge
 import Hummingbird
 import HummingbirdCore
 import Logging

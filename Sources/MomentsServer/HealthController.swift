@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEdge
 import HTTPTypes
 import Hummingbird
 
@@ -11,8 +12,6 @@ struct HealthController {
         table.add(.get, "/health", on: router) { _, _ in HealthResponse(status: "ok") }
         table.add(.get, "/ready", on: router, use: ready)
     }
-
-    struct HealthResponse: ResponseEncodable { var status: String }
 
     /// `{"status":"ready"}`, or a 503 that says no more: the failing checks (paths, free space) go
     /// to the log. Checks run at most every `http.readyCacheSeconds`.

@@ -1,6 +1,7 @@
 import MediaVocabulary
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 import MomentsConfig
 import Requests

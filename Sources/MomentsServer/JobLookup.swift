@@ -1,3 +1,4 @@
+import HTTPEdge
 import Hummingbird
 import Store
 import Workers

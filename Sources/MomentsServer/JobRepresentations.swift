@@ -1,6 +1,7 @@
 import MediaVocabulary
 import Accounts
 import Foundation
+import HTTPEdge
 import Hummingbird
 import Store
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 import Logging
 import NIOCore

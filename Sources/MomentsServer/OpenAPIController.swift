@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 
 /// GET /openapi.json: the OpenAPI 3.1 description, a resource of this module (kept true by a test

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 
 /// The web studio: `GET /` (the page) and `GET /studio/{file}` (its CSS and JavaScript modules),

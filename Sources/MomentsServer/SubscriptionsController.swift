@@ -2,6 +2,7 @@ import Accounts
 import AppStore
 import Foundation
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 import Store
 

@@ -1,4 +1,5 @@
 import HTTPTypes
+import HTTPEdge
 import Hummingbird
 import Logging
 import Requests

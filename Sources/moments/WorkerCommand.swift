@@ -8,7 +8,7 @@ import Isolation
 import JobMedia
 import Logging
 import MomentsConfig
-import MomentsServer  // the worker's /metrics endpoint (HTTP)
+import HTTPEdge  // the worker's /metrics endpoint (HTTP)
 import MomentsRoot
 import Push
 import ServiceLifecycle

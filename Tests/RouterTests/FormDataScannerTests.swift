@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEdge
 import MomentsServer
 import NIOCore
 import Testing

@@ -1,3 +1,4 @@
+@testable import HTTPEdge
 @testable import MomentsServer
 import Testing
 

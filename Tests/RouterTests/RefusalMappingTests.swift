@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 @testable import JobMedia
+@testable import HTTPEdge
 @testable import MomentsServer
 @testable import Requests
 import Store

@@ -7,6 +7,7 @@ import JobMedia
 import Logging
 import MomentsConfig
 import MomentsRoot
+import HTTPEdge
 import MomentsServer
 import NIOCore
 import Requests

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import MomentsConfig
+import HTTPEdge
 import MomentsServer
 import Store
 import Testing

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import MomentsConfig
 import MomentsRoot
+import HTTPEdge
 import MomentsServer
 import NIOCore
 import Store

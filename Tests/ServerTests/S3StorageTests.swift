@@ -8,6 +8,7 @@ import JobMedia
 import Logging
 import MomentsConfig
 import MomentsRoot
+import HTTPEdge
 import MomentsServer
 import NIOCore
 import ObjectStorage

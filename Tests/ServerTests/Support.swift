@@ -8,6 +8,7 @@ import Logging
 import MediaSynth
 import MomentsConfig
 import MomentsRoot
+import HTTPEdge
 import MomentsServer
 import NIOCore
 import SQLiteStore

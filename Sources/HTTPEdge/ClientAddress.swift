@@ -6,10 +6,10 @@
 
 /// An IPv4 or IPv6 address as bytes (4 or 16); IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are
 /// read as the IPv4 address they carry.
-struct IPAddress: Hashable, Sendable, CustomStringConvertible {
-    let bytes: [UInt8]
+public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    public let bytes: [UInt8]
 
-    init?(_ text: some StringProtocol) {
+    public init?(_ text: some StringProtocol) {
         var text = String(text).trimmed(" \t")
         // "[v6]:port", "[v6]" and "v4:port" as proxies sometimes write them.
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
@@ -34,16 +34,16 @@ struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    var isIPv4: Bool { bytes.count == 4 }
+    public var isIPv4: Bool { bytes.count == 4 }
 
-    var description: String {
+    public var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
         return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
             .joined(separator: ":")
     }
 
     /// The first `bits` bits, the rest zeroed.
-    func prefix(_ bits: Int) -> [UInt8] {
+    public func prefix(_ bits: Int) -> [UInt8] {
         bytes.enumerated().map { index, byte in
             let kept = min(8, max(0, bits - index * 8))
             return kept == 8 ? byte : byte & ~(UInt8(0xFF) >> kept)
@@ -52,7 +52,7 @@ struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// Who counts as one client for sign-up limits: the address for IPv4, its /64 for IPv6 (one
     /// subscriber usually holds a whole /64).
-    var limiterKey: String {
+    public var limiterKey: String {
         if isIPv4 { return description }
         return IPAddress(bytesOf: prefix(64)).description + "/64"
     }
@@ -61,11 +61,11 @@ struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A CIDR range such as 10.0.0.0/8 or 2001:db8::/32 (an address alone is a range of one).
-struct IPRange: Sendable, Hashable {
-    let network: IPAddress
-    let bits: Int
+public struct IPRange: Sendable, Hashable {
+    public let network: IPAddress
+    public let bits: Int
 
-    init?(_ text: String) {
+    public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1)
         guard let first = parts.first, let address = IPAddress(first) else { return nil }
         let width = address.bytes.count * 8
@@ -78,7 +78,7 @@ struct IPRange: Sendable, Hashable {
         self.bits = bits
     }
 
-    func contains(_ address: IPAddress) -> Bool {
+    public func contains(_ address: IPAddress) -> Bool {
         address.bytes.count == network.bytes.count && address.prefix(bits) == network.prefix(bits)
     }
 }
@@ -86,12 +86,12 @@ struct IPRange: Sendable, Hashable {
 /// Decides which address a request comes from: the TCP peer, unless the peer is a trusted proxy
 /// (`http.trustedProxies`); then the right-most X-Forwarded-For address that is not itself a
 /// trusted proxy (the left part of the header is whatever the client chose to send).
-struct ClientAddressResolver: Sendable {
-    let trusted: [IPRange]
+public struct ClientAddressResolver: Sendable {
+    public let trusted: [IPRange]
 
     /// Entries that are not an address or CIDR range are left out (and listed in `invalid`): the
     /// proxies they meant are then not believed, which is the safe side.
-    init(trustedProxies: [String]) {
+    public init(trustedProxies: [String]) {
         var ranges: [IPRange] = []
         var invalid: [String] = []
         for text in trustedProxies {
@@ -101,12 +101,12 @@ struct ClientAddressResolver: Sendable {
         self.invalid = invalid
     }
 
-    let invalid: [String]
+    public let invalid: [String]
 
-    func isTrusted(_ address: IPAddress) -> Bool { trusted.contains { $0.contains(address) } }
+    public func isTrusted(_ address: IPAddress) -> Bool { trusted.contains { $0.contains(address) } }
 
     /// The client's address, or nil when the peer is unknown (no socket, e.g. a unit test).
-    func client(peer: String?, forwardedFor: [String]) -> IPAddress? {
+    public func client(peer: String?, forwardedFor: [String]) -> IPAddress? {
         guard let peer = peer.flatMap({ IPAddress($0) }) else { return nil }
         guard isTrusted(peer) else { return peer }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }
@@ -120,7 +120,7 @@ struct ClientAddressResolver: Sendable {
 }
 
 private extension String {
-    func trimmed(_ set: String) -> String {
+    public func trimmed(_ set: String) -> String {
         var slice = Substring(self)
         while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
         while let last = slice.last, set.contains(last) { slice = slice.dropLast() }

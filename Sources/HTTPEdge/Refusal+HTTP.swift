@@ -6,7 +6,7 @@ import Requests
 /// and IETF resumable uploads and re-cuts answer a refusal alike (the resumable controller adds
 /// only its protocol's headers).
 extension Refusal {
-    var status: HTTPResponse.Status {
+    public var status: HTTPResponse.Status {
         switch self {
         case .uploadLocked: return .init(code: 423, reasonPhrase: "Locked")
         case .checksumMismatch: return .init(code: 460, reasonPhrase: "Checksum Mismatch")
@@ -15,7 +15,7 @@ extension Refusal {
         }
     }
 
-    var statusCode: Int {
+    public var statusCode: Int {
         switch self {
         case .quotaExceeded, .originalQualityNotInPlan: 402
         case .tooManyJobs, .dailyBudgetExceeded: 429
@@ -43,7 +43,7 @@ extension Refusal {
 extension Problem {
     /// The refusal as its problem: the table's status, the refusal's code, sentence and figures,
     /// and Retry-After when waiting helps.
-    init(_ refusal: Refusal) {
+    public init(_ refusal: Refusal) {
         var extensions: [String: ProblemValue] = [:]
         for (key, value) in refusal.extras {
             switch value {
@@ -60,7 +60,7 @@ extension Problem {
 
 extension Problem {
     /// Why a job cannot be re-cut (before any of its options are looked at), as its problem.
-    init(_ refusal: RecutRefusal) {
+    public init(_ refusal: RecutRefusal) {
         switch refusal {
         case .notFound(let jobID):
             self = Problem.jobNotFound(jobID)

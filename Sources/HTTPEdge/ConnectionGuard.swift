@@ -3,15 +3,15 @@ import NIOCore
 import Synchronization
 
 /// Open connections of one server, against `http.maxConnections`.
-final class ConnectionCounter: Sendable {
-    let limit: Int
+public final class ConnectionCounter: Sendable {
+    public let limit: Int
     private let open = Atomic<Int>(0)
 
     /// `limit` 0: no cap.
-    init(limit: Int) { self.limit = limit }
+    public init(limit: Int) { self.limit = limit }
 
     /// Counts one more connection; false (and not counted) when the cap is reached.
-    func acquire() -> Bool {
+    public func acquire() -> Bool {
         let now = open.wrappingAdd(1, ordering: .relaxed).newValue
         if limit > 0 && now > limit {
             open.wrappingSubtract(1, ordering: .relaxed)
@@ -20,12 +20,12 @@ final class ConnectionCounter: Sendable {
         return true
     }
 
-    func release() { open.wrappingSubtract(1, ordering: .relaxed) }
+    public func release() { open.wrappingSubtract(1, ordering: .relaxed) }
 }
 
 /// What the HTTP-level handler tells the byte-level guard (user outbound events travel from the
 /// HTTP parts towards the socket, where the guard sits).
-enum RequestHeadEvent: Sendable {
+public enum RequestHeadEvent: Sendable {
     /// A request head was decoded.
     case received
     /// A response was written to its end.
@@ -40,15 +40,15 @@ enum RequestHeadEvent: Sendable {
 /// - tells the request being answered when its client closes its side of the connection
 ///   (`onClientLeaving`): Hummingbird allows half-closed connections and does not cancel a
 ///   handler whose client went away.
-final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-    typealias OutboundIn = IOData
-    typealias OutboundOut = IOData
+public final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = ByteBuffer
+    public typealias OutboundIn = IOData
+    public typealias OutboundOut = IOData
 
-    let counter: ConnectionCounter
-    let headerTimeout: TimeAmount?
-    let logger: Logger
+    public let counter: ConnectionCounter
+    public let headerTimeout: TimeAmount?
+    public let logger: Logger
     private var admitted = false
     /// Heads decoded and responses finished: a head is awaited when they are equal.
     private var heads = 0
@@ -58,13 +58,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var whenClientLeaves: [() -> Void] = []
     private var clientLeft = false
 
-    init(counter: ConnectionCounter, headerTimeout: TimeAmount?, logger: Logger) {
+    public init(counter: ConnectionCounter, headerTimeout: TimeAmount?, logger: Logger) {
         self.counter = counter
         self.headerTimeout = headerTimeout
         self.logger = logger
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    public func handlerAdded(context: ChannelHandlerContext) {
         admitted = counter.acquire()
         if !admitted {
             logger.notice("connection refused: too many open connections", metadata: ["limit": "\(counter.limit)"])
@@ -72,7 +72,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    public func handlerRemoved(context: ChannelHandlerContext) {
         headerTimer?.cancel()
         headerTimer = nil
         if admitted {
@@ -81,7 +81,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
         guard admitted else {
             context.close(promise: nil)
             return
@@ -89,7 +89,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelActive()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard admitted else { return }
         if heads == answers, headerTimer == nil, let headerTimeout {
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -104,12 +104,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed { clientLeaves() }
         context.fireUserInboundEventTriggered(event)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         clientLeaves()
         context.fireChannelInactive()
     }
@@ -117,7 +117,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Runs `action` (on the event loop) when the client closes its side of the connection before
     /// the request in progress is answered; at once if it has already. Dropped once the request is
     /// answered.
-    func onClientLeaving(_ action: @escaping () -> Void) {
+    public func onClientLeaving(_ action: @escaping () -> Void) {
         if clientLeft { action() } else { whenClientLeaves.append(action) }
     }
 
@@ -128,7 +128,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         for action in actions { action() }
     }
 
-    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+    public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
         guard let event = event as? RequestHeadEvent else {
             context.triggerUserOutboundEvent(event, promise: promise)
             return

@@ -17,7 +17,7 @@ public struct AppRequestContext: RequestContext {
     public var peerAddress: String?
 
     /// The connection, to invite a body held back by `Expect: 100-continue`.
-    let channel: any Channel
+    public let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -30,17 +30,17 @@ public struct AppRequestContext: RequestContext {
     /// The request passed the route's checks and its body is about to be read: answers the
     /// client's `Expect: 100-continue`, if it sent one, with "100 Continue" (see
     /// `UploadConnectionHandler`). A request refused before this never gets one.
-    func inviteBody() {
+    public func inviteBody() {
         channel.triggerUserOutboundEvent(InviteBodyEvent(), promise: nil)
     }
 
     /// Writes an informational (1xx) response now, before the final one (see `UploadConnectionHandler`).
-    func sendInformational(_ head: HTTPResponse) {
+    public func sendInformational(_ head: HTTPResponse) {
         channel.triggerUserOutboundEvent(InformationalResponseEvent(head: head), promise: nil)
     }
 
     /// Closes the connection (a newer append took over this request's upload).
-    func closeConnection() {
+    public func closeConnection() {
         channel.close(promise: nil)
     }
 
@@ -48,7 +48,7 @@ public struct AppRequestContext: RequestContext {
     /// `ConnectionGuard.onClientLeaving`). Hummingbird does not cancel a handler whose client went
     /// away; work that holds a shared slot while it waits (a webhook URL's address lookup) gives it
     /// back at once this way, not at its deadline.
-    func cancelledIfClientLeaves<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws
+    public func cancelledIfClientLeaves<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws
         -> T
     {
         let work = Task { try await operation() }
@@ -72,7 +72,7 @@ public struct AppRequestContext: RequestContext {
     public var responseEncoder: JSONLineEncoder { JSONLineEncoder() }
 
     /// The authenticated account (the middleware guarantees one on protected routes).
-    func requireAccount() throws -> Account {
+    public func requireAccount() throws -> Account {
         guard let account else {
             throw Problem(.unauthorized, code: "missing_api_key", detail: "This endpoint needs an API key.")
         }
@@ -82,8 +82,8 @@ public struct AppRequestContext: RequestContext {
 
 /// JSON responses: snake_case keys (each type names them), ISO 8601 dates, sorted keys, and a final
 /// newline so curl output reads well in a terminal.
-public struct JSONLineEncoder: ResponseEncoder {
-    static let encoder: JSONEncoder = {
+public struct JSONLineEncoder: ResponseEncoder, Sendable {
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -1,5 +1,5 @@
 /// RFC 9110 §14 byte ranges for one representation of `size` bytes.
-enum ByteRange: Equatable {
+public enum ByteRange: Equatable, Sendable {
     /// Serve the whole representation (no Range, an unknown unit, or several ranges: allowed to be
     /// ignored by §14.2).
     case full
@@ -8,7 +8,7 @@ enum ByteRange: Equatable {
     /// 416, with `Content-Range: bytes */size`.
     case unsatisfiable
 
-    static func parse(_ header: String?, size: Int64) -> ByteRange {
+    public static func parse(_ header: String?, size: Int64) -> ByteRange {
         guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return .full }
         let unitAndSet = header.split(separator: "=", maxSplits: 1)
         guard unitAndSet.count == 2 else { return .unsatisfiable }

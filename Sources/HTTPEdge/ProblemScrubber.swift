@@ -3,12 +3,12 @@ import HTTPTypes
 
 /// Recognises text that must not reach a client: absolute file paths, `file:` URLs and FFmpeg's
 /// messages (they name the server's layout and libraries). The full text goes to the log.
-enum ProblemScrubber {
+public enum ProblemScrubber {
     /// URL paths of this API (they appear in details on purpose: "see /api/v1/upload/formats").
-    static let apiPrefixes = ["/api/", "/openapi.json", "/health", "/ready"]
+    public static let apiPrefixes = ["/api/", "/openapi.json", "/health", "/ready"]
 
     /// Phrases of FFmpeg's error strings (av_strerror) and log lines.
-    static let ffmpegPhrases = [
+    public static let ffmpegPhrases = [
         "invalid data found when processing input", "moov atom not found", "end of file", "error number",
         "no such file or directory", "operation not permitted", "permission denied", "invalid argument",
         "decoder not found", "demuxer not found", "encoder not found", "muxer not found", "protocol not found",
@@ -17,7 +17,7 @@ enum ProblemScrubber {
         "ffmpeg", "ffprobe", "avformat", "avcodec", "swscale", "swresample"
     ]
 
-    static func leaks(_ text: String) -> Bool {
+    public static func leaks(_ text: String) -> Bool {
         let lower = text.lowercased()
         // file:/… and file://… URLs ("the video file: its content …" is prose).
         if lower.range(of: #"file:/"#) != nil { return true }
@@ -28,7 +28,7 @@ enum ProblemScrubber {
     }
 
     /// A "/word/…" that starts a token and is not one of the API's own paths.
-    static func containsAbsolutePath(_ text: String) -> Bool {
+    public static func containsAbsolutePath(_ text: String) -> Bool {
         var index = text.startIndex
         while let slash = text[index...].firstIndex(of: "/") {
             let startsToken = slash == text.startIndex || " \t\n\"'(=[:,<".contains(text[text.index(before: slash)])
@@ -47,7 +47,7 @@ enum ProblemScrubber {
     }
 
     /// The text without its parenthesised asides that leak ("The file is not a video (…ffmpeg…).").
-    static func withoutLeakingAsides(_ text: String) -> String {
+    public static func withoutLeakingAsides(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
         while let open = rest.firstIndex(of: "("), let close = rest[open...].firstIndex(of: ")") {
@@ -65,7 +65,7 @@ enum ProblemScrubber {
     }
 
     /// What a client is told instead.
-    static func generic(_ status: HTTPResponse.Status) -> String {
+    public static func generic(_ status: HTTPResponse.Status) -> String {
         status.code >= 500
             ? "Something went wrong on the server. Please try again; if it keeps happening, report the request_id of this answer."
             : "The request could not be processed. Check it against the API description at /openapi.json and try again."

@@ -7,26 +7,26 @@ import Telemetry
 /// GET /metrics: every metric of this process in the Prometheus text format. With a
 /// `metrics.token` the request needs `Authorization: Bearer <token>` (401 otherwise); without one
 /// it is open. `refresh` runs before each answer (the queue sampler).
-struct MetricsController: Sendable {
-    let token: String
-    let refresh: @Sendable () async -> Void
+public struct MetricsController: Sendable {
+    public let token: String
+    public let refresh: @Sendable () async -> Void
 
-    init(token: String, refresh: @escaping @Sendable () async -> Void = {}) {
+    public init(token: String, refresh: @escaping @Sendable () async -> Void = {}) {
         self.token = token
         self.refresh = refresh
         MetricsExporter.bootstrap()
     }
 
-    func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
+    public func addRoutes(to router: Router<AppRequestContext>, table: RouteTable) {
         table.add(.get, "/metrics", on: router) { request, context in try await self.metrics(request, context: context)
         }
     }
 
-    func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.get("/metrics") { request, context in try await self.metrics(request, context: context) }
     }
 
-    func metrics(_ request: Request, context: some RequestContext) async throws -> Response {
+    public func metrics(_ request: Request, context: some RequestContext) async throws -> Response {
         guard Self.authorized(request.headers[.authorization], token: token) else {
             throw Problem(
                 .unauthorized, code: "invalid_metrics_token",
@@ -40,7 +40,7 @@ struct MetricsController: Sendable {
     }
 
     /// True when no token is configured, or the header is `Bearer <token>` (compared in constant time).
-    static func authorized(_ header: String?, token: String) -> Bool {
+    public static func authorized(_ header: String?, token: String) -> Bool {
         if token.isEmpty { return true }
         guard let header else { return false }
         let parts = header.split(separator: " ", maxSplits: 1)

@@ -4,8 +4,10 @@ import Telemetry
 /// Outermost middleware: counts every answered request and times it to the last byte of its
 /// response, labelled with the route pattern the router matched (`/api/v1/jobs/{id}/status`),
 /// never the raw path (ids would make a series per job); requests no route matched are `unmatched`.
-struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+public struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         let start = ContinuousClock.now
@@ -32,7 +34,7 @@ struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     /// The matched route's pattern; `unmatched` when none matched.
-    static func route(_ context: Context) -> String {
+    public static func route(_ context: Context) -> String {
         guard let path = context.endpointPath, path != "NotFound", path.hasPrefix("/") else {
             return HTTPMetrics.unmatchedRoute
         }

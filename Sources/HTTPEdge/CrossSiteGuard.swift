@@ -17,15 +17,15 @@ import Hummingbird
 /// API clients (curl, the apps, servers) send no `Origin`; the studio is served by the service
 /// itself, so its requests carry the service's own origin. Refused before anything else runs
 /// (the sign-up allowance is not touched).
-struct CrossSiteGuard<Context: RequestContext>: RouterMiddleware {
+public struct CrossSiteGuard<Context: RequestContext>: RouterMiddleware {
     /// The service's own origin ("https://moments.example", "http://127.0.0.1:8000"), normalised.
-    let ownOrigin: String?
+    public let ownOrigin: String?
 
-    init(baseURL: String) {
+    public init(baseURL: String) {
         ownOrigin = Self.normalised(origin: baseURL)
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         if Self.isSafe(request.method) || isSameOrigin(request) { return try await next(request, context) }
@@ -36,13 +36,13 @@ struct CrossSiteGuard<Context: RequestContext>: RouterMiddleware {
         )
     }
 
-    static func isSafe(_ method: HTTPRequest.Method) -> Bool {
+    public static func isSafe(_ method: HTTPRequest.Method) -> Bool {
         method == .get || method == .head || method == .options
     }
 
     /// No sign of another site: no Origin (and no cross-site fetch metadata), or the service's own
     /// origin, or an origin naming the very host and port the request was sent to.
-    func isSameOrigin(_ request: Request) -> Bool {
+    public func isSameOrigin(_ request: Request) -> Bool {
         guard let origin = request.headers[.origin] else {
             let site = request.headers[Self.secFetchSite]?.lowercased()
             return site != "cross-site" && site != "same-site"
@@ -56,11 +56,11 @@ struct CrossSiteGuard<Context: RequestContext>: RouterMiddleware {
         return Self.normalised(origin: "\(scheme)://\(authority)") == normalised
     }
 
-    static var secFetchSite: HTTPField.Name { HTTPField.Name("Sec-Fetch-Site")! }
+    public static var secFetchSite: HTTPField.Name { HTTPField.Name("Sec-Fetch-Site")! }
 
     /// "scheme://host[:port]" in lower case without the scheme's default port; nil when `text` is
     /// not an http(s) origin (or URL, whose path is dropped).
-    static func normalised(origin text: String) -> String? {
+    public static func normalised(origin text: String) -> String? {
         guard let components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host?.lowercased(), !host.isEmpty,

@@ -17,7 +17,7 @@ public struct FormDataScanner {
     public struct Malformed: Error { public var reason: String }
 
     /// Part headers larger than this are refused.
-    static let maxHeaderBytes = 16 * 1024
+    public static let maxHeaderBytes = 16 * 1024
 
     private enum State { case preamble, afterDelimiter, headers, body, epilogue }
 
@@ -117,7 +117,7 @@ public struct FormDataScanner {
         }
     }
 
-    static func parseHeaders(_ block: String) throws -> [(name: String, value: String)] {
+    public static func parseHeaders(_ block: String) throws -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
         for line in block.split(separator: "\r\n", omittingEmptySubsequences: true) {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {

@@ -50,12 +50,12 @@ public func workerMetricsService(
 }
 
 /// Runs `base`; if it fails, logs why and returns (its group goes on).
-struct NonEssentialService: Service {
-    let base: any Service
-    let logger: Logger
-    let what: String
+public struct NonEssentialService: Service {
+    public let base: any Service
+    public let logger: Logger
+    public let what: String
 
-    func run() async {
+    public func run() async {
         do {
             try await base.run()
         } catch {
@@ -74,10 +74,16 @@ public func runMetricsServer(
 }
 
 /// /metrics and /health on a plain context.
-func buildMetricsRouter(token: String, refresh: @escaping @Sendable () async -> Void) -> Router<BasicRequestContext> {
+public func buildMetricsRouter(token: String, refresh: @escaping @Sendable () async -> Void) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: HTTPMetricsMiddleware())
     MetricsController(token: token, refresh: refresh).addRoutes(to: router)
-    router.get("/health") { _, _ in HealthController.HealthResponse(status: "ok") }
+    router.get("/health") { _, _ in HealthResponse(status: "ok") }
     return router
+}
+
+/// The body of GET /health and GET /ready: `{"status":"ok"}`, `{"status":"ready"}`.
+public struct HealthResponse: ResponseEncodable {
+    public var status: String
+    public init(status: String) { self.status = status }
 }

@@ -27,7 +27,7 @@ public struct Problem: Error, HTTPResponseError, Sendable {
         self.headers = headers
     }
 
-    static let titles: [Int: String] = [
+    public static let titles: [Int: String] = [
         400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
         409: "Conflict", 410: "Gone", 413: "Content Too Large",
         415: "Unsupported Media Type", 416: "Range Not Satisfiable", 422: "Unprocessable Content",
@@ -68,7 +68,7 @@ public struct Problem: Error, HTTPResponseError, Sendable {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    static let encoder: JSONEncoder = {
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
@@ -92,12 +92,12 @@ public enum ProblemValue: Encodable, Sendable, Equatable {
 }
 
 extension Problem {
-    static func badRequest(_ code: String, _ detail: String, extensions: [String: ProblemValue] = [:]) -> Problem {
+    public static func badRequest(_ code: String, _ detail: String, extensions: [String: ProblemValue] = [:]) -> Problem {
         Problem(.badRequest, code: code, detail: detail, extensions: extensions)
     }
 
     /// Unknown ids and other accounts' jobs look the same.
-    static func jobNotFound(_ id: String) -> Problem {
+    public static func jobNotFound(_ id: String) -> Problem {
         Problem(
             .notFound, code: "job_not_found", title: "Job not found",
             detail: "There is no job \(id) for this API key. List your jobs with GET /api/v1/jobs.")

@@ -5,14 +5,14 @@ import NIOCore
 
 /// Hummingbird's HTTP/1 child channel with a `ConnectionGuard` in front of the HTTP decoder (it
 /// needs the raw bytes: a head that never completes produces no HTTP part to time).
-struct GuardedHTTP1Channel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
+public struct GuardedHTTP1Channel: ServerChildChannel {
+    public typealias Value = HTTP1Channel.Value
 
-    let inner: HTTP1Channel
-    let counter: ConnectionCounter
-    let headerTimeout: TimeAmount?
+    public let inner: HTTP1Channel
+    public let counter: ConnectionCounter
+    public let headerTimeout: TimeAmount?
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let guardHandler = ConnectionGuard(counter: counter, headerTimeout: headerTimeout, logger: logger)
         do {
             try channel.pipeline.syncOperations.addHandler(guardHandler)
@@ -22,7 +22,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         return inner.setup(channel: channel, logger: logger)
     }
 
-    func handle(value: Value, logger: Logger) async {
+    public func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
     }
 }
@@ -30,7 +30,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 extension HTTPServerBuilder {
     /// HTTP/1 with the transport limits of `settings`: open connections, header and idle
     /// timeouts, and the body handling of `UploadConnectionHandler`.
-    static func guardedHTTP1(
+    public static func guardedHTTP1(
         counter: ConnectionCounter, headerTimeoutSeconds: Double, idleTimeoutSeconds: Double,
         minBytesPerSecond: Int, stallSeconds: Double, logger: Logger
     ) -> HTTPServerBuilder {

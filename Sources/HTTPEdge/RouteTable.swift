@@ -13,10 +13,10 @@ public final class RouteTable: @unchecked Sendable {
 
     public private(set) var routes: [Route] = []
 
-    init() {}
+    public init() {}
 
     /// `path` uses Hummingbird's `:name` parameters.
-    func add<R: ResponseGenerator>(
+    public func add<R: ResponseGenerator>(
         _ method: HTTPRequest.Method, _ path: String, on router: some RouterMethods<AppRequestContext>,
         use handler: @escaping @Sendable (Request, AppRequestContext) async throws -> R
     ) {

@@ -9,8 +9,10 @@ import Requests
 /// any 5xx of the framework) into a generic problem that hides internals: they are logged with the
 /// request's id, which the problem carries (`Problem.response` withholds paths and FFmpeg text
 /// from every detail).
-struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
@@ -26,7 +28,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func problem(for error: any Error, request: Request, context: Context) -> Problem {
+    public static func problem(for error: any Error, request: Request, context: Context) -> Problem {
         switch error {
         case let problem as Problem:
             return problem
@@ -45,11 +47,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static var genericServerError: String {
+    public static var genericServerError: String {
         "Something went wrong on the server. Please try again; if it keeps happening, report the request_id of this answer."
     }
 
-    static func problem(for error: any HTTPResponseError, request: Request, context: Context) -> Problem {
+    public static func problem(for error: any HTTPResponseError, request: Request, context: Context) -> Problem {
         switch error.status {
         case .notFound:
             return Problem(
@@ -76,7 +78,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func describe(_ error: DecodingError) -> String {
+    public static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, _): return "the field \"\(key.stringValue)\" is missing."
         case .typeMismatch(_, let c), .valueNotFound(_, let c):

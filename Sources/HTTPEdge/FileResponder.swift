@@ -4,10 +4,12 @@ import Hummingbird
 
 /// Serves a stored file with byte ranges (206 / 416), If-Range, HEAD, ETag and Last-Modified:
 /// what AVPlayer and resumable downloads need.
-struct FileResponder {
-    let fileIO = FileIO()
+public struct FileResponder: Sendable {
+    public init() {}
 
-    func respond(
+    public let fileIO = FileIO()
+
+    public func respond(
         _ request: Request, context: AppRequestContext, path: String, contentType: String,
         disposition: String?
     ) async throws -> Response {
@@ -74,7 +76,7 @@ struct FileResponder {
         }
     }
 
-    static func httpDate(_ date: Date) -> String {
+    public static func httpDate(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

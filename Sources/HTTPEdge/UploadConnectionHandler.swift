@@ -5,12 +5,12 @@ import NIOHTTPTypes
 
 /// Sent by a route (through `AppRequestContext.inviteBody()`) once it has accepted a request whose
 /// body it is about to read: the handler then answers a pending `Expect: 100-continue`.
-struct InviteBodyEvent: Sendable {}
+public struct InviteBodyEvent: Sendable {}
 
 /// Sent by a route to write an informational (1xx) response before its final one: the IETF
 /// resumable upload's "104 Upload Resumption Supported" carrying the upload's Location.
-struct InformationalResponseEvent: Sendable {
-    var head: HTTPResponse
+public struct InformationalResponseEvent: Sendable {
+    public var head: HTTPResponse
 }
 
 /// Connection handling for request bodies, in the channel pipeline after HTTP decoding:
@@ -23,15 +23,15 @@ struct InformationalResponseEvent: Sendable {
 /// - closes the connection after a response that says `Connection: close` (an upload refused
 ///   mid-stream), instead of reading and discarding the rest of a body that may be gigabytes;
 /// - tells the byte-level `ConnectionGuard` when a head arrived and a response ended.
-final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+public final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
 
-    let minBytesPerSecond: Int
-    let stallWindow: TimeAmount?
-    let logger: Logger
+    public let minBytesPerSecond: Int
+    public let stallWindow: TimeAmount?
+    public let logger: Logger
     private var continuePending = false
     private var closeAfterResponse = false
     /// A request body is still arriving (head seen, end not yet).
@@ -39,13 +39,13 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var windowBytes = 0
     private var rateTimer: RepeatedTask?
 
-    init(minBytesPerSecond: Int, stallSeconds: Double, logger: Logger) {
+    public init(minBytesPerSecond: Int, stallSeconds: Double, logger: Logger) {
         self.minBytesPerSecond = minBytesPerSecond
         self.stallWindow = minBytesPerSecond > 0 && stallSeconds > 0 ? .nanoseconds(Int64(stallSeconds * 1e9)) : nil
         self.logger = logger
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(var head):
             context.triggerUserOutboundEvent(RequestHeadEvent.received, promise: nil)
@@ -69,7 +69,7 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.fireChannelRead(data)
     }
 
-    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+    public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
         if let informational = event as? InformationalResponseEvent {
             context.writeAndFlush(wrapOutboundOut(.head(informational.head)), promise: promise)
             return
@@ -87,7 +87,7 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
             // A refusal before the body was invited: the client may send it anyway; close rather
@@ -112,9 +112,9 @@ final class UploadConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { stopRateWatch() }
+    public func handlerRemoved(context: ChannelHandlerContext) { stopRateWatch() }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         stopRateWatch()
         context.fireChannelInactive()
     }
