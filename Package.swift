@@ -83,8 +83,9 @@ let package = Package(
             name: "Highlight",
             dependencies: ["AnalysisDecode", "MediaPictures", "MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL); Foundation only.
-        .target(name: "Timeline"),
+        // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL), drawn from
+        // the highlight's segments (MediaVocabulary's `Segment`); Foundation otherwise.
+        .target(name: "Timeline", dependencies: ["MediaVocabulary"]),
         // Synthetic media (test patterns, tones, cuts, flashes) written with MediaEngine's encoder.
         // Optimised in debug builds too: the tests generate their media with it while live servers
         // run beside them, and unoptimised pixel loops are several times slower.
@@ -116,7 +117,7 @@ let package = Package(
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "Store",
+                "Store", "MediaVocabulary",
                 .product(name: "GRDB", package: "GRDB.swift")
             ]
         ),
@@ -406,7 +407,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TimelineTests",
-            dependencies: ["Timeline"]
+            dependencies: ["Timeline", "MediaVocabulary"]
         ),
         .testTarget(
             name: "HighlightTests",

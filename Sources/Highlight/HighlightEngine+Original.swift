@@ -41,7 +41,7 @@ extension HighlightEngine {
     /// What copying needs: the starts on keyframes and the ends on clean cuts, and the packet table
     /// the copy reads; or the reason the highlight is encoded instead.
     struct CopyDecision {
-        var segments: [SelectedSegment]
+        var segments: [Segment]
         var choice: RenderChoice
         var table: PacketTable?
     }
@@ -49,7 +49,7 @@ extension HighlightEngine {
     /// Decides between copying and encoding for `quality=original` (`request.original` set).
     static func decideCopy(
         _ request: HighlightRequest, settings: OriginalSettings, analysis: VideoAnalysis,
-        segments: [SelectedSegment], selection: SelectionSettings, cancellation: CancellationToken?
+        segments: [Segment], selection: SelectionSettings, cancellation: CancellationToken?
     ) throws(MediaError) -> CopyDecision {
         func encode(_ reason: String) -> CopyDecision {
             CopyDecision(segments: segments, choice: RenderChoice(method: .encode, reason: reason), table: nil)
@@ -72,7 +72,7 @@ extension HighlightEngine {
             if error.kind == .cancelled { throw error }
             return encode("the video's pictures could not be indexed")
         }
-        let snapped: [SelectedSegment]
+        let snapped: [Segment]
         switch Selector.snapToKeyframes(
             segments, keyframes: table.keyframeTimes, analysis: analysis, settings: settings.snap,
             selection: selection)

@@ -6,12 +6,12 @@ import MediaEngine
 /// What a highlight leaves beside itself for people and tools: the analysis report (JSON) and the
 /// storyboard picture.
 extension HighlightEngine {
-    public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [SelectedSegment])
+    public static func makeReport(_ a: VideoAnalysis, scored: [ScoredCandidate], segments: [Segment])
         -> HighlightReport
     {
         var report = HighlightReport(
             duration: a.duration, fps: a.frameRate, cuts: a.cutFrames, boundaries: a.boundaries,
-            shots: a.shots.map { HighlightReport.Span(start: $0.start, end: $0.end) },
+            shots: a.shots.map { TimeRange(start: $0.start, end: $0.end) },
             signals: HighlightReport.Signals(
                 motion: a.perSecond(a.motion, time: \.time, value: \.subject),
                 loudness: loudnessPerSecond(a),

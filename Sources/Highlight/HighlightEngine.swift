@@ -7,7 +7,6 @@ import MediaEngine
 
 /// The analysis JSON: what was found and what was chosen.
 public struct HighlightReport: Sendable, Codable, Equatable {
-    public struct Span: Sendable, Codable, Equatable { public var start: Double; public var end: Double }
     public struct Signals: Sendable, Codable, Equatable {
         /// Per second: subject motion (picture widths per second), loudness (dBFS), sharpness (1 = the video's sharp frames).
         public var motion: [Float]
@@ -26,11 +25,11 @@ public struct HighlightReport: Sendable, Codable, Equatable {
     /// 0-based index of the first frame of each new shot.
     public var cuts: [Int]
     public var boundaries: [ShotBoundary]
-    public var shots: [Span]
+    public var shots: [TimeRange]
     public var signals: Signals
     public var candidates: [CandidateEntry]
     /// The chosen ranges in source seconds, chronological.
-    public var segments: [SelectedSegment]
+    public var segments: [Segment]
     /// Output time of the poster frame, when a highlight was rendered.
     public var posterTime: Double?
     /// True when the poster is the earlier highlight's (a re-upload whose best frame is the one it shows).
@@ -65,7 +64,7 @@ public struct AnalysisReuse: Sendable, Codable, Equatable {
     public var target: ReuseTarget
     /// The earlier highlight's segments (earlier video's seconds), when the same highlight was asked
     /// for: selection and render are skipped when they all lie inside the new video.
-    public var copySegments: [SelectedSegment]?
+    public var copySegments: [Segment]?
     /// The earlier highlight's file, copied into this job's folder when the same highlight was asked
     /// for but some of its footage is not in the new video: the segments the new highlight shares
     /// with it are copied from it, not encoded again.
@@ -78,7 +77,7 @@ public struct AnalysisReuse: Sendable, Codable, Equatable {
     public var sameTimeline = false
 
     public init(
-        analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [SelectedSegment]?,
+        analysisPath: String, match: ReuploadMatch, target: ReuseTarget, copySegments: [Segment]?,
         earlierResult: String? = nil, earlierPoster: String? = nil, sameTimeline: Bool = false
     ) {
         self.analysisPath = analysisPath; self.match = match; self.target = target; self.copySegments = copySegments
@@ -268,7 +267,7 @@ public enum HighlightEngine {
         var cached: Bool
         var duplicate: ReuploadMatch?
         /// The earlier highlight's moments, in this video's seconds, when it is returned as it is.
-        var copied: [SelectedSegment]?
+        var copied: [Segment]?
         var fingerprint: ContentFingerprint?
         /// The earlier poster's frame (earlier video's seconds), when its picture may stand for this one's.
         var earlierPoster: (path: String, time: Double)?
@@ -320,7 +319,7 @@ public enum HighlightEngine {
     /// Renders the chosen moments (copying what an earlier render of them has, and everything
     /// encoded when that copy fails), then the poster: the earlier one when it shows this very frame.
     static func renderWithPoster(
-        _ request: HighlightRequest, to output: String, segments: [SelectedSegment], crossfade: Double,
+        _ request: HighlightRequest, to output: String, segments: [Segment], crossfade: Double,
         copyFrom table: PacketTable?, obtained: ObtainedAnalysis, report: inout HighlightReport, cancellation: CancellationToken?,
         progress: ((String, Double) -> Void)?
     ) throws(MediaError) -> RenderResult {
@@ -396,7 +395,7 @@ public enum HighlightEngine {
 
     /// The best-looking frame of the segments (sharp, well exposed, lively): its segment and its
     /// source time. Nil when no segment has a measured frame away from its ends.
-    static func posterFrame(_ a: VideoAnalysis, segments: [SelectedSegment]) -> (segment: Int, time: Double)? {
+    static func posterFrame(_ a: VideoAnalysis, segments: [Segment]) -> (segment: Int, time: Double)? {
         var best: (segment: Int, time: Double, value: Float)?
         for (i, s) in segments.enumerated() {
             // The largest face of each look in the segment: a sharp frame with a large frontal face wins.
@@ -414,7 +413,7 @@ public enum HighlightEngine {
 
     /// Where the frame lands in the output (0 when its segment was not rendered).
     static func posterOutputTime(
-        _ frame: (segment: Int, time: Double), segments: [SelectedSegment], outputSegments: [TimeRange]
+        _ frame: (segment: Int, time: Double), segments: [Segment], outputSegments: [TimeRange]
     ) -> Double {
         guard frame.segment < outputSegments.count, frame.segment < segments.count else { return 0 }
         return outputSegments[frame.segment].start + (frame.time - segments[frame.segment].start)

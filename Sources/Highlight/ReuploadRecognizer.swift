@@ -11,12 +11,12 @@ public struct ReuploadCandidate: Sendable, Codable, Equatable {
     public var fingerprint: ContentFingerprint
     /// The earlier highlight's segments in the earlier video's seconds; nil when the new job asks
     /// for another highlight (its analysis can still be reused).
-    public var copySegments: [SelectedSegment]?
+    public var copySegments: [Segment]?
     /// The first upload this one was recognised as a copy of, as far as the candidates tell (its
     /// own id when none): candidates of one family show the same footage.
     public var family: String?
 
-    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [SelectedSegment]?, family: String? = nil)
+    public init(jobId: String, fingerprint: ContentFingerprint, copySegments: [Segment]?, family: String? = nil)
     {
         self.jobId = jobId; self.fingerprint = fingerprint; self.copySegments = copySegments; self.family = family
     }
@@ -348,15 +348,15 @@ public enum ReuploadRecognizer {
 
     /// The earlier highlight's segments in the new video's seconds, when they all lie inside it.
     public static func copiedSegments(
-        _ segments: [SelectedSegment], offset: Double, duration: Double,
+        _ segments: [Segment], offset: Double, duration: Double,
         settings: Settings = Settings()
-    ) -> [SelectedSegment]? {
+    ) -> [Segment]? {
         guard !segments.isEmpty else { return nil }
-        var out: [SelectedSegment] = []
+        var out: [Segment] = []
         for s in segments {
             let start = s.start - offset, end = s.end - offset
             guard start >= -settings.copyTolerance, end <= duration + settings.copyTolerance else { return nil }
-            out.append(SelectedSegment(start: max(0, start), end: min(duration, end), score: s.score, reason: s.reason))
+            out.append(Segment(start: max(0, start), end: min(duration, end), score: s.score, reason: s.reason))
         }
         return out
     }

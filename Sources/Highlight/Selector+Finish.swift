@@ -20,7 +20,7 @@ extension Selector {
 
     /// The chosen moments in time order, fitted to the target (faces first), snapped to cuts, grown
     /// or shrunk to speech pauses, fitted again, as segments with their reasons.
-    static func finish(_ chosen: [Pick], analysis: VideoAnalysis, settings: SelectionSettings) -> [SelectedSegment] {
+    static func finish(_ chosen: [Pick], analysis: VideoAnalysis, settings: SelectionSettings) -> [Segment] {
         func target(_ count: Int) -> Double { settings.targetDuration + Double(max(0, count - 1)) * settings.crossfade }
         var picks = chosen.sorted { $0.start < $1.start }
         clampBounds(&picks)
@@ -32,7 +32,7 @@ extension Selector {
             &picks, to: target(picks.count), minSegment: settings.minSegment, tolerance: settings.tolerance * 0.8,
             pauseTolerance: settings.tolerance, pauseShortfall: max(settings.tolerance, settings.pauseShortfall))
         return picks.map {
-            var segment = SelectedSegment(
+            var segment = Segment(
                 start: $0.start, end: $0.end, score: $0.scored.score,
                 reason: $0.pin != nil ? "pinned moment" : reason($0.scored))
             segment.people = ($0.scored.candidate.people?.presence ?? 0) >= settings.peoplePresence

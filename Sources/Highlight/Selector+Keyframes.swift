@@ -25,10 +25,10 @@ extension Selector {
     /// segment or the video's end (the copy then ends on the clean cut at or before it). The error
     /// says which start could not move and how far it would have to.
     public static func snapToKeyframes(
-        _ segments: [SelectedSegment], keyframes: [Double], analysis: VideoAnalysis, settings: KeyframeSnapSettings,
+        _ segments: [Segment], keyframes: [Double], analysis: VideoAnalysis, settings: KeyframeSnapSettings,
         selection: SelectionSettings
-    ) -> Result<[SelectedSegment], KeyframeSnapRefusal> {
-        var out: [SelectedSegment] = []
+    ) -> Result<[Segment], KeyframeSnapRefusal> {
+        var out: [Segment] = []
         var previousEnd = -Double.infinity
         let cuts = analysis.boundaries.map(\.time)
         let ordered = segments.sorted(by: { $0.start < $1.start })

@@ -60,20 +60,6 @@ public struct SelectionSettings: Sendable, Codable, Equatable {
     public init() {}
 }
 
-/// One segment of the highlight, in source seconds.
-public struct SelectedSegment: Sendable, Codable, Equatable {
-    public var start: Double
-    public var end: Double
-    public var score: Double
-    public var reason: String
-    /// A people moment: a face in view in most of it (nil in highlights made before faces).
-    public var people: Bool?
-    public var duration: Double { end - start }
-
-    public init(start: Double, end: Double, score: Double, reason: String) {
-        self.start = start; self.end = end; self.score = score; self.reason = reason
-    }
-}
 
 /// Picks segments to fill the target duration: best score first, penalised by similarity to what
 /// is chosen (no footage twice: duplicates are excluded outright) and rewarded for spreading over
@@ -100,7 +86,7 @@ public enum Selector {
     }
 
     public static func select(_ analysis: VideoAnalysis, scored: [ScoredCandidate], settings: SelectionSettings)
-        -> [SelectedSegment]
+        -> [Segment]
     {
         let exclude = settings.exclude.filter { $0.end > $0.start }.sorted { $0.start < $1.start }
         // Clear of an excluded range by a frame at least: the frame on screen at a segment's first

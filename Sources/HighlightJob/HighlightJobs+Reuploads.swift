@@ -45,7 +45,7 @@ extension HighlightJobs {
             let copy =
                 Self.asksForSameHighlight(job, as: earlier)
                 ? earlier.segments?.map {
-                    SelectedSegment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason)
+                    Segment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason)
                 } : nil
             return ReuploadCandidate(
                 jobId: earlier.id, fingerprint: fingerprint, copySegments: copy, family: families[earlier.id])

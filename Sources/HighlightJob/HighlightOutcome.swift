@@ -138,11 +138,10 @@ public struct MadeHighlight: Sendable {
     }
 
     /// The chosen segments with their scores and, when reframed, each one's mean crop window.
-    public var segments: [JobSegment] {
+    public var segments: [Segment] {
         let reframe = result.report.reframe
         return result.report.segments.enumerated().map { index, s in
-            var segment = JobSegment(start: s.start, end: s.end, score: s.score, reason: s.reason)
-            segment.people = s.people
+            var segment = s
             if let reframe, index < reframe.tracks.count {
                 segment.crop = Self.meanWindow(reframe, track: reframe.tracks[index])
             }
@@ -151,11 +150,11 @@ public struct MadeHighlight: Sendable {
     }
 
     /// A reframe track's mean window over its segment (for timelines: one transform per clip).
-    static func meanWindow(_ reframe: Reframe, track: CropTrack) -> JobCrop {
+    static func meanWindow(_ reframe: Reframe, track: CropTrack) -> CropWindow {
         let n = Double(max(1, track.x.count))
         let cx = track.x.isEmpty ? 0.5 : track.x.reduce(0, +) / n
         let cy = track.y.isEmpty ? 0.5 : track.y.reduce(0, +) / n
-        return JobCrop(
+        return CropWindow(
             x: max(0, cx - reframe.width / 2), y: max(0, cy - reframe.height / 2), width: reframe.width,
             height: reframe.height)
     }

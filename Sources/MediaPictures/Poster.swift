@@ -69,7 +69,7 @@ public enum Poster {
         if !done { _ = decoder.send(nil as Packet?); try take() }
         guard have else {
             throw MediaError(
-                .notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(format(time)) s")
+                .notMedia, operation: "poster", path: video, detail: "no frame could be decoded at \(TimeRange.seconds(time)) s")
         }
         return (chosen, info.video.rotation, ToneMapper.Transfer(of: stream))
     }

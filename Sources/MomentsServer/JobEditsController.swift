@@ -131,19 +131,14 @@ struct JobEditsController {
 
     /// The highlight as a timeline over the original file: its segments in order, each with its
     /// reframe window, the crossfade the render used.
-    static func document(_ job: Job, segments: [JobSegment], output: JobOutput, crossfade: Double) -> TimelineDocument {
+    static func document(_ job: Job, segments: [Segment], output: JobOutput, crossfade: Double) -> TimelineDocument {
         let input = job.input
-        let clips = segments.map { s in
-            TimelineClip(
-                sourceStart: s.start, sourceEnd: s.end,
-                crop: s.crop.map { TimelineCrop(x: $0.x, y: $0.y, width: $0.width, height: $0.height) })
-        }
         return TimelineDocument(
             title: "Moments highlight \(job.id)", sourceName: job.edit?.sourceName ?? "video_\(job.id).mp4",
             sourceDuration: input.duration, rate: TimelineRate.nearest(to: input.frameRate),
             sourceWidth: input.width, sourceHeight: input.height, outputWidth: output.width,
             outputHeight: output.height,
-            hasAudio: input.audioCodec != nil, clips: clips, crossfadeSeconds: crossfade)
+            hasAudio: input.audioCodec != nil, clips: segments, crossfadeSeconds: crossfade)
     }
 
     // MARK: Storyboard

@@ -141,7 +141,7 @@ struct JobLinks: Codable, Sendable {
 struct JobDetailResponse: ResponseEncodable {
     struct Parameters: Codable {
         var targetDuration: Int; var quality: String; var aspect: String; var focus: String; var include: [Double]
-        var exclude: [JobRange]
+        var exclude: [TimeRange]
         enum CodingKeys: String, CodingKey {
             case targetDuration = "target_duration", quality, aspect, focus, include, exclude
         }
@@ -182,11 +182,6 @@ struct JobDetailResponse: ResponseEncodable {
             case jobId = "job_id", offsetSeconds = "offset_seconds", resultReused = "result_reused"
         }
     }
-    struct Segment: Codable {
-        var start: Double, end: Double, duration: Double, score: Double, reason: String, crop: JobCrop?
-        /// A face is in view in most of it.
-        var people: Bool
-    }
 
     var jobId: String
     var status: JobState
@@ -203,7 +198,7 @@ struct JobDetailResponse: ResponseEncodable {
     var processingSeconds: Double?
     var error: Failure?
     var output: Output?
-    var segments: [Segment]
+    var segments: [ListedSegment]
     /// How many of the segments are people moments (nil before the highlight is made).
     var peopleMoments: Int?
     /// The job this one re-cuts.
@@ -249,14 +244,7 @@ struct JobDetailResponse: ResponseEncodable {
                     largestStartShift: $0.render?.largestStartShift),
                 preview: JobPreviewView(job), storyboard: $0.storyboard)
         }
-        segments = (job.segments ?? []).map {
-            Segment(
-                start: ms($0.start), end: ms($0.end), duration: ms($0.end - $0.start),
-                score: (($0.score * 1000).rounded()) / 1000,
-                reason: $0.reason,
-                crop: $0.crop.map { JobCrop(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) },
-                people: $0.people ?? false)
-        }
+        segments = (job.segments ?? []).map(ListedSegment.init)
         peopleMoments = job.segments.map { $0.filter { $0.people == true }.count }
         resultUrl = resultURL(job, baseURL: baseURL)
         mediaDeletedAt = job.mediaDeletedAt
@@ -376,5 +364,26 @@ struct JobPreviewView: Codable {
                 detail: "The preview is still being made; try again in a few seconds. The original is ready to download.")
         }
         return Problem(.notFound, code: "no_preview", detail: "This highlight has no preview. Download the original.")
+    }
+}
+
+/// A segment as the API lists it: the job's `Segment` in milliseconds (its score to three
+/// decimals), with its duration, and `people` false when faces were not looked for.
+struct ListedSegment: Encodable {
+    let segment: Segment
+
+    enum CodingKeys: String, CodingKey { case start, end, duration, score, reason, crop, people }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let s = segment
+        try c.encode(ms(s.start), forKey: .start)
+        try c.encode(ms(s.end), forKey: .end)
+        try c.encode(ms(s.end - s.start), forKey: .duration)
+        try c.encode((s.score * 1000).rounded() / 1000, forKey: .score)
+        try c.encode(s.reason, forKey: .reason)
+        try c.encodeIfPresent(
+            s.crop.map { CropWindow(x: ms($0.x), y: ms($0.y), width: ms($0.width), height: ms($0.height)) }, forKey: .crop)
+        try c.encode(s.people ?? false, forKey: .people)
     }
 }

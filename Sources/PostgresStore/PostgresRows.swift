@@ -59,7 +59,7 @@ enum Rows {
         job.errorCode = try r["errorCode"].decode(String?.self)
         job.errorMessage = try r["errorMessage"].decode(String?.self)
         job.output = try value(JobOutput.self, json: try r["output"].decode(String?.self))
-        job.segments = try value([JobSegment].self, json: try r["segments"].decode(String?.self))
+        job.segments = try value([Segment].self, json: try r["segments"].decode(String?.self))
         job.mediaDeletedAt = try r["mediaDeletedAt"].decode(Date?.self)
         job.quotaPeriod = try r["quotaPeriod"].decode(String?.self)
         job.quotaState = try r["quotaState"].decode(String?.self)

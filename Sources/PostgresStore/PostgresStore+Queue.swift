@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Store
 import PostgresNIO
 
@@ -92,7 +93,7 @@ extension PostgresStore {
     }
 
     public func complete(
-        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        id: String, worker: String, output: JobOutput, segments: [Segment], processingSeconds: Double,
         workerSeconds: Double, now: Date
     ) async throws -> Bool {
         try await transaction { connection in

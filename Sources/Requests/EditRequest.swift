@@ -8,7 +8,7 @@ import Store
 public struct EditRequest: Sendable, Equatable {
     public var aspect: AspectRatio = .source
     public var include: [Double] = []
-    public var exclude: [JobRange] = []
+    public var exclude: [TimeRange] = []
     /// What the highlight favours: people first (auto), people, or action.
     public var focus: HighlightFocus = .auto
 
@@ -19,7 +19,7 @@ public struct EditRequest: Sendable, Equatable {
     public static let pinClearance = 0.25
 
     public init(
-        aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = [], focus: HighlightFocus = .auto
+        aspect: AspectRatio = .source, include: [Double] = [], exclude: [TimeRange] = [], focus: HighlightFocus = .auto
     ) {
         self.aspect = aspect; self.include = include; self.exclude = exclude; self.focus = focus
     }
@@ -79,9 +79,9 @@ public struct EditRequest: Sendable, Equatable {
         return values
     }
 
-    static func parseRanges(_ text: String) throws(Refusal) -> [JobRange] {
+    static func parseRanges(_ text: String) throws(Refusal) -> [TimeRange] {
         let invalid = Refusal.invalidExclude(.malformed)
-        var ranges: [JobRange] = []
+        var ranges: [TimeRange] = []
         if text.hasPrefix("[") {
             guard let array = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [Any] else {
                 throw invalid
@@ -89,11 +89,11 @@ public struct EditRequest: Sendable, Equatable {
             for item in array {
                 if let pair = item as? [Any], pair.count == 2, let a = jsonNumber(pair[0]), let b = jsonNumber(pair[1])
                 {
-                    ranges.append(JobRange(start: a, end: b))
+                    ranges.append(TimeRange(start: a, end: b))
                 } else if let object = item as? [String: Any], let a = object["start"].flatMap(jsonNumber),
                     let b = object["end"].flatMap(jsonNumber)
                 {
-                    ranges.append(JobRange(start: a, end: b))
+                    ranges.append(TimeRange(start: a, end: b))
                 } else {
                     throw invalid
                 }
@@ -105,7 +105,7 @@ public struct EditRequest: Sendable, Equatable {
                     Double($0.trimmingCharacters(in: .whitespaces))
                 }
                 guard bounds.count == 2, let start = bounds[0], let end = bounds[1] else { throw invalid }
-                ranges.append(JobRange(start: start, end: end))
+                ranges.append(TimeRange(start: start, end: end))
             }
         }
         guard ranges.allSatisfy({ $0.start.isFinite && $0.end.isFinite && $0.start >= 0 && $0.end > $0.start }) else {

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import Store
 
 /// What a re-cut changes; whatever is nil stays as the original job had it.
@@ -8,11 +9,11 @@ public struct RecutRequest: Sendable, Equatable {
     public var aspect: String?
     public var focus: String?
     public var include: [Double]?
-    public var exclude: [JobRange]?
+    public var exclude: [TimeRange]?
 
     public init(
         targetDuration: Int? = nil, quality: String? = nil, aspect: String? = nil, include: [Double]? = nil,
-        exclude: [JobRange]? = nil
+        exclude: [TimeRange]? = nil
     ) {
         self.targetDuration = targetDuration; self.quality = quality; self.aspect = aspect; self.include = include;
         self.exclude = exclude

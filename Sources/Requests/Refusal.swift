@@ -198,7 +198,7 @@ extension Refusal {
         case malformed
         case tooMany(Int)
         case pastEnd(time: Double, duration: Double)
-        case nearExclusion(time: Double, range: JobRange)
+        case nearExclusion(time: Double, range: TimeRange)
         case doNotFit(pins: Int, targetDuration: Int)
     }
 

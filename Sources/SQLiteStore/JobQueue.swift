@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 import GRDB
 import Store
 
@@ -162,7 +163,7 @@ extension AppDatabase {
     /// Completes a held job. False when it is not held any more (cancelled or rescued meanwhile;
     /// the caller then removes the result).
     public func complete(
-        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        id: String, worker: String, output: JobOutput, segments: [Segment], processingSeconds: Double,
         workerSeconds: Double = 0, now: Date
     ) async throws -> Bool {
         let completed = try await writer.write { db in

@@ -37,7 +37,7 @@ public struct JobEdit: Codable, Sendable, Equatable {
     /// Source seconds that must be shown.
     public var include: [Double]
     /// Source ranges never shown.
-    public var exclude: [JobRange]
+    public var exclude: [TimeRange]
     /// People or action first (nil: auto, people first where there are any).
     public var focus: HighlightFocus?
     public var sourceName: String?
@@ -51,7 +51,7 @@ public struct JobEdit: Codable, Sendable, Equatable {
     public var inputHeldBy: String?
 
     public init(
-        aspect: AspectRatio = .source, include: [Double] = [], exclude: [JobRange] = [], sourceName: String? = nil,
+        aspect: AspectRatio = .source, include: [Double] = [], exclude: [TimeRange] = [], sourceName: String? = nil,
         recutOf: String? = nil, keepsInput: Bool? = nil
     ) {
         self.aspect = aspect; self.include = include; self.exclude = exclude; self.sourceName = sourceName;
@@ -60,13 +60,6 @@ public struct JobEdit: Codable, Sendable, Equatable {
     }
 }
 
-/// A range of source seconds.
-public struct JobRange: Codable, Sendable, Equatable {
-    public var start: Double
-    public var end: Double
-
-    public init(start: Double, end: Double) { self.start = start; self.end = end }
-}
 
 /// The rendered highlight.
 public struct JobOutput: Codable, Sendable, Equatable {
@@ -133,21 +126,6 @@ public struct JobDuplicate: Codable, Sendable, Equatable {
     }
 }
 
-/// One chosen moment of the source.
-public struct JobSegment: Codable, Sendable, Equatable {
-    public var start: Double
-    public var end: Double
-    public var score: Double
-    public var reason: String
-    /// The reframe's mean window over this segment (fractions of the displayed source), when reframed.
-    public var crop: JobCrop?
-    /// A people moment: a face in view in most of it (nil in jobs made before faces were looked for).
-    public var people: Bool?
-
-    public init(start: Double, end: Double, score: Double, reason: String) {
-        self.start = start; self.end = end; self.score = score; self.reason = reason
-    }
-}
 
 /// What a status poll needs of a job.
 public struct JobStatusRow: Sendable, Equatable {
@@ -163,17 +141,6 @@ public struct JobStatusRow: Sendable, Equatable {
     }
 }
 
-/// A crop window: fractions of the displayed source picture, top-left origin.
-public struct JobCrop: Codable, Sendable, Equatable {
-    public var x: Double
-    public var y: Double
-    public var width: Double
-    public var height: Double
-
-    public init(x: Double, y: Double, width: Double, height: Double) {
-        self.x = x; self.y = y; self.width = width; self.height = height
-    }
-}
 
 /// A highlight job: one row of the durable queue.
 public struct Job: Codable, Sendable, Equatable {
@@ -200,7 +167,7 @@ public struct Job: Codable, Sendable, Equatable {
     public var errorCode: String?
     public var errorMessage: String?
     public var output: JobOutput?
-    public var segments: [JobSegment]?
+    public var segments: [Segment]?
     /// Set when the result media were deleted (on request or after the retention period).
     public var mediaDeletedAt: Date?
     /// The month (UTC) the job's unit counts against, and its state (reserved, consumed, released).

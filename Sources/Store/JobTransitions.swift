@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 /// A change to a job's reserved unit that a transition asks its engine to write, in the same
 /// transaction, as one ledger line (nothing when the unit is already settled).
@@ -20,7 +21,7 @@ public struct QuotaSettlement: Sendable, Equatable {
 /// implies (status, stage, message, times, lease) and returns the quota settlement to record.
 extension Job {
     public mutating func markCompleted(
-        output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        output: JobOutput, segments: [Segment], processingSeconds: Double,
         workerSeconds: Double, now: Date
     ) -> QuotaSettlement {
         status = .completed

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 // The store behind the service, as repository protocols with two engines: SQLite through GRDB
 // (`AppDatabase`, the embedded default) and PostgreSQL through postgres-nio (`PostgresStore`, the
@@ -99,7 +100,7 @@ public protocol QueueRepository: Sendable {
     /// Completes a held job, consuming its unit and charging `workerSeconds`. False: not held any more
     /// (cancelled or rescued meanwhile; the caller discards the result).
     func complete(
-        id: String, worker: String, output: JobOutput, segments: [JobSegment], processingSeconds: Double,
+        id: String, worker: String, output: JobOutput, segments: [Segment], processingSeconds: Double,
         workerSeconds: Double, now: Date
     ) async throws -> Bool
     /// Fails a job with a stable code and a sentence for the user; its unit is released and

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 /// The reframe of one clip (a crop window of the source filling the output frame) expressed as
 /// a 2-D transform an editor can apply.
@@ -18,7 +19,7 @@ struct Reframe: Equatable {
     var positionX: Double
     var positionY: Double
 
-    init(crop: TimelineCrop, sourceWidth: Int, sourceHeight: Int, outputWidth: Int, outputHeight: Int) {
+    init(crop: CropWindow, sourceWidth: Int, sourceHeight: Int, outputWidth: Int, outputHeight: Int) {
         let sw = Double(max(1, sourceWidth)), sh = Double(max(1, sourceHeight))
         let ow = Double(max(1, outputWidth)), oh = Double(max(1, outputHeight))
         let fit = min(ow / sw, oh / sh)

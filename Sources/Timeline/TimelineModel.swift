@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 /// A frame rate as an exact ratio: `numerator / denominator` frames per second
 /// (`30000/1001` is NTSC 29.97).
@@ -92,42 +93,13 @@ public struct TimelineRate: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A crop window in the source picture, normalised to 0...1 of the displayed picture with a
-/// top-left origin (`x: 0.25, width: 0.5` keeps the middle half of the width).
-public struct TimelineCrop: Sendable, Equatable {
-    public var x: Double
-    public var y: Double
-    public var width: Double
-    public var height: Double
-
-    public init(x: Double, y: Double, width: Double, height: Double) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-
+extension CropWindow {
     /// The window clamped inside the picture, with a size of at least 1/10000; nil when a value
     /// is not finite.
-    var sanitized: TimelineCrop? {
+    var sanitized: CropWindow? {
         guard x.isFinite, y.isFinite, width.isFinite, height.isFinite else { return nil }
         let w = min(1, max(0.0001, width)), h = min(1, max(0.0001, height))
-        return TimelineCrop(x: min(1 - w, max(0, x)), y: min(1 - h, max(0, y)), width: w, height: h)
-    }
-}
-
-/// One highlight segment: a span of the source, optionally reframed.
-public struct TimelineClip: Sendable, Equatable {
-    /// Seconds in the source.
-    public var sourceStart: Double
-    public var sourceEnd: Double
-    /// Crop window in the source, normalised 0...1 of the displayed picture (nil: whole picture).
-    public var crop: TimelineCrop?
-
-    public init(sourceStart: Double, sourceEnd: Double, crop: TimelineCrop? = nil) {
-        self.sourceStart = sourceStart
-        self.sourceEnd = sourceEnd
-        self.crop = crop
+        return CropWindow(x: min(1 - w, max(0, x)), y: min(1 - h, max(0, y)), width: w, height: h)
     }
 }
 
@@ -153,8 +125,9 @@ public struct TimelineDocument: Sendable {
     public var outputHeight: Int
     /// Whether the source, and so every clip, carries audio.
     public var hasAudio: Bool
-    /// The highlight's segments in playback order.
-    public var clips: [TimelineClip]
+    /// The highlight's segments in playback order (source seconds, and each one's reframe window;
+    /// a crop of nil is the whole picture).
+    public var clips: [Segment]
     /// 0: hard cuts; else a dissolve of this length at each join, overlapping the two segments
     /// exactly as the rendered highlight does.
     public var crossfadeSeconds: Double
@@ -162,7 +135,7 @@ public struct TimelineDocument: Sendable {
     public init(
         title: String, sourceName: String, sourceURL: String? = nil, sourceDuration: Double,
         rate: TimelineRate, sourceWidth: Int, sourceHeight: Int, outputWidth: Int, outputHeight: Int,
-        hasAudio: Bool = true, clips: [TimelineClip], crossfadeSeconds: Double = 0
+        hasAudio: Bool = true, clips: [Segment], crossfadeSeconds: Double = 0
     ) {
         self.title = title
         self.sourceName = sourceName

@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 
 /// The integer frame layout every format is written from: each clip's source in/out snapped once
 /// to the rate's frame grid, the dissolve length, and where each clip sits in the highlight.
@@ -24,7 +25,7 @@ public struct TimelinePlan: Sendable, Equatable {
         public var transitionIn: Int
         public var transitionOut: Int
         /// The validated crop window, if any.
-        public var crop: TimelineCrop?
+        public var crop: CropWindow?
 
         /// Source frames used.
         public var frames: Int { sourceOut - sourceIn }
@@ -44,9 +45,9 @@ public struct TimelinePlan: Sendable, Equatable {
     public init(_ document: TimelineDocument) {
         let rate = document.rate.reduced
         self.rate = rate
-        let snapped: [(Int, Int, TimelineCrop?)] = document.clips.map { clip in
-            let a = max(0, Self.frame(of: clip.sourceStart, rate: rate))
-            let b = max(a + 1, Self.frame(of: clip.sourceEnd, rate: rate))
+        let snapped: [(Int, Int, CropWindow?)] = document.clips.map { clip in
+            let a = max(0, Self.frame(of: clip.start, rate: rate))
+            let b = max(a + 1, Self.frame(of: clip.end, rate: rate))
             return (a, b, clip.crop?.sanitized)
         }
         var overlap = 0

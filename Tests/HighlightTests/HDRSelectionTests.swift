@@ -42,7 +42,7 @@ struct HDRSelectionTests {
         try HDRSelectionTests.hlgRecording(of: sdr, to: hlg)
         #expect(try Probe.probe(hlg).video.isHDR)
 
-        func highlight(_ path: String) throws -> [SelectedSegment] {
+        func highlight(_ path: String) throws -> [Segment] {
             var request = HighlightRequest(source: path)
             request.selection.targetDuration = 12
             return try HighlightEngine.make(request).report.segments

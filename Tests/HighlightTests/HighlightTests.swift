@@ -61,7 +61,7 @@ func plantedVideo(_ dir: Scratch, _ configure: (inout SynthSpec) -> Void = { _ i
 
 /// What a highlight of the planted layout shows: its length, and the seconds of it on lively parts
 /// and on defects (black, frozen, blurred), sampled at 100 points per segment.
-func plantedShares(_ segments: [SelectedSegment], _ spec: SynthSpec) -> (total: Double, lively: Double, defect: Double) {
+func plantedShares(_ segments: [Segment], _ spec: SynthSpec) -> (total: Double, lively: Double, defect: Double) {
     var lively = 0.0, defect = 0.0
     for s in segments {
         for step in 0..<100 {

@@ -53,7 +53,7 @@ struct LookAlikeTests {
         // The posed moments score best: a 10 s highlight still shows only one of them.
         var scored = Scoring.score(analysis.candidates, weights: ScoreWeights(), hasAudio: false)
         for i in scored.indices where posed(scored[i].candidate) { scored[i].score += 10 }
-        func posedParts(_ segments: [SelectedSegment]) -> Set<Double> {
+        func posedParts(_ segments: [Segment]) -> Set<Double> {
             Set(
                 segments.compactMap { s -> Double? in
                     let part = spec.part(at: (s.start + s.end) / 2)!.0

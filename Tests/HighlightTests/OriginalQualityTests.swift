@@ -66,9 +66,9 @@ struct OriginalQualityTests {
         let analysis = try HighlightEngine.analyze(source, settings: AnalysisSettings(), cacheDirectory: nil).0
         let keyframes = try PacketTable.read(source, limits: DecodeLimits(), cancellation: nil).keyframeTimes
         let asked = [
-            SelectedSegment(start: 5.4, end: 7, score: 1, reason: ""),
-            SelectedSegment(start: 13.6, end: 16, score: 1, reason: ""),
-            SelectedSegment(start: 20.45, end: 22, score: 1, reason: "")
+            Segment(start: 5.4, end: 7, score: 1, reason: ""),
+            Segment(start: 13.6, end: 16, score: 1, reason: ""),
+            Segment(start: 20.45, end: 22, score: 1, reason: "")
         ]
         let snapped = try Selector.snapToKeyframes(
             asked, keyframes: keyframes, analysis: analysis, settings: KeyframeSnapSettings(),

@@ -51,7 +51,7 @@ enum PeopleFootage {
     }
 
     /// Seconds of `segments` on people parts, and the people scenes they show.
-    static func shares(_ segments: [SelectedSegment], _ parts: [Part]) -> (people: Double, total: Double, scenes: Set<String>) {
+    static func shares(_ segments: [Segment], _ parts: [Part]) -> (people: Double, total: Double, scenes: Set<String>) {
         var people = 0.0, scenes = Set<String>()
         for s in segments {
             for p in parts where p.people {
@@ -230,7 +230,7 @@ struct PeopleTests {
     func noFacesUnchanged() throws {
         let dir = Scratch()
         let (path, _) = try plantedVideo(dir)
-        func segments(_ configure: (inout HighlightRequest) -> Void) throws -> [SelectedSegment] {
+        func segments(_ configure: (inout HighlightRequest) -> Void) throws -> [Segment] {
             try highlight(path, target: 12, configure).segments
         }
         let on = try segments { _ in }

@@ -22,7 +22,7 @@ struct HighlightOptionsTests {
         ]).get()
         #expect(options.targetDuration == 60)
         #expect(options.quality == .low)
-        let edit = EditRequest(aspect: .portrait, include: [12.5, 40], exclude: [JobRange(start: 1, end: 2)])
+        let edit = EditRequest(aspect: .portrait, include: [12.5, 40], exclude: [TimeRange(start: 1, end: 2)])
         #expect(options.edit == edit)
     }
 
@@ -95,14 +95,14 @@ struct HighlightOptionsTests {
         let long = Refusal.targetDurationOutOfRange(900, minimum: 5, maximum: 180, listsAllowed: false)
         #expect(Self.recut(RecutRequest(targetDuration: 900)) == .failure(long))
         #expect(Self.recut(RecutRequest(quality: "ultra")) == .failure(.invalidQuality("ultra", listsAllowed: false)))
-        #expect(Self.recut(RecutRequest(exclude: [JobRange(start: 5, end: 1)])) == .failure(.invalidExclude(.badRange)))
+        #expect(Self.recut(RecutRequest(exclude: [TimeRange(start: 5, end: 1)])) == .failure(.invalidExclude(.badRange)))
         #expect(Self.recut(RecutRequest(include: [70])) == .failure(.invalidInclude(.pastEnd(time: 70, duration: 60))))
         #expect(
-            Self.recut(RecutRequest(exclude: [JobRange(start: 0, end: 60)]))
+            Self.recut(RecutRequest(exclude: [TimeRange(start: 0, end: 60)]))
                 == .failure(
                     .invalidInclude(
-                        .nearExclusion(time: 10, range: JobRange(start: 0, end: 60)))))
-        let everything = RecutRequest(include: [], exclude: [JobRange(start: 0, end: 60)])
+                        .nearExclusion(time: 10, range: TimeRange(start: 0, end: 60)))))
+        let everything = RecutRequest(include: [], exclude: [TimeRange(start: 0, end: 60)])
         #expect(Self.recut(everything) == .failure(.invalidExclude(.leavesNothing)))
         #expect(Refusal.targetDurationOutOfRange(900, minimum: 5, maximum: 180, listsAllowed: false).extras.isEmpty)
     }

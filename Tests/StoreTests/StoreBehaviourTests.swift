@@ -190,7 +190,7 @@ struct StoreBehaviourTests {
             // The other account's job out of the way (cancelled late: its retention runs out last).
             _ = try await store.cancel(id: foreign.id, accountId: other.id, now: Self.t0 + 3600 * 30)
             // Two delivered at different times: the sweeper's retention and the time estimate.
-            let segments = [JobSegment(start: 1, end: 4, score: 0.9, reason: "motion")]
+            let segments = [Segment(start: 1, end: 4, score: 0.9, reason: "motion")]
             let output = JobOutput(duration: 3, size: 10, width: 640, height: 360)
             for (i, worker) in ["w1", "w2"].enumerated() {
                 let job = try #require(

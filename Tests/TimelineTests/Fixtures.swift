@@ -1,4 +1,5 @@
 import Foundation
+import MediaVocabulary
 @testable import Timeline
 
 /// The documents the format tests export, and the frames they must come back as.
@@ -12,13 +13,10 @@ enum Fixtures {
             rate: TimelineRate(numerator: 30000, denominator: 1001),
             sourceWidth: 1920, sourceHeight: 1080, outputWidth: 1080, outputHeight: 1920, hasAudio: true,
             clips: [
-                TimelineClip(
-                    sourceStart: 3.2, sourceEnd: 7.9, crop: TimelineCrop(x: 0.34, y: 0, width: 0.31640625, height: 1)),
-                TimelineClip(
-                    sourceStart: 41.05, sourceEnd: 46.6, crop: TimelineCrop(x: 0, y: 0, width: 0.31640625, height: 1)),
-                TimelineClip(
-                    sourceStart: 88.0, sourceEnd: 95.123,
-                    crop: TimelineCrop(x: 0.68359375, y: 0, width: 0.31640625, height: 1))
+                clip(3.2, 7.9, crop: CropWindow(x: 0.34, y: 0, width: 0.31640625, height: 1)),
+                clip(41.05, 46.6, crop: CropWindow(x: 0, y: 0, width: 0.31640625, height: 1)),
+                clip(88.0, 95.123,
+                    crop: CropWindow(x: 0.68359375, y: 0, width: 0.31640625, height: 1))
             ],
             crossfadeSeconds: crossfade)
     }
@@ -28,8 +26,8 @@ enum Fixtures {
         title: "PAL", sourceName: "clip.mp4", sourceDuration: 300, rate: TimelineRate(numerator: 25, denominator: 1),
         sourceWidth: 1280, sourceHeight: 720, outputWidth: 1280, outputHeight: 720, hasAudio: true,
         clips: [
-            TimelineClip(sourceStart: 10, sourceEnd: 14.5), TimelineClip(sourceStart: 60.02, sourceEnd: 63),
-            TimelineClip(sourceStart: 200.5, sourceEnd: 230)
+            clip(10, 14.5), clip(60.02, 63),
+            clip(200.5, 230)
         ],
         crossfadeSeconds: 0.5)
 
@@ -39,10 +37,9 @@ enum Fixtures {
         rate: TimelineRate(numerator: 60, denominator: 1),
         sourceWidth: 3840, sourceHeight: 2160, outputWidth: 1080, outputHeight: 1080, hasAudio: true,
         clips: [
-            TimelineClip(
-                sourceStart: 1.001, sourceEnd: 2.5, crop: TimelineCrop(x: 0.2, y: 0, width: 0.5625, height: 1)),
-            TimelineClip(sourceStart: 500, sourceEnd: 503.333),
-            TimelineClip(sourceStart: 10, sourceEnd: 12, crop: TimelineCrop(x: 0.4375, y: 0, width: 0.5625, height: 1))
+            clip(1.001, 2.5, crop: CropWindow(x: 0.2, y: 0, width: 0.5625, height: 1)),
+            clip(500, 503.333),
+            clip(10, 12, crop: CropWindow(x: 0.4375, y: 0, width: 0.5625, height: 1))
         ],
         crossfadeSeconds: 0.25)
 
@@ -51,7 +48,7 @@ enum Fixtures {
         title: "NTSC 60", sourceName: "drone.mov", sourceDuration: 1200,
         rate: TimelineRate(numerator: 60000, denominator: 1001),
         sourceWidth: 1920, sourceHeight: 1080, outputWidth: 1920, outputHeight: 1080, hasAudio: true,
-        clips: [TimelineClip(sourceStart: 59.9, sourceEnd: 200.1), TimelineClip(sourceStart: 601, sourceEnd: 700)],
+        clips: [clip(59.9, 200.1), clip(601, 700)],
         crossfadeSeconds: 0.25)
 
     /// A file name with quotes, `&`, `<`, `>`, spaces and non-ASCII; 23.976 fps; no audio.
@@ -59,7 +56,7 @@ enum Fixtures {
         title: "Job <\"quoted\"> & more", sourceName: tricky, sourceDuration: 40,
         rate: TimelineRate(numerator: 24000, denominator: 1001),
         sourceWidth: 1080, sourceHeight: 1920, outputWidth: 1080, outputHeight: 1920, hasAudio: false,
-        clips: [TimelineClip(sourceStart: 0, sourceEnd: 2), TimelineClip(sourceStart: 5, sourceEnd: 9.5)],
+        clips: [clip(0, 2), clip(5, 9.5)],
         crossfadeSeconds: 0.25)
 
     static let all: [(name: String, document: TimelineDocument)] = [
@@ -71,7 +68,7 @@ enum Fixtures {
     /// computed here independently of the library.
     static func expectedFrames(_ document: TimelineDocument) -> [(Int, Int)] {
         let fps = Double(document.rate.numerator) / Double(document.rate.denominator)
-        return document.clips.map { (Int(($0.sourceStart * fps).rounded()), Int(($0.sourceEnd * fps).rounded())) }
+        return document.clips.map { (Int(($0.start * fps).rounded()), Int(($0.end * fps).rounded())) }
     }
 
     /// Dissolve frames: round(crossfade * rate), at most half the shortest clip.
@@ -133,4 +130,9 @@ enum Tools {
         try Data(text.utf8).write(to: url)
         return url
     }
+}
+
+/// A highlight segment over source seconds `start`...`end` (what the timeline draws: its span and crop).
+func clip(_ start: Double, _ end: Double, crop: CropWindow? = nil) -> Segment {
+    Segment(start: start, end: end, score: 1, reason: "test", crop: crop)
 }

@@ -1,3 +1,4 @@
+import MediaVocabulary
 import Testing
 @testable import Timeline
 
@@ -33,7 +34,7 @@ struct ModelTests {
         #expect(plan.totalFrames == (237 - 96) + (1397 - 1230) + (2851 - 2637) - 2 * 7)
         #expect(plan.clips[1].recordIn == plan.clips[0].recordOut - 7)
         var short = doc
-        short.clips[1] = TimelineClip(sourceStart: 41.0, sourceEnd: 41.3)  // 9 frames
+        short.clips[1] = clip(41.0, 41.3)  // 9 frames
         short.crossfadeSeconds = 2
         #expect(TimelinePlan(short).transitionFrames == 4)
         var single = doc
@@ -58,9 +59,8 @@ struct ModelTests {
         var doc = Fixtures.pal
         doc.rate = TimelineRate(numerator: 0, denominator: 0)
         doc.clips = [
-            TimelineClip(
-                sourceStart: .nan, sourceEnd: -3, crop: TimelineCrop(x: .infinity, y: 0, width: 2, height: -1)),
-            TimelineClip(sourceStart: 5, sourceEnd: 5)
+            clip(.nan, -3, crop: CropWindow(x: .infinity, y: 0, width: 2, height: -1)),
+            clip(5, 5)
         ]
         doc.sourceWidth = 0
         for format in TimelineFormat.allCases {
