@@ -63,11 +63,16 @@ test-tools:
 	@command -v ffprobe >/dev/null 2>&1 || { echo "Installing the ffmpeg CLI (the phone-media tests read picture types with ffprobe)"; \
 		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq ffmpeg >/dev/null; }
 
+# The tests' synthetic videos, each encoded once per run (see Sources/MediaSynth/SynthCache.swift):
+# the service tests ask for the same ones on both engine sets.
+SYNTH_CACHE := $(CURDIR)/.build/synth-cache
+test: export MOMENTS_SYNTH_CACHE = $(SYNTH_CACHE)
 test: setup test-tools
 	scripts/check-imports
 	scripts/long-functions
 	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests
+	rm -rf $(SYNTH_CACHE)
 	scripts/swift-test --filter '^RouterTests\.'
 	scripts/swift-test --skip ServerTests --skip RouterTests --skip ObjectStorageTests --skip '^StoreTests\.'
 	scripts/with-test-servers bash -c '\

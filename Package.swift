@@ -50,22 +50,26 @@ let package = Package(
         .target(name: "MediaVocabulary"),
         .target(
             name: "FFmpeg",
-            dependencies: ["MediaVocabulary", "CFFmpeg", "CFFmpegLog"]
+            dependencies: ["MediaVocabulary", "CFFmpeg", "CFFmpegLog"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // The media operations on the raw layer: probe, analysis decode, render, poster, storyboard.
         .target(
             name: "MediaEngine",
-            dependencies: ["MediaVocabulary", "FFmpeg", "CFFmpeg", "CMediaKernels"]
+            dependencies: ["MediaVocabulary", "FFmpeg", "CFFmpeg", "CMediaKernels"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // The analysis decode: the plans (full, anchors, sampled) and their passes over the input.
         .target(
             name: "AnalysisDecode",
-            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"]
+            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // Pictures of a video: the poster, the storyboard (filmstrip, curves, PNG).
         .target(
             name: "MediaPictures",
-            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"]
+            dependencies: ["FFmpeg", "CFFmpeg", "MediaEngine"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // Pure-Swift analysers (no FFmpeg): shots, motion, audio, quality, fingerprints.
         // Optimised in debug builds too, as MediaSynth: the tests' job children run these per-frame
@@ -81,7 +85,8 @@ let package = Package(
         // One analysis pass, candidates, scoring, selection, cache; renders through MediaEngine.
         .target(
             name: "Highlight",
-            dependencies: ["AnalysisDecode", "MediaPictures", "MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["AnalysisDecode", "MediaPictures", "MediaVocabulary", "FFmpeg", "Analysis", "MediaEngine", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // Editable timelines of a highlight (Final Cut Pro XML, OpenTimelineIO, CMX 3600 EDL), drawn from
         // the highlight's segments (MediaVocabulary's `Segment`); Foundation otherwise.

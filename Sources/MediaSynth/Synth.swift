@@ -4,8 +4,15 @@ import MediaEngine
 
 /// Writes and draws the videos a `SynthSpec` describes.
 public enum Synth {
-    /// Writes the video described by `spec` to `path`.
+    /// Writes the video described by `spec` to `path`: a copy of the one made before for the same
+    /// spec when `MOMENTS_SYNTH_CACHE` names a folder (`SynthCache`), else encoded now.
     public static func write(_ spec: SynthSpec, to path: String) throws(MediaError) {
+        guard let cache = SynthCache.fromEnvironment() else { return try encode(spec, to: path) }
+        try cache.write(spec, to: path, encode: encode)
+    }
+
+    /// Encodes the video described by `spec` to `path`.
+    static func encode(_ spec: SynthSpec, to path: String) throws(MediaError) {
         var video = VideoEncoding(width: spec.width, height: spec.height, frameRate: spec.frameRate)
         video.preset = spec.preset
         video.crf = spec.crf

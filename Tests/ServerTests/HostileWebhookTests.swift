@@ -11,7 +11,7 @@ import Webhooks
 /// Webhook endpoints that fight back: one that trickles its answer, a name that resolves to a
 /// public address for the check and to loopback for the connection, slow-resolving names, and
 /// what the errors say about internal names.
-@Suite("Hostile clients: webhooks")
+@Suite("Hostile clients: webhooks", .onceAcrossEngines)
 struct HostileWebhookTests {
     /// A server that may deliver to loopback (the trickler is local), with retries far off so
     /// each delivery is attempted once here.

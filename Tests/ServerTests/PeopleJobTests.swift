@@ -5,7 +5,7 @@ import Testing
 /// `focus` through the API on real footage with people in it (scripts/people-footage's mix: a man
 /// in a car, an animated dialogue and a webcam face beside a screencast, between bikes, a ball and an animated bunny):
 /// the job runs in the isolated child, which loads the face detector there.
-@Suite("People through the API", .serialized)
+@Suite("People through the API", .serialized, .onceAcrossEngines)
 struct PeopleJobTests {
     static func footage() throws -> Data {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

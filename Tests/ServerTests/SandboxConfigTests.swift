@@ -10,7 +10,7 @@ import Testing
 
 /// The sandbox's and the secrets' configuration keys, each read and each with its effect; and
 /// what a local user who is not the server can read of its storage: nothing.
-@Suite("Sandbox and secrets: keys and local readers")
+@Suite("Sandbox and secrets: keys and local readers", .onceAcrossEngines)
 struct SandboxConfigTests {
     @Test func isolationKeysAreReadAndReachTheChildren() async throws {
         let reader = try await MomentsConfiguration.reader(
