@@ -366,6 +366,7 @@ let package = Package(
                 "HTTPEdge", "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -44,14 +44,15 @@ public struct MomentsServices: Sendable {
     /// Nil when no APNs key is configured: pushes are off.
     public let pushes: PushDispatcher?
     public let clock: @Sendable () -> Date
-    /// Held for the life of the service: one process per storage folder (SQLite only).
-    let lock: StorageLock?
+    /// The start-up work (the storage's folders, its lock, the recovery of interrupted jobs): the
+    /// first service of a process's group; the others start after it (`background(for:)`,
+    /// `startup.then(app)`). Tests do it at once with `startup.perform()`.
+    public let startup: StartupWork
 
-    /// Creates the storage folders, takes the storage lock when the store is exclusive (SQLite),
-    /// opens the media storage (`mediaStorage`, or the one `storage.backend` names; `probe` replaces
-    /// the isolated probe of uploads, for router tests), reads the APNs
-    /// key (a bad one stops the start: `APNsConfigurationError`), and recovers the jobs a crash
-    /// interrupted.
+    /// Builds the parts: opens the media storage (`mediaStorage`, or the one `storage.backend`
+    /// names; `probe` replaces the isolated probe of uploads, for router tests), reads the server
+    /// secret and the APNs key (a bad one stops the start: `APNsConfigurationError`). Nothing runs
+    /// yet: the folders, the lock and the recovery are `startup`'s.
     public init(
         settings: ServiceSettings, media: MediaDefaults, plans: PlanSettings = PlanSettings(),
         appStore: AppStoreSettings = AppStoreSettings(), store: any MomentsStore,
@@ -59,10 +60,6 @@ public struct MomentsServices: Sendable {
         clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         let layout = StorageLayout(root: settings.storagePath)
-        try layout.prepare()
-        // One process per storage folder when the store is the embedded SQLite (it has no leases
-        // to tell another process's jobs from orphans); a shared store has no such limit.
-        lock = store.isExclusive ? try StorageLock(layout.path(".lock")) : nil
         let mediaStorage =
             try mediaStorage ?? MediaStorageFactory.make(settings: settings, layout: layout, logger: logger)
         (self.settings, self.media, self.store, self.layout, self.clock) = (settings, media, store, layout, clock)
@@ -89,7 +86,7 @@ public struct MomentsServices: Sendable {
             database: store, settings: settings.webhooks, baseURL: settings.baseURL,
             worker: "\(runner.processTag)#webhooks", secret: secret, logger: logger, clock: clock)
         pushes = try Self.pushDispatcher(settings, store: store, worker: "\(runner.processTag)#pushes", logger, clock)
-        try runner.recoverAtStartup()
+        startup = StartupWork(layout: layout, exclusive: store.isExclusive, runner: runner)
     }
 
     static func pushDispatcher(
@@ -121,8 +118,9 @@ public struct MomentsServices: Sendable {
         case worker
     }
 
-    /// What runs beside the HTTP application, in start order: a ServiceGroup stops them in
-    /// reverse, so the workers finish or hand back their jobs before the dispatchers stop. A worker
+    /// What runs beside the HTTP application, in start order: the start-up work first, the others
+    /// once it is done. A ServiceGroup stops them in reverse, so the workers finish or hand back
+    /// their jobs before the dispatchers stop, and the storage lock is let go last. A worker
     /// process has no resumable uploads to sweep.
     public func background(for role: ProcessRole) -> [any Service] {
         var services: [any Service] = [webhooks]
@@ -131,7 +129,7 @@ public struct MomentsServices: Sendable {
         if role == .api {
             services.append(ResumableUploadSweeper(uploads: resumable, intervalSeconds: settings.sweepIntervalSeconds))
         }
-        return services
+        return [startup] + services.map(startup.then)
     }
 
     /// The API process's background services (`background(for: .api)`).

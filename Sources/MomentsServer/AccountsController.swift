@@ -8,7 +8,8 @@ import Store
 /// POST /api/v1/accounts: a new account and its API key (shown this once).
 struct AccountsController {
     let accounts: AccountService
-    let store: any MomentsStore
+    /// The sign-up allowance is counted in the accounts' repository.
+    let store: any AccountRepository
     let clock: @Sendable () -> Date
     let limiter: CreationLimiter
     let addresses: ClientAddressResolver
@@ -99,7 +100,7 @@ final class CreationLimiter: Sendable {
     init(perHour: Int) { self.perHour = perHour }
 
     /// Nil when admitted (and counted); otherwise seconds until the next one is allowed.
-    func admit(_ address: String, store: any MomentsStore, now: Date) async throws -> Int? {
+    func admit(_ address: String, store: any AccountRepository, now: Date) async throws -> Int? {
         guard perHour > 0 else { return nil }
         switch try await store.admitSignup(
             client: Account.hash(apiKey: "signup " + address), perWindow: perHour, windowSeconds: 3600, now: now)

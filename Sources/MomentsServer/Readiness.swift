@@ -8,14 +8,14 @@ import Synchronization
 /// Whether this process can take work: the store writable, the storage writable (and the bucket
 /// answering), free disk above the floor.
 public final class Readiness: Sendable {
-    let store: any MomentsStore
+    let store: any StoreHealth
     let layout: StorageLayout
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
     let clock: @Sendable () -> Date
 
     public init(
-        store: any MomentsStore, layout: StorageLayout, mediaStorage: any MediaStorage, settings: ServiceSettings,
+        store: any StoreHealth, layout: StorageLayout, mediaStorage: any MediaStorage, settings: ServiceSettings,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store

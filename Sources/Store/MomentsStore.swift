@@ -180,12 +180,19 @@ public protocol StoreEventSource: Sendable {
 }
 
 /// The whole store. A service takes only the repositories it uses (`any JobRepository & …`).
-public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository,
-    SubscriptionRepository,
-    UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository, StoreEventSource
-{
+/// Whether the store can take writes, and which engine it is (GET /ready).
+public protocol StoreHealth: Sendable {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
     var engine: String { get }
+    /// Proves the database accepts writes (GET /ready).
+    func checkWritable(now: Date) async throws
+}
+
+public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository,
+    SubscriptionRepository,
+    UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository, StoreEventSource,
+    StoreHealth
+{
     /// True when only this process uses the store (SQLite behind the storage lock): at start-up
     /// every processing job is known to be orphaned and is recovered at once instead of waiting for
     /// its lease to expire.
@@ -194,8 +201,6 @@ public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, Q
     /// crash; each goes back to the queue, or fails after `maxAttempts`. A shared store recovers by
     /// leases instead and returns nothing here.
     func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String])
-    /// Proves the database accepts writes (GET /ready).
-    func checkWritable(now: Date) async throws
     /// Closes connections. Further use throws.
     func close() async throws
 }

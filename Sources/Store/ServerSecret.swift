@@ -26,6 +26,10 @@ public struct ServerSecret: Sendable {
             return ServerSecret(existing)
         }
         let fresh = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+        // The storage folder may not exist yet (a shared store keeps nothing else in it).
+        try? FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             // Another process of this host made it first: use theirs.

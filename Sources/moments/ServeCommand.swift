@@ -2,6 +2,7 @@ import ArgumentParser
 import Configuration
 import Foundation
 import Isolation
+import JobMedia
 import Logging
 import ServiceLifecycle
 import MomentsConfig
@@ -41,19 +42,28 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = context.logger
         let services = try await context.openServices(settings)
         logger.notice(
-            "Moments listening",
+            "Moments starting",
             metadata: [
                 "url": "\(settings.baseURL)", "storage": "\(settings.storagePath)",
                 "database": "\(services.store.engine)", "workers": "\(settings.workers)"
             ])
         let (app, _) = buildApplication(services, logger: logger, operations: OperationsSettings(reader: context.config))
-        // The composition root: the store (PostgreSQL's pool and listener), the background services
-        // and the HTTP application as siblings in one group, stopped in reverse order on SIGTERM or
-        // SIGINT: the app first, the workers next, the store last.
+        // The composition root: the store (PostgreSQL's pool and listener), the start-up work, the
+        // background services and the HTTP application as siblings in one group, stopped in reverse
+        // order on SIGTERM or SIGINT: the app first, the workers next, the start-up work's lock and
+        // the store last.
+        // The app answers once the start-up work is done (no upload arrives while interrupted
+        // ones are cleared away).
         let group = processGroup(
-            (storeServices(services.store) + services.background(for: .api) + [app]).map { .init(service: $0) },
+            (storeServices(services.store) + services.background(for: .api) + [services.startup.then(app)]).map {
+                .init(service: $0)
+            },
             logger: logger)
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as StorageLockError {
+            context.fail("cannot use the storage at \(settings.storagePath): \(error)")
+        }
         try await services.store.close()
         logger.notice("Moments stopped; database closed")
     }

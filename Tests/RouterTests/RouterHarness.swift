@@ -41,6 +41,7 @@ struct RouterHarness {
         logger.logLevel = .critical
         services = try MomentsServices(
             settings: settings, media: MediaDefaults(), plans: plans, store: store, probe: probe, logger: logger)
+        try services.startup.perform()
         app = Application(router: buildRouter(services, logger: logger).0)
     }
 

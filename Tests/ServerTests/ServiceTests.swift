@@ -1,3 +1,5 @@
+import Synchronization
+import ServiceLifecycle
 import Highlight
 import Foundation
 import MediaVocabulary
@@ -6,6 +8,7 @@ import HummingbirdTesting
 import JobMedia
 import Logging
 import MomentsConfig
+import MomentsRoot
 import NIOCore
 import SQLiteStore
 import Store
@@ -70,6 +73,46 @@ struct ServiceTests {
         #expect(throws: StorageLockError.self) {
             _ = try makeServices(settings: settings, media: MediaDefaults(), logger: Logger(label: "second"))
         }
+    }
+
+    /// The start-up work is the group's first service: a second process on a locked storage stops
+    /// there, with the lock's error, and what waits for it (the app, the workers) never starts.
+    @Test(.enabled(if: TestEngine.isEmbedded, "the storage lock guards the embedded SQLite only"))
+    func aSecondProcessStopsAtItsStartUp() async throws {
+        let server = try await TestServer()
+        let settings = server.service.settings
+        let second = try MomentsServices(
+            settings: settings, media: MediaDefaults(),
+            store: try AppDatabase(path: server.layout.databasePath), logger: Logger(label: "second"))
+        let started = StartedFlag()
+        let group = ServiceGroup(
+            services: [second.startup, second.startup.then(started)], logger: Logger(label: "second"))
+        do {
+            try await group.run()
+            Issue.record("the second process's group ran")
+        } catch {
+            #expect(error is StorageLockError, "\(error)")
+        }
+        #expect(!started.value, "a service after the start-up work started")
+    }
+
+    /// The start-up work done, the services after it start; stopped, they stop, then it does.
+    @Test func servicesAfterTheStartUpRunOnceItIsDone() async throws {
+        let scratch = Scratch()
+        var settings = ServiceSettings()
+        settings.storagePath = scratch.path("storage")
+        settings.workers = 0
+        let services = try makeServices(settings: settings, media: MediaDefaults(), logger: Logger(label: "t"))
+        let started = StartedFlag()
+        let group = ServiceGroup(
+            services: [services.startup, services.startup.then(started)], logger: Logger(label: "t"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            #expect(await eventually(within: 30) { started.value })
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        #expect(FileManager.default.fileExists(atPath: services.layout.jobsDirectory))
     }
 
     /// The API key is stored only as a hash.
@@ -281,5 +324,16 @@ struct ExpectContinueTests {
         )
         guard case .data(let bytes) = connection.read(timeout: 30) else { return "" }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A service that notes that it started, then waits for the group to stop.
+final class StartedFlag: Service, Sendable {
+    private let flag = Atomic<Bool>(false)
+    var value: Bool { flag.load(ordering: .relaxed) }
+
+    func run() async throws {
+        flag.store(true, ordering: .relaxed)
+        try? await gracefulShutdown()
     }
 }

@@ -308,9 +308,13 @@ func makeServices(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         database = try AppDatabase(path: path, sandboxForAll: appStore.sandboxForAll)
     }
-    return try MomentsServices(
+    let services = try MomentsServices(
         settings: settings, media: media, plans: plans, appStore: appStore, store: database,
         mediaStorage: mediaStorage, logger: logger, clock: clock)
+    // The start-up work at once (folders, lock, recovery), as the tests expect of a built service;
+    // the group's start-up service then finds it done.
+    try services.startup.perform()
+    return services
 }
 
 /// What the tests ask of a running service, in the words they were written in.
