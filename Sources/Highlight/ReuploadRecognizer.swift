@@ -356,7 +356,10 @@ public enum ReuploadRecognizer {
         for s in segments {
             let start = s.start - offset, end = s.end - offset
             guard start >= -settings.copyTolerance, end <= duration + settings.copyTolerance else { return nil }
-            out.append(Segment(start: max(0, start), end: min(duration, end), score: s.score, reason: s.reason))
+            // The same moments: their score, reason and people stay; the crop is the new render's.
+            var copy = s
+            (copy.start, copy.end, copy.crop) = (max(0, start), min(duration, end), nil)
+            out.append(copy)
         }
         return out
     }

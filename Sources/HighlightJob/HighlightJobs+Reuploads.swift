@@ -45,7 +45,9 @@ extension HighlightJobs {
             let copy =
                 Self.asksForSameHighlight(job, as: earlier)
                 ? earlier.segments?.map {
-                    Segment(start: $0.start, end: $0.end, score: $0.score, reason: $0.reason)
+                    var segment = $0
+                    segment.crop = nil  // the new render's windows are its own
+                    return segment
                 } : nil
             return ReuploadCandidate(
                 jobId: earlier.id, fingerprint: fingerprint, copySegments: copy, family: families[earlier.id])

@@ -159,6 +159,23 @@ extension ReuploadReuseTests {
         #expect(abs(info.duration - render.duration) <= 1.0 / 30)
     }
 
+    /// The earlier highlight's moments in the copy's seconds: shifted, clipped to the copy, their
+    /// score, reason and people kept (a recognised re-upload lists the same people moments), the
+    /// crop left to the new render; none when one falls outside the copy.
+    @Test func copiedMomentsKeepWhatTheyAre() throws {
+        let earlier = [
+            Segment(start: 3, end: 7, score: 0.8, reason: "people", people: true,
+                    crop: CropWindow(x: 0.2, y: 0, width: 0.5, height: 1)),
+            Segment(start: 10, end: 12.5, score: 0.6, reason: "motion", people: false)
+        ]
+        let copied = try #require(ReuploadRecognizer.copiedSegments(earlier, offset: 2, duration: 20))
+        #expect(copied == [
+            Segment(start: 1, end: 5, score: 0.8, reason: "people", people: true),
+            Segment(start: 8, end: 10.5, score: 0.6, reason: "motion", people: false)
+        ])
+        #expect(ReuploadRecognizer.copiedSegments(earlier, offset: 4, duration: 20) == nil)
+    }
+
     @Test("positions move between stored orientations through the displayed picture")
     func reorientation() {
         // The displayed top-left corner of a 90-degree source is its stored bottom-left.
