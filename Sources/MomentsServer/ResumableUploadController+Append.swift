@@ -64,23 +64,24 @@ extension ResumableUploadController {
                 break
             }
             let outcome = try await appending(id, append, request: request, context: context)
+            let maxBytes = await planMaxBytes(account)
             switch outcome {
             case .partial(let upload):
                 var fields: HTTPFields = [.uploadOffset: String(upload.offset)]
-                fields.append(contentsOf: protocolFields(upload, proto: proto))
+                fields.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
                 return Response(status: .noContent, headers: fields)
             case .completed(let upload, let job, let usage):
                 if proto == .tus {
                     // tus acknowledges every append with 204; the job is in Moments-Job-Id (and in
                     // GET /api/v1/uploads/{id}).
                     var fields: HTTPFields = [.uploadOffset: String(upload.offset), .momentsJobId: job.id]
-                    fields.append(contentsOf: protocolFields(upload, proto: proto))
+                    fields.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
                     return Response(status: .noContent, headers: fields)
                 }
                 var response = try jobResponse(
                     job, usage: usage, bytes: upload.offset, request: request, context: context)
                 response.headers[.uploadOffset] = String(upload.offset)
-                response.headers.append(contentsOf: protocolFields(upload, proto: proto))
+                response.headers.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
                 return response
             }
         } catch {

@@ -64,6 +64,7 @@ struct ResumableUploadController {
 
     func creating(_ request: Request, context: AppRequestContext, proto: ResumableProtocol) async throws -> Response {
         let account = try context.requireAccount()
+        let maxBytes = await planMaxBytes(account)
         let terms = try Self.creationTerms(request, proto: proto)
         if terms.length == 0 || (terms.completes && !terms.body) {
             throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
@@ -82,7 +83,7 @@ struct ResumableUploadController {
         if case .ietf(let version) = proto {
             // Before any byte is read: the client now knows where to resume if the connection drops.
             var fields: HTTPFields = [.location: location, .uploadDraftInteropVersion: String(version)]
-            if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
+            if let limit = uploadLimit(upload, version: version, maxBytes: maxBytes) { fields[.uploadLimit] = limit }
             let informational = HTTPResponse(
                 status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"),
                 headerFields: fields)
@@ -90,14 +91,15 @@ struct ResumableUploadController {
         }
         guard terms.body else {
             var fields: HTTPFields = [.location: location, .uploadOffset: "0"]
-            fields.append(contentsOf: protocolFields(upload, proto: proto))
+            fields.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
             return Response(status: .created, headers: fields)
         }
         let append = ResumableUploads.Append(
             offset: 0, length: nil, completes: terms.completes, checksum: nil,
             contentLength: terms.contentLength)
         let outcome = try await appending(upload.id, append, request: request, context: context)
-        return try created(outcome, location: location, proto: proto, request: request, context: context)
+        return try created(
+            outcome, location: location, proto: proto, maxBytes: maxBytes, request: request, context: context)
     }
 
     /// What a creating request declares in its protocol's headers.
@@ -167,20 +169,20 @@ struct ResumableUploadController {
 
     /// The answer to a creation that carried bytes: the upload's offset, and the job when they completed it.
     func created(
-        _ outcome: ResumableUploads.Outcome, location: String, proto: ResumableProtocol,
+        _ outcome: ResumableUploads.Outcome, location: String, proto: ResumableProtocol, maxBytes: Int64,
         request: Request, context: AppRequestContext
     ) throws -> Response {
         switch outcome {
         case .partial(let upload):
             var fields: HTTPFields = [.location: location, .uploadOffset: String(upload.offset)]
-            fields.append(contentsOf: protocolFields(upload, proto: proto))
+            fields.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
             return Response(status: .created, headers: fields)
         case .completed(let upload, let job, let usage):
             var response = try jobResponse(job, usage: usage, bytes: upload.offset, request: request, context: context)
             response.status = .created
             response.headers[.location] = location
             response.headers[.uploadOffset] = String(upload.offset)
-            response.headers.append(contentsOf: protocolFields(upload, proto: proto))
+            response.headers.append(contentsOf: protocolFields(upload, proto: proto, maxBytes: maxBytes))
             return response
         }
     }
@@ -199,7 +201,9 @@ struct ResumableUploadController {
                 throw Self.problem(Refusal.uploadGone, proto: proto)
             }
             var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
-            fields.append(contentsOf: protocolFields(upload, proto: proto == .plain ? .ietf(version: 6) : proto))
+            fields.append(
+                contentsOf: protocolFields(
+                    upload, proto: proto == .plain ? .ietf(version: 6) : proto, maxBytes: await planMaxBytes(account)))
             if proto == .tus {
                 fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
                     ("filename", upload.filename), ("target_duration", String(upload.targetDuration)),
@@ -292,8 +296,9 @@ struct ResumableUploadController {
         return response
     }
 
-    /// Headers every response about an upload carries in its protocol.
-    func protocolFields(_ upload: ResumableUpload, proto: ResumableProtocol) -> HTTPFields {
+    /// Headers every response about an upload carries in its protocol; `maxBytes` is the largest
+    /// upload the caller's plan takes (`planMaxBytes`).
+    func protocolFields(_ upload: ResumableUpload, proto: ResumableProtocol, maxBytes: Int64) -> HTTPFields {
         var fields: HTTPFields = [:]
         switch proto {
         case .tus:
@@ -310,18 +315,25 @@ struct ResumableUploadController {
             fields[name] = value
             fields[.uploadDraftInteropVersion] = String(version)
             if version >= 6, let length = upload.length { fields[.uploadLength] = String(length) }
-            if let limit = uploadLimit(upload, version: version) { fields[.uploadLimit] = limit }
+            if let limit = uploadLimit(upload, version: version, maxBytes: maxBytes) { fields[.uploadLimit] = limit }
         case .plain:
             break
         }
         return fields
     }
 
-    /// The draft's `Upload-Limit` (versions 6+): the largest upload, and how long this one stays
-    /// without a new byte (`expires` in version 6, `max-age` after).
-    func uploadLimit(_ upload: ResumableUpload, version: Int) -> String? {
+    /// The largest upload `account`'s plan takes, within the server's limit (the server's alone
+    /// when the plan cannot be read now: the creation and the end of the upload check it again).
+    func planMaxBytes(_ account: Account) async -> Int64 {
+        guard let plan = try? await intake.policy.accountPlan(account) else { return settings.maxUploadBytes }
+        return resumable.maxBytes(plan)
+    }
+
+    /// The draft's `Upload-Limit` (versions 6+): the largest upload (`maxBytes`), and how long this
+    /// one stays without a new byte (`expires` in version 6, `max-age` after).
+    func uploadLimit(_ upload: ResumableUpload, version: Int, maxBytes: Int64) -> String? {
         guard version >= 6 else { return nil }
-        var limit = "max-size=\(settings.maxUploadBytes)"
+        var limit = "max-size=\(maxBytes)"
         if upload.state == .receiving {
             let seconds = max(0, Int(upload.expiresAt.timeIntervalSince(intake.policy.clock()).rounded(.down)))
             limit += version == 6 ? ", expires=\(seconds)" : ", max-age=\(seconds)"

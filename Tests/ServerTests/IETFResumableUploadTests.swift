@@ -87,6 +87,31 @@ struct IETFResumableUploadTests {
         }
     }
 
+    /// `Upload-Limit` on an upload is the caller's plan's: a free account is told its plan's
+    /// largest file, not the server's (OPTIONS, asked of no account, tells the server's).
+    @Test func uploadLimitIsThePlans() async throws {
+        var plans = TestServer.roomyPlans
+        plans.free.maxUploadBytes = 50_000_000
+        let server = try await TestServer(plans: plans) { $0.workers = 0 }
+        try await withServer(server, .live) { client in
+            let wire = try Wire(client)
+            let (_, key) = try await client.createAccount()
+            let ietf = [("Upload-Draft-Interop-Version", "8")]
+            let created = try await wire.send(
+                .POST, "/api/v1/uploads?target_duration=10", key: key,
+                headers: ietf + [("Upload-Complete", "?0"), ("Upload-Length", "1000")], body: Data())
+            #expect(created.status == 201, "\(created.status)")
+            #expect(created.header("Upload-Limit")?.hasPrefix("max-size=50000000,") == true, "\(created.headers)")
+            let location = try #require(created.header("Location"))
+            let head = try await wire.send(.HEAD, location, key: key, headers: ietf)
+            #expect(head.header("Upload-Limit")?.hasPrefix("max-size=50000000,") == true, "\(head.headers)")
+            let options = try await wire.send(.OPTIONS, "/api/v1/uploads", key: nil, headers: ietf)
+            #expect(
+                options.header("Upload-Limit") == "max-size=\(server.service.settings.maxUploadBytes)",
+                "\(options.headers)")
+        }
+    }
+
     /// A version the server does not know (or none) is a plain upload of the raw body: no 104,
     /// the job is made, and the answer is the plain upload's.
     @Test func unknownVersionIsAPlainUpload() async throws {
