@@ -10,11 +10,15 @@ import Store
 /// a disabled account 403 at once.
 struct APIKeyMiddleware: RouterMiddleware {
     let accounts: AccountService
+    /// A route anyone may ask, which answers a caller who sends a key in that account's terms: no
+    /// header passes without an account; a header is checked as on every other route.
+    var optional = false
 
     func handle(
         _ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response
     ) async throws -> Response {
         guard let header = request.headers[.authorization] else {
+            if optional { return try await next(request, context) }
             throw Self.unauthorized(
                 "missing_api_key",
                 "This endpoint needs an API key: send \"Authorization: Bearer <api_key>\". Create an account with POST /api/v1/accounts to get one."

@@ -44,6 +44,7 @@ public func buildRouter(
     // cannot change anything here through its visitors' browsers.
     router.add(middleware: CrossSiteGuard(baseURL: settings.baseURL))
     let protected = router.group().add(middleware: APIKeyMiddleware(accounts: services.accounts))
+    let keyed = router.group().add(middleware: APIKeyMiddleware(accounts: services.accounts, optional: true))
 
     let addresses = ClientAddressResolver(trustedProxies: settings.trustedProxies)
     if !addresses.invalid.isEmpty {
@@ -66,7 +67,7 @@ public func buildRouter(
     let uploads = UploadRegistry(
         maxConcurrent: settings.maxConcurrentUploads, perAccount: settings.maxConcurrentUploadsPerAccount)
     UploadController(intake: services.intake, settings: settings, uploads: uploads, catalog: services.formats)
-        .addRoutes(to: router, protected: protected, table: table)
+        .addRoutes(keyed: keyed, protected: protected, table: table)
     ResumableUploadController(
         intake: services.intake, accounts: services.accounts, settings: settings, uploads: uploads,
         resumable: services.resumable

@@ -19,9 +19,12 @@ struct UploadController {
     /// What this server accepts (the root asks the linked FFmpeg once).
     let catalog: FormatCatalog
 
-    func addRoutes(to router: Router<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable) {
+    /// `keyed`: routes where a key is optional (the formats answer a caller with a key in its plan's limits).
+    func addRoutes(
+        keyed: RouterGroup<AppRequestContext>, protected: RouterGroup<AppRequestContext>, table: RouteTable
+    ) {
         table.add(.post, "/api/v1/upload", on: protected, use: upload)
-        table.add(.get, "/api/v1/upload/formats", on: router, use: formats)
+        table.add(.get, "/api/v1/upload/formats", on: keyed, use: formats)
     }
 
     /// Every refusal that does not need the body comes before the body is invited (a client that
@@ -135,9 +138,16 @@ struct UploadController {
 
     @Sendable func formats(_ request: Request, context: AppRequestContext) async throws -> FormatsResponse {
         let s = settings
+        var limits = FormatsResponse.Limits(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds)
+        if let account = context.account {
+            // The caller's plan's, within the server's.
+            let plan = try await intake.policy.accountPlan(account).plan
+            limits.maxBytes = min(limits.maxBytes, plan.maxUploadBytes)
+            limits.maxDurationSeconds = min(limits.maxDurationSeconds, plan.maxDurationSeconds)
+        }
         return FormatsResponse(
             containers: catalog.containers, videoCodecs: catalog.videoCodecs, audioCodecs: catalog.audioCodecs,
-            limits: .init(maxBytes: s.maxUploadBytes, maxDurationSeconds: s.maxDurationSeconds),
+            limits: limits,
             targetDuration: .init(min: s.minTargetDuration, max: s.maxTargetDuration, default: s.defaultTargetDuration),
             qualities: HighlightQuality.allCases.map(\.rawValue),
             defaultQuality: HighlightQuality.default.rawValue)

@@ -53,6 +53,22 @@ struct ServiceTests {
         }
     }
 
+    /// With an API key, the formats' limits are the caller's plan's (within the server's); a bad
+    /// key is refused as anywhere else.
+    @Test func formatsWithAKeyAreInThePlansLimits() async throws {
+        var plans = TestServer.roomyPlans
+        plans.free.maxUploadBytes = 50_000_000
+        plans.free.maxDurationSeconds = 120
+        let server = try await TestServer(plans: plans)
+        try await withServer(server, .router) { client in
+            let (_, key) = try await client.createAccount()
+            let limits = try await client.get("/api/v1/upload/formats", key: key).json()["limits"] as? [String: Any]
+            #expect(limits?["max_bytes"] as? Int == 50_000_000 && limits?["max_duration_seconds"] as? Double == 120)
+            let bad = try await client.get("/api/v1/upload/formats", key: "mk_not_a_key")
+            #expect(bad.status == .unauthorized)
+        }
+    }
+
     @Test func healthAndReady() async throws {
         let server = try await TestServer()
         try await withServer(server, .router) { client in
