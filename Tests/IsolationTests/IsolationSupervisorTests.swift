@@ -1,6 +1,7 @@
 import Foundation
 import Isolation
 import Logging
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -113,7 +114,10 @@ struct IsolationSupervisorTests {
                 while await child.next() != nil {}
             }
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // Cancelled once the child runs (a task cancelled before: `taskCancelledBeforeTheStart`).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while pid.value == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(pid.value > 0, "the child started")
         waiting.cancel()
         let outcome = await waiting.value
         let took = ContinuousClock.now - started
@@ -187,8 +191,13 @@ struct IsolationSupervisorTests {
     }
 }
 
-private final class PIDBox: @unchecked Sendable {
-    var value: pid_t = 0
+/// The child's pid, written by the task that started it and read by the test.
+private final class PIDBox: Sendable {
+    private let stored = Atomic<Int32>(0)
+    var value: pid_t {
+        get { stored.load(ordering: .acquiring) }
+        set { stored.store(newValue, ordering: .releasing) }
+    }
 }
 
 /// A task for the stand-in children: one JSON line.

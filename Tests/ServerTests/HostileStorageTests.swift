@@ -9,7 +9,7 @@ import Testing
 /// Hostile clients against the storage: a re-upload of the same (padded) video is recognised and
 /// free, so it must not keep a second copy of the input for the retention period; and whatever an
 /// account uploads, the inputs kept for re-cuts stay within its plan's `keptInputBytes`.
-@Suite("Hostile clients: storage")
+@Suite("Hostile clients: storage", .serialized)
 struct HostileStorageTests {
     /// The attack's file: a video with megabytes of padding after it (zeros a demuxer skips).
     static func paddedVideo(_ name: String, padding: Int = 2 << 20, seedOffset: Int = 0, trim: Double = 0) async throws

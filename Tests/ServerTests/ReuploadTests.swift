@@ -15,7 +15,7 @@ import Testing
 /// reuses its analysis, gets the same highlight without a second charge, and shows `duplicate_of`
 /// (an untrimmed copy its storyboard too);
 /// another account's identical upload and unrelated videos are not recognised.
-@Suite("Re-uploads recognised")
+@Suite("Re-uploads recognised", .serialized)
 struct ReuploadTests {
     /// Dull at the start (so a copy trimmed by `trim` still holds the whole highlight), then lively
     /// and dull stretches.
@@ -67,36 +67,7 @@ struct ReuploadTests {
         return try await RecutTests.completed(client, job, key: key)
     }
 
-    /// The first upload of `original` for a fresh account: nobody's copy, analysed, charged once.
-    static func firstUpload(_ client: any TestClientProtocol, _ original: Data) async throws -> (
-        key: String, first: [String: Any], id: String
-    ) {
-        let (_, key) = try await client.createAccount()
-        let first = try await Self.upload(client, key: key, original)
-        let firstID = try #require(first["job_id"] as? String)
-        #expect(first["duplicate_of"] == nil, "a first upload is nobody's copy")
-        #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
-        #expect(try await Self.used(client, key: key) == 1)
-        return (key, first, firstID)
-    }
-
     @Test func aTrimmedReencodedCopyIsRecognisedAndChargedOnce() async throws {
-        let server = try await TestServer()
-        let original = try await Self.video("original")
-        let copy = try await Self.video("copy", trim: Self.trim, crf: 32)
-        try await withServer(server, .router) { client in
-            let (key, first, firstID) = try await Self.firstUpload(client, original)
-            let (secondID, firstFile, secondFile, firstBoard) = try await Self.copyGetsTheEarlierHighlight(
-                client, key: key, copy: copy, first: first, firstID: firstID)
-            try await Self.wholeReencodeGetsTheEarlierStoryboardToo(
-                client, key: key, firstID: firstID, secondID: secondID, firstFile: firstFile, secondFile: secondFile,
-                firstBoard: firstBoard)
-        }
-    }
-
-    /// Beside the test above (its own server): what is not the same highlight of the same footage
-    /// of the same account.
-    @Test func otherHighlightsFootageAndAccountsAreNoCopies() async throws {
         let server = try await TestServer()
         let original = try await Self.video("original")
         let copy = try await Self.video("copy", trim: Self.trim, crf: 32)
@@ -105,7 +76,18 @@ struct ReuploadTests {
         // same luma picture in other colours, which the matcher rightly calls the same footage.
         let unrelated = try await Self.video("unrelated", seedOffset: 103)
         try await withServer(server, .router) { client in
-            let (key, _, _) = try await Self.firstUpload(client, original)
+            let (_, key) = try await client.createAccount()
+            let first = try await Self.upload(client, key: key, original)
+            let firstID = try #require(first["job_id"] as? String)
+            #expect(first["duplicate_of"] == nil, "a first upload is nobody's copy")
+            #expect((first["output"] as? [String: Any])?["analysis_reused"] as? Bool == false)
+            #expect(try await Self.used(client, key: key) == 1)
+
+            let (secondID, firstFile, secondFile, firstBoard) = try await Self.copyGetsTheEarlierHighlight(
+                client, key: key, copy: copy, first: first, firstID: firstID)
+            try await Self.wholeReencodeGetsTheEarlierStoryboardToo(
+                client, key: key, firstID: firstID, secondID: secondID, firstFile: firstFile, secondFile: secondFile,
+                firstBoard: firstBoard)
             try await Self.otherHighlightsFootageAndAccounts(
                 client, key: key, copy: copy, unrelated: unrelated, original: original)
         }
