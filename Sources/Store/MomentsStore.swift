@@ -180,6 +180,18 @@ public protocol StoreEventSource: Sendable {
 }
 
 /// The whole store. A service takes only the repositories it uses (`any JobRepository & …`).
+/// The recovery at start-up of the jobs a crash interrupted.
+public protocol InterruptedJobRecovery: Sendable {
+    /// True when only this process uses the store (SQLite behind the storage lock): at start-up
+    /// every processing job is known to be orphaned and is recovered at once instead of waiting for
+    /// its lease to expire.
+    var isExclusive: Bool { get }
+    /// At the start of an exclusive store's only process: every `processing` job was orphaned by a
+    /// crash; each goes back to the queue, or fails after `maxAttempts`. A shared store recovers by
+    /// leases instead and returns nothing here.
+    func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String])
+}
+
 /// Whether the store can take writes, and which engine it is (GET /ready).
 public protocol StoreHealth: Sendable {
     /// "sqlite" or "postgresql" (logs, metrics, /ready).
@@ -191,16 +203,8 @@ public protocol StoreHealth: Sendable {
 public protocol MomentsStore: AccountRepository, KeyRepository, JobRepository, QueueRepository, UsageRepository,
     SubscriptionRepository,
     UploadRepository, WebhookRepository, PushRepository, FingerprintRepository, KeptInputRepository, StoreEventSource,
-    StoreHealth
+    StoreHealth, InterruptedJobRecovery
 {
-    /// True when only this process uses the store (SQLite behind the storage lock): at start-up
-    /// every processing job is known to be orphaned and is recovered at once instead of waiting for
-    /// its lease to expire.
-    var isExclusive: Bool { get }
-    /// At the start of an exclusive store's only process: every `processing` job was orphaned by a
-    /// crash; each goes back to the queue, or fails after `maxAttempts`. A shared store recovers by
-    /// leases instead and returns nothing here.
-    func recoverInterruptedJobs(maxAttempts: Int, now: Date) throws -> (requeued: [String], failed: [String])
     /// Closes connections. Further use throws.
     func close() async throws
 }

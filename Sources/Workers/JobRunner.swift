@@ -10,6 +10,12 @@ import Store
 import Synchronization
 import Telemetry
 
+/// What the workers use of the store: the queue (claims, leases, outcomes), the jobs, the usage
+/// (worker time), the kept inputs, the plans' entitlements, the store's events, and the recovery at
+/// start-up. Accounts, keys, uploads, webhooks, pushes and fingerprints are not theirs.
+public typealias RunnerStore = JobRepository & QueueRepository & UsageRepository & KeptInputRepository
+    & SubscriptionRepository & StoreEventSource & InterruptedJobRecovery
+
 /// The workers: N loops that claim jobs from the durable queue and have each made
 /// (`HighlightJobs`: the job's media side), plus the sweeper. A Service: on graceful shutdown it stops claiming, stops running jobs and puts
 /// them back in the queue (they start again with the next process).
@@ -24,7 +30,7 @@ public final class JobRunner: Service, Sendable {
         var waiters: [Waiter] = []
     }
 
-    let database: any MomentsStore
+    let database: any RunnerStore
     let layout: StorageLayout
     let mediaStorage: any MediaStorage
     let settings: ServiceSettings
@@ -45,7 +51,7 @@ public final class JobRunner: Service, Sendable {
     public let processTag: String
 
     public init(
-        database: any MomentsStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil,
+        database: any RunnerStore, layout: StorageLayout, mediaStorage: (any MediaStorage)? = nil,
         settings: ServiceSettings, highlights: HighlightJobs,
         plans: PlanSettings = PlanSettings(), logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
