@@ -281,6 +281,7 @@ let package = Package(
                 "HTTPEdge", "MomentsServer", "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Highlight", "HighlightJob", "MediaEngine", "MomentsConfig",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log")
             ]

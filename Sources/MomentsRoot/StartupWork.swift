@@ -1,5 +1,5 @@
 import JobMedia
-import Logging
+import NIOPosix
 import ServiceLifecycle
 import Store
 import Synchronization
@@ -39,7 +39,8 @@ public final class StartupWork: Service, Sendable {
 
     public func run() async throws {
         do {
-            try perform()
+            // File system and SQLite work: on NIO's blocking pool, not the cooperative one.
+            try await NIOThreadPool.singleton.runIfActive { try self.perform() }
         } catch {
             gate.fail()
             throw error
