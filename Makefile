@@ -69,6 +69,7 @@ SYNTH_CACHE := $(CURDIR)/.build/synth-cache
 test: export MOMENTS_SYNTH_CACHE = $(SYNTH_CACHE)
 test: setup test-tools
 	scripts/check-imports
+	scripts/check-wording
 	scripts/long-functions
 	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests

@@ -48,6 +48,8 @@ let package = Package(
         // resampler, output, audio FIFO) and MediaError with FFmpeg's own text.
         // Plain data the engine and the service share (shapes, focus, kinds of media failure); no FFmpeg.
         .target(name: "MediaVocabulary"),
+        // Every sentence the service says to its users (problem details, job messages, pushes), in one place.
+        .target(name: "Wording", dependencies: ["MediaVocabulary"]),
         .target(
             name: "FFmpeg",
             dependencies: ["MediaVocabulary", "CFFmpeg", "CFFmpegLog"],
@@ -116,7 +118,7 @@ let package = Package(
         // pushes) and the repository protocols both engines implement; no database library.
         .target(
             name: "Store",
-            dependencies: ["MediaVocabulary", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaVocabulary", "Wording", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The embedded engine: the store on SQLite (GRDB, WAL), schema by migrations.
         .target(
@@ -154,7 +156,7 @@ let package = Package(
         .target(
             name: "JobMedia",
             dependencies: [
-                "Store", "MomentsConfig", "ObjectStorage",
+                "Store", "MomentsConfig", "ObjectStorage", "Wording",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto")
@@ -164,7 +166,7 @@ let package = Package(
         .target(
             name: "Requests",
             dependencies: [
-                "MediaVocabulary", "Store", "JobMedia", "MomentsConfig"
+                "MediaVocabulary", "Store", "JobMedia", "MomentsConfig", "Wording"
             ]
         ),
         // The isolated child processes that parse uploads: limits and sandbox (CIsolation), the parent's supervisor, the child's entry.
@@ -190,7 +192,7 @@ let package = Package(
         .target(
             name: "Webhooks",
             dependencies: [
-                "Store", "Requests", "MomentsConfig", "Telemetry",
+                "Store", "Requests", "MomentsConfig", "Telemetry", "Wording",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -215,7 +217,7 @@ let package = Package(
             name: "Uploads",
             dependencies: [
                 "MediaVocabulary",
-                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "HighlightJob", "MomentsConfig", "ObjectStorage", "CFileSync",
+                "Store", "Accounts", "Requests", "JobMedia", "Isolation", "HighlightJob", "MomentsConfig", "ObjectStorage", "CFileSync", "Wording",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -226,7 +228,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "MediaVocabulary", "Store", "JobMedia", "Isolation", "HighlightJob", "Requests", "MomentsConfig", "Telemetry",
+                "MediaVocabulary", "Store", "JobMedia", "Isolation", "HighlightJob", "Requests", "MomentsConfig", "Telemetry", "Wording",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
@@ -236,7 +238,7 @@ let package = Package(
         .target(
             name: "HighlightJob",
             dependencies: [
-                "FFmpeg", "MediaEngine", "Highlight", "Analysis", "Isolation", "Store", "JobMedia", "Telemetry",
+                "FFmpeg", "MediaEngine", "Highlight", "Analysis", "Isolation", "Store", "JobMedia", "Telemetry", "Wording",
                 .product(name: "Logging", package: "swift-log")
             ]
         ),
@@ -246,7 +248,7 @@ let package = Package(
         .target(
             name: "HTTPEdge",
             dependencies: [
-                "Store", "Requests", "MomentsConfig", "Telemetry",
+                "Store", "Requests", "MomentsConfig", "Telemetry", "Wording",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -261,7 +263,7 @@ let package = Package(
             dependencies: [
                 "HTTPEdge", "MediaVocabulary",
                 "Store", "Accounts", "Uploads", "Workers", "Webhooks", "JobMedia", "Requests", "Isolation",
-                "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline",
+                "MomentsConfig", "AppStore", "Telemetry", "ObjectStorage", "Timeline", "Wording",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Store
 import NIOCore
+import Wording
 
 /// The request context: Hummingbird's core storage plus the authenticated account.
 public struct AppRequestContext: RequestContext {
@@ -74,7 +75,7 @@ public struct AppRequestContext: RequestContext {
     /// The authenticated account (the middleware guarantees one on protected routes).
     public func requireAccount() throws -> Account {
         guard let account else {
-            throw Problem(.unauthorized, code: "missing_api_key", detail: "This endpoint needs an API key.")
+            throw Problem(.unauthorized, code: "missing_api_key", detail: Say.missingAPIKey)
         }
         return account
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Wording
 
 /// Refuses state-changing requests (anything but GET, HEAD and OPTIONS) that a browser sent for
 /// another web site: an `Origin` header that is not the service's own (`http.publicBaseUrl`, or
@@ -30,9 +31,9 @@ public struct CrossSiteGuard<Context: RequestContext>: RouterMiddleware {
     {
         if Self.isSafe(request.method) || isSameOrigin(request) { return try await next(request, context) }
         throw Problem(
-            .forbidden, code: "cross_site_request", title: "Cross-site request refused",
+            .forbidden, code: "cross_site_request", title: Say.Title.crossSite,
             detail:
-                "This request was sent by a page of another web site, and such requests cannot change anything here. Call the API from your own app or server with an API key (no Origin header), or use the Moments studio on this service's own address."
+                Say.crossSite
         )
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Wording
 
 /// Serves a stored file with byte ranges (206 / 416), If-Range, HEAD, ETag and Last-Modified:
 /// what AVPlayer and resumable downloads need.
@@ -16,7 +17,7 @@ public struct FileResponder: Sendable {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             let size = (attributes[.size] as? NSNumber)?.int64Value
         else {
-            throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
+            throw Problem(.gone, code: "media_deleted", detail: Say.fileDeleted)
         }
         let modified = (attributes[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
         let etag = "\"\(String(size, radix: 16))-\(String(Int64(modified.timeIntervalSince1970 * 1000), radix: 16))\""
@@ -43,7 +44,7 @@ public struct FileResponder: Sendable {
                 context: context)
         } catch let error as HTTPError where error.status == .notFound {
             // Deleted between the stat and the read (the sweeper, or a DELETE).
-            throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
+            throw Problem(.gone, code: "media_deleted", detail: Say.fileDeleted)
         }
     }
 
@@ -69,8 +70,7 @@ public struct FileResponder: Sendable {
         case .unsatisfiable:
             throw Problem(
                 .rangeNotSatisfiable, code: "range_not_satisfiable",
-                detail:
-                    "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
+                detail: Say.rangeNotSatisfiable(request.headers[.range] ?? "", size: size),
                 extensions: ["size": .int(Int(size))],
                 headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
         }
@@ -80,7 +80,7 @@ public struct FileResponder: Sendable {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"  // not for users: HTTP's date form
         return formatter.string(from: date)
     }
 }

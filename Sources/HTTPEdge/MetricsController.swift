@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Telemetry
+import Wording
 
 /// GET /metrics: every metric of this process in the Prometheus text format. With a
 /// `metrics.token` the request needs `Authorization: Bearer <token>` (401 otherwise); without one
@@ -30,7 +31,7 @@ public struct MetricsController: Sendable {
         guard Self.authorized(request.headers[.authorization], token: token) else {
             throw Problem(
                 .unauthorized, code: "invalid_metrics_token",
-                detail: "This server's metrics need its metrics token: send \"Authorization: Bearer <token>\".",
+                detail: Say.metricsToken,
                 headers: [.wwwAuthenticate: "Bearer realm=\"moments-metrics\""])
         }
         await refresh()

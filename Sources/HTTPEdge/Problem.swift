@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Store
+import Wording
 
 /// An RFC 9457 problem: every 4xx and 5xx body is one, as application/problem+json, with a detail
 /// that tells the user what to do.
@@ -99,7 +100,7 @@ extension Problem {
     /// Unknown ids and other accounts' jobs look the same.
     public static func jobNotFound(_ id: String) -> Problem {
         Problem(
-            .notFound, code: "job_not_found", title: "Job not found",
-            detail: "There is no job \(id) for this API key. List your jobs with GET /api/v1/jobs.")
+            .notFound, code: "job_not_found", title: Say.Title.jobNotFound,
+            detail: Say.jobNotFound(id))
     }
 }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Requests
+import Wording
 
 /// Turns every error into problem+json: our Problems as they are, Hummingbird's HTTP errors (no
 /// route, wrong method, body too large, undecodable JSON) with a useful detail, anything else (and
@@ -40,7 +41,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return problem(for: error, request: request, context: context)
         case let error as DecodingError:
             return Problem.badRequest(
-                "invalid_json", "The request body is not the JSON this endpoint expects: \(describe(error))")
+                "invalid_json", Say.notTheExpectedJSON(describe(error)))
         default:
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             return Problem(.internalServerError, code: "internal_error", detail: genericServerError)
@@ -48,7 +49,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     public static var genericServerError: String {
-        "Something went wrong on the server. Please try again; if it keeps happening, report the request_id of this answer."
+        Say.internalError
     }
 
     public static func problem(for error: any HTTPResponseError, request: Request, context: Context) -> Problem {
@@ -57,17 +58,17 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return Problem(
                 .notFound, code: "not_found",
                 detail:
-                    "There is no endpoint \(request.method) at this path (the `instance` member). The API is described at /openapi.json."
+                    Say.noEndpoint(method: "\(request.method)")
             )
         case .methodNotAllowed:
             return Problem(
                 .methodNotAllowed, code: "method_not_allowed",
                 detail:
-                    "\(request.method) is not allowed at this path (the `instance` member). The API is described at /openapi.json."
+                    Say.methodNotAllowed("\(request.method)")
             )
         case .contentTooLarge:
             return Problem(
-                .contentTooLarge, code: "body_too_large", detail: "The request body is too large for this endpoint.")
+                .contentTooLarge, code: "body_too_large", detail: Say.bodyTooLarge)
         case let status where status.code >= 500:
             // A server-side failure inside the framework: its text is for the log only.
             context.logger.error("server error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
@@ -80,9 +81,9 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 
     public static func describe(_ error: DecodingError) -> String {
         switch error {
-        case .keyNotFound(let key, _): return "the field \"\(key.stringValue)\" is missing."
+        case .keyNotFound(let key, _): return Say.fieldMissing(key.stringValue)
         case .typeMismatch(_, let c), .valueNotFound(_, let c):
-            return "the field \"\(c.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type."
+            return Say.fieldOfWrongType(c.codingPath.map(\.stringValue).joined(separator: "."))
         case .dataCorrupted(let c): return c.debugDescription
         @unknown default: return "\(error)"
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Wording
 
 /// Recognises text that must not reach a client: absolute file paths, `file:` URLs and FFmpeg's
 /// messages (they name the server's layout and libraries). The full text goes to the log.
@@ -67,7 +68,7 @@ public enum ProblemScrubber {
     /// What a client is told instead.
     public static func generic(_ status: HTTPResponse.Status) -> String {
         status.code >= 500
-            ? "Something went wrong on the server. Please try again; if it keeps happening, report the request_id of this answer."
-            : "The request could not be processed. Check it against the API description at /openapi.json and try again."
+            ? Say.internalError
+            : Say.requestNotProcessed
     }
 }

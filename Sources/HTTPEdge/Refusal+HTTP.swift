@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Requests
+import Wording
 
 /// The HTTP status of every refusal of the service, in one table: the multipart upload, the tus
 /// and IETF resumable uploads and re-cuts answer a refusal alike (the resumable controller adds
@@ -67,19 +68,16 @@ extension Problem {
         case .notCompleted(let state):
             self.init(
                 .conflict, code: "job_not_completed",
-                detail: "Only a completed highlight can be re-cut; this job is \(state.rawValue).",
+                detail: Say.recutNotCompleted(state: state.rawValue),
                 extensions: ["job_status": .string(state.rawValue)])
         case .notAllowed(let plan):
             self.init(
                 .forbidden, code: "recuts_not_allowed",
-                detail: "The \(plan) plan does not include re-cuts. "
-                    + "Upload the video again with the new settings.")
+                detail: Say.recutsNotAllowed(plan: plan))
         case .inputGone:
             self.init(
                 .gone, code: "input_deleted",
-                detail: "The original video of this highlight is no longer kept (deleted, its retention "
-                    + "period is over, or released to keep the account's stored videos within its plan). "
-                    + "Upload it again to make a new highlight.")
+                detail: Say.recutInputGone)
         }
     }
 }

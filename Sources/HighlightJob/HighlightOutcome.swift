@@ -3,6 +3,7 @@ import Foundation
 import Highlight
 import MediaEngine
 import Store
+import Wording
 
 /// One attempt at a job's highlight: how it ended, and the re-upload it was recognised as.
 public struct HighlightAttempt: Sendable {
@@ -69,26 +70,8 @@ public struct MediaProblem: Sendable, Error {
     /// The code and sentence a failed job shows to its owner: the user's terms, never a path or
     /// FFmpeg's text (those go to the log).
     static func failure(_ error: MediaError) -> (String, String) {
-        switch error.kind {
-        case .unusable:
-            return (
-                error.kind.rawValue,
-                "No usable footage: the video is black, frozen or blurred throughout, or too short for a highlight."
-            )
-        case .truncated, .notMedia, .notVideo, .unsupportedCodec, .dimensionsTooLarge, .unsupportedContainer:
-            return (
-                error.kind.rawValue,
-                "The video could not be processed: \(error.detail). Try exporting it again as MP4 and upload it."
-            )
-        case .tooLong, .tooManyFrames, .badTimestamps:
-            // Limits on decoded data: the detail names the limit in the user's terms.
-            return (
-                error.kind.rawValue,
-                "The video could not be processed: \(error.detail). Check that it plays correctly, trim or export it again, and upload it."
-            )
-        case .invalidRange, .fileNotFound, .emptyFile, .io, .cancelled, .ffmpeg:
-            return (error.kind.rawValue, JobSentences.unprocessable)
-        }
+        // Limits on decoded data: the detail names the limit in the user's terms.
+        (error.kind.rawValue, Say.jobFailed(error.kind, detail: error.detail))
     }
 }
 
@@ -160,14 +143,3 @@ public struct MadeHighlight: Sendable {
     }
 }
 
-/// The sentences a failed job shows its owner, beside the media's own (`MediaProblem`).
-public enum JobSentences {
-    public static let unprocessable =
-        "The video could not be processed. Check that it plays correctly, export it again as MP4 and upload it."
-    public static let recutFailure =
-        "The re-cut could not be made; you were not charged for it. Try other settings, or upload the video again."
-    public static let serviceFailure =
-        "The server could not finish this highlight; you were not charged for it. Please upload the video again later."
-    public static let timeLimit =
-        "The video could not be processed: it took longer than this server allows for a video of its length. Check that the file plays correctly, export it again as MP4 and upload it."
-}

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectStorage
+import Wording
 
 /// The files of a job, named by the server (never by the client).
 public enum MediaFile: String, Sendable, CaseIterable {
@@ -99,7 +100,7 @@ public enum MediaStorageError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// What an API client is told when the storage fails under an upload or a download.
-    public static let userMessage = "The server cannot reach its media storage right now. Try again in a minute."
+    public static let userMessage = Say.storageUnavailable
     public static let retryAfterSeconds = 30
 }
 

@@ -4,6 +4,7 @@ import HTTPTypes
 import HTTPEdge
 import Hummingbird
 import Store
+import Wording
 
 /// Requires `Authorization: Bearer <api_key>` and puts the account (and the key's id) in the
 /// context. The key is checked against the database on every request: a revoked key gets 401 and
@@ -21,28 +22,28 @@ struct APIKeyMiddleware: RouterMiddleware {
             if optional { return try await next(request, context) }
             throw Self.unauthorized(
                 "missing_api_key",
-                "This endpoint needs an API key: send \"Authorization: Bearer <api_key>\". Create an account with POST /api/v1/accounts to get one."
+                Say.missingAPIKey
             )
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw Self.unauthorized("invalid_authorization", "The Authorization header must be \"Bearer <api_key>\".")
+            throw Self.unauthorized("invalid_authorization", Say.invalidAuthorization)
         }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
         switch try await accounts.authenticate(apiKey: key) {
         case .unknown:
             throw Self.unauthorized(
                 "invalid_api_key",
-                "The API key is not valid. Check it, or create an account with POST /api/v1/accounts.")
+                Say.invalidAPIKey)
         case .revoked:
             throw Self.unauthorized(
                 "revoked_api_key",
-                "This API key was revoked. Use another key of your account, or create one with POST /api/v1/account/keys using a key that still works."
+                Say.revokedAPIKey
             )
         case .disabled:
             throw Problem(
-                .forbidden, code: "account_disabled", title: "Account disabled",
-                detail: "This account is disabled; contact support.")
+                .forbidden, code: "account_disabled", title: Say.Title.accountDisabled,
+                detail: Say.accountDisabled)
         case .valid(let account, let keyId):
             var context = context
             context.account = account

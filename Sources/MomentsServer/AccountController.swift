@@ -5,6 +5,7 @@ import HTTPTypes
 import HTTPEdge
 import Hummingbird
 import Store
+import Wording
 
 /// GET /api/v1/account: plan, entitlement, this month's usage and the plan's limits; and the
 /// account's API keys: create one, list them, revoke one.
@@ -42,14 +43,14 @@ struct AccountController {
             guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
             else {
                 throw Problem.badRequest(
-                    "invalid_json", "The body must be a JSON object such as {\"label\": \"my laptop\"}, or empty.")
+                    "invalid_json", Say.labelBodyNotAnObject(example: "my laptop"))
             }
             if let unknown = object.keys.first(where: { $0 != "label" }) {
-                throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". Keys accept only \"label\".")
+                throw Problem.badRequest("unknown_field", Say.unknownField(unknown, accepted: Say.keyFields))
             }
             if let value = object["label"] {
                 guard let text = value as? String, text.count <= 100 else {
-                    throw Problem.badRequest("invalid_field", "\"label\" must be a string of at most 100 characters.")
+                    throw Problem.badRequest("invalid_field", Say.invalidLabel)
                 }
                 label = text
             }
@@ -60,16 +61,16 @@ struct AccountController {
                 status: .created,
                 response: KeyCreatedView(
                     id: key.id, apiKey: secret, prefix: key.prefix, label: key.label, createdAt: key.createdAt,
-                    message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\".")
+                    message: Say.keyShownOnce)
             )
         case .failure(.tooManyKeys(let limit)):
             throw Problem(
                 .conflict, code: "too_many_keys",
                 detail:
-                    "This account already has \(limit) active API keys. Revoke one you no longer use (DELETE /api/v1/account/keys/{id}) first.",
+                    Say.tooManyKeys(limit: limit),
                 extensions: ["limit": .int(limit)])
         case .failure:
-            throw Problem(.notFound, code: "account_not_found", detail: "This account no longer exists.")
+            throw Problem(.notFound, code: "account_not_found", detail: Say.accountGone)
         }
     }
 
@@ -84,12 +85,12 @@ struct AccountController {
             throw Problem(
                 .conflict, code: "last_active_key",
                 detail:
-                    "This is the account's only active API key; revoking it would lock the account out. Create a new key with POST /api/v1/account/keys first, then revoke this one."
+                    Say.lastActiveKey
             )
         case .failure:
             throw Problem(
-                .notFound, code: "key_not_found", title: "Key not found",
-                detail: "There is no API key \(id) on this account. List your keys with GET /api/v1/account/keys.")
+                .notFound, code: "key_not_found", title: Say.Title.keyNotFound,
+                detail: Say.keyNotFound(id))
         }
     }
 }

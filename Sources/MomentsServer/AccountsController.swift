@@ -4,6 +4,7 @@ import HTTPTypes
 import HTTPEdge
 import Hummingbird
 import Store
+import Wording
 
 /// POST /api/v1/accounts: a new account and its API key (shown this once).
 struct AccountsController {
@@ -29,7 +30,7 @@ struct AccountsController {
             throw Problem(
                 .tooManyRequests, code: "too_many_accounts",
                 detail:
-                    "Too many accounts were created from your address in the last hour. Keep using the API key you have, or try again later.",
+                    Say.tooManyAccounts,
                 headers: [.retryAfter: String(retry)])
         }
         context.inviteBody()
@@ -39,15 +40,15 @@ struct AccountsController {
             guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
             else {
                 throw Problem.badRequest(
-                    "invalid_json", "The body must be a JSON object such as {\"label\": \"my phone\"}, or empty.")
+                    "invalid_json", Say.labelBodyNotAnObject(example: "my phone"))
             }
             if let unknown = object.keys.first(where: { $0 != "label" }) {
                 throw Problem.badRequest(
-                    "unknown_field", "Unknown field \"\(unknown)\". Accounts accept only \"label\".")
+                    "unknown_field", Say.unknownField(unknown, accepted: Say.accountFields))
             }
             if let value = object["label"] {
                 guard let text = value as? String, text.count <= 100 else {
-                    throw Problem.badRequest("invalid_field", "\"label\" must be a string of at most 100 characters.")
+                    throw Problem.badRequest("invalid_field", Say.invalidLabel)
                 }
                 label = text
             }
@@ -57,7 +58,7 @@ struct AccountsController {
             status: .created,
             response: AccountCreatedResponse(
                 accountId: account.id, apiKey: key, plan: account.plan,
-                message: "Keep this API key: it is shown only now. Send it as \"Authorization: Bearer <api_key>\"."))
+                message: Say.keyShownOnce))
     }
 }
 
@@ -74,7 +75,7 @@ extension AccountsController {
         throw Problem(
             .unsupportedMediaType, code: "unsupported_media_type",
             detail:
-                "Send the body as JSON with \"Content-Type: application/json\" (for example {\"label\": \"my phone\"}), or send no body."
+                Say.accountBodyNotJSON
         )
     }
 

@@ -4,6 +4,7 @@ import HTTPEdge
 import Hummingbird
 import MomentsConfig
 import Store
+import Wording
 
 /// The account's phones for push notifications: register (or change the environment of) a device
 /// token with PUT, list, remove.
@@ -30,9 +31,9 @@ struct DeviceController {
         let token = try Self.token(context)
         guard pushEnabled else {
             throw Problem(
-                .serviceUnavailable, code: "push_unavailable", title: "Push notifications are off",
+                .serviceUnavailable, code: "push_unavailable", title: Say.Title.pushOff,
                 detail:
-                    "This server sends no push notifications (it has no APNs key). Follow your jobs with GET /api/v1/jobs/{id}/events or a webhook."
+                    Say.pushUnavailable
             )
         }
         let body: ByteBuffer
@@ -41,21 +42,21 @@ struct DeviceController {
         } catch {
             throw Problem(
                 .contentTooLarge, code: "body_too_large",
-                detail: "A device registration is a small JSON object such as {\"environment\": \"production\"}.")
+                detail: Say.deviceBodyTooLarge)
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         else {
             throw Problem.badRequest(
-                "invalid_json", "The body must be a JSON object such as {\"environment\": \"production\"}.")
+                "invalid_json", Say.deviceBodyNotAnObject)
         }
         if object.keys.contains(where: { $0 != "environment" }) {
-            throw Problem.badRequest("unknown_field", "A device registration accepts only \"environment\".")
+            throw Problem.badRequest("unknown_field", Say.deviceUnknownField)
         }
         guard let name = object["environment"] as? String, let environment = PushEnvironment(rawValue: name) else {
             throw Problem(
                 .unprocessableContent, code: "invalid_environment",
                 detail:
-                    "\"environment\" must be \"production\" (App Store and TestFlight builds) or \"sandbox\" (development builds)."
+                    Say.invalidPushEnvironment
             )
         }
         let limit = settings.maxDevicesPerAccount
@@ -69,9 +70,9 @@ struct DeviceController {
             return EditedResponse(status: .ok, response: DeviceView(device))
         case .limitReached(let limit):
             throw Problem(
-                .conflict, code: "device_limit", title: "Too many devices",
+                .conflict, code: "device_limit", title: Say.Title.tooManyDevices,
                 detail:
-                    "This account has \(limit) devices, the most it may have. Remove one with DELETE /api/v1/account/devices/{token} first.",
+                    Say.tooManyDevices(limit: limit),
                 extensions: ["limit": .int(limit)])
         }
     }
@@ -91,8 +92,8 @@ struct DeviceController {
         let token = try Self.token(context)
         guard try await devices.deleteDevice(accountId: account.id, token: token, now: clock()) else {
             throw Problem(
-                .notFound, code: "device_not_found", title: "Device not found",
-                detail: "This account has no such device. List its devices with GET /api/v1/account/devices.")
+                .notFound, code: "device_not_found", title: Say.Title.deviceNotFound,
+                detail: Say.deviceNotFound)
         }
         return Response(status: .noContent)
     }
@@ -103,7 +104,7 @@ struct DeviceController {
             throw Problem(
                 .unprocessableContent, code: "invalid_device_token",
                 detail:
-                    "A device token is the 64 hexadecimal characters of the token APNs gave the app (32 bytes in hex).")
+                    Say.invalidDeviceToken)
         }
         return token
     }

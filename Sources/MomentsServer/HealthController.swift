@@ -2,6 +2,7 @@ import Foundation
 import HTTPEdge
 import HTTPTypes
 import Hummingbird
+import Wording
 
 /// GET /health (the process answers) and GET /ready (it can take work).
 struct HealthController {
@@ -22,7 +23,7 @@ struct HealthController {
         let reasons = failing.keys.sorted().map { "\($0): \(failing[$0]!.detail)" }.joined(separator: "; ")
         context.logger.warning("not ready", metadata: ["checks": "\(reasons)"])
         throw Problem(
-            .serviceUnavailable, code: "not_ready", detail: "The server cannot take work now; try again shortly.",
+            .serviceUnavailable, code: "not_ready", detail: Say.notReady,
             headers: [.retryAfter: "30"])
     }
 }

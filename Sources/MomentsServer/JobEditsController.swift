@@ -9,6 +9,7 @@ import Store
 import Timeline
 import Uploads
 import Workers
+import Wording
 
 /// What a finished highlight offers beyond its file: re-cuts (POST /api/v1/jobs/{id}/recuts),
 /// editable timelines (GET …/timeline?format=fcpxml|otio|edl) and the storyboard picture
@@ -47,7 +48,7 @@ struct JobEditsController {
         let response = UploadResponse(
             jobId: job.id,
             message:
-                "Re-cut of \(id) queued: \(job.targetDuration) s, \((job.edit?.aspect ?? .source).rawValue), from the stored analysis. Ready in about \(job.estimatedSeconds) s.",
+                Say.recutQueued(of: id, seconds: job.targetDuration, aspect: (job.edit?.aspect ?? .source).rawValue, estimate: job.estimatedSeconds),
             estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
         return EditedResponse(
@@ -60,14 +61,14 @@ struct JobEditsController {
         guard body.readableBytes > 0 else { return RecutRequest() }
         let invalid = Problem.badRequest(
             "invalid_json",
-            "The body must be a JSON object with any of target_duration, quality, aspect, focus, include and exclude.")
+            Say.recutBodyNotAnObject)
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
         else { throw invalid }
         let known: Set<String> = ["target_duration", "quality", "aspect", "focus", "include", "exclude"]
         if let unknown = object.keys.first(where: { !known.contains($0) }) {
             throw Problem.badRequest(
                 "unknown_field",
-                "Unknown field \"\(unknown.prefix(40))\". A re-cut takes target_duration, quality, aspect, focus, include and exclude."
+                Say.unknownRecutField(String(unknown.prefix(40)))
             )
         }
         var recut = RecutRequest()
@@ -111,7 +112,7 @@ struct JobEditsController {
         let job = try await job(context)
         let name = request.uri.queryParameters["format"].map(String.init) ?? "fcpxml"
         guard let format = TimelineFormat(rawValue: name.lowercased()) else {
-            throw Problem.badRequest("invalid_format", "format must be fcpxml, otio or edl.")
+            throw Problem.badRequest("invalid_format", Say.invalidTimelineFormat)
         }
         guard job.status == .completed, job.mediaDeletedAt == nil, let segments = job.segments, !segments.isEmpty,
             let output = job.output
@@ -134,7 +135,7 @@ struct JobEditsController {
     static func document(_ job: Job, segments: [Segment], output: JobOutput, crossfade: Double) -> TimelineDocument {
         let input = job.input
         return TimelineDocument(
-            title: "Moments highlight \(job.id)", sourceName: job.edit?.sourceName ?? "video_\(job.id).mp4",
+            title: Say.timelineTitle(job.id), sourceName: job.edit?.sourceName ?? "video_\(job.id).mp4",
             sourceDuration: input.duration, rate: TimelineRate.nearest(to: input.frameRate),
             sourceWidth: input.width, sourceHeight: input.height, outputWidth: output.width,
             outputHeight: output.height,
@@ -150,7 +151,7 @@ struct JobEditsController {
             throw Problem(
                 .notFound, code: "no_storyboard",
                 detail:
-                    "This highlight has no storyboard (it was made before storyboards existed, or its picture could not be drawn)."
+                    Say.noStoryboard
             )
         }
         return try await files.respond(

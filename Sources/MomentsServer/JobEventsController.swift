@@ -7,6 +7,7 @@ import MomentsConfig
 import Store
 import Synchronization
 import Workers
+import Wording
 
 /// A job's progress pushed as server-sent events (`GET /api/v1/jobs/{id}/events`,
 /// `text/event-stream`): the same fields as `/status`, one event each time they change, until the
@@ -79,7 +80,7 @@ struct JobEventsController {
             throw Problem(
                 .tooManyRequests, code: "too_many_streams",
                 detail:
-                    "Your account already has \(limit) event stream\(limit == 1 ? "" : "s") open. Close one (each stream follows one job; poll GET /api/v1/jobs/{id}/status for the rest), then try again.",
+                    Say.tooManyStreams(limit: limit),
                 extensions: ["limit": .int(limit)], headers: [.retryAfter: "10"])
         }
         let heartbeat = Duration.milliseconds(Int64((settings.eventsHeartbeatSeconds * 1000).rounded()))

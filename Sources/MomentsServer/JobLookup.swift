@@ -2,6 +2,7 @@ import HTTPEdge
 import Hummingbird
 import Store
 import Workers
+import Wording
 
 extension JobControl {
     /// The job named by the route's `:id`, if the request's account owns it; otherwise 404 (another
@@ -23,22 +24,22 @@ enum JobMediaState {
             return Problem(
                 .gone, code: "media_deleted",
                 detail:
-                    "This job's result was deleted (on request or after the retention period). Upload the video again to make a new highlight."
+                    Say.resultDeleted
             )
         case .pending, .processing:
             return Problem(
                 .conflict, code: "job_not_completed",
                 detail:
-                    "The job is \(job.status.rawValue) (\(job.progress)%); poll GET /api/v1/jobs/\(job.id)/status until it is completed.",
+                    Say.jobNotCompleted(job.id, state: job.status.rawValue, progress: job.progress),
                 extensions: ["job_status": .string(job.status.rawValue), "progress": .int(job.progress)])
         case .failed:
             return Problem(
                 .conflict, code: "job_failed",
-                detail: "The job failed, so there is nothing to download: \(job.errorMessage ?? job.message)",
+                detail: Say.jobFailedNothingToDownload(job.errorMessage ?? job.message),
                 extensions: ["job_status": .string(job.status.rawValue)])
         case .cancelled:
             return Problem(
-                .conflict, code: "job_cancelled", detail: "The job was cancelled, so there is nothing to download.",
+                .conflict, code: "job_cancelled", detail: Say.jobCancelledNothingToDownload,
                 extensions: ["job_status": .string(job.status.rawValue)])
         }
     }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPEdge
 import Hummingbird
 import Store
+import Wording
 
 /// The app's UploadResponse (seed 004), plus the links a curl user needs and the quota left.
 struct UploadResponse: ResponseEncodable {
@@ -361,9 +362,9 @@ struct JobPreviewView: Codable {
         if state(job) == "pending" {
             return Problem(
                 .conflict, code: "preview_pending",
-                detail: "The preview is still being made; try again in a few seconds. The original is ready to download.")
+                detail: Say.previewPending)
         }
-        return Problem(.notFound, code: "no_preview", detail: "This highlight has no preview. Download the original.")
+        return Problem(.notFound, code: "no_preview", detail: Say.noPreview)
     }
 }
 

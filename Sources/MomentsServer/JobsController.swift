@@ -4,6 +4,7 @@ import HTTPEdge
 import Hummingbird
 import Store
 import Workers
+import Wording
 
 /// The job resource: list, detail, status, cancel/delete, and its media (download, poster, analysis).
 struct JobsController {
@@ -63,7 +64,7 @@ struct JobsController {
         }
         var response = JobStatusResponse(job, baseURL: baseURL)
         if job.status != .cancelled, job.mediaDeletedAt != nil {
-            response.message = "The job's stored media were deleted."
+            response.message = Say.mediaDeleted
         }
         return response
     }
@@ -113,7 +114,7 @@ struct JobsController {
         guard let text else { return value }
         guard let number = Int(text), range.contains(number) else {
             throw Problem.badRequest(
-                "invalid_query", "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound).")
+                "invalid_query", Say.invalidQuery(name, from: range.lowerBound, to: range.upperBound))
         }
         return number
     }

@@ -5,6 +5,7 @@ import Hummingbird
 import JobMedia
 import Store
 import Workers
+import Wording
 
 /// Signed media links: `GET /api/v1/jobs/{id}/media-links` (with the key) answers links to the
 /// completed job's highlight, poster and storyboard that work without the key for an hour;
@@ -40,7 +41,7 @@ struct MediaLinksController {
             let (tokens, expires) = try await links.mediaLinks(job: job, account: account, keyId: keyId)
         else {
             throw APIKeyMiddleware.unauthorized(
-                "revoked_api_key", "This API key was revoked. Use another key of your account.")
+                "revoked_api_key", Say.revokedAPIKeyForLinks)
         }
         let base = baseURL
         let url = { (file: String) in "\(base)/api/v1/media/\(tokens[file] ?? "")" }
@@ -57,18 +58,18 @@ struct MediaLinksController {
         case .failure(.expired):
             throw Problem(
                 .forbidden, code: "media_link_expired",
-                detail: "This media link has expired. Ask for new links with GET /api/v1/jobs/{id}/media-links.")
+                detail: Say.mediaLinkExpired)
         case .failure(.invalid):
             throw Problem(
                 .forbidden, code: "invalid_media_link",
                 detail:
-                    "This media link is not valid (mistyped, or its API key was revoked). Ask for new links with GET /api/v1/jobs/{id}/media-links."
+                    Say.mediaLinkInvalid
             )
         }
         guard let download = try await Problem.storageCall({ try await jobs.media(job, file) }) else {
             if job.status != .completed || job.mediaDeletedAt != nil { throw JobMediaState.unavailable(job) }
             if file == .preview { throw JobPreviewView.missing(job) }
-            throw Problem(.notFound, code: "no_storyboard", detail: "This highlight has no storyboard.")
+            throw Problem(.notFound, code: "no_storyboard", detail: Say.noStoryboard)
         }
         switch file {
         case .poster:

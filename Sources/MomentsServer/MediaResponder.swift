@@ -4,6 +4,7 @@ import HTTPEdge
 import Hummingbird
 import JobMedia
 import ObjectStorage
+import Wording
 
 /// Serves a job's stored file wherever the media storage keeps it: a local file (FileResponder), an
 /// object streamed from the bucket with the same range, If-Range, HEAD, ETag and Last-Modified
@@ -64,8 +65,7 @@ struct MediaResponder {
         case .unsatisfiable:
             throw Problem(
                 .rangeNotSatisfiable, code: "range_not_satisfiable",
-                detail:
-                    "The Range \"\(request.headers[.range] ?? "")\" does not fit this \(size)-byte file. Ask for bytes=0-\(max(0, size - 1)) or less.",
+                detail: Say.rangeNotSatisfiable(request.headers[.range] ?? "", size: size),
                 extensions: ["size": .int(Int(size))],
                 headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
         }
@@ -76,7 +76,7 @@ struct MediaResponder {
             return try await object.open(range: range)
         } catch MediaStorageError.notFound {
             // Deleted between the lookup and the read (the sweeper, or a DELETE).
-            throw Problem(.gone, code: "media_deleted", detail: "The file is no longer stored on the server.")
+            throw Problem(.gone, code: "media_deleted", detail: Say.fileDeleted)
         } catch MediaStorageError.unavailable {
             throw Problem.storageUnavailable
         }
@@ -87,7 +87,7 @@ extension Problem {
     /// The media storage (the bucket) did not answer: try again; what failed is in the server log.
     static var storageUnavailable: Problem {
         Problem(
-            .serviceUnavailable, code: "storage_unavailable", detail: MediaStorageError.userMessage,
+            .serviceUnavailable, code: "storage_unavailable", detail: Say.storageUnavailable,
             headers: [.retryAfter: String(MediaStorageError.retryAfterSeconds)])
     }
 

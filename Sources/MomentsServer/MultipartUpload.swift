@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import Requests
 import _NIOFileSystem
+import Wording
 
 /// Reads a multipart/form-data body as it arrives: the `file` part goes straight to disk in
 /// batches (memory stays flat whatever the size), the small text fields are kept. The size limit is
@@ -28,7 +29,7 @@ struct MultipartUpload {
         guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data") else {
             throw Problem(
                 .unsupportedMediaType, code: "not_multipart",
-                detail: "Send the video as multipart/form-data with a part named \"file\" (curl -F file=@video.mp4).")
+                detail: Say.notMultipart)
         }
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -37,7 +38,7 @@ struct MultipartUpload {
                 if !value.isEmpty && value.utf8.count <= 200 { return value }
             }
         }
-        throw Problem.badRequest("malformed_multipart", "The multipart/form-data Content-Type has no boundary.")
+        throw Problem.badRequest("malformed_multipart", Say.noBoundary)
     }
 
     /// Streams `body` into `path`. Throws a Problem for a malformed body, a missing or empty file,
@@ -66,14 +67,14 @@ struct MultipartUpload {
                         try scanner.feed(chunk) { event in state.handle(event) }
                     } catch let malformed as FormDataScanner.Malformed {
                         throw Problem.badRequest(
-                            "malformed_multipart", "The multipart/form-data body is malformed (\(malformed.reason)).")
+                            "malformed_multipart", Say.malformedMultipart(malformed.reason))
                     }
                     if let problem = state.problem { throw problem }
                     if state.fileBytes > maxFileBytes { throw tooLarge }
                     if total - state.fileBytes > maxOverheadBytes {
                         throw Problem.badRequest(
                             "malformed_multipart",
-                            "The form carries more than \(maxOverheadBytes / 1024) KiB besides the file (part headers, fields). Send the video as the \"file\" part and at most the fields target_duration, quality, aspect, focus, include and exclude."
+                            Say.formTooLarge(kibibytes: Int(maxOverheadBytes / 1024))
                         )
                     }
                     if state.pending.readableBytes >= batchBytes {
@@ -92,16 +93,16 @@ struct MultipartUpload {
                 guard scanner.isComplete, !state.partOpen else {
                     throw Problem.badRequest(
                         "malformed_multipart",
-                        "The multipart/form-data body ended before its closing boundary (was the upload cut short?).")
+                        Say.formEndedEarly)
                 }
                 guard state.sawFile else {
                     throw Problem.badRequest(
                         "missing_file",
-                        "The upload has no part named \"file\". Send the video as: curl -F file=@video.mp4 …")
+                        Say.missingFilePart)
                 }
                 guard state.fileBytes > 0 else {
                     throw Problem.badRequest(
-                        "empty_file", "The \"file\" part is empty. Choose a video file and upload it again.")
+                        "empty_file", Say.emptyFilePart)
                 }
                 return Result(fileBytes: state.fileBytes, fields: state.fields, filename: state.filename)
             }
@@ -113,13 +114,13 @@ struct MultipartUpload {
             logger.error("upload could not be stored", metadata: ["error": "\(error)"])
             throw Problem(
                 HTTPResponse.Status(code: 507), code: "insufficient_storage",
-                detail: "The server could not store the upload. Try again later.")
+                detail: Say.uploadNotStored)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             // The connection dropped or the body stream broke: the client went away mid-upload.
             logger.info("upload interrupted", metadata: ["error": "\(error)"])
             throw Problem.badRequest(
-                "upload_interrupted", "The upload ended before the whole body arrived. Send it again.")
+                "upload_interrupted", Say.uploadInterrupted)
         }
     }
 
@@ -154,27 +155,27 @@ struct MultipartUpload {
             let name = Self.parameter("name", in: disposition)
             currentName = name
             guard let name else {
-                fail(.badRequest("malformed_multipart", "A part has no Content-Disposition name."))
+                fail(.badRequest("malformed_multipart", Say.partWithoutName))
                 return
             }
             if name == "file" {
                 if sawFile {
                     fail(
                         .badRequest(
-                            "duplicate_field", "The upload has more than one \"file\" part; send one video per upload.")
+                            "duplicate_field", Say.twoFileParts)
                     )
                 }
                 sawFile = true
                 inFile = true
                 filename = Self.parameter("filename", in: disposition).flatMap(EditRequest.displayName)
             } else if MultipartUpload.textFields.contains(name) {
-                if fields[name] != nil { fail(.badRequest("duplicate_field", "The field \"\(name)\" appears twice.")) }
+                if fields[name] != nil { fail(.badRequest("duplicate_field", Say.fieldTwice(name))) }
                 fieldBytes.removeAll(keepingCapacity: true)
             } else {
                 fail(
                     .badRequest(
                         "unknown_field",
-                        "Unknown field \"\(name)\". The upload accepts: file, target_duration, quality, aspect, focus, include, exclude.",
+                        Say.unknownUploadField(name),
                         extensions: ["field": .string(name)]))
             }
         }
@@ -185,7 +186,7 @@ struct MultipartUpload {
                 pending.writeBuffer(&chunk)
             } else if let name = currentName {
                 if fieldBytes.count + chunk.readableBytes > MultipartUpload.maxFieldBytes {
-                    fail(.badRequest("invalid_field", "The field \"\(name)\" is too long."))
+                    fail(.badRequest("invalid_field", Say.fieldTooLong(name)))
                     return
                 }
                 fieldBytes.append(contentsOf: chunk.readableBytesView)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HTTPEdge
 import Hummingbird
+import Wording
 
 /// GET /openapi.json: the OpenAPI 3.1 description, a resource of this module (kept true by a test
 /// that compares it with the routes).
@@ -18,7 +19,7 @@ struct OpenAPIController {
             guard let document = Self.document else {
                 throw Problem(
                     .internalServerError, code: "internal_error",
-                    detail: "The OpenAPI document is missing from this build.")
+                    detail: Say.missingFromBuild("OpenAPI document"))
             }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: document))
         }

@@ -75,7 +75,7 @@ public final class Readiness: Sendable {
         if let free = layout.freeBytes() {
             let ok = free >= settings.minFreeBytes
             checks["disk"] = Check(
-                ok: ok, detail: "\(free / 1_000_000) MB free, floor \(settings.minFreeBytes / 1_000_000) MB")
+                ok: ok, detail: "\(free / 1_000_000) MB free, floor \(settings.minFreeBytes / 1_000_000) MB")  // not for users: the operator's /ready
         } else {
             checks["disk"] = Check(ok: false, detail: "cannot read free space of \(layout.root)")
         }

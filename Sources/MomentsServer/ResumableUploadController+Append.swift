@@ -9,6 +9,7 @@ import Requests
 import Store
 import Telemetry
 import Uploads
+import Wording
 
 /// PATCH: bytes appended at the upload's offset (tus 1.0 and the IETF draft), the connection's
 /// stall and rate limits applied, the key checked again while they arrive, and the complete file
@@ -31,7 +32,7 @@ extension ResumableUploadController {
             guard let offset = try Self.size(headers[.uploadOffset], "Upload-Offset") else {
                 throw Problem.badRequest(
                     "missing_upload_offset",
-                    "An append needs Upload-Offset: the offset the upload is at (ask with HEAD).")
+                    Say.appendNeedsOffset)
             }
             var append = ResumableUploads.Append(
                 offset: offset, contentLength: try Self.size(headers[.contentLength], "Content-Length"))
@@ -41,7 +42,7 @@ extension ResumableUploadController {
                 guard headers[.contentType]?.lowercased() == "application/offset+octet-stream" else {
                     throw Problem(
                         .unsupportedMediaType, code: "invalid_content_type",
-                        detail: "A tus append sends Content-Type: application/offset+octet-stream.")
+                        detail: Say.tusAppendContentType)
                 }
                 append.length = try Self.size(headers[.uploadLength], "Upload-Length")
                 append.checksum = try ResumableProtocol.tusChecksum(headers[.uploadChecksum])
@@ -52,7 +53,7 @@ extension ResumableUploadController {
                         ?? (version <= 6 ? true : nil)
                 else {
                     throw Problem.badRequest(
-                        "missing_upload_complete", "An append needs Upload-Complete: ?1 on the last part, ?0 before it."
+                        "missing_upload_complete", Say.appendNeedsComplete
                     )
                 }
                 append.completes = completes

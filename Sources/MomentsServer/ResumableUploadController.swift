@@ -9,6 +9,7 @@ import Requests
 import Store
 import Telemetry
 import Uploads
+import Wording
 
 /// Resumable uploads at `/api/v1/uploads`: tus 1.0 (core, creation, creation-with-upload,
 /// creation-defer-length, termination, expiration, checksum, OPTIONS discovery) and the IETF
@@ -67,7 +68,7 @@ struct ResumableUploadController {
         let maxBytes = await planMaxBytes(account)
         let terms = try Self.creationTerms(request, proto: proto)
         if terms.length == 0 || (terms.completes && !terms.body) {
-            throw Problem.badRequest("empty_file", "The upload is empty. Choose a video file and upload it again.")
+            throw Problem.badRequest("empty_file", Say.emptyUpload)
         }
         let options = try HighlightOptions.parse(fields: terms.fields, limits: settings.highlightLimits)
         let creation = ResumableUploads.Creation(
@@ -126,19 +127,19 @@ struct ResumableUploadController {
             if headers[.uploadDeferLength] != nil {
                 guard headers[.uploadDeferLength] == "1", headers[.uploadLength] == nil else {
                     throw Problem.badRequest(
-                        "invalid_upload_length", "Send either Upload-Length or Upload-Defer-Length: 1, not both.")
+                        "invalid_upload_length", Say.lengthOrDefer)
                 }
             } else {
                 guard let declared = try Self.size(headers[.uploadLength], "Upload-Length") else {
                     throw Problem.badRequest(
-                        "missing_upload_length", "A tus upload needs Upload-Length (or Upload-Defer-Length: 1).")
+                        "missing_upload_length", Say.tusNeedsLength)
                 }
                 terms.length = declared
             }
             guard let metadata = ResumableProtocol.tusMetadata(headers[.uploadMetadata]) else {
                 throw Problem.badRequest(
                     "invalid_metadata",
-                    "Upload-Metadata must be comma-separated \"key base64value\" pairs with unique keys.")
+                    Say.invalidMetadata)
             }
             terms.fields = metadata
             terms.filename = metadata["filename"]
@@ -152,7 +153,7 @@ struct ResumableUploadController {
                 if let declared = terms.length, declared != contentLength {
                     throw Problem.badRequest(
                         "length_mismatch",
-                        "Upload-Length (\(declared)) differs from the body's Content-Length (\(contentLength)) of a complete upload."
+                        Say.lengthDiffersFromBody(declared: declared, contentLength: contentLength)
                     )
                 }
                 terms.length = contentLength
@@ -288,7 +289,7 @@ struct ResumableUploadController {
         let body = UploadResponse(
             jobId: job.id,
             message:
-                "Upload received (\(UploadController.megabytes(bytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(job.estimatedSeconds) s.",
+                Say.uploadReceived(bytes: bytes, seconds: job.input.duration, estimate: job.estimatedSeconds),
             estimatedTime: job.estimatedSeconds, statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base), quota: QuotaView(usage))
         var response = try context.responseEncoder.encode(body, from: request, context: context)
@@ -346,7 +347,7 @@ struct ResumableUploadController {
             throw Problem(
                 .preconditionFailed, code: "unsupported_tus_version",
                 detail:
-                    "This server speaks tus \(ResumableProtocol.tusVersion); send Tus-Resumable: \(ResumableProtocol.tusVersion).",
+                    Say.tusVersion(ResumableProtocol.tusVersion),
                 headers: [.tusVersion: ResumableProtocol.tusVersion])
         }
     }
@@ -362,7 +363,7 @@ struct ResumableUploadController {
 
     static func size(_ text: String?, _ name: String) throws -> Int64? {
         guard let value = ResumableProtocol.size(text) else {
-            throw Problem.badRequest("invalid_header", "\(name) must be a non-negative whole number of bytes.")
+            throw Problem.badRequest("invalid_header", Say.notAByteCount(name))
         }
         return value
     }
@@ -400,6 +401,6 @@ struct ResumableUploadController {
 
 extension ResumableUploads {
     static let notFoundProblem = Problem(
-        .notFound, code: "upload_not_found", title: "Upload not found",
-        detail: "There is no such upload for this API key. Create one with POST /api/v1/uploads.")
+        .notFound, code: "upload_not_found", title: Say.Title.uploadNotFound,
+        detail: Say.uploadNotFound)
 }

@@ -3,6 +3,7 @@ import HTTPEdge
 import HTTPTypes
 import Store
 import Uploads
+import Wording
 
 /// Which resumable-upload protocol a request speaks, from its headers: tus 1.0 (`Tus-Resumable`),
 /// the IETF draft (`Upload-Draft-Interop-Version` of a version we know), or neither (a plain
@@ -98,12 +99,12 @@ enum ResumableProtocol: Equatable {
         guard parts.count == 2, let data = Data(base64Encoded: String(parts[1])) else {
             throw Problem.badRequest(
                 "invalid_checksum",
-                "Upload-Checksum must be \"<algorithm> <base64 digest>\", e.g. \"sha1 Kq5sNclPz7QV2+lfQIuc6R7oRu0=\".")
+                Say.invalidChecksum)
         }
         guard let algorithm = ResumableUploads.Checksum.Algorithm(rawValue: parts[0].lowercased()) else {
             throw Problem.badRequest(
                 "unsupported_checksum",
-                "The checksum algorithm \"\(parts[0])\" is not supported; use one of \(checksumAlgorithms).",
+                Say.unsupportedChecksum(String(parts[0]), allowed: checksumAlgorithms),
                 extensions: ["allowed": .strings(ResumableUploads.Checksum.Algorithm.allCases.map(\.rawValue))])
         }
         return ResumableUploads.Checksum(algorithm: algorithm, digest: [UInt8](data))
@@ -117,7 +118,7 @@ enum ResumableProtocol: Equatable {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"  // not for users: HTTP's date form
         return formatter.string(from: date)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HTTPEdge
 import Hummingbird
+import Wording
 
 /// The web studio: `GET /` (the page) and `GET /studio/{file}` (its CSS and JavaScript modules),
 /// from the module's `Studio` resource folder, read once at start-up. Only the files found there are
@@ -70,9 +71,9 @@ struct StudioController {
         guard let asset = assets[name] else {
             if assets.isEmpty {
                 throw Problem(
-                    .internalServerError, code: "internal_error", detail: "The studio is missing from this build.")
+                    .internalServerError, code: "internal_error", detail: Say.missingFromBuild("studio"))
             }
-            throw Problem(.notFound, code: "not_found", detail: "There is no studio file of that name.")
+            throw Problem(.notFound, code: "not_found", detail: Say.noStudioFile)
         }
         var headers: HTTPFields = [
             .eTag: asset.etag,

@@ -5,6 +5,7 @@ import HTTPTypes
 import HTTPEdge
 import Hummingbird
 import Store
+import Wording
 
 /// StoreKit 2 transactions from the app, and App Store Server Notifications V2 from Apple. Both
 /// are verified offline against the configured Apple roots; anything that does not verify is
@@ -28,7 +29,7 @@ struct SubscriptionsController {
             throw Problem(
                 .serviceUnavailable, code: "app_store_unavailable",
                 detail:
-                    "App Store verification is not configured on this server, so subscriptions cannot be checked now. Try again later."
+                    Say.appStoreUnavailable
             )
         }
         return verifier
@@ -40,11 +41,11 @@ struct SubscriptionsController {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         else {
-            throw Problem.badRequest("invalid_json", "The body must be a JSON object: {\"\(name)\": \"<JWS>\"}.")
+            throw Problem.badRequest("invalid_json", Say.jwsBodyNotAnObject(field: name))
         }
         guard let value = object[name] as? String, !value.isEmpty else {
             throw Problem.badRequest(
-                "missing_field", "The body has no \"\(name)\" string.", extensions: ["field": .string(name)])
+                "missing_field", Say.missingStringField(name), extensions: ["field": .string(name)])
         }
         return value
     }
@@ -53,7 +54,7 @@ struct SubscriptionsController {
         Problem(
             .unprocessableContent, code: "invalid_signed_\(what)",
             detail:
-                "The signed \(what) was refused: \(error.detail). Send the JWS exactly as StoreKit or the App Store produced it.",
+                Say.signedPayloadRefused(what, because: error.detail),
             extensions: ["reason": .string(error.kind.rawValue)])
     }
 
@@ -75,14 +76,14 @@ struct SubscriptionsController {
             throw Problem(
                 .unprocessableContent, code: "unknown_product",
                 detail:
-                    "The transaction is for \(tx.productId); this server grants plans for \(policy.plans.proProductId) only."
+                    Say.unknownProduct(tx.productId, known: policy.plans.proProductId)
             )
         }
         if let token = tx.appAccountToken, token.lowercased() != account.id {
             throw Problem(
                 .forbidden, code: "transaction_for_another_account",
                 detail:
-                    "This purchase was made for another account (its appAccountToken is not this account's id). Sign in to the account that bought it."
+                    Say.purchaseForAnotherAccount
             )
         }
         // A test purchase (TestFlight, App Review, Xcode) is free: it unlocks pro only for testers.
@@ -92,7 +93,7 @@ struct SubscriptionsController {
             throw Problem(
                 .forbidden, code: "sandbox_purchase_not_allowed",
                 detail:
-                    "This purchase was made in Apple's \(tx.environment) environment (TestFlight or a development build), which unlocks pro only for test accounts. Buy pro in the App Store version of the app, or ask support to mark this account as a tester.",
+                    Say.sandboxPurchase(environment: tx.environment),
                 extensions: ["environment": .string(tx.environment)])
         }
         switch try await subscriptions.applyTransaction(Self.facts(tx), accountId: account.id, now: policy.clock())
@@ -101,7 +102,7 @@ struct SubscriptionsController {
             throw Problem(
                 .forbidden, code: "transaction_for_another_account",
                 detail:
-                    "This subscription is already attached to another account. Sign in to that account, or contact support."
+                    Say.subscriptionOfAnotherAccount
             )
         case .success:
             return AccountView(account, try await policy.accountPlan(account), proProduct: policy.plans.proProductId)

@@ -9,6 +9,7 @@ import Requests
 import Store
 import Telemetry
 import Uploads
+import Wording
 
 /// POST /api/v1/upload and GET /api/v1/upload/formats.
 struct UploadController {
@@ -102,7 +103,7 @@ struct UploadController {
         return UploadResponse(
             jobId: job.id,
             message:
-                "Upload received (\(Self.megabytes(received.fileBytes)), \(Int(job.input.duration.rounded())) s of video). Your highlight should be ready in about \(estimate) s.",
+                Say.uploadReceived(bytes: received.fileBytes, seconds: job.input.duration, estimate: estimate),
             estimatedTime: estimate,
             statusUrl: "\(base)/api/v1/jobs/\(job.id)/status",
             links: JobLinks(job, baseURL: base),
@@ -110,10 +111,6 @@ struct UploadController {
     }
 
     /// The containers and codecs the linked FFmpeg reads (computed once).
-
-    static func megabytes(_ bytes: Int64) -> String {
-        bytes >= 1_000_000 ? String(format: "%.1f MB", Double(bytes) / 1_000_000) : "\(bytes) bytes"
-    }
 
     struct FormatsResponse: ResponseEncodable {
         struct Limits: Codable {

@@ -5,6 +5,7 @@ import Hummingbird
 import Store
 import Webhooks
 import Workers
+import Wording
 
 /// The account's webhook endpoint (register or rotate with PUT, read, remove) and a job's
 /// delivery log.
@@ -30,14 +31,14 @@ struct WebhookController {
         else {
             throw Problem.badRequest(
                 "invalid_json",
-                "The body must be a JSON object such as {\"url\": \"https://example.com/moments-webhook\"}.")
+                Say.webhookBodyNotAnObject)
         }
         if let unknown = object.keys.sorted().first(where: { $0 != "url" }) {
-            throw Problem.badRequest("unknown_field", "Unknown field \"\(unknown)\". The webhook accepts only \"url\".")
+            throw Problem.badRequest("unknown_field", Say.unknownField(unknown, accepted: Say.webhookFields))
         }
         guard let url = object["url"] as? String, !url.isEmpty else {
             throw Problem.badRequest(
-                "invalid_webhook_url", "\"url\" is required: the https URL Moments should POST job events to.")
+                "invalid_webhook_url", Say.webhookURLMissing)
         }
         // The dispatcher's checker: registration and deliveries share the lookup budget, and
         // this account's lookups count against its own share only. A lookup waits at most the
@@ -60,7 +61,7 @@ struct WebhookController {
         return WebhookCreatedView(
             url: endpoint.url, secret: secret, createdAt: endpoint.createdAt, rotatedAt: endpoint.rotatedAt,
             message:
-                "Keep this secret: it is shown only now. Verify each delivery's Moments-Signature header with it; PUT again to rotate it."
+                Say.webhookSecretShownOnce
         )
     }
 
@@ -91,9 +92,9 @@ struct WebhookController {
     }
 
     static let noEndpoint = Problem(
-        .notFound, code: "webhook_not_found", title: "No webhook",
+        .notFound, code: "webhook_not_found", title: Say.Title.noWebhook,
         detail:
-            "This account has no webhook endpoint. Register one with PUT /api/v1/account/webhook {\"url\": \"https://…\"}."
+            Say.noWebhook
     )
 }
 

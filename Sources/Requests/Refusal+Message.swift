@@ -2,6 +2,7 @@ import MediaVocabulary
 import Foundation
 import JobMedia
 import Store
+import Wording
 
 /// What a refusal tells the client: a stable code, a sentence saying what is wrong and what to do
 /// (the user's terms only: FFmpeg's text and paths go to the log), and the figures behind it.
@@ -110,230 +111,91 @@ extension Refusal {
         }
     }
 
+    /// The user's sentence (Wording's `Say`, the one home of what the service says).
     public var message: String {
         switch self {
-        case .quotaExceeded(let q): Self.message(q)
-        case .tooManyJobs(let t): Self.message(t)
-        case .dailyBudgetExceeded(let b): Self.message(b)
+        case .quotaExceeded(let q):
+            Say.quotaExceeded(used: q.used, limit: q.limit, plan: q.plan, resetsAt: q.resetsAt, upgradeProduct: q.upgradeProduct)
+        case .tooManyJobs(let t):
+            Say.tooManyJobs(
+                limit: t.limit, active: t.active, uploading: t.uploading, retryAfter: t.retryAfter, product: t.product,
+                upgradeJobs: t.upgradeJobs)
+        case .dailyBudgetExceeded(let b):
+            Say.dailyBudgetExceeded(limitSeconds: b.limitSeconds, plan: b.plan, resetsAt: b.resetsAt, upgradeProduct: b.upgradeProduct)
         case .originalQualityNotInPlan(let plan, let product):
-            "Original quality (your video's own picture, copied without re-encoding) is not part of the \(plan) plan."
-                + (product.map { " Subscribe to \($0) to get it, or" } ?? "") + " choose quality high."
-        case .unreadable, .unusableMedia, .tooShort, .tooLongForServer, .tooLongForPlan, .originalBeyondPlan:
-            mediaMessage
-        case .insufficientStorage:
-            "The server is low on storage space and cannot take this upload now. Try again later."
-        case .storageUnavailable:
-            MediaStorageError.userMessage
-        case .processingUnavailable:
-            Self.processingUnavailableMessage
-        case .serverBusy(let resumable):
-            "The server is receiving as many uploads as it can right now. Try again in a minute"
-                + (resumable ? Self.keepsWhatItHas : "") + "."
-        case .tooManyUploads(let limit, let resumable):
-            "Your account is already sending \(limit) upload\(limit == 1 ? "" : "s") at once. "
-                + "Wait for one to finish, then send this one" + (resumable ? Self.keepsWhatItHas : "") + "."
-        case .fileTooLarge(let f):
-            Self.message(f)
-        case .targetDurationNotANumber, .targetDurationNotWhole, .targetDurationOutOfRange, .invalidQuality,
-            .qualityNotAString, .invalidAspect, .aspectNotAString, .invalidFocus, .invalidInclude, .invalidExclude:
-            optionsMessage
+            Say.originalQualityNotInPlan(plan: plan, upgradeProduct: product)
+        case .unreadable: Say.unreadableUpload
+        case .unusableMedia(let kind, let detail): Say.unusableUpload(kind, detail: detail)
+        case .tooShort(let duration): Say.tooShort(duration: duration)
+        case .tooLongForServer(let duration, let limit): Say.tooLongForServer(duration: duration, limit: limit)
+        case .tooLongForPlan(let p):
+            Say.tooLongForPlan(duration: p.duration, limitSeconds: p.limitSeconds, plan: p.plan, upgrade: p.upgrade)
+        case .originalBeyondPlan(let o):
+            Say.originalBeyondPlan(
+                duration: o.duration, bytes: o.bytes, plan: o.plan, limitSeconds: o.limitSeconds, limitBytes: o.limitBytes)
+        case .insufficientStorage: Say.insufficientStorage
+        case .storageUnavailable: Say.storageUnavailable
+        case .processingUnavailable: Say.processingUnavailable
+        case .serverBusy(let resumable): Say.serverBusy(resumable: resumable)
+        case .tooManyUploads(let limit, let resumable): Say.tooManyUploads(limit: limit, resumable: resumable)
+        case .fileTooLarge(let f): Say.fileTooLarge(limitBytes: f.limit, plan: f.plan, upgrade: f.upgrade)
+        case .targetDurationNotANumber(let text): Say.targetDurationNotANumber(text)
+        case .targetDurationNotWhole: Say.targetDurationNotWhole
+        case .targetDurationOutOfRange(let value, let minimum, let maximum, _):
+            Say.targetDurationOutOfRange(value, minimum: minimum, maximum: maximum)
+        case .invalidQuality(let given, _): Say.invalidQuality(given)
+        case .qualityNotAString: Say.qualityNotAString
+        case .invalidAspect(let given): Say.invalidAspect(given)
+        case .aspectNotAString: Say.aspectNotAString
+        case .invalidFocus(let given): Say.invalidFocus(given)
+        case .invalidInclude(let fault): Self.message(fault)
+        case .invalidExclude(let fault): Self.message(fault)
         case .uploadNotFound, .uploadGone, .uploadComplete, .uploadFailed, .uploadLocked, .offsetMismatch,
             .lengthMismatch, .pastLength, .appendInterrupted, .checksumMismatch:
             uploadMessage
         }
     }
 
-    static let keepsWhatItHas = "; the upload keeps what it has"
-    /// A job or upload the server cannot process safely (its sandbox is incomplete): nothing of
-    /// the user's is lost or charged, the operator is told by the log and /ready.
-    public static let processingUnavailableMessage =
-        "The server cannot process videos right now: its operator has been told. Nothing was charged; try again later."
-
-    static func message(_ f: FileTooLarge) -> String {
-        let detail = "The file is larger than the \(f.plan) plan accepts (\(f.limit / 1_000_000) MB)."
-        guard let upgrade = f.upgrade else { return detail + " Upload a shorter or smaller video." }
-        return detail + " Upload a shorter or smaller video, or subscribe to \(upgrade.product) for files up to "
-            + "\(upgrade.maxBytes / 1_000_000) MB."
-    }
-
-    static func timestamp(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
-
-    /// What frees a place an unfinished upload holds.
-    static let unfinishedUploadHint =
-        " An upload keeps its place while it is received; an unfinished resumable "
-        + "upload until it completes, is cancelled (DELETE its upload URL), expires, or receives "
-        + "nothing for the plan's idle time."
-
-    static func message(_ q: QuotaExceeded) -> String {
-        var detail =
-            "You have made \(q.used) of your \(q.limit) \(q.plan) highlights this month. "
-            + "The count resets on \(timestamp(q.resetsAt))"
-        if let product = q.upgradeProduct {
-            detail += "; subscribe to \(product) for unlimited highlights."
-        } else {
-            detail += " (the fair-use limit of the \(q.plan) plan)."
-        }
-        return detail
-    }
-
-    static func message(_ t: TooManyJobs) -> String {
-        let busy = t.active + t.uploading
-        let counting = t.uploading > 0 ? " (counting uploads still being received)" : ""
-        let upgrade = t.upgradeJobs.map { ", or subscribe to \(t.product) to run \($0) at once" } ?? ""
-        let hint = t.uploading > 0 ? unfinishedUploadHint : ""
-        let jobs = "\(t.limit) job\(t.limit == 1 ? "" : "s")", verb = busy == 1 ? "is" : "are"
-        return "Your plan runs \(jobs) at a time and \(busy) \(verb) "
-            + "still in progress\(counting). Try again in about \(t.retryAfter) s\(upgrade).\(hint)"
-    }
-
-    static func message(_ b: DailyBudget) -> String {
-        var detail =
-            "Your \(b.plan) plan's processing time for today (\(Int(b.limitSeconds / 60)) minutes) "
-            + "is used up; it renews at \(timestamp(b.resetsAt))."
-        if let product = b.upgradeProduct { detail += " Subscribe to \(product) for more." }
-        return detail
-    }
-
-    /// Where a client finds what the server reads.
-    static let formatsHint = " Upload an MP4, MOV or another format listed at /api/v1/upload/formats."
-
-    var mediaMessage: String {
-        switch self {
-        case .unreadable:
-            return "The uploaded file could not be read: it is damaged or not a video this server can read."
-                + Self.formatsHint
-        case .unusableMedia(let kind, let detail):
-            return Self.what(kind, detail: detail) + Self.formatsHint
-        case .tooShort(let duration):
-            return String(format: "The video is %.2f s long; a highlight needs at least 1 second of video.", duration)
-        case .tooLongForServer(let duration, let limit):
-            return String(
-                format: "The video is %.0f s long; this server accepts videos up to %.0f s. "
-                    + "Trim it and upload again.", duration, limit)
-        case .tooLongForPlan(let p):
-            let detail = String(
-                format: "The video is %.0f s long; the %@ plan accepts videos up to %.0f s.",
-                p.duration, p.plan, p.limitSeconds)
-            guard let upgrade = p.upgrade else { return detail + " Trim it and upload again." }
-            let minutes = Int(upgrade.limitSeconds / 60)
-            return detail + " Trim it, or subscribe to \(upgrade.product) for up to \(minutes) minutes."
-        case .originalBeyondPlan(let o):
-            return String(
-                format: "The original video (%.0f s, %lld MB) is beyond what the %@ plan accepts now "
-                    + "(%.0f s, %lld MB).",
-                o.duration, o.bytes / 1_000_000, o.plan, o.limitSeconds, o.limitBytes / 1_000_000)
-        default:
-            return ""
-        }
-    }
-
-    static func what(_ kind: MediaFailure, detail: String) -> String {
-        switch kind {
-        case .emptyFile: "The uploaded file is empty."
-        case .notMedia: "The uploaded file is not a video this server can read."
-        case .notVideo: "The uploaded file has no video: it is a still image or audio only."
-        case .unsupportedCodec: "The video's codec is not supported."
-        case .dimensionsTooLarge:
-            "The video's picture is larger than this server accepts (8192 px a side, 36 megapixels)."
-        case .truncated:
-            "The video file is incomplete (it ends early, e.g. the upload was cut short or the recording was not "
-                + "finished)."
-        case .unsupportedContainer:
-            "The uploaded file is a playlist, manifest, list of other files or a container this server does not open."
-        case .tooLong, .tooManyFrames, .badTimestamps: "The video cannot be accepted: \(detail)."
-        case .fileNotFound, .io, .ffmpeg, .cancelled, .invalidRange, .unusable: "The video cannot be read."
-        }
-    }
-
-    var optionsMessage: String {
-        switch self {
-        case .targetDurationNotANumber(let text):
-            return "target_duration must be a whole number of seconds, not \"\(text)\"."
-        case .targetDurationNotWhole:
-            return "target_duration must be a whole number of seconds."
-        case .targetDurationOutOfRange(let value, let minimum, let maximum, _):
-            return "target_duration must be between \(minimum) and \(maximum) seconds; it was \(value)."
-        case .invalidQuality(let given, _):
-            return "quality must be low, medium, high or original; it was \"\(given)\"."
-        case .qualityNotAString:
-            return "quality must be low, medium, high or original."
-        case .invalidAspect(let given):
-            let choices = AspectRatio.allCases.map(\.rawValue).joined(separator: ", ")
-            return "aspect must be one of \(choices); it was \"\(given.prefix(40))\"."
-        case .aspectNotAString:
-            return "aspect must be a string such as \"9:16\"."
-        case .invalidFocus(let given):
-            return "focus must be auto (people first where there are any), people or action; it was \"\(given.prefix(40))\"."
-        case .invalidInclude(let fault):
-            return Self.message(fault)
-        case .invalidExclude(let fault):
-            return Self.message(fault)
-        default:
-            return ""
-        }
-    }
+    static func timestamp(_ date: Date) -> String { Say.timestamp(date) }
 
     static func message(_ fault: IncludeFault) -> String {
         switch fault {
-        case .malformed:
-            return "include lists the source times (seconds) that must be in the highlight: \"12.5,40\" or [12.5, 40]."
-        case .tooMany(let count):
-            return "include takes at most \(EditRequest.maxPins) times; it had \(count)."
-        case .pastEnd(let time, let duration):
-            return String(format: "The pinned time %.1f s is past the end of the video (%.1f s).", time, duration)
+        case .malformed: Say.includeMalformed
+        case .tooMany(let count): Say.includeTooMany(count, limit: EditRequest.maxPins)
+        case .pastEnd(let time, let duration): Say.pinPastEnd(time: time, duration: duration)
         case .nearExclusion(let time, let range):
-            return String(
-                format: "The pinned time %.2f s is inside (or within %.2f s of) the excluded range "
-                    + "%.2f-%.2f s; move or remove one of them.",
-                time, EditRequest.pinClearance, range.start, range.end)
-        case .doNotFit(let pins, let target):
-            return "\(pins) pinned times do not fit a \(target) s highlight; pin fewer or ask for a longer one."
+            Say.pinNearExclusion(time: time, clearance: EditRequest.pinClearance, start: range.start, end: range.end)
+        case .doNotFit(let pins, let target): Say.pinsDoNotFit(pins, targetDuration: target)
         }
     }
 
     static func message(_ fault: ExcludeFault) -> String {
         switch fault {
-        case .malformed:
-            "exclude lists source ranges (seconds) never to show: \"10-20,30-35\", [[10, 20]] or "
-                + "[{\"start\": 10, \"end\": 20}], each start before its end."
-        case .notAList: "exclude must be a list of ranges."
-        case .badRange: "Times are seconds of the original video: no negative time, every range's start before its end."
-        case .tooMany(let count): "exclude takes at most \(EditRequest.maxExclusions) ranges; it had \(count)."
-        case .leavesNothing: "exclude leaves no footage to make a highlight of."
+        case .malformed: Say.excludeMalformed
+        case .notAList: Say.excludeNotAList
+        case .badRange: Say.excludeBadRange
+        case .tooMany(let count): Say.excludeTooMany(count, limit: EditRequest.maxExclusions)
+        case .leavesNothing: Say.excludeLeavesNothing
         }
     }
 
     var uploadMessage: String {
         switch self {
-        case .uploadNotFound:
-            return "There is no such upload. Create one with POST /api/v1/uploads."
-        case .uploadGone:
-            return "This upload was cancelled or has expired; its bytes are deleted. Start a new upload."
-        case .uploadComplete(_, let jobID):
-            return "This upload is complete; its job is \(jobID ?? "")."
-        case .uploadFailed(_, let message):
-            return message ?? "This upload was refused. Start a new upload."
-        case .uploadLocked:
-            return "Another request is still sending bytes to this upload. Wait for it to end (or drop it), "
-                + "then ask for the offset (HEAD) and continue."
-        case .offsetMismatch(let offset, let sent):
-            return "The upload is at byte \(offset), not \(sent). Ask for the offset (HEAD) and send from there."
-        case .lengthMismatch(.changed(let length, let to)):
-            return "The upload's length is \(length) bytes; it cannot change to \(to)."
+        case .uploadNotFound: Say.uploadNotFound
+        case .uploadGone: Say.uploadGone
+        case .uploadComplete(_, let jobID): Say.uploadComplete(jobID: jobID ?? "")
+        case .uploadFailed(_, let message): message ?? Say.uploadRefused
+        case .uploadLocked: Say.uploadLocked
+        case .offsetMismatch(let offset, let sent): Say.offsetMismatch(offset: offset, sent: sent)
+        case .lengthMismatch(.changed(let length, let to)): Say.lengthChanged(length: length, to: to)
         case .lengthMismatch(.belowReceived(let declared, let received)):
-            return "The declared length (\(declared) bytes) is less than the bytes already received (\(received))."
+            Say.lengthBelowReceived(declared: declared, received: received)
         case .lengthMismatch(.endedElsewhere(let declared, let ended)):
-            return "The upload was declared as \(declared) bytes but ended at \(ended)."
-        case .pastLength(let limit):
-            return "The bytes sent go past the upload's declared length (\(limit) bytes)."
-        case .appendInterrupted:
-            return "The append ended before its bytes arrived, so its checksum cannot be verified; nothing of it "
-                + "was kept. Ask for the offset (HEAD) and send again."
-        case .checksumMismatch(let offset):
-            return "The bytes received do not match the Upload-Checksum sent with them; they were discarded. "
-                + "Send them again from offset \(offset)."
-        default:
-            return ""
+            Say.lengthEndedElsewhere(declared: declared, ended: ended)
+        case .pastLength(let limit): Say.pastLength(limit: limit)
+        case .appendInterrupted: Say.appendInterrupted
+        case .checksumMismatch(let offset): Say.checksumMismatch(offset: offset)
+        default: ""
         }
     }
 }

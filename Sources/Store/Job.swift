@@ -1,5 +1,6 @@
 import Foundation
 import MediaVocabulary
+import Wording
 
 public enum JobState: String, Codable, Sendable, CaseIterable {
     case pending, processing, completed, failed, cancelled
@@ -197,7 +198,7 @@ public struct Job: Codable, Sendable, Equatable {
         estimatedSeconds: Int, now: Date
     ) {
         self.id = id; self.accountId = accountId; self.status = .pending; self.stage = nil; self.progress = 0
-        self.message = "Waiting in the queue"; self.targetDuration = targetDuration; self.quality = quality
+        self.message = Say.waitingInQueue; self.targetDuration = targetDuration; self.quality = quality
         self.input = input; self.estimatedSeconds = estimatedSeconds; self.attempts = 0; self.createdAt = now
         self.updatedAt = now
     }
@@ -205,12 +206,10 @@ public struct Job: Codable, Sendable, Equatable {
 
 extension Job {
     /// What a job says when it failed because processing was interrupted too often (both engines).
-    public static func interruptedMessage(attempts: Int) -> String {
-        "Processing was interrupted \(attempts) times (the server stopped while working on it); giving up. Please upload the video again."
-    }
+    public static func interruptedMessage(attempts: Int) -> String { Say.interruptedTooOften(attempts: attempts) }
 
     /// What a job re-queued after an interruption says (both engines).
     public static func requeuedMessage(attempts: Int, maxAttempts: Int) -> String {
-        "Waiting in the queue (processing was interrupted; attempt \(attempts + 1) of \(maxAttempts) next)"
+        Say.requeuedAfterInterruption(nextAttempt: attempts + 1, of: maxAttempts)
     }
 }

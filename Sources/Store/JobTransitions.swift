@@ -1,5 +1,6 @@
 import Foundation
 import MediaVocabulary
+import Wording
 
 /// A change to a job's reserved unit that a transition asks its engine to write, in the same
 /// transaction, as one ledger line (nothing when the unit is already settled).
@@ -27,7 +28,7 @@ extension Job {
         status = .completed
         progress = 100
         stage = "done"
-        message = "Your highlight is ready"
+        message = Say.highlightReady
         self.output = output
         self.segments = segments
         self.processingSeconds = processingSeconds
@@ -37,7 +38,7 @@ extension Job {
         releaseLease()
         if let duplicate = output.duplicateOf, duplicate.resultCopied {
             // A re-upload given the highlight its original already made: not a second highlight.
-            message = "Your highlight is ready (the same video as an earlier upload: its highlight, not charged again)"
+            message = Say.reuploadHighlightReady
             return QuotaSettlement(
                 state: .released, reason: "released: a re-upload of job \(duplicate.jobId); its highlight was returned",
                 workerSeconds: workerSeconds)
@@ -66,7 +67,7 @@ extension Job {
     public mutating func markCancelled(now: Date) -> QuotaSettlement {
         status = .cancelled
         stage = "cancelled"
-        message = "Cancelled at your request"
+        message = Say.cancelledAtRequest
         finishedAt = now
         updatedAt = now
         releaseLease()
@@ -83,7 +84,7 @@ extension Job {
         self.runAfter = runAfter
         if abnormal { abnormalExits += 1 }
         workerSeconds += chargeSeconds
-        message = "Waiting to try again (\(reason))"
+        message = Say.waitingToRetry(reason)
         updatedAt = now
         releaseLease()
         return "worker time: attempt \(attempts) ended (\(reason))"

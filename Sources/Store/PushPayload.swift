@@ -1,4 +1,5 @@
 import Foundation
+import Wording
 
 /// The APNs body of a job's end: `{"aps": {"alert": {"title", "body"}, "sound": "default"}, "job_id", "status"}`,
 /// in the words the app's user reads on the lock screen. Always well under APNs' 4 KB limit: the
@@ -30,19 +31,18 @@ public struct PushPayload: Codable, Sendable, Equatable {
         let title: String, body: String
         switch job.status {
         case .completed:
-            title = "Your highlight is ready"
+            title = Say.highlightReady
             if let name = job.edit?.sourceName.map(Self.cleaned), !name.isEmpty {
-                body =
-                    "The highlight of \u{201C}\(Self.shortened(name, to: Self.maxNameCharacters))\u{201D} is ready to watch."
+                body = Say.pushReady(name: Self.shortened(name, to: Self.maxNameCharacters))
             } else if let seconds = job.output.map({ Int($0.duration.rounded()) }), seconds > 0 {
-                body = "Your \(seconds)-second highlight is ready to watch."
+                body = Say.pushReady(seconds: seconds)
             } else {
-                body = "Your highlight is ready to watch."
+                body = Say.pushReady
             }
         case .failed:
-            title = "Your highlight could not be made"
+            title = Say.pushFailedTitle
             let reason = Self.cleaned(job.errorMessage ?? job.message)
-            body = reason.isEmpty ? "Open the app to try again." : Self.shortened(reason, to: Self.maxBodyCharacters)
+            body = reason.isEmpty ? Say.pushFailedWithoutReason : Self.shortened(reason, to: Self.maxBodyCharacters)
         case .pending, .processing, .cancelled:
             return nil
         }

@@ -3,6 +3,7 @@ import Accounts
 import JobMedia
 import Requests
 import Store
+import Wording
 
 extension UploadIntake {
     /// A new job from a completed one of the same account: another length, shape, quality or
@@ -48,7 +49,7 @@ extension UploadIntake {
         var job = Job(
             id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: target, quality: quality,
             input: original.input, estimatedSeconds: estimate, now: now)
-        job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        job.message = Say.queued(ahead: queue.count)
         job.edit = edit.job(sourceName: base.sourceName, recutOf: original.id, keepsInput: current.plan.recuts)
         return try await enqueue(job, account: account, plan: current, now: now) {
             do {

@@ -7,6 +7,7 @@ import Logging
 import MomentsConfig
 import Requests
 import Store
+import Wording
 
 /// Turning a received file into a queued job: the disk floor, the probe (in an isolated child), the
 /// plan's length and quota checks, storing the input and inserting the job in one transaction
@@ -82,7 +83,7 @@ public final class UploadIntake: Sendable {
         var job = Job(
             id: UUID().uuidString.lowercased(), accountId: account.id, targetDuration: targetDuration,
             quality: quality, input: input, estimatedSeconds: estimate, now: now)
-        job.message = queue.isEmpty ? "Waiting to start" : "Waiting in the queue (\(queue.count) ahead)"
+        job.message = Say.queued(ahead: queue.count)
         job.edit = edit.job(sourceName: sourceName, keepsInput: current.plan.recuts)
         return try await enqueue(job, account: account, plan: current, now: now) {
             // The input is stored (durably) before the job row commits: a power loss cannot leave

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import Store
 import Synchronization
 import Telemetry
+import Wording
 
 /// Delivers the webhook outbox: claims due deliveries (leased, so dispatchers in several processes
 /// share the work; the store hands out at most one delivery per account at a time, so a slow
@@ -183,7 +184,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 let body = try self.body(of: delivery)
                 statusCode = try await post(body, delivery: delivery, endpoint: endpoint)
                 if let code = statusCode, (300..<400).contains(code) {
-                    failure = "redirects are not followed (answered \(code))"
+                    failure = Say.webhookRedirected(status: code)
                 }
             } catch let refusal as WebhookTargetRefusal {
                 failure = refusal.detail
@@ -319,25 +320,25 @@ public final class WebhookDispatcher: Service, Sendable {
 
     /// What the delivery log says about an error (no internals: the endpoint's owner reads it).
     func describe(_ error: any Error) -> String {
-        let noAnswer = "the endpoint could not be reached: no answer within \(deadline.spoken)"
+        let noAnswer = Say.webhookNoAnswer(within: deadline.spoken)
         if error is AttemptDeadline.Exceeded { return noAnswer }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
                 return noAnswer
             case .remoteConnectionClosed:
-                return "the endpoint closed the connection without answering"
+                return Say.webhookClosed
             default:
                 break
             }
         }
         let text = String(describing: error).lowercased()
-        if text.contains("refused") { return "the endpoint could not be reached: the connection was refused" }
+        if text.contains("refused") { return Say.webhookRefusedConnection }
         if text.contains("timeout") || text.contains("timed out") { return noAnswer }
         if text.contains("certificate") || text.contains("tls") || text.contains("ssl") || text.contains("handshake") {
-            return "the TLS handshake failed (is the endpoint's certificate valid for its host name?)"
+            return Say.webhookTLSFailed
         }
-        return "the endpoint could not be reached; check that it accepts https connections from the internet"
+        return Say.webhookUnreachableEndpoint
     }
 }
 
@@ -350,6 +351,6 @@ final class AnswerHead: Sendable {
 /// differs between this process and the one that registered it): nothing can be signed.
 struct SealedSecretError: Error, CustomStringConvertible {
     var description: String {
-        "the endpoint's signing secret was sealed under another server secret (set the same security.serverSecret on every process)"
+        Say.webhookSecretSealedElsewhere
     }
 }

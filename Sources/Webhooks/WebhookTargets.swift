@@ -1,5 +1,6 @@
 import Foundation
 import Store
+import Wording
 
 /// Why a webhook URL is refused, in words for its owner (the HTTP layer shows `detail`; the
 /// dispatcher logs it as the attempt's error). Never names a resolved address or what an internal
@@ -43,11 +44,11 @@ public enum WebhookTargets {
         guard text.utf8.count <= maxURLLength else {
             throw WebhookTargetRefusal(
                 code: "invalid_webhook_url",
-                detail: "The webhook URL is longer than \(maxURLLength) bytes; use a shorter one.")
+                detail: Say.webhookURLTooLong(limit: maxURLLength))
         }
         let malformed = WebhookTargetRefusal(
             code: "invalid_webhook_url",
-            detail: "The webhook URL must be an absolute http or https URL such as https://example.com/moments-webhook."
+            detail: Say.webhookURLMalformed
         )
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
             let componentsHost = components.host.map(unbracketed), !componentsHost.isEmpty,
@@ -56,18 +57,18 @@ public enum WebhookTargets {
             throw malformed
         }
         guard scheme == "https" || scheme == "http" else {
-            throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: "The webhook URL must start with https://.")
+            throw WebhookTargetRefusal(code: "invalid_webhook_url", detail: Say.webhookURLScheme)
         }
         guard scheme == "https" || allowPrivate else {
             throw WebhookTargetRefusal(
                 code: "webhook_https_required",
-                detail: "Webhooks are sent only over https: use an https:// URL for your endpoint.")
+                detail: Say.webhookHTTPSRequired)
         }
         guard components.user == nil, components.password == nil else {
             throw WebhookTargetRefusal(
                 code: "invalid_webhook_url",
                 detail:
-                    "The webhook URL must not contain a user name or password; verify deliveries with the Moments-Signature header instead."
+                    Say.webhookURLCredentials
             )
         }
         return (components, clientHost)
@@ -95,7 +96,7 @@ public struct WebhookTargetChecker: Sendable {
     static let unreachable = WebhookTargetRefusal(
         code: "webhook_unresolvable",
         detail:
-            "The webhook URL's host could not be reached: it must resolve in public DNS to public internet addresses only. Check the URL's spelling and the host's DNS records, then try again."
+            Say.webhookUnreachable
     )
 
     /// Parses and checks `text` for `account` (whose share of the lookup budget it uses).
@@ -114,24 +115,24 @@ public struct WebhookTargetChecker: Sendable {
                     throw WebhookTargetRefusal(
                         code: "webhook_lookup_busy",
                         detail:
-                            "The server is checking many webhook addresses at the moment. Try again in a few seconds.")
+                            Say.webhookLookupsBusy)
                 case .accountBusy:
                     throw WebhookTargetRefusal(
                         code: "webhook_lookup_busy",
                         detail:
-                            "This account is checking several slow webhook addresses at the moment. Try again in a few seconds, with a host name that resolves quickly."
+                            Say.webhookAccountLookupsBusy
                     )
                 case .timedOut:
                     throw WebhookTargetRefusal(
                         code: "webhook_lookup_timeout",
                         detail:
-                            "The webhook URL's host name did not resolve within \(AttemptDeadline(budget.deadline).spoken). Check that its DNS servers answer promptly (or use a host name that resolves quickly), then try again."
+                            Say.webhookLookupTimedOut(within: AttemptDeadline(budget.deadline).spoken)
                     )
                 case .cancelled:
                     throw WebhookTargetRefusal(
                         code: "webhook_lookup_timeout",
                         detail:
-                            "The webhook URL's host name could not be looked up in time. Check that its DNS servers answer promptly, then try again."
+                            Say.webhookLookupCancelled
                     )
                 case .failed:
                     throw Self.unreachable
@@ -148,7 +149,7 @@ public struct WebhookTargetChecker: Sendable {
                     throw WebhookTargetRefusal(
                         code: "webhook_private_target",
                         detail:
-                            "The webhook URL names a \(kind) address; webhooks go only to public internet addresses. Use a publicly reachable https URL."
+                            Say.webhookPrivateAddress(kind)
                     )
                 }
                 throw Self.unreachable

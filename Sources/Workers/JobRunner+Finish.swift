@@ -8,6 +8,7 @@ import ServiceLifecycle
 import Store
 import Synchronization
 import Telemetry
+import Wording
 
 /// How a job ends: its child's outcome recorded as completed, handed back, cancelled, retried or
 /// failed, with the messages its owner reads.
@@ -30,7 +31,7 @@ extension JobRunner {
             switch attempt.outcome {
             case .answeredWithoutResult:
                 try await failForGood(
-                    job, worker: worker, code: "internal", message: JobSentences.serviceFailure, charge: 0, log: log,
+                    job, worker: worker, code: "internal", message: Say.serviceFailure, charge: 0, log: log,
                     reason: "the child answered without a result")
             case .made(let made):
                 let finished = Finished(
@@ -41,14 +42,14 @@ extension JobRunner {
             case .failed(let problem) where problem.isTransient:
                 try await retryOrFail(
                     job, worker: worker, reason: "the server could not store the result", abnormal: false, charge: 0,
-                    finalCode: problem.code, finalMessage: JobSentences.serviceFailure, log: log,
+                    finalCode: problem.code, finalMessage: Say.serviceFailure, log: log,
                     detail: problem.description)
             case .failed(let problem):
                 // The input's fault: its unit is released, the worker time stays charged. A re-cut's
                 // input already made a highlight: its failure is the service's, charged nothing.
                 try await failForGood(
                     job, worker: worker, code: problem.code,
-                    message: isRecut ? JobSentences.recutFailure : problem.message, charge: charge, log: log,
+                    message: isRecut ? Say.recutFailure : problem.message, charge: charge, log: log,
                     reason: problem.description)
             case .abnormal(let reason, let timedOut):
                 try await abnormal(job, worker: worker, reason: reason, timedOut: timedOut, charge: charge, log: log)
@@ -57,7 +58,7 @@ extension JobRunner {
                 log.error("a job was not processed: its sandbox is incomplete", metadata: ["reason": "\(reason)"])
                 try await failForGood(
                     job, worker: worker, code: "processing_unavailable",
-                    message: Refusal.processingUnavailableMessage, charge: 0, log: log, reason: reason)
+                    message: Say.processingUnavailable, charge: 0, log: log, reason: reason)
             }
         } catch {
             log.error("cannot record the job's outcome", metadata: ["error": "\(error)"])
@@ -85,7 +86,7 @@ extension JobRunner {
             guard earlierOutput != nil else {
                 try await retryOrFail(
                     job, worker: worker, reason: "the earlier highlight could not be copied", abnormal: false,
-                    charge: 0, finalCode: "io", finalMessage: JobSentences.serviceFailure, log: log,
+                    charge: 0, finalCode: "io", finalMessage: Say.serviceFailure, log: log,
                     detail: "the earlier job's result is gone or could not be copied")
                 return
             }
@@ -95,7 +96,7 @@ extension JobRunner {
         guard (try? await mediaStorage.publish(jobID: job.id, files: MediaFile.results)) != nil else {
             try await retryOrFail(
                 job, worker: worker, reason: "the server could not store the result", abnormal: false,
-                charge: 0, finalCode: "io", finalMessage: JobSentences.serviceFailure, log: log,
+                charge: 0, finalCode: "io", finalMessage: Say.serviceFailure, log: log,
                 detail: "the media storage refused the results")
             return
         }
@@ -187,18 +188,18 @@ extension JobRunner {
         if timedOut {
             try await failForGood(
                 job, worker: worker, code: "time_limit",
-                message: JobSentences.timeLimit,
+                message: Say.timeLimit,
                 charge: charge, log: log, reason: reason)
         } else if job.abnormalExits + 1 >= Self.abnormalExitLimit {
             try await failForGood(
                 job, worker: worker, code: "processing_failed",
-                message: isRecut ? JobSentences.recutFailure : JobSentences.unprocessable,
+                message: isRecut ? Say.recutFailure : Say.unprocessable,
                 charge: charge, log: log, reason: reason)
         } else {
             try await retryOrFail(
                 job, worker: worker, reason: "processing stopped unexpectedly", abnormal: true, charge: charge,
                 finalCode: "processing_failed",
-                finalMessage: isRecut ? JobSentences.recutFailure : JobSentences.unprocessable,
+                finalMessage: isRecut ? Say.recutFailure : Say.unprocessable,
                 log: log, detail: reason)
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import MediaVocabulary
 import Store
 import Synchronization
+import Wording
 
 /// Carries progress from the engine thread to the database without slowing the engine: the engine
 /// only stores the latest value; a task writes it at most every `interval`. When the write finds
@@ -60,12 +61,12 @@ final class ProgressReporter: Sendable {
 
     static func message(for stage: String) -> String {
         switch stage {
-        case "starting": return "Starting"
-        case "recognising": return "Checking whether this video was uploaded before"
-        case "analysing": return "Analysing shots, motion and sound"
-        case "selecting": return "Choosing the best moments"
-        case "rendering": return "Rendering your highlight"
-        case "poster", "storyboard", "done": return "Finishing"
+        case "starting": return Say.stageStarting
+        case "recognising": return Say.stageRecognising
+        case "analysing": return Say.stageAnalysing
+        case "selecting": return Say.stageSelecting
+        case "rendering": return Say.stageRendering
+        case "poster", "storyboard", "done": return Say.stageFinishing
         default: return stage
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Requests
 import Store
+import Wording
 
 extension ResumableUploads {
     /// Every byte is in: the file becomes a job through the plain upload's acceptance (probe in the
@@ -45,7 +46,7 @@ extension ResumableUploads {
                 throw error
             }
             let code = rejection?.code ?? "upload_failed"
-            let message = rejection?.message ?? "The upload could not be turned into a job. Try again later."
+            let message = rejection?.message ?? Say.uploadNotTurnedIntoJob
             _ = try? await store.finishUpload(
                 id: upload.id, holder: holder, state: .failed, jobId: nil, errorCode: code,
                 errorMessage: message, now: now)
