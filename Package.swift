@@ -124,7 +124,7 @@ let package = Package(
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "Store", "MediaVocabulary",
+                "Store", "Wording", "MediaVocabulary",
                 .product(name: "GRDB", package: "GRDB.swift")
             ]
         ),
@@ -305,7 +305,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "Store", "MediaVocabulary",
+                "Store", "Wording", "MediaVocabulary",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

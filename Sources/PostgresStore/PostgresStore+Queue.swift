@@ -1,6 +1,7 @@
 import Foundation
 import MediaVocabulary
 import Store
+import Wording
 import PostgresNIO
 
 /// The durable queue with leases. The claim is one statement: the next runnable job chosen with
@@ -24,7 +25,7 @@ extension PostgresStore {
             )
             UPDATE job SET status = 'processing', attempts = attempts + 1, "startedAt" = \(now), "updatedAt" = \(now),
                 "runAfter" = NULL, stage = 'starting',
-                message = CASE WHEN attempts + 1 > 1 THEN 'Restarting after an interruption' ELSE 'Starting' END,
+                message = CASE WHEN attempts + 1 > 1 THEN \(Say.restartingAfterInterruption) ELSE \(Say.stageStarting) END,
                 "leaseOwner" = \(worker), "leaseExpiresAt" = \(expires)
             FROM next WHERE job.id = next.claimed AND job.status = 'pending'
             RETURNING \(unescaped: Rows.jobColumns)
@@ -159,7 +160,7 @@ extension PostgresStore {
             let changed = try await connection.run(
                 """
                 UPDATE job SET status = 'pending', attempts = GREATEST(0, attempts - 1), stage = NULL,
-                    message = 'Waiting in the queue (the server restarted)', "updatedAt" = \(now),
+                    message = \(Say.requeuedAtShutdown), "updatedAt" = \(now),
                     "leaseOwner" = NULL, "leaseExpiresAt" = NULL
                 WHERE id = \(id) AND status = 'processing' AND "leaseOwner" = \(worker) RETURNING id
                 """, logger: logger)

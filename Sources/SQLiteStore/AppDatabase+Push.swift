@@ -167,7 +167,7 @@ extension AppDatabase {
                         lastReason = ?, leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ?
                     """, arguments: [status.rawValue, next, sent, statusCode, reason, id])
             if outcome == .deviceGone {
-                try Self.removeDevice(db, token: token, reason: "APNs no longer knows the device")
+                try Self.removeDevice(db, token: token, reason: "APNs no longer knows the device")  // not for users: the delivery record
             }
             return true
         }

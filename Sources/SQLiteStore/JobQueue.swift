@@ -2,6 +2,7 @@ import Foundation
 import MediaVocabulary
 import GRDB
 import Store
+import Wording
 
 /// The durable job queue: every state change is one write transaction guarded by the state it
 /// expects, so a cancel racing a completion has exactly one winner.
@@ -76,7 +77,7 @@ extension AppDatabase {
             job.leaseOwner = worker
             job.leaseExpiresAt = now.addingTimeInterval(leaseSeconds)
             job.stage = "starting"
-            job.message = job.attempts > 1 ? "Restarting after an interruption" : "Starting"
+            job.message = job.attempts > 1 ? Say.restartingAfterInterruption : Say.stageStarting
             try job.update(db)
             return job
         }
@@ -255,9 +256,9 @@ extension AppDatabase {
             try db.execute(
                 sql: """
                     UPDATE job SET status = 'pending', attempts = MAX(0, attempts - 1), stage = NULL, leaseOwner = NULL,
-                    leaseExpiresAt = NULL, message = 'Waiting in the queue (the server restarted)', updatedAt = ?
+                    leaseExpiresAt = NULL, message = ?, updatedAt = ?
                     WHERE id = ? AND status = 'processing' AND leaseOwner = ?
-                    """, arguments: [now, id, worker])
+                    """, arguments: [Say.requeuedAtShutdown, now, id, worker])
             return db.changesCount > 0
         }
         if queued { broadcaster.send(.jobQueued) }

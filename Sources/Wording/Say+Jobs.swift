@@ -16,6 +16,9 @@ extension Say {
     public static let pushFailedWithoutReason = "Open the app to try again."
     // A running job's stages.
     public static let stageStarting = "Starting"
+    public static let restartingAfterInterruption = "Restarting after an interruption"
+    /// A job put back in the queue when its server stopped gracefully (the attempt not counted).
+    public static let requeuedAtShutdown = "Waiting in the queue (the server restarted)"
     public static let stageRecognising = "Checking whether this video was uploaded before"
     public static let stageAnalysing = "Analysing shots, motion and sound"
     public static let stageSelecting = "Choosing the best moments"

@@ -7,7 +7,7 @@ import MediaPictures
 import MediaSynth
 import Testing
 
-@Suite("Decode plans", .serialized)
+@Suite("Decode plans")
 struct DecodePlanTests {
     private func settings(_ choice: DecodePlanSettings.Choice) -> AnalysisSettings {
         var s = AnalysisSettings()

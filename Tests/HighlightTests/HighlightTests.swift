@@ -73,7 +73,7 @@ func plantedShares(_ segments: [Segment], _ spec: SynthSpec) -> (total: Double, 
     return (segments.reduce(0) { $0 + $1.duration }, lively, defect)
 }
 
-@Suite("Highlight", .serialized)
+@Suite("Highlight")
 struct HighlightTests {
     @Test("picks the lively parts, once each, never defects, at the asked length, in order")
     func selection() throws {

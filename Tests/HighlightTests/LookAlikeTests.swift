@@ -10,7 +10,7 @@ import Testing
 /// Look-alike moments: two moments of one scene (the background stays, the subject
 /// stands elsewhere), even in different shots far apart, are never both in a highlight unless the
 /// target cannot be filled without them.
-@Suite("Look-alike moments", .serialized)
+@Suite("Look-alike moments")
 struct LookAlikeTests {
     @Test("two moments of one scene in far-apart shots: one of them, unless nothing else fills the target")
     func lookAlikeMomentsAreShownOnce() throws {

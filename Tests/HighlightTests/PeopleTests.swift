@@ -87,7 +87,7 @@ enum PeopleFootage {
     }
 }
 
-@Suite("People first", .serialized)
+@Suite("People first")
 struct PeopleTests {
     func highlight(_ path: String, target: Double, _ configure: (inout HighlightRequest) -> Void = { _ in })
         throws -> HighlightReport

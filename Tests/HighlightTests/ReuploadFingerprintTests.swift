@@ -147,7 +147,7 @@ enum ReuploadMedia {
     }
 }
 
-@Suite("Re-upload fingerprints", .serialized)
+@Suite("Re-upload fingerprints")
 struct ReuploadFingerprintTests {
     @Test(
         "re-encodes, resizes, HEVC, trims, rotation and sparse decodes match at their offset; unrelated videos never do"
@@ -182,7 +182,7 @@ struct ReuploadFingerprintTests {
     }
 }
 
-@Suite("Re-upload fingerprints: keyframes at cuts", .serialized)
+@Suite("Re-upload fingerprints: keyframes at cuts")
 struct ReuploadCutKeyframeTests {
     /// A re-export with scene-cut keyframes (ffmpeg's default): every keyframe, and so every burst
     /// of a look, starts at a cut, mostly inside a fingerprint step whose full-decode entry
@@ -336,7 +336,7 @@ struct ReuploadFingerprintCostTests {
     }
 }
 
-@Suite("Re-upload fingerprints: an original analysed on its I- and P-frames", .serialized)
+@Suite("Re-upload fingerprints: an original analysed on its I- and P-frames")
 struct ReuploadAnchorsOriginalTests {
     /// The anchors plan fingerprints a B-frame original from one frame in four; a copy's look
     /// (keyframe bursts of a re-encode) must still be placed on it to the frame.

@@ -9,7 +9,7 @@ import Testing
 
 /// Re-uploads recognised from a cheap look at their keyframes, and the earlier analysis reused in
 /// their own seconds.
-@Suite("Re-upload recognition and analysis reuse", .serialized)
+@Suite("Re-upload recognition and analysis reuse")
 struct ReuploadReuseTests {
     static let trim = 91.0 / 30  // 3.03 s: not a whole number of fingerprint steps
 

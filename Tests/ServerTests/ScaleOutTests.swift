@@ -95,11 +95,13 @@ struct ScaleOutTests {
         }
     }
 
-    /// Four new accounts upload the long fixture, one job each.
+    /// Four new accounts upload a video each: the first two (claimed first, and the ones a worker
+    /// is killed in) long enough to be caught mid-job, the last two short (the surviving worker runs
+    /// them and the rescued job one after another: short ones keep this suite off the tier's tail).
     static func fourJobs(_ base: String) async throws -> [(id: String, key: String)] {
-        let video = try await Fixtures.data(.long)
+        let long = try await Fixtures.data(.long), short = try await Fixtures.data(.short)
         var jobs: [(id: String, key: String)] = []
-        for _ in 0..<4 {
+        for video in [long, long, short, short] {
             let key = try #require(
                 try await ProcessHarness.request("POST", "\(base)/api/v1/accounts")["api_key"] as? String)
             let accepted = try await ProcessHarness.upload(video, to: "\(base)/api/v1/upload", key: key)
