@@ -274,20 +274,6 @@ let package = Package(
             ],
             resources: [.copy("openapi.json"), .copy("Studio")]
         ),
-        // The composition root: the service's parts built once on one store and one media
-        // storage, the background services of each process, the HTTP edge's parts. A library, so
-        // the tests build the very processes the commands run.
-        .target(
-            name: "MomentsRoot",
-            dependencies: [
-                "HTTPEdge", "MomentsServer", "Store", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
-                "Highlight", "HighlightJob", "MediaEngine", "MomentsConfig",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log")
-            ]
-        ),
         // S3-compatible object storage (AWS S3, Cloudflare R2, MinIO): SigV4 signing and a streaming client.
         .target(
             name: "ObjectStorage",
@@ -319,7 +305,7 @@ let package = Package(
                 "MediaSynth",
                 "Highlight",
                 "MomentsConfig", "MediaConfig",
-                "HTTPEdge", "MomentsServer", "MomentsRoot", "HighlightJob",
+                "HTTPEdge", "MomentsServer", "HighlightJob", "Accounts", "Uploads", "Webhooks", "Push",
                 "Store",
                 "SQLiteStore",
                 "PostgresStore",
@@ -329,7 +315,10 @@ let package = Package(
                 "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         // Probe fuzzer: a libFuzzer entry when built with `-sanitize=fuzzer -DFUZZING` (make fuzz);
@@ -366,7 +355,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "AnalysisDecode", "MediaPictures", "MediaVocabulary",
-                "HTTPEdge", "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
+                "HTTPEdge", "MomentsServer", "moments", "Store", "SQLiteStore", "Accounts", "Uploads", "Workers", "Webhooks", "Push", "JobMedia",
                 "Requests", "Isolation", "HighlightJob", "MomentsConfig", "MediaConfig", "MediaSynth", "MediaEngine", "Highlight",
                 "AppStore", "ObjectStorage", "PostgresStore", "Telemetry", "Timeline",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -384,7 +373,7 @@ let package = Package(
         .testTarget(
             name: "RouterTests",
             dependencies: [
-                "HTTPEdge", "MomentsServer", "MomentsRoot", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
+                "HTTPEdge", "MomentsServer", "moments", "Store", "SQLiteStore", "Uploads", "Requests", "JobMedia", "MomentsConfig",
                 "MediaConfig", "Highlight",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

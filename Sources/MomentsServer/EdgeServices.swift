@@ -9,7 +9,7 @@ import Uploads
 import Webhooks
 import Workers
 
-/// The service's parts the HTTP edge uses, handed in by the composition root (`MomentsRoot`):
+/// The service's parts the HTTP edge uses, handed in by the composition root (`Sources/moments`):
 /// each controller takes what it needs from here.
 public struct EdgeServices: Sendable {
     public var settings: ServiceSettings

@@ -6,7 +6,6 @@ import JobMedia
 import Logging
 import ServiceLifecycle
 import MomentsConfig
-import MomentsRoot
 import MomentsServer
 
 /// `moments serve`: the HTTP service with its workers, until SIGTERM or SIGINT.

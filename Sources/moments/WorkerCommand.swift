@@ -9,7 +9,6 @@ import JobMedia
 import Logging
 import MomentsConfig
 import HTTPEdge  // the worker's /metrics endpoint (HTTP)
-import MomentsRoot
 import Push
 import ServiceLifecycle
 import Store

@@ -6,7 +6,7 @@ import HummingbirdTesting
 import JobMedia
 import Logging
 import MomentsConfig
-import MomentsRoot
+@testable import moments
 import HTTPEdge
 import MomentsServer
 import NIOCore

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import MomentsConfig
-import MomentsRoot
+@testable import moments
 import HTTPEdge
 import MomentsServer
 import NIOCore

@@ -8,7 +8,7 @@ import HummingbirdTesting
 import JobMedia
 import Logging
 import MomentsConfig
-import MomentsRoot
+@testable import moments
 import MomentsServer
 import NIOCore
 import NIOHTTP1

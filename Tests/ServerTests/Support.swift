@@ -7,7 +7,7 @@ import JobMedia
 import Logging
 import MediaSynth
 import MomentsConfig
-import MomentsRoot
+@testable import moments
 import HTTPEdge
 import MomentsServer
 import NIOCore
