@@ -68,11 +68,7 @@ public struct FileResponder: Sendable {
                     path: path, range: Int(bytes.lowerBound)...Int(bytes.upperBound), context: context)
             return Response(status: .partialContent, headers: headers, body: body)
         case .unsatisfiable:
-            throw Problem(
-                .rangeNotSatisfiable, code: "range_not_satisfiable",
-                detail: Say.rangeNotSatisfiable(request.headers[.range] ?? "", size: size),
-                extensions: ["size": .int(Int(size))],
-                headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+            throw Problem.rangeNotSatisfiable(request.headers[.range] ?? "", size: size)
         }
     }
 

@@ -97,6 +97,13 @@ extension Problem {
         Problem(.badRequest, code: code, detail: detail, extensions: extensions)
     }
 
+    /// A Range no byte of a `size`-byte file satisfies (files on disk and objects in a bucket alike).
+    public static func rangeNotSatisfiable(_ range: String, size: Int64) -> Problem {
+        Problem(
+            .rangeNotSatisfiable, code: "range_not_satisfiable", detail: Say.rangeNotSatisfiable(range, size: size),
+            extensions: ["size": .int(Int(size))], headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+    }
+
     /// Unknown ids and other accounts' jobs look the same.
     public static func jobNotFound(_ id: String) -> Problem {
         Problem(

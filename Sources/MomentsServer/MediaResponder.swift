@@ -63,11 +63,7 @@ struct MediaResponder {
             let stream = try await open(object, range: bytes)
             return Response(status: .partialContent, headers: headers, body: ResponseBody(asyncSequence: stream.body))
         case .unsatisfiable:
-            throw Problem(
-                .rangeNotSatisfiable, code: "range_not_satisfiable",
-                detail: Say.rangeNotSatisfiable(request.headers[.range] ?? "", size: size),
-                extensions: ["size": .int(Int(size))],
-                headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+            throw Problem.rangeNotSatisfiable(request.headers[.range] ?? "", size: size)
         }
     }
 
