@@ -51,7 +51,7 @@ public enum HighlightOutcome: Sendable {
 }
 
 /// A media error as the job's owner and the log see it.
-public struct MediaProblem: Sendable, Error {
+public struct MediaProblem: Sendable {
     /// The stable code the job records (`MediaFailure`'s name).
     public var code: String
     /// The owner's sentence: what to do; never a path or FFmpeg's text.

@@ -65,7 +65,7 @@ extension ResumableUploadController {
                 break
             }
             let outcome = try await appending(id, append, request: request, context: context)
-            let maxBytes = await planMaxBytes(account)
+            let maxBytes = await planMaxBytes(account, for: proto)
             switch outcome {
             case .partial(let upload):
                 var fields: HTTPFields = [.uploadOffset: String(upload.offset)]

@@ -65,7 +65,7 @@ struct ResumableUploadController {
 
     func creating(_ request: Request, context: AppRequestContext, proto: ResumableProtocol) async throws -> Response {
         let account = try context.requireAccount()
-        let maxBytes = await planMaxBytes(account)
+        let maxBytes = await planMaxBytes(account, for: proto)
         let terms = try Self.creationTerms(request, proto: proto)
         if terms.length == 0 || (terms.completes && !terms.body) {
             throw Problem.badRequest("empty_file", Say.emptyUpload)
@@ -202,9 +202,9 @@ struct ResumableUploadController {
                 throw Self.problem(Refusal.uploadGone, proto: proto)
             }
             var fields: HTTPFields = [.uploadOffset: String(upload.offset), .cacheControl: "no-store"]
+            let answered = proto == .plain ? ResumableProtocol.ietf(version: 6) : proto
             fields.append(
-                contentsOf: protocolFields(
-                    upload, proto: proto == .plain ? .ietf(version: 6) : proto, maxBytes: await planMaxBytes(account)))
+                contentsOf: protocolFields(upload, proto: answered, maxBytes: await planMaxBytes(account, for: answered)))
             if proto == .tus {
                 fields[.uploadMetadata] = ResumableProtocol.tusMetadataHeader([
                     ("filename", upload.filename), ("target_duration", String(upload.targetDuration)),
@@ -325,7 +325,9 @@ struct ResumableUploadController {
 
     /// The largest upload `account`'s plan takes, within the server's limit (the server's alone
     /// when the plan cannot be read now: the creation and the end of the upload check it again).
-    func planMaxBytes(_ account: Account) async -> Int64 {
+    /// Only the draft's `Upload-Limit` (versions 6+) says it, so no other answer reads the plan.
+    func planMaxBytes(_ account: Account, for proto: ResumableProtocol) async -> Int64 {
+        guard case .ietf(let version) = proto, version >= 6 else { return settings.maxUploadBytes }
         guard let plan = try? await intake.policy.accountPlan(account) else { return settings.maxUploadBytes }
         return resumable.maxBytes(plan)
     }
