@@ -7,7 +7,7 @@ export SWIFT
 APT_PACKAGES := libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libsqlite3-dev pkg-config
 STORAGE_PATH ?= Storage
 
-.PHONY: run test test-tools test-browser setup build release bench clean fuzz format
+.PHONY: run test test-tools test-browser browser-tools setup build release bench clean fuzz format
 
 # Installs the system libraries only when pkg-config cannot find them (sudo when not root).
 setup:
@@ -34,18 +34,6 @@ run: release
 		export ISOLATION_ALLOW_WEAKER=user,cgroup; fi; \
 	exec .build/release/moments serve
 
-# The tests in tiers. The router tier (RouterTests: controllers and domain services on a
-# throw-away SQLite store, no socket, no child process) and the unit suites run first; the media
-# tests run on their own: they do long synchronous work on Swift's cooperative threads (as many as
-# cores), which would starve the live HTTP servers the service tests talk to.
-# The rest runs with a throw-away PostgreSQL cluster and moto's S3 server (installed when missing,
-# started on free loopback ports, stopped after; see scripts/with-test-servers): the service tests
-# (live servers, real child processes and media) on the embedded engines (SQLite + filesystem), the
-# store and object-storage suites, and the service tests again on the production engines
-# (PostgreSQL + S3). Each service run holds at most SERVICE_WIDTH tests in flight at once, so a
-# 2-core machine is busy without starving the streaming tests' servers.
-SERVICE_WIDTH := 16
-SERVICE_TESTS := SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(SERVICE_WIDTH) scripts/swift-test --filter "^ServerTests\."
 # opentimelineio and xmllint check the timeline exports (OTIO read back, FCPXML against a DTD);
 # tuspy (the tus project's Python client) drives the resumable-upload tests as a third-party client;
 # curl drives the IETF draft and SSE tests; ffprobe reads picture types in the phone-media tests;
@@ -66,36 +54,38 @@ test-tools:
 # The tests' synthetic videos, each encoded once per run (see Sources/MediaSynth/SynthCache.swift):
 # the service tests ask for the same ones on both engine sets.
 SYNTH_CACHE := $(CURDIR)/.build/synth-cache
+# The tests in tiers (scripts/test-tiers, which times each and prints the times at the end): the
+# unit tier (the router suites on a throw-away SQLite store, the media suites and each domain
+# module's own suites); then, with a throw-away PostgreSQL cluster and moto's S3 server (installed
+# when missing, started on free loopback ports, stopped after; see scripts/with-test-servers), the
+# service suites (live servers, real child processes and media) on the embedded engines (SQLite +
+# filesystem), then the store and object-storage suites; then the service suites that depend on the
+# engines again on PostgreSQL + S3, with the web studio's browser tests beside them.
 test: export MOMENTS_SYNTH_CACHE = $(SYNTH_CACHE)
-test: setup test-tools
+test: setup test-tools browser-tools
 	scripts/check-imports
 	scripts/check-wording
 	scripts/long-functions
 	@scripts/people-footage >/dev/null
 	$(SWIFT) build --build-tests
-	rm -rf $(SYNTH_CACHE)
-	scripts/swift-test --filter '^RouterTests\.'
-	scripts/swift-test --skip ServerTests --skip RouterTests --skip ObjectStorageTests --skip '^StoreTests\.'
-	scripts/with-test-servers bash -c '\
-		$(SERVICE_TESTS) && \
-		scripts/swift-test --filter "^StoreTests\.|ObjectStorageTests" && \
-		MOMENTS_TEST_ENGINE=postgresql+s3 $(SERVICE_TESTS)'
-	$(MAKE) test-browser
+	scripts/test-tiers
 
 # The web studio in a browser (Tests/Browser, pytest): Playwright for Python driving Debian's
 # chromium headless against a live `moments serve` (the debug build, as `make test` builds it;
 # MOMENTS_BIN to use another).
 # Installs what is missing: chromium with apt, playwright and pytest with pip (Playwright's own
 # browser download is not used). Screenshots land in bench-out/.
-test-browser:
+test-browser: browser-tools
+	$(SWIFT) build --build-tests
+	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest Tests/Browser -p no:cacheprovider
+
+browser-tools:
 	@command -v chromium >/dev/null 2>&1 || { echo "Installing chromium (the studio's browser tests)"; SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@python3 -c 'import playwright, pytest' 2>/dev/null || { echo "Installing playwright and pytest with pip"; \
 		python3 -m pip install --quiet playwright pytest 2>/dev/null || python3 -m pip install --quiet --break-system-packages playwright pytest; }
 	@python3 -c 'import axe_playwright_python' 2>/dev/null || { echo "Installing axe-core 4.12.1 (axe-playwright-python 0.1.8, its axe.min.js checked by hash in the tests) with pip"; \
 		python3 -m pip install --quiet axe-playwright-python==0.1.8 2>/dev/null || python3 -m pip install --quiet --break-system-packages axe-playwright-python==0.1.8; }
-	$(SWIFT) build --build-tests
-	PYTHONDONTWRITEBYTECODE=1 python3 -m pytest Tests/Browser -p no:cacheprovider
 
 # Benchmarks (need the ffmpeg CLI; bench-analysis also PyPI for PySceneDetect; bench-service wrk and curl;
 # bench-phone libx265 and zscale in the ffmpeg CLI, and curl; bench-uploads curl and tuspy; bench-reuploads curl).

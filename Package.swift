@@ -1,6 +1,11 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+/// The media tests' own per-pixel loops (frame hashes, thumbnails, synthetic scenes) run on every
+/// decoded frame: unoptimised they cost more than the decoding they check, so these test targets
+/// are optimised in debug builds, as the media modules are.
+let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 let package = Package(
     name: "Moments",
     platforms: [.macOS(.v15)],
@@ -329,7 +334,8 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaEngineTests",
-            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "MediaEngine", "MediaSynth"]
+            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "MediaEngine", "MediaSynth"],
+            swiftSettings: optimisedInDebug
         ),
         // Tests by room: each domain module's own target, run once in the unit tier.
         .testTarget(
@@ -349,7 +355,8 @@ let package = Package(
         ),
         .testTarget(
             name: "AnalysisTests",
-            dependencies: ["Analysis"]
+            dependencies: ["Analysis"],
+            swiftSettings: optimisedInDebug
         ),
         .testTarget(
             name: "ServerTests",
@@ -409,7 +416,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HighlightTests",
-            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "Highlight", "Analysis", "MediaEngine", "MediaSynth"]
+            dependencies: ["AnalysisDecode", "MediaPictures", "FFmpeg", "Highlight", "Analysis", "MediaEngine", "MediaSynth"],
+            swiftSettings: optimisedInDebug
         )
     ],
     swiftLanguageModes: [.v6]

@@ -46,56 +46,69 @@ public struct FrameFeatures: Sendable {
     /// Fills `self` from `frame`, reusing its arrays (no allocation after the first frame).
     public mutating func measure(_ frame: FrameView) {
         measureThumbnail(frame)
+        let w = frame.width, h = frame.height
+        measureLuma(frame)
+        if measuresTexture { measureFine(frame) }
+        let n = Float(w * h)
+        for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
+        measureChroma(frame)
+    }
+
+    /// Luma statistics, the luma half of the histogram and the Laplacian (with the texture grid
+    /// when asked) in one pass over the picture.
+    private mutating func measureLuma(_ frame: FrameView) {
         let w = frame.width, h = frame.height, side = FrameFeatures.thumbSide
-        // Luma statistics, histogram and Laplacian in one pass over the picture.
-        for i in 0..<lumaCounts.count { lumaCounts[i] = 0 }
-        for i in 0..<chromaCounts.count { chromaCounts[i] = 0 }
+        let table = FrameFeatures.lumaSoftBins
         var sum = 0, sumSquares = 0, dark = 0, bright = 0
-        var lapSum = 0.0, lapSquares = 0.0, lapCount = 0
-        if measuresTexture { for i in 0..<texture.count { texture[i] = 0; textureCounts[i] = 0 } }
-        for y in 0..<h {
-            let row = frame.luma + y * frame.lumaStride
-            for x in 0..<w {
-                let v = Int(row[x])
-                sum &+= v
-                sumSquares &+= v * v
-                // Soft binning: a value between two bin centres counts in both, so a picture
-                // that changes gradually moves its histogram gradually too.
-                let (b, w) = FrameFeatures.softBin(v, binWidth: 16, bins: FrameFeatures.lumaBins)
-                lumaCounts[b] += 1 - w
-                lumaCounts[min(b + 1, FrameFeatures.lumaBins - 1)] += w
-                if v < Int(FrameFeatures.darkLevel) { dark += 1 }
-                if v > Int(FrameFeatures.brightLevel) { bright += 1 }
-            }
-            if y > 0 && y < h - 1 && !measuresTexture {
-                let up = row - frame.lumaStride, down = row + frame.lumaStride
-                for x in 1..<(w - 1) {
-                    let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
-                    lapSum += Double(l)
-                    lapSquares += Double(l * l)
-                }
-                lapCount += w - 2
-            } else if y > 0 && y < h - 1 {
-                let up = row - frame.lumaStride, down = row + frame.lumaStride
-                let cellRow = (y * side / h) * side
-                texture.withUnsafeMutableBufferPointer { tex in
-                    textureCounts.withUnsafeMutableBufferPointer { counts in
-                        for x in 1..<(w - 1) {
-                            let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
-                            lapSum += Double(l)
-                            lapSquares += Double(l * l)
-                            let cell = cellRow + x * side / w
-                            tex[cell] += Float(abs(l))
-                            counts[cell] += 1
+        // The Laplacian's sums are of integers: kept as integers (a Double held them exactly too).
+        var lapSum = 0, lapSquares = 0, lapCount = 0
+        let darkLevel = Int(FrameFeatures.darkLevel), brightLevel = Int(FrameFeatures.brightLevel)
+        let texturing = measuresTexture
+        lumaCounts.withUnsafeMutableBufferPointer { counts in
+            for i in 0..<counts.count { counts[i] = 0 }
+            texture.withUnsafeMutableBufferPointer { tex in
+                textureCounts.withUnsafeMutableBufferPointer { cellCounts in
+                    if texturing { for i in 0..<tex.count { tex[i] = 0; cellCounts[i] = 0 } }
+                    for y in 0..<h {
+                        let row = frame.luma + y * frame.lumaStride
+                        for x in 0..<w {
+                            let v = Int(row[x])
+                            sum &+= v
+                            sumSquares &+= v * v
+                            // Soft binning: a value between two bin centres counts in both, so a
+                            // picture that changes gradually moves its histogram gradually too.
+                            let bin = table[v]
+                            counts[bin.lower] += 1 - bin.weight
+                            counts[bin.upper] += bin.weight
+                            if v < darkLevel { dark += 1 }
+                            if v > brightLevel { bright += 1 }
                         }
+                        guard y > 0 && y < h - 1 else { continue }
+                        let up = row - frame.lumaStride, down = row + frame.lumaStride
+                        if !texturing {
+                            for x in 1..<(w - 1) {
+                                let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
+                                lapSum &+= l
+                                lapSquares &+= l * l
+                            }
+                        } else {
+                            let cellRow = (y * side / h) * side
+                            for x in 1..<(w - 1) {
+                                let l = Int(up[x]) + Int(down[x]) + Int(row[x - 1]) + Int(row[x + 1]) - 4 * Int(row[x])
+                                lapSum &+= l
+                                lapSquares &+= l * l
+                                let cell = cellRow + x * side / w
+                                tex[cell] += Float(abs(l))
+                                cellCounts[cell] += 1
+                            }
+                        }
+                        lapCount += w - 2
+                    }
+                    if texturing {
+                        for i in 0..<tex.count where cellCounts[i] > 0 { tex[i] /= Float(cellCounts[i]) }
                     }
                 }
-                lapCount += w - 2
             }
-        }
-        if measuresTexture {
-            for i in 0..<texture.count where textureCounts[i] > 0 { texture[i] /= Float(textureCounts[i]) }
-            measureFine(frame)
         }
         let n = Float(w * h)
         meanLuma = Float(sum) / n
@@ -103,26 +116,50 @@ public struct FrameFeatures: Sendable {
         darkFraction = Float(dark) / n
         brightFraction = Float(bright) / n
         if lapCount > 0 {
-            let mean = lapSum / Double(lapCount)
-            laplacianVariance = Float(lapSquares / Double(lapCount) - mean * mean)
+            let mean = Double(lapSum) / Double(lapCount)
+            laplacianVariance = Float(Double(lapSquares) / Double(lapCount) - mean * mean)
         }
-        for y in 0..<frame.chromaHeight {
-            let u = frame.cb + y * frame.chromaStride, v = frame.cr + y * frame.chromaStride
-            for x in 0..<frame.chromaWidth {
-                let (bu, wu) = FrameFeatures.softBin(Int(u[x]), binWidth: 32, bins: FrameFeatures.chromaBins)
-                let (bv, wv) = FrameFeatures.softBin(Int(v[x]), binWidth: 32, bins: FrameFeatures.chromaBins)
-                let bu1 = min(bu + 1, FrameFeatures.chromaBins - 1), bv1 = min(bv + 1, FrameFeatures.chromaBins - 1)
-                let n = FrameFeatures.chromaBins
-                chromaCounts[bu * n + bv] += (1 - wu) * (1 - wv)
-                chromaCounts[bu1 * n + bv] += wu * (1 - wv)
-                chromaCounts[bu * n + bv1] += (1 - wu) * wv
-                chromaCounts[bu1 * n + bv1] += wu * wv
+    }
+
+    /// The chroma half of the histogram: joint Cb/Cr soft bins.
+    private mutating func measureChroma(_ frame: FrameView) {
+        let table = FrameFeatures.chromaSoftBins
+        let n = FrameFeatures.chromaBins
+        chromaCounts.withUnsafeMutableBufferPointer { counts in
+            for i in 0..<counts.count { counts[i] = 0 }
+            for y in 0..<frame.chromaHeight {
+                let u = frame.cb + y * frame.chromaStride, v = frame.cr + y * frame.chromaStride
+                for x in 0..<frame.chromaWidth {
+                    let bu = table[Int(u[x])], bv = table[Int(v[x])]
+                    let wu = bu.weight, wv = bv.weight
+                    counts[bu.lower * n + bv.lower] += (1 - wu) * (1 - wv)
+                    counts[bu.upper * n + bv.lower] += wu * (1 - wv)
+                    counts[bu.lower * n + bv.upper] += (1 - wu) * wv
+                    counts[bu.upper * n + bv.upper] += wu * wv
+                }
             }
         }
         let chromaCount = Float(max(1, frame.chromaWidth * frame.chromaHeight))
-        for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
         for i in 0..<chromaCounts.count { histogram[FrameFeatures.lumaBins + i] = chromaCounts[i] / chromaCount }
     }
+
+    /// `softBin` of every 8-bit value, for the per-pixel loops: the bin below, the bin above
+    /// (the same at the top) and the upper one's weight.
+    struct SoftBin {
+        var lower: Int
+        var upper: Int
+        var weight: Float
+    }
+
+    static func softBinTable(binWidth: Int, bins: Int) -> [SoftBin] {
+        (0..<256).map { value in
+            let (lower, weight) = softBin(value, binWidth: binWidth, bins: bins)
+            return SoftBin(lower: lower, upper: min(lower + 1, bins - 1), weight: weight)
+        }
+    }
+
+    static let lumaSoftBins = softBinTable(binWidth: 16, bins: lumaBins)
+    static let chromaSoftBins = softBinTable(binWidth: 32, bins: chromaBins)
 
     /// Fills only `time` and `thumb` (all a content fingerprint needs): the re-upload look's cost.
     public mutating func measureThumbnail(_ frame: FrameView) {

@@ -35,7 +35,7 @@ struct PeopleJobTests {
     @Test("an upload with focus=auto at 9:16 shows people moments; a re-cut with focus=action keeps the stored faces")
     func focusThroughTheAPI() async throws {
         let video = try Self.footage()
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
             let upload = try await client.upload(

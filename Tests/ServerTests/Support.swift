@@ -113,6 +113,23 @@ final class TestClock: @unchecked Sendable {
     }
 }
 
+extension MediaDefaults {
+    /// The media defaults of the service tests' servers: the shipped ones but for the face
+    /// detector (off) and x264's fastest preset. Their synthetic videos show no one, and what
+    /// these suites check (the API, the store, the sandbox, the storage) is the same either way;
+    /// faces and the shipped preset are the media suites' (PeopleTests, RenderTests) and, through
+    /// the API, the suites that ask for `.shipped`: the walk-through, people through the API
+    /// and media config.
+    static var shipped: MediaDefaults { MediaDefaults() }
+
+    static var serviceTests: MediaDefaults {
+        var media = MediaDefaults()
+        media.template.analysis.faces.enabled = false
+        media.template.preset = "ultrafast"
+        return media
+    }
+}
+
 /// A server on its own temporary storage.
 struct TestServer {
     let scratch = Scratch()
@@ -122,7 +139,7 @@ struct TestServer {
 
     init(
         plans: PlanSettings = TestServer.roomyPlans, appleChain: TestAppleChain? = nil, clock: TestClock? = nil,
-        sandboxForAll: Bool = false, media: MediaDefaults = MediaDefaults(),
+        sandboxForAll: Bool = false, media: MediaDefaults = .serviceTests,
         _ configure: (inout ServiceSettings) -> Void = { _ in }
     ) async throws {
         var settings = ServiceSettings()

@@ -13,7 +13,7 @@ struct WalkthroughTests {
     /// The README's curl walkthrough, over real HTTP: account, upload, poll, download, poster,
     /// analysis, list, delete.
     @Test func readmeWalkthrough() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.short)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
@@ -85,7 +85,7 @@ struct WalkthroughTests {
 
     /// Byte ranges as AVPlayer uses them: 0-1, suffix, open-ended, If-Range, HEAD, invalid → 416.
     @Test func downloadRanges() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.short)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -144,7 +144,7 @@ struct WalkthroughTests {
     /// DELETE while the worker renders: the job is cancelled at once, the worker stops within a
     /// second and its files are gone.
     @Test func cancelDuringProcessing() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.long)
         try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
@@ -173,7 +173,7 @@ struct WalkthroughTests {
 
     /// A pending job cancelled before any worker took it.
     @Test func cancelPendingJob() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.long)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -190,7 +190,7 @@ struct WalkthroughTests {
     /// A video that probes fine but has nothing worth showing: the job fails with the reason and
     /// leaves no files.
     @Test func jobFailingInProcessing() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.black)
         try await withServer(server, .router) { client in
             let (_, key) = try await client.createAccount()
@@ -210,7 +210,7 @@ struct WalkthroughTests {
 
     /// Graceful shutdown while a job runs: the job goes back to the queue without using an attempt.
     @Test func shutdownRequeuesRunningJob() async throws {
-        let server = try await TestServer()
+        let server = try await TestServer(media: .shipped)
         let video = try await Fixtures.data(.long)
         let job: String = try await withServer(server, .live) { client in
             let (_, key) = try await client.createAccount()
