@@ -137,11 +137,31 @@ extension Process {
     func exited(within seconds: Double = 90, sourceLocation: SourceLocation = #_sourceLocation) async {
         let ended = await eventually(within: seconds) { !self.isRunning }
         if !ended {
+            let pid = processIdentifier
+            let stacks = (try? await RawConnection.offPool { Process.threadStacks(pid) }) ?? "(no stacks)"
             Issue.record(
-                "process \(processIdentifier) (\(arguments ?? [])) still running \(Int(seconds)) s after it was asked to stop",
+                "process \(pid) (\(arguments ?? [])) still running \(Int(seconds)) s after it was asked to stop; its threads:\n\(stacks)",
                 sourceLocation: sourceLocation)
-            kill(processIdentifier, SIGKILL)
+            kill(pid, SIGKILL)
         }
         _ = try? await RawConnection.offPool { self.waitUntilExit() }
+    }
+
+    /// Every thread's stack of a process that would not stop (gdb, when it is installed): what
+    /// it was waiting for, for a stop that overruns once in many runs.
+    static func threadStacks(_ pid: Int32) -> String {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") else { return "(gdb is not installed)" }
+        let gdb = Process()
+        gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
+        gdb.arguments = ["-p", "\(pid)", "-batch", "-nx", "-ex", "thread apply all bt 25"]
+        let output = Pipe()
+        gdb.standardOutput = output
+        gdb.standardError = FileHandle.nullDevice
+        guard (try? gdb.run()) != nil else { return "(gdb did not start)" }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        gdb.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+            .filter { $0.hasPrefix("Thread ") || $0.hasPrefix("#") }
+        return lines.prefix(400).joined(separator: "\n")
     }
 }
