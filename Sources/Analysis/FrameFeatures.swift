@@ -46,11 +46,8 @@ public struct FrameFeatures: Sendable {
     /// Fills `self` from `frame`, reusing its arrays (no allocation after the first frame).
     public mutating func measure(_ frame: FrameView) {
         measureThumbnail(frame)
-        let w = frame.width, h = frame.height
         measureLuma(frame)
         if measuresTexture { measureFine(frame) }
-        let n = Float(w * h)
-        for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
         measureChroma(frame)
     }
 
@@ -115,6 +112,7 @@ public struct FrameFeatures: Sendable {
         lumaDeviation = (max(0, Float(sumSquares) / n - meanLuma * meanLuma)).squareRoot()
         darkFraction = Float(dark) / n
         brightFraction = Float(bright) / n
+        for i in 0..<FrameFeatures.lumaBins { histogram[i] = lumaCounts[i] / n }
         if lapCount > 0 {
             let mean = Double(lapSum) / Double(lapCount)
             laplacianVariance = Float(Double(lapSquares) / Double(lapCount) - mean * mean)
